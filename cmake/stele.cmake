@@ -1,0 +1,40 @@
+# Helpers that keep every module a single CMake target with explicit,
+# downward-only dependencies (see docs/architecture.md).
+
+set(STELE_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+    -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough)
+if(STELE_WERROR)
+  list(APPEND STELE_WARNINGS -Werror)
+endif()
+
+if(STELE_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(STELE_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
+
+# stele_add_library(<name> SOURCES ... DEPS ...)
+# Creates target stele_<name>; headers are included by module path from src/.
+function(stele_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(stele_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(stele_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(stele_${name} PRIVATE ${STELE_WARNINGS})
+  target_link_libraries(stele_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# stele_add_test(<name> SOURCES ... DEPS ... LABELS ...)
+# One gtest binary per module; every test case becomes a ctest test.
+function(stele_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${STELE_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

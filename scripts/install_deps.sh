@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Stele needs to build and test, only when
+# some are missing (idempotent; safe to run on every invocation).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ clang pkg-config ccache  # toolchain (clang: second compiler in CI)
+  libsqlite3-dev                                 # embedded storage backend
+  nlohmann-json3-dev                             # JSON encoding of events, params, API
+  libgtest-dev libgmock-dev                      # unit, conformance and crash tests
+  libbenchmark-dev                               # bench/
+  sqlite3                                        # inspecting databases in docs and tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install_deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it:
+#   1. release-ish build with warnings as errors; every ctest label;
+#   2. ASan+UBSan build; the unit, conformance and crash tests;
+#   3. TSan build; the concurrency tests.
+# Installs missing Debian packages first.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+bash scripts/install_deps.sh
+
+export CTEST_OUTPUT_ON_FAILURE=1
+jobs="${STELE_JOBS:-$(nproc)}"
+failed=0
+
+run_stage() {
+  local name="$1" dir="$2" labels="$3"; shift 3
+  echo "=== stage: $name ==="
+  bash scripts/build.sh "$dir" "$@"
+  if ! ctest --test-dir "$dir" -j "$jobs" ${labels:+-L "$labels"} --timeout 900; then
+    failed=1
+  fi
+}
+
+run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON
+run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF
+
+if [ "$failed" -ne 0 ]; then
+  echo "test.sh: FAILED" >&2
+  exit 1
+fi
+echo "test.sh: all stages passed"

@@ -1,0 +1,151 @@
+#include "core/execution_event.h"
+
+#include <iterator>
+#include <string>
+
+namespace stele::core {
+namespace {
+
+// 9999-12-31T23:59:59.999999Z: the last instant RFC 3339 can write. A
+// resolved schedule beyond it could be stored but never read back.
+constexpr int64_t kMaxRfc3339Micros = int64_t{253'402'300'800} * 1'000'000 - 1;
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
+
+std::string JoinSetRequestToString(const JoinSetRequest& request) {
+  return std::visit(
+      Overloaded{
+          [](const DelayRequest& r) {
+            return "DelayRequest(" + r.delay_id.ToString() + ", expires_at: " +
+                   Quoted(r.expires_at) + ", schedule_at: `" + r.schedule_at.ToString() + "`)";
+          },
+          [](const ChildExecutionRequest& r) {
+            return "ChildExecutionRequest(" + r.child_execution_id.ToString() + ", " +
+                   r.target_ffqn.ToString() + ", params: " +
+                   r.params.dump(-1, ' ', false, Json::error_handler_t::replace) + ")";
+          },
+      },
+      request);
+}
+
+std::string HistoryEventToString(const HistoryEvent& event) {
+  return std::visit(
+      Overloaded{
+          [](const HistoryPersist&) { return std::string("Persist"); },
+          [](const HistoryJoinSetCreate& e) {
+            return "JoinSetCreate(" + e.join_set_id.ToString() + ")";
+          },
+          [](const HistoryJoinSetRequest& e) {
+            return "JoinSetRequest(" + JoinSetRequestToString(e.request) + ")";
+          },
+          [](const HistoryJoinNext& e) { return "JoinNext(" + e.join_set_id.ToString() + ")"; },
+          [](const HistoryJoinNextTooMany& e) {
+            return "JoinNextTooMany(" + e.join_set_id.ToString() + ")";
+          },
+          [](const HistorySchedule& e) {
+            return "Schedule(" + e.execution_id.ToString() + ", " + e.schedule_at.ToString() + ")";
+          },
+          [](const HistoryStub& e) { return "Stub(" + e.target_execution_id.ToString() + ")"; },
+      },
+      event);
+}
+
+}  // namespace
+
+Result<DateTime, HistoryEventScheduleAt::OutOfRangeError> HistoryEventScheduleAt::AsDateTime(
+    DateTime now) const {
+  if (const auto* at = std::get_if<ScheduleAtTime>(&value)) return at->at;
+  const auto* in = std::get_if<ScheduleIn>(&value);
+  if (in == nullptr) return now;
+  const std::optional<int64_t> delta = in->in.ToMicros();
+  int64_t resolved = 0;
+  if (!delta || __builtin_add_overflow(ToMicros(now), *delta, &resolved) ||
+      resolved > kMaxRfc3339Micros) {
+    return Unexpected(OutOfRangeError{});
+  }
+  return DateTimeFromMicros(resolved);
+}
+
+std::string HistoryEventScheduleAt::ToString() const {
+  return std::visit(Overloaded{
+                        [](const ScheduleNow&) { return std::string("Now"); },
+                        [](const ScheduleAtTime& a) { return "At(" + Quoted(a.at) + ")"; },
+                        [](const ScheduleIn& i) { return "In(" + i.in.ToString() + ")"; },
+                    },
+                    value);
+}
+
+std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
+  static constexpr std::string_view kNames[] = {
+      "Created",  "Locked", "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut",
+      "Finished", "HistoryEvent"};
+  static_assert(std::size(kNames) == std::variant_size_v<ExecutionRequest>);
+  return kNames[request.index()];
+}
+
+std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
+  static constexpr std::string_view kTags[] = {
+      "created",  "locked", "unlocked", "temporarily_failed", "temporarily_timed_out",
+      "finished", "history_event"};
+  static_assert(std::size(kTags) == std::variant_size_v<ExecutionRequest>);
+  return kTags[request.index()];
+}
+
+std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
+  static constexpr std::string_view kTags[] = {
+      "persist",    "join_set_create", "join_set_request", "join_next", "join_next_too_many",
+      "schedule",   "stub"};
+  static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
+  return kTags[event.index()];
+}
+
+bool IsTemporaryEvent(const ExecutionRequest& request) {
+  return std::holds_alternative<TemporarilyFailed>(request) ||
+         std::holds_alternative<TemporarilyTimedOut>(request);
+}
+
+std::optional<JoinSetId> ExecutionRequestJoinSetId(const ExecutionRequest& request) {
+  if (const auto* created = std::get_if<Created>(&request)) {
+    if (created->parent) return created->parent->second;
+    return std::nullopt;
+  }
+  const auto* history = std::get_if<HistoryEventRequest>(&request);
+  if (history == nullptr) return std::nullopt;
+  if (const auto* e = std::get_if<HistoryJoinSetCreate>(&history->event)) return e->join_set_id;
+  if (const auto* e = std::get_if<HistoryJoinSetRequest>(&history->event)) return e->join_set_id;
+  if (const auto* e = std::get_if<HistoryJoinNext>(&history->event)) return e->join_set_id;
+  return std::nullopt;
+}
+
+std::string ExecutionRequestToString(const ExecutionRequest& request) {
+  return std::visit(
+      Overloaded{
+          [](const Created& e) {
+            return "Created(" + e.ffqn.ToString() + ", " + Quoted(e.scheduled_at) + ")";
+          },
+          [](const Locked& e) {
+            return "Locked(" + Quoted(e.lock_expires_at) + ", " + e.component_id.ToString() + ")";
+          },
+          [](const Unlocked& e) { return "Unlocked(" + Quoted(e.backoff_expires_at) + ")"; },
+          [](const TemporarilyFailed& e) {
+            return "TemporarilyFailed(" + Quoted(e.backoff_expires_at) + ")";
+          },
+          [](const TemporarilyTimedOut& e) {
+            return "TemporarilyTimedOut(" + Quoted(e.backoff_expires_at) + ")";
+          },
+          [](const Finished&) { return std::string("Finished"); },
+          [](const HistoryEventRequest& e) {
+            return "HistoryEvent(" + HistoryEventToString(e.event) + ")";
+          },
+      },
+      request);
+}
+
+}  // namespace stele::core

@@ -1,0 +1,225 @@
+// The event log vocabulary (seed `ExecutionRequest`, `HistoryEvent`,
+// `JoinSetRequest`, `JoinSetResponse`) — see docs/event_log.md.
+//
+// Every state change of an execution is one `ExecutionEvent` appended at the
+// next `Version`. `Created` is always version 0 and is written only by
+// `DbConnection::Create`. HistoryEvents are written only by the lock holder.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "core/component_id.h"
+#include "core/duration.h"
+#include "core/function_fqn.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/metadata.h"
+#include "core/retry_config.h"
+#include "core/return_value.h"
+#include "core/version.h"
+
+namespace stele::core {
+
+// The *intent* of a schedule; replay compares intents, not resolved times.
+struct ScheduleNow {
+  friend bool operator==(const ScheduleNow&, const ScheduleNow&) = default;
+};
+struct ScheduleAtTime {
+  DateTime at;
+  friend bool operator==(const ScheduleAtTime&, const ScheduleAtTime&) = default;
+};
+struct ScheduleIn {
+  Duration in;
+  friend bool operator==(const ScheduleIn&, const ScheduleIn&) = default;
+};
+struct HistoryEventScheduleAt {
+  std::variant<ScheduleNow, ScheduleAtTime, ScheduleIn> value;
+
+  static HistoryEventScheduleAt Now() { return {ScheduleNow{}}; }
+  static HistoryEventScheduleAt At(DateTime t) { return {ScheduleAtTime{t}}; }
+  static HistoryEventScheduleAt In(Duration d) { return {ScheduleIn{d}}; }
+  struct OutOfRangeError {
+    friend bool operator==(const OutOfRangeError&, const OutOfRangeError&) = default;
+  };
+  // Resolves the intent at `now`; `In` out of the DateTime range is an error.
+  Result<DateTime, OutOfRangeError> AsDateTime(DateTime now) const;
+  std::string ToString() const;
+  friend bool operator==(const HistoryEventScheduleAt&, const HistoryEventScheduleAt&) = default;
+};
+
+struct PersistKindRandomU64 {
+  uint64_t min = 0;
+  uint64_t max_inclusive = 0;
+  friend bool operator==(const PersistKindRandomU64&, const PersistKindRandomU64&) = default;
+};
+struct PersistKindRandomString {
+  uint64_t min_length = 0;
+  uint64_t max_length_exclusive = 0;
+  friend bool operator==(const PersistKindRandomString&, const PersistKindRandomString&) = default;
+};
+using PersistKind = std::variant<PersistKindRandomU64, PersistKindRandomString>;
+
+// --- JoinSetRequest ---------------------------------------------------------
+struct DelayRequest {
+  DelayId delay_id;
+  DateTime expires_at;  // resolved on the first run
+  HistoryEventScheduleAt schedule_at;
+  friend bool operator==(const DelayRequest&, const DelayRequest&) = default;
+};
+struct ChildExecutionRequest {
+  ExecutionIdDerived child_execution_id;
+  FunctionFqn target_ffqn;
+  Params params;
+  friend bool operator==(const ChildExecutionRequest&, const ChildExecutionRequest&) = default;
+};
+using JoinSetRequest = std::variant<DelayRequest, ChildExecutionRequest>;
+
+// --- HistoryEvent -----------------------------------------------------------
+struct HistoryPersist {
+  std::vector<uint8_t> value;  // only for determinism checks
+  PersistKind kind;
+  friend bool operator==(const HistoryPersist&, const HistoryPersist&) = default;
+};
+struct HistoryJoinSetCreate {
+  JoinSetId join_set_id;
+  friend bool operator==(const HistoryJoinSetCreate&, const HistoryJoinSetCreate&) = default;
+};
+struct HistoryJoinSetRequest {
+  JoinSetId join_set_id;
+  JoinSetRequest request;
+  friend bool operator==(const HistoryJoinSetRequest&, const HistoryJoinSetRequest&) = default;
+};
+// Await the next response of a join set; blocks the execution when the
+// matching response has not arrived (pending-state table, §2.6).
+struct HistoryJoinNext {
+  JoinSetId join_set_id;
+  DateTime run_expires_at;  // lease kept by a warm run; == now for "interrupt"
+  std::optional<FunctionFqn> requested_ffqn;
+  bool closing = false;  // emitted by join-set close; never carries an ffqn
+  friend bool operator==(const HistoryJoinNext&, const HistoryJoinNext&) = default;
+};
+struct HistoryJoinNextTooMany {
+  JoinSetId join_set_id;
+  std::optional<FunctionFqn> requested_ffqn;
+  friend bool operator==(const HistoryJoinNextTooMany&, const HistoryJoinNextTooMany&) = default;
+};
+struct HistorySchedule {
+  ExecutionId execution_id;
+  HistoryEventScheduleAt schedule_at;
+  friend bool operator==(const HistorySchedule&, const HistorySchedule&) = default;
+};
+struct HistoryStub {
+  ExecutionIdDerived target_execution_id;
+  SupportedFunctionReturnValue result;
+  bool persist_result_ok = true;  // seed `persist_result: Result<(),()>`
+  friend bool operator==(const HistoryStub&, const HistoryStub&) = default;
+};
+using HistoryEvent =
+    std::variant<HistoryPersist, HistoryJoinSetCreate, HistoryJoinSetRequest, HistoryJoinNext,
+                 HistoryJoinNextTooMany, HistorySchedule, HistoryStub>;
+
+// --- ExecutionRequest -------------------------------------------------------
+struct Created {
+  FunctionFqn ffqn;
+  Params params;
+  std::optional<std::pair<ExecutionId, JoinSetId>> parent;
+  DateTime scheduled_at;
+  ComponentId component_id;
+  ExecutionMetadata metadata;
+  std::optional<ExecutionId> scheduled_by;
+  friend bool operator==(const Created&, const Created&) = default;
+};
+struct Locked {
+  ComponentId component_id;
+  ExecutorId executor_id;
+  RunId run_id;
+  DateTime lock_expires_at;
+  ComponentRetryConfig retry_config;
+  friend bool operator==(const Locked&, const Locked&) = default;
+};
+// Back to pending without counting as a retry (limit reached, shutdown,
+// a workflow whose lock expired after it made progress).
+struct Unlocked {
+  DateTime backoff_expires_at;
+  std::string reason;
+  friend bool operator==(const Unlocked&, const Unlocked&) = default;
+};
+struct TemporarilyFailed {
+  DateTime backoff_expires_at;
+  std::string reason;
+  std::optional<std::string> detail;
+  HttpClientTraces http_client_traces;
+  friend bool operator==(const TemporarilyFailed&, const TemporarilyFailed&) = default;
+};
+struct TemporarilyTimedOut {
+  DateTime backoff_expires_at;
+  HttpClientTraces http_client_traces;
+  friend bool operator==(const TemporarilyTimedOut&, const TemporarilyTimedOut&) = default;
+};
+struct Finished {
+  SupportedFunctionReturnValue result;
+  HttpClientTraces http_client_traces;
+  friend bool operator==(const Finished&, const Finished&) = default;
+};
+struct HistoryEventRequest {
+  HistoryEvent event;
+  friend bool operator==(const HistoryEventRequest&, const HistoryEventRequest&) = default;
+};
+
+using ExecutionRequest = std::variant<Created, Locked, Unlocked, TemporarilyFailed,
+                                      TemporarilyTimedOut, Finished, HistoryEventRequest>;
+
+// "Created", "Locked", ..., "HistoryEvent" (seed `variant()`).
+std::string_view ExecutionRequestVariantName(const ExecutionRequest& request);
+// snake_case tag used in the log table: "created", ..., "history_event".
+std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request);
+// "persist", "join_set_create", "join_set_request", "join_next", ...
+std::string_view HistoryEventTypeTag(const HistoryEvent& event);
+bool IsTemporaryEvent(const ExecutionRequest& request);
+// Join set an event refers to (Created with parent, JoinSetCreate/Request/Next).
+std::optional<JoinSetId> ExecutionRequestJoinSetId(const ExecutionRequest& request);
+// Short human form, e.g. "Locked(`2026-...Z`, workflow:name)".
+std::string ExecutionRequestToString(const ExecutionRequest& request);
+
+struct ExecutionEvent {
+  DateTime created_at;
+  ExecutionRequest event;
+  std::optional<Version> backtrace_id;
+  Version version;
+  friend bool operator==(const ExecutionEvent&, const ExecutionEvent&) = default;
+};
+
+// --- Responses --------------------------------------------------------------
+struct DelayFinished {
+  DelayId delay_id;
+  bool ok = true;  // true: expired; false: cancelled
+  friend bool operator==(const DelayFinished&, const DelayFinished&) = default;
+};
+struct ChildExecutionFinished {
+  ExecutionIdDerived child_execution_id;
+  Version finished_version;
+  SupportedFunctionReturnValue result;
+  friend bool operator==(const ChildExecutionFinished&, const ChildExecutionFinished&) = default;
+};
+using JoinSetResponse = std::variant<DelayFinished, ChildExecutionFinished>;
+
+struct JoinSetResponseEvent {
+  JoinSetId join_set_id;
+  JoinSetResponse event;
+  friend bool operator==(const JoinSetResponseEvent&, const JoinSetResponseEvent&) = default;
+};
+struct JoinSetResponseEventOuter {
+  DateTime created_at;
+  JoinSetResponseEvent event;
+  friend bool operator==(const JoinSetResponseEventOuter&, const JoinSetResponseEventOuter&) =
+      default;
+};
+
+}  // namespace stele::core

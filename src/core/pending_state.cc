@@ -1,0 +1,52 @@
+#include "core/pending_state.h"
+
+#include <iterator>
+#include <string>
+
+namespace stele::core {
+namespace {
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
+
+}  // namespace
+
+const InputContentDigest& PendingState::ComponentIdInputDigest() const {
+  return std::visit(
+      [](const auto& state) -> const InputContentDigest& { return state.component_id_input_digest; },
+      value);
+}
+
+std::string_view PendingState::StateName() const {
+  // The seed's STATE_* constants, in the order of the variant.
+  static constexpr std::string_view kNames[] = {"PendingAt", "Locked", "BlockedByJoinSet",
+                                                "Finished"};
+  static_assert(std::size(kNames) == std::variant_size_v<decltype(value)>);
+  return kNames[value.index()];
+}
+
+// The seed's Display of PendingState.
+std::string PendingState::ToString() const {
+  return std::visit(
+      Overloaded{
+          [](const PendingStatePendingAt& s) { return "PendingAt(" + Quoted(s.scheduled_at) + ")"; },
+          [](const PendingStateLocked& s) {
+            return "Locked(" + Quoted(s.lock_expires_at) + ", " +
+                   s.locked_by.executor_id.ToString() + ", " + s.locked_by.run_id.ToString() + ")";
+          },
+          [](const PendingStateBlockedByJoinSet& s) {
+            return "BlockedByJoinSet(" + s.join_set_id.ToString() + "," +
+                   Quoted(s.lock_expires_at) + ")";
+          },
+          [](const PendingStateFinished& s) { return "Finished(" + s.result_kind.ToString() + ")"; },
+      },
+      value);
+}
+
+}  // namespace stele::core

@@ -1,0 +1,78 @@
+// DbConnection: the full read/write contract used by workers, the
+// expired-timers watcher and services. Extends DbExecutor.
+//
+// Threading: safe for concurrent use. Notifications are hints; the
+// database is the truth: every wait is bounded and re-checks state.
+#pragma once
+
+#include <vector>
+
+#include "storage/db_executor.h"
+
+namespace stele::storage {
+
+class DbConnection : public DbExecutor {
+ public:
+  // Appends a delay's response (ok = expired, !ok = cancelled) to
+  // `execution_id`, deletes the live timer and may unblock the execution.
+  // Idempotent per delay id: a second response reports AlreadyFinished /
+  // AlreadyCancelled (from the first response) and writes nothing.
+  // Errors: NotFound (no such execution), Generic.
+  virtual Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::DelayId& delay_id, bool ok) = 0;
+
+  // Appends events at `version`, `version+1`, ... in one transaction; all
+  // or nothing. Returns the next version. REQUIRES: !batch.empty(), no
+  // Created. Errors as Append.
+  virtual Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
+                                                    const std::vector<AppendRequest>& batch,
+                                                    const ExecutionId& execution_id,
+                                                    Version version) = 0;
+
+  // AppendBatch plus creation of child executions, in one transaction.
+  // A child id that exists already fails the whole call (IllegalState).
+  virtual Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests) = 0;
+
+  // Errors: NotFound (no execution or no such version), Generic.
+  virtual Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(
+      const ExecutionId& execution_id, Version version) = 0;
+
+  // The Created event as a request. Errors: NotFound, Generic (log does not
+  // start with Created).
+  virtual Result<CreateRequest, DbErrorRead> GetCreateRequest(const ExecutionId& execution_id);
+
+  virtual Result<core::PendingState, DbErrorRead> GetPendingState(
+      const ExecutionId& execution_id) = 0;
+
+  // Locks with lock_expires_at <= at and delays with expires_at <= at.
+  virtual Result<std::vector<ExpiredTimer>, DbErrorGeneric> GetExpiredTimers(DateTime at) = 0;
+
+  // Creates an execution: Created at version 0, state PendingAt(scheduled_at).
+  // Returns Version(1). Errors: IllegalState when the id exists (the caller
+  // decides idempotency by comparing params), ValidationFailed, Generic.
+  virtual Result<Version, DbErrorWrite> Create(const CreateRequest& req) = 0;
+
+  // Responses of `execution_id` from index `start_idx` (0-based, arrival
+  // order). Returns at once when there are any; otherwise waits for the
+  // next one. REQUIRES: start_idx <= number of responses.
+  // Errors: Timeout(kTimeout | kCancel), NotFound, Generic.
+  virtual Result<std::vector<core::JoinSetResponseEventOuter>, DbErrorReadWithTimeout>
+  SubscribeToNextResponses(const ExecutionId& execution_id, uint32_t start_idx,
+                           const WaitOptions& wait) = 0;
+
+  // The result once the execution is Finished; waits (bounded by `wait`,
+  // unbounded when nullopt) until then.
+  virtual Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout>
+  WaitForFinishedResult(const ExecutionId& execution_id,
+                        const std::optional<WaitOptions>& wait) = 0;
+
+  virtual Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) = 0;
+  virtual Result<void, DbErrorWrite> AppendBacktraceBatch(
+      const std::vector<core::BacktraceInfo>& batch) = 0;
+};
+
+}  // namespace stele::storage

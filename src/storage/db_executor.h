@@ -1,0 +1,92 @@
+// DbExecutor: the executor's narrow view of storage — lock pending work,
+// append outcomes, wait for new work.
+//
+// Threading: implementations are safe for concurrent use from many threads.
+// Ownership: returned values are owned by the caller.
+// All times are caller-supplied (the storage layer never reads a clock for
+// semantics), so tests drive time explicitly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.h"
+#include "core/ids.h"
+#include "storage/db_errors.h"
+#include "storage/requests.h"
+#include "storage/wait.h"
+
+namespace stele::storage {
+
+class DbExecutor {
+ public:
+  virtual ~DbExecutor() = default;
+
+  // Locks up to `batch_size` executions of the given functions that are
+  // pending at `pending_at_or_sooner` (PendingAt with scheduled_at <= it),
+  // oldest scheduled first, appending a Locked event to each. Expired locks
+  // are never stolen (the expired-timers watcher handles them). Rows that
+  // fail re-validation are skipped. Errors: Generic only.
+  virtual Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingByFfqns(
+      uint32_t batch_size, DateTime pending_at_or_sooner,
+      const std::vector<core::FunctionFqn>& ffqns, DateTime created_at,
+      const core::ComponentId& component_id, const core::ExecutorId& executor_id,
+      DateTime lock_expires_at, const core::RunId& run_id,
+      const core::ComponentRetryConfig& retry_config) = 0;
+
+  // As above, selecting by the component's input digest.
+  virtual Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingByComponentId(
+      uint32_t batch_size, DateTime pending_at_or_sooner, const core::ComponentId& component_id,
+      DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
+      const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) = 0;
+
+  // Locks one execution at `version` (new lock or extension by the same
+  // executor and run). Errors: NotFound; VersionConflict; ValidationFailed
+  // ("invalid expiry date", "cannot lock, not yet pending"); IllegalState
+  // ("cannot lock, already locked", blocked, "already finished"); Generic.
+  virtual Result<LockedExecution, DbErrorWrite> LockOne(
+      DateTime created_at, const core::ComponentId& component_id,
+      const ExecutionId& execution_id, const core::RunId& run_id, Version version,
+      const core::ExecutorId& executor_id, DateTime lock_expires_at,
+      const core::ComponentRetryConfig& retry_config) = 0;
+
+  // Appends one event at `version`; returns the next version.
+  // REQUIRES: req.event is not Created (ValidationFailed otherwise).
+  // Errors: NotFound; VersionConflict{expected, requested}; IllegalState
+  // "already finished"; lock-rule errors for Locked; Generic.
+  virtual Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
+                                               const AppendRequest& req) = 0;
+
+  // Appends `events` to a child and the child's response to its parent in
+  // one transaction (at most one response per child id: a duplicate fails
+  // with Conflict and writes nothing). May unblock the parent.
+  // `current_time` is not persisted; it only decides wake-ups.
+  virtual Result<Version, DbErrorWrite> AppendBatchRespondToParent(
+      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+      DateTime current_time) = 0;
+
+  // Returns at once when something of `ffqns` is pending at
+  // `pending_at_or_sooner`; otherwise blocks until a new pending execution
+  // is committed or `wait` ends. A hint only: callers re-query.
+  virtual void WaitForPendingByFfqn(DateTime pending_at_or_sooner,
+                                    const std::vector<core::FunctionFqn>& ffqns,
+                                    const WaitOptions& wait) = 0;
+  virtual void WaitForPendingByComponentId(DateTime pending_at_or_sooner,
+                                           const core::ComponentId& component_id,
+                                           const WaitOptions& wait) = 0;
+
+  // Last event (backtrace_id may be unset). Errors: NotFound, Generic.
+  virtual Result<core::ExecutionEvent, DbErrorRead> GetLastExecutionEvent(
+      const ExecutionId& execution_id) = 0;
+
+  // Finishes an unfinished activity as Cancelled (with the parent response
+  // when derived). Idempotent: Cancelled if already cancelled,
+  // AlreadyFinished if finished otherwise. Races surface as VersionConflict.
+  virtual Result<CancelOutcome, DbErrorWrite> CancelActivity(const ExecutionId& execution_id,
+                                                             DateTime cancelled_at);
+  // CancelActivity retried up to 5 more times on any error.
+  Result<CancelOutcome, DbErrorWrite> CancelActivityWithRetries(const ExecutionId& execution_id,
+                                                                DateTime cancelled_at);
+};
+
+}  // namespace stele::storage

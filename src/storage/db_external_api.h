@@ -1,0 +1,57 @@
+// DbExternalApi: reads the API and UI need (lists, events, responses,
+// backtraces) plus component upgrade. Implementations serve these from read
+// connections so they never queue behind writes.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/pagination.h"
+#include "storage/db_connection.h"
+
+namespace stele::storage {
+
+class DbExternalApi : public DbConnection {
+ public:
+  // Latest (or first / specific-version-covering) backtrace.
+  // Errors: NotFound, Generic.
+  virtual Result<core::BacktraceInfo, DbErrorRead> GetBacktrace(
+      const ExecutionId& execution_id, BacktraceFilter filter) = 0;
+
+  // Executions matching the filter, sorted descending by the pagination
+  // key (created_at, ties by id; or id). Default: the 20 newest.
+  virtual Result<std::vector<ExecutionWithState>, DbErrorGeneric> ListExecutions(
+      const std::optional<core::FunctionFqn>& ffqn, bool top_level_only,
+      const core::ExecutionListPagination& pagination) = 0;
+
+  // Events with version >= since, at most max_length of them.
+  // Errors: NotFound (no such execution), Generic.
+  virtual Result<std::vector<core::ExecutionEvent>, DbErrorRead> ListExecutionEvents(
+      const ExecutionId& execution_id, Version since, Version::Type max_length,
+      bool include_backtrace_id) = 0;
+
+  // Responses in arrival order with their cursor (0-based position).
+  virtual Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
+      const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) = 0;
+
+  // Moves an unfinished execution from component digest `old_digest` to
+  // `new_digest`. Errors: NotFound; NonRetriable when the current digest is
+  // not `old_digest` (Conflict) or the execution is finished (IllegalState).
+  virtual Result<void, DbErrorWrite> UpgradeExecutionComponent(
+      const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
+      const core::InputContentDigest& new_digest) = 0;
+};
+
+// Test-only additions (seed `DbConnectionTest`).
+class DbConnectionTest : public DbExternalApi {
+ public:
+  // Appends a response without going through a child or delay.
+  // Same uniqueness and unblocking rules as the real paths.
+  virtual Result<void, DbErrorWrite> AppendResponse(
+      DateTime created_at, const ExecutionId& execution_id,
+      const core::JoinSetResponseEvent& response) = 0;
+  // The whole journal. Errors: NotFound, Generic.
+  virtual Result<ExecutionLog, DbErrorRead> Get(const ExecutionId& execution_id) = 0;
+};
+
+}  // namespace stele::storage

@@ -1,0 +1,307 @@
+// Writes of the memory backend. Every write runs entirely under the state's
+// mutex; multi-part writes are applied to copies of the journals involved
+// and committed only after every part validated, so a failure writes nothing.
+#include "storage/memory/memory_connection.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
+
+namespace stele::storage::memory::internal {
+
+namespace {
+
+Result<void, DbErrorWrite> RejectCreated(const std::vector<AppendRequest>& batch) {
+  for (const AppendRequest& req : batch) {
+    if (std::holds_alternative<core::Created>(req.event)) {
+      return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("cannot append Created event"));
+    }
+  }
+  return {};
+}
+
+Result<void, DbErrorWrite> RejectEmpty(const std::vector<AppendRequest>& batch) {
+  if (batch.empty()) {
+    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
+  }
+  return {};
+}
+
+// Applies `batch` at consecutive versions from `version` to `journal`.
+Result<void, DbErrorWrite> AppendAll(ExecutionJournal& journal, Version version,
+                                     const std::vector<AppendRequest>& batch) {
+  for (const AppendRequest& req : batch) {
+    STELE_TRY(journal.Append(version, req));
+    version = version.Increment();
+  }
+  return {};
+}
+
+AppendRequest LockRequest(DateTime created_at, const core::ComponentId& component_id,
+                          const core::ExecutorId& executor_id, const core::RunId& run_id,
+                          DateTime lock_expires_at,
+                          const core::ComponentRetryConfig& retry_config) {
+  return AppendRequest{created_at, core::Locked{component_id, executor_id, run_id,
+                                                lock_expires_at, retry_config}};
+}
+
+}  // namespace
+
+ExecutionJournal* MemoryConnection::FindJournal(const ExecutionId& execution_id) {
+  auto it = state_->journals.find(execution_id);
+  return it == state_->journals.end() ? nullptr : &it->second;
+}
+
+void MemoryConnection::NotifyChanged() { state_->changed.notify_all(); }
+
+// --- Locking -----------------------------------------------------------------
+
+template <class Selected>
+std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_size,
+                                                                DateTime pending_at_or_sooner,
+                                                                const Selected& selected,
+                                                                const AppendRequest& lock) {
+  // Candidates exactly as the SQL backends select them: PendingAt due by
+  // `pending_at_or_sooner`, oldest first (ties by id text), LIMIT
+  // batch_size. Each is then re-validated by the lock rules (for example a
+  // row whose lease belongs to another run and has not ended yet at
+  // `created_at`) and skipped when that fails. Locked rows are never
+  // candidates, expired or not: the expired-timers watcher owns them.
+  std::vector<std::tuple<DateTime, std::string, ExecutionJournal*>> candidates;
+  for (auto& [id, journal] : state_->journals) {
+    const auto* pending =
+        std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
+    if (pending == nullptr || pending->scheduled_at > pending_at_or_sooner) continue;
+    if (!selected(journal)) continue;
+    candidates.emplace_back(pending->scheduled_at, id.ToString(), &journal);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  if (candidates.size() > batch_size) candidates.resize(batch_size);
+
+  std::vector<LockedExecution> locked;
+  for (auto& [scheduled_at, id_text, journal] : candidates) {
+    if (journal->Append(journal->next_version(), lock).has_value()) {
+      locked.push_back(journal->ToLockedExecution());
+    }
+  }
+  if (!locked.empty()) NotifyChanged();
+  return locked;
+}
+
+Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendingByFfqns(
+    uint32_t batch_size, DateTime pending_at_or_sooner,
+    const std::vector<core::FunctionFqn>& ffqns, DateTime created_at,
+    const core::ComponentId& component_id, const core::ExecutorId& executor_id,
+    DateTime lock_expires_at, const core::RunId& run_id,
+    const core::ComponentRetryConfig& retry_config) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  auto selected = [&](const ExecutionJournal& journal) {
+    return std::find(ffqns.begin(), ffqns.end(), journal.created().ffqn) != ffqns.end();
+  };
+  return LockPendingWhere(batch_size, pending_at_or_sooner, selected,
+                          LockRequest(created_at, component_id, executor_id, run_id,
+                                      lock_expires_at, retry_config));
+}
+
+Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendingByComponentId(
+    uint32_t batch_size, DateTime pending_at_or_sooner, const core::ComponentId& component_id,
+    DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
+    const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  auto selected = [&](const ExecutionJournal& journal) {
+    return journal.component_digest() == component_id.input_digest;
+  };
+  return LockPendingWhere(batch_size, pending_at_or_sooner, selected,
+                          LockRequest(created_at, component_id, executor_id, run_id,
+                                      lock_expires_at, retry_config));
+}
+
+Result<LockedExecution, DbErrorWrite> MemoryConnection::LockOne(
+    DateTime created_at, const core::ComponentId& component_id, const ExecutionId& execution_id,
+    const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
+    DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  STELE_TRY(journal->Append(version, LockRequest(created_at, component_id, executor_id, run_id,
+                                                 lock_expires_at, retry_config)));
+  NotifyChanged();
+  return journal->ToLockedExecution();
+}
+
+// --- Appends -----------------------------------------------------------------
+
+Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execution_id,
+                                                       Version version,
+                                                       const AppendRequest& req) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(RejectCreated({req}));
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  STELE_TRY(journal->Append(version, req));
+  NotifyChanged();
+  return journal->next_version();
+}
+
+Result<Version, DbErrorWrite> MemoryConnection::AppendBatch(
+    DateTime /*current_time*/, const std::vector<AppendRequest>& batch,
+    const ExecutionId& execution_id, Version version) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(RejectEmpty(batch));
+  STELE_TRY(RejectCreated(batch));
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  ExecutionJournal updated = *journal;
+  STELE_TRY(AppendAll(updated, version, batch));
+  *journal = std::move(updated);
+  NotifyChanged();
+  return journal->next_version();
+}
+
+Result<Version, DbErrorWrite> MemoryConnection::AppendBatchCreateNewExecution(
+    DateTime /*current_time*/, const std::vector<AppendRequest>& batch,
+    const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(RejectEmpty(batch));
+  STELE_TRY(RejectCreated(batch));
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  ExecutionJournal updated = *journal;
+  STELE_TRY(AppendAll(updated, version, batch));
+  std::set<ExecutionId> new_ids;
+  for (const CreateRequest& child : child_requests) {
+    if (state_->journals.contains(child.execution_id) ||
+        !new_ids.insert(child.execution_id).second) {
+      return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
+    }
+  }
+  // Everything validated: commit.
+  *journal = std::move(updated);
+  for (const CreateRequest& child : child_requests) {
+    state_->journals.emplace(child.execution_id, ExecutionJournal(child));
+  }
+  NotifyChanged();
+  return journal->next_version();
+}
+
+Result<Version, DbErrorWrite> MemoryConnection::AppendBatchRespondToParent(
+    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+    DateTime /*current_time*/) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(RejectEmpty(events.batch));
+  STELE_TRY(RejectCreated(events.batch));
+  ExecutionJournal* child = FindJournal(events.execution_id);
+  if (child == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  ExecutionJournal updated_child = *child;
+  STELE_TRY(AppendAll(updated_child, events.version, events.batch));
+  ExecutionJournal* parent = FindJournal(response.parent_execution_id);
+  if (parent == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  std::string child_key = response.child_execution_id.ToString();
+  if (state_->child_responses.contains(child_key)) {
+    return Unexpected(DbErrorWriteNonRetriable::Conflict());
+  }
+  // Everything validated: commit both sides.
+  *child = std::move(updated_child);
+  state_->child_responses.insert(std::move(child_key));
+  parent->AddResponse(response.created_at,
+                      core::JoinSetResponseEvent{
+                          response.join_set_id,
+                          core::ChildExecutionFinished{response.child_execution_id,
+                                                       response.finished_version,
+                                                       response.result}});
+  NotifyChanged();
+  return child->next_version();
+}
+
+Result<AppendDelayResponseOutcome, DbErrorWrite> MemoryConnection::AppendDelayResponse(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::DelayId& delay_id, bool ok) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  std::string key = delay_id.ToString();
+  if (auto it = state_->delay_responses.find(key); it != state_->delay_responses.end()) {
+    // The first response decides, whatever this one says.
+    return it->second ? AppendDelayResponseOutcome::kAlreadyFinished
+                      : AppendDelayResponseOutcome::kAlreadyCancelled;
+  }
+  state_->delay_responses.emplace(std::move(key), ok);
+  journal->AddResponse(created_at,
+                       core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}});
+  NotifyChanged();
+  return AppendDelayResponseOutcome::kSuccess;
+}
+
+Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
+    DateTime created_at, const ExecutionId& execution_id,
+    const core::JoinSetResponseEvent& response) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  if (const auto* delay = std::get_if<core::DelayFinished>(&response.event)) {
+    if (!state_->delay_responses.emplace(delay->delay_id.ToString(), delay->ok).second) {
+      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    }
+  } else {
+    const auto& child = std::get<core::ChildExecutionFinished>(response.event);
+    if (!state_->child_responses.insert(child.child_execution_id.ToString()).second) {
+      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    }
+  }
+  journal->AddResponse(created_at, response);
+  NotifyChanged();
+  return {};
+}
+
+Result<Version, DbErrorWrite> MemoryConnection::Create(const CreateRequest& req) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  if (state_->journals.contains(req.execution_id)) {
+    return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
+  }
+  ExecutionJournal& journal = state_->journals.emplace(req.execution_id, ExecutionJournal(req))
+                                  .first->second;
+  NotifyChanged();
+  return journal.next_version();
+}
+
+Result<void, DbErrorWrite> MemoryConnection::UpgradeExecutionComponent(
+    const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
+    const core::InputContentDigest& new_digest) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  STELE_TRY(journal->UpgradeComponent(old_digest, new_digest));
+  NotifyChanged();  // the execution may now be pending for another component
+  return {};
+}
+
+Result<void, DbErrorWrite> MemoryConnection::AppendBacktrace(const core::BacktraceInfo& info) {
+  return AppendBacktraceBatch({info});
+}
+
+Result<void, DbErrorWrite> MemoryConnection::AppendBacktraceBatch(
+    const std::vector<core::BacktraceInfo>& batch) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  state_->backtraces.insert(state_->backtraces.end(), batch.begin(), batch.end());
+  return {};
+}
+
+}  // namespace stele::storage::memory::internal

@@ -1,0 +1,51 @@
+#include "storage/operations.h"
+
+#include "base/log.h"
+
+namespace stele::storage {
+
+Result<void, DbErrorWrite> StubExecution(DbConnection& db,
+                                         const core::ExecutionIdDerived& execution_id,
+                                         const ExecutionId& parent_execution_id,
+                                         const core::JoinSetId& join_set_id, DateTime created_at,
+                                         const core::SupportedFunctionReturnValue& return_value) {
+  // A stub execution has only its Created event, so Finished is version 1.
+  const Version stub_finished_version(1);
+  auto write_attempt = db.AppendBatchRespondToParent(
+      AppendEventsToExecution{execution_id,
+                              stub_finished_version,
+                              {AppendRequest{created_at, core::Finished{return_value, std::nullopt}}}},
+      AppendResponseToExecution{parent_execution_id, created_at, join_set_id, execution_id,
+                                stub_finished_version, return_value},
+      created_at);
+  if (write_attempt) return {};
+  STELE_LOG(kDebug, "stub write attempt failed: " << write_attempt.error().ToString());
+  // The write may have lost to an earlier identical stub: compare values.
+  auto found = db.GetExecutionEvent(execution_id, stub_finished_version);
+  if (!found) return Unexpected(DbErrorWrite(found.error()));
+  if (const auto* finished = std::get_if<core::Finished>(&found->event)) {
+    if (finished->result == return_value) return {};
+    return Unexpected(DbErrorWrite(DbErrorWriteNonRetriable::Conflict()));
+  }
+  return Unexpected(DbErrorWrite(
+      DbErrorWriteNonRetriable::IllegalState("unexpected execution event at stubbed execution")));
+}
+
+Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::DelayId& delay_id,
+                                                DateTime created_at) {
+  auto [parent_execution_id, join_set_id] = delay_id.SplitToParts();
+  STELE_ASSIGN_OR_RETURN(
+      AppendDelayResponseOutcome outcome,
+      db.AppendDelayResponse(created_at, parent_execution_id, join_set_id, delay_id,
+                             /*ok=*/false));
+  switch (outcome) {
+    case AppendDelayResponseOutcome::kSuccess:
+    case AppendDelayResponseOutcome::kAlreadyCancelled:
+      return CancelOutcome::kCancelled;
+    case AppendDelayResponseOutcome::kAlreadyFinished:
+      return CancelOutcome::kAlreadyFinished;
+  }
+  return CancelOutcome::kCancelled;
+}
+
+}  // namespace stele::storage

@@ -1,0 +1,23 @@
+// Operations composed from the contract, identical on every backend
+// (seed free functions `stub_execution`, `cancel_delay`).
+#pragma once
+
+#include "storage/db_connection.h"
+
+namespace stele::storage {
+
+// Writes a stub activity's result: Finished at version 1 plus the parent
+// response, in one transaction. Idempotent: when that write fails and
+// version 1 already holds Finished with the same value, succeeds; with
+// another value → Conflict; anything else → IllegalState.
+Result<void, DbErrorWrite> StubExecution(DbConnection& db,
+                                         const core::ExecutionIdDerived& execution_id,
+                                         const ExecutionId& parent_execution_id,
+                                         const core::JoinSetId& join_set_id, DateTime created_at,
+                                         const core::SupportedFunctionReturnValue& return_value);
+
+// Cancels a delay (idempotent): Cancelled, or AlreadyFinished when it fired.
+Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::DelayId& delay_id,
+                                                DateTime created_at);
+
+}  // namespace stele::storage

@@ -1,0 +1,135 @@
+// Request and response records of the storage contract (seed storage.rs).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/time.h"
+#include "core/component_id.h"
+#include "core/execution_event.h"
+#include "core/function_fqn.h"
+#include "core/ids.h"
+#include "core/pending_state.h"
+#include "core/version.h"
+
+namespace stele::storage {
+
+using core::ExecutionId;
+using core::Version;
+
+struct AppendRequest {
+  DateTime created_at;
+  core::ExecutionRequest event;  // never core::Created
+  friend bool operator==(const AppendRequest&, const AppendRequest&) = default;
+};
+
+struct CreateRequest {
+  DateTime created_at;
+  ExecutionId execution_id;
+  core::FunctionFqn ffqn;
+  core::Params params;
+  std::optional<std::pair<ExecutionId, core::JoinSetId>> parent;
+  DateTime scheduled_at;
+  core::ComponentId component_id;
+  core::ExecutionMetadata metadata;
+  std::optional<ExecutionId> scheduled_by;
+
+  core::Created ToCreatedEvent() const;
+  friend bool operator==(const CreateRequest&, const CreateRequest&) = default;
+};
+
+// What an executor receives for each execution it locked. `event_history`
+// holds only HistoryEvents (with their versions); `responses` all responses
+// in arrival order.
+struct LockedExecution {
+  ExecutionId execution_id;
+  Version next_version;
+  core::ExecutionMetadata metadata;
+  core::Locked locked_event;
+  core::FunctionFqn ffqn;
+  core::Params params;
+  std::vector<std::pair<core::HistoryEvent, Version>> event_history;
+  std::vector<core::JoinSetResponseEventOuter> responses;
+  std::optional<std::pair<ExecutionId, core::JoinSetId>> parent;
+  uint32_t intermittent_event_count = 0;
+  friend bool operator==(const LockedExecution&, const LockedExecution&) = default;
+};
+
+// The whole journal of one execution (test/oracle view).
+struct ExecutionLog {
+  ExecutionId execution_id;
+  std::vector<core::ExecutionEvent> events;
+  std::vector<core::JoinSetResponseEventOuter> responses;
+  Version next_version;  // not advanced once Finished
+  core::PendingState pending_state;
+  friend bool operator==(const ExecutionLog&, const ExecutionLog&) = default;
+};
+
+struct AppendEventsToExecution {
+  ExecutionId execution_id;
+  Version version;
+  std::vector<AppendRequest> batch;
+};
+
+struct AppendResponseToExecution {
+  ExecutionId parent_execution_id;
+  DateTime created_at;
+  core::JoinSetId join_set_id;
+  core::ExecutionIdDerived child_execution_id;
+  Version finished_version;
+  core::SupportedFunctionReturnValue result;
+};
+
+struct ExpiredLock {
+  ExecutionId execution_id;
+  Version locked_at_version;  // of the last Locked event: detects progress
+  Version next_version;
+  // temporary failures + timeouts before this run
+  uint32_t intermittent_event_count = 0;
+  std::optional<uint32_t> max_retries;
+  core::Duration retry_exp_backoff;
+  core::LockedBy locked_by;
+  friend bool operator==(const ExpiredLock&, const ExpiredLock&) = default;
+};
+struct ExpiredDelay {
+  ExecutionId execution_id;
+  core::JoinSetId join_set_id;
+  core::DelayId delay_id;
+  friend bool operator==(const ExpiredDelay&, const ExpiredDelay&) = default;
+};
+using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay>;
+
+struct ExecutionWithState {
+  ExecutionId execution_id;
+  core::FunctionFqn ffqn;
+  core::PendingState pending_state;
+  DateTime created_at;
+  DateTime first_scheduled_at;
+  core::InputContentDigest component_digest;
+  friend bool operator==(const ExecutionWithState&, const ExecutionWithState&) = default;
+};
+
+struct ResponseWithCursor {
+  core::JoinSetResponseEventOuter event;
+  uint32_t cursor = 0;  // per-execution arrival order
+  friend bool operator==(const ResponseWithCursor&, const ResponseWithCursor&) = default;
+};
+
+enum class CancelOutcome { kCancelled, kAlreadyFinished };
+enum class AppendDelayResponseOutcome { kSuccess, kAlreadyFinished, kAlreadyCancelled };
+enum class LockKind { kExtending, kCreatingNewLock };
+
+struct BacktraceFilter {
+  enum class Kind { kFirst, kLast, kSpecific };
+  Kind kind = Kind::kLast;
+  Version version;  // kSpecific only
+  static BacktraceFilter First() { return {Kind::kFirst, {}}; }
+  static BacktraceFilter Last() { return {Kind::kLast, {}}; }
+  static BacktraceFilter Specific(Version v) { return {Kind::kSpecific, v}; }
+};
+
+}  // namespace stele::storage

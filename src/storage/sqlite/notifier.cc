@@ -1,0 +1,199 @@
+#include "storage/sqlite/notifier.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace stele::storage::sqlite::internal {
+
+std::string DigestKey(const core::InputContentDigest& digest) {
+  return std::string(digest.bytes().begin(), digest.bytes().end());
+}
+
+void Notifications::Append(Notifications&& other) {
+  std::move(other.pending.begin(), other.pending.end(), std::back_inserter(pending));
+  std::move(other.responses.begin(), other.responses.end(), std::back_inserter(responses));
+  std::move(other.finished.begin(), other.finished.end(), std::back_inserter(finished));
+  other.pending.clear();
+  other.responses.clear();
+  other.finished.clear();
+}
+
+// --- Waiter ------------------------------------------------------------------
+
+WaitEnd Waiter::Wait(const std::optional<WaitOptions>& wait) {
+  uint64_t registration = 0;
+  if (wait && wait->cancel) {
+    // The callback owns the waiter: it may run on another thread after this
+    // call returned (CancellationToken runs callbacks outside its lock).
+    std::weak_ptr<Waiter> weak = weak_from_this();
+    registration = wait->cancel->OnCancel([weak] {
+      if (auto self = weak.lock()) {
+        std::lock_guard lock(self->mu_);
+        self->cancelled_ = true;
+        self->cv_.notify_all();
+      }
+    });
+  }
+  WaitEnd end;
+  {
+    std::unique_lock lock(mu_);
+    auto done = [this] { return notified_ || cancelled_ || closed_; };
+    if (wait) {
+      cv_.wait_until(lock, wait->deadline, done);
+    } else {
+      cv_.wait(lock, done);
+    }
+    if (notified_) {
+      end = WaitEnd::kNotified;
+    } else if (closed_) {
+      end = WaitEnd::kClosed;
+    } else if (cancelled_) {
+      end = WaitEnd::kCancelled;
+    } else {
+      end = WaitEnd::kTimeout;
+    }
+  }
+  if (registration != 0) wait->cancel->Unregister(registration);
+  return end;
+}
+
+std::vector<core::JoinSetResponseEventOuter> Waiter::TakeResponses() {
+  std::lock_guard lock(mu_);
+  return std::exchange(responses_, {});
+}
+
+std::optional<core::SupportedFunctionReturnValue> Waiter::TakeResult() {
+  std::lock_guard lock(mu_);
+  return std::exchange(result_, std::nullopt);
+}
+
+// --- Notifier ----------------------------------------------------------------
+
+Notifier::Registry& Notifier::RegistryFor(Waiter::Kind kind) {
+  switch (kind) {
+    case Waiter::Kind::kPendingByFfqn:
+      return by_ffqn_;
+    case Waiter::Kind::kPendingByDigest:
+      return by_digest_;
+    case Waiter::Kind::kResponses:
+      return responses_;
+    case Waiter::Kind::kFinished:
+      break;
+  }
+  return finished_;
+}
+
+Notifier::WaiterPtr Notifier::Register(Waiter::Kind kind, std::vector<std::string> keys,
+                                       DateTime at) {
+  // Not make_shared: the constructor is private to Notifier.
+  WaiterPtr waiter(new Waiter(kind, std::move(keys), at));
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    std::lock_guard waiter_lock(waiter->mu_);
+    waiter->closed_ = true;
+    return waiter;
+  }
+  Registry& registry = RegistryFor(kind);
+  for (const std::string& key : waiter->keys_) registry[key].push_back(waiter);
+  return waiter;
+}
+
+Notifier::WaiterPtr Notifier::RegisterPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
+                                                     DateTime pending_at_or_sooner) {
+  std::vector<std::string> keys;
+  keys.reserve(ffqns.size());
+  for (const core::FunctionFqn& ffqn : ffqns) keys.push_back(ffqn.ToString());
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return Register(Waiter::Kind::kPendingByFfqn, std::move(keys), pending_at_or_sooner);
+}
+
+Notifier::WaiterPtr Notifier::RegisterPendingByDigest(const core::InputContentDigest& digest,
+                                                      DateTime pending_at_or_sooner) {
+  return Register(Waiter::Kind::kPendingByDigest, {DigestKey(digest)}, pending_at_or_sooner);
+}
+
+Notifier::WaiterPtr Notifier::RegisterResponses(const core::ExecutionId& execution_id) {
+  return Register(Waiter::Kind::kResponses, {execution_id.ToString()}, DateTime{});
+}
+
+Notifier::WaiterPtr Notifier::RegisterFinished(const core::ExecutionId& execution_id) {
+  return Register(Waiter::Kind::kFinished, {execution_id.ToString()}, DateTime{});
+}
+
+void Notifier::Unregister(const WaiterPtr& waiter) {
+  std::lock_guard lock(mu_);
+  Registry& registry = RegistryFor(waiter->kind_);
+  for (const std::string& key : waiter->keys_) {
+    auto it = registry.find(key);
+    if (it == registry.end()) continue;
+    std::erase(it->second, waiter);
+    if (it->second.empty()) registry.erase(it);
+  }
+}
+
+void Notifier::Notify(const Notifications& notes) {
+  if (notes.empty()) return;
+  std::lock_guard lock(mu_);
+  for (const PendingNotice& notice : notes.pending) {
+    auto wake = [&](const Registry& registry, const std::string& key) {
+      auto it = registry.find(key);
+      if (it == registry.end()) return;
+      for (const WaiterPtr& waiter : it->second) {
+        // Pending "now" for the writer, or by the time the waiter asked
+        // about: anything later is found by the executor's periodic tick.
+        if (notice.scheduled_at > std::max(notice.current_time, waiter->pending_at_or_sooner_)) {
+          continue;
+        }
+        std::lock_guard waiter_lock(waiter->mu_);
+        waiter->notified_ = true;
+        waiter->cv_.notify_all();
+      }
+    };
+    wake(by_ffqn_, notice.ffqn);
+    wake(by_digest_, DigestKey(notice.digest));
+  }
+  // All responses of the transaction are delivered under one hold of mu_,
+  // so a subscriber gets them together and in cursor order.
+  for (const ResponseNotice& notice : notes.responses) {
+    auto it = responses_.find(notice.execution_id);
+    if (it == responses_.end()) continue;
+    for (const WaiterPtr& waiter : it->second) {
+      std::lock_guard waiter_lock(waiter->mu_);
+      waiter->responses_.push_back(notice.response);
+      waiter->notified_ = true;
+      waiter->cv_.notify_all();
+    }
+  }
+  for (const FinishedNotice& notice : notes.finished) {
+    auto it = finished_.find(notice.execution_id);
+    if (it == finished_.end()) continue;
+    for (const WaiterPtr& waiter : it->second) {
+      std::lock_guard waiter_lock(waiter->mu_);
+      waiter->result_ = notice.result;
+      waiter->notified_ = true;
+      waiter->cv_.notify_all();
+    }
+    // An execution finishes once; its waiters are done.
+    finished_.erase(it);
+  }
+}
+
+void Notifier::Close() {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  for (Registry* registry : {&by_ffqn_, &by_digest_, &responses_, &finished_}) {
+    for (auto& [key, waiters] : *registry) {
+      for (const WaiterPtr& waiter : waiters) {
+        std::lock_guard waiter_lock(waiter->mu_);
+        waiter->closed_ = true;
+        waiter->cv_.notify_all();
+      }
+    }
+    registry->clear();
+  }
+}
+
+}  // namespace stele::storage::sqlite::internal

@@ -1,0 +1,136 @@
+// In-process wake-ups of the SQLite backend (reference/obelisk.md §3.3).
+//
+// Write operations collect Notifications while they run; the writer thread
+// hands them to Notifier::Notify only after the COMMIT that made them true
+// (and drops those of operations rolled back to their savepoint), so a
+// waiter never sees a change that is not durable.
+//
+// A Waiter is registered *before* its caller checks the database (on the
+// writer thread for responses and results, whose check must be atomic with
+// the registration; on a read connection for pending work, where
+// register-then-check suffices), so no commit can slip between check and
+// wait: either the check sees it or the waiter is notified of it.
+// Notifications are hints; callers loop and re-query.
+//
+// Threading: all methods are thread-safe. A Waiter is waited on by the one
+// thread that registered it.
+// Ownership: Notifier hands out shared_ptr<Waiter>; cancellation callbacks
+// hold their waiter alive, never the Notifier.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/time.h"
+#include "core/component_id.h"
+#include "core/execution_event.h"
+#include "core/function_fqn.h"
+#include "core/ids.h"
+#include "storage/wait.h"
+
+namespace stele::storage::sqlite::internal {
+
+// An execution of `ffqn` / `digest` became pending at `scheduled_at` by an
+// operation that ran at `current_time`.
+struct PendingNotice {
+  std::string ffqn;
+  core::InputContentDigest digest;
+  DateTime scheduled_at;
+  DateTime current_time;
+};
+struct ResponseNotice {
+  std::string execution_id;
+  core::JoinSetResponseEventOuter response;
+};
+struct FinishedNotice {
+  std::string execution_id;
+  core::SupportedFunctionReturnValue result;
+};
+
+struct Notifications {
+  std::vector<PendingNotice> pending;
+  std::vector<ResponseNotice> responses;  // in commit (= cursor) order
+  std::vector<FinishedNotice> finished;
+
+  void Append(Notifications&& other);
+  bool empty() const { return pending.empty() && responses.empty() && finished.empty(); }
+};
+
+enum class WaitEnd { kNotified, kTimeout, kCancelled, kClosed };
+
+class Waiter : public std::enable_shared_from_this<Waiter> {
+ public:
+  // Blocks until notified, the Notifier closes, or `wait` ends (deadline or
+  // cancellation); unbounded when `wait` is nullopt. A notification that
+  // already arrived wins over an expired deadline.
+  WaitEnd Wait(const std::optional<WaitOptions>& wait);
+  // Responses delivered so far (response waiters), in cursor order.
+  std::vector<core::JoinSetResponseEventOuter> TakeResponses();
+  // The result delivered (finished waiters).
+  std::optional<core::SupportedFunctionReturnValue> TakeResult();
+
+ private:
+  friend class Notifier;
+  enum class Kind { kPendingByFfqn, kPendingByDigest, kResponses, kFinished };
+  Waiter(Kind kind, std::vector<std::string> keys, DateTime pending_at_or_sooner)
+      : kind_(kind), keys_(std::move(keys)), pending_at_or_sooner_(pending_at_or_sooner) {}
+
+  // Immutable after construction; read by the Notifier under its mutex.
+  const Kind kind_;
+  const std::vector<std::string> keys_;
+  const DateTime pending_at_or_sooner_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool notified_ = false;   // guarded by mu_
+  bool cancelled_ = false;  // guarded by mu_
+  bool closed_ = false;     // guarded by mu_
+  std::vector<core::JoinSetResponseEventOuter> responses_;  // guarded by mu_
+  std::optional<core::SupportedFunctionReturnValue> result_;  // guarded by mu_
+};
+
+class Notifier {
+ public:
+  using WaiterPtr = std::shared_ptr<Waiter>;
+
+  // Woken when an execution of one of `ffqns` (or with `digest`) becomes
+  // pending at or before max(the writer's current time, pending_at_or_sooner).
+  WaiterPtr RegisterPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
+                                   DateTime pending_at_or_sooner);
+  WaiterPtr RegisterPendingByDigest(const core::InputContentDigest& digest,
+                                    DateTime pending_at_or_sooner);
+  // Receives every response of `execution_id` committed after registration.
+  WaiterPtr RegisterResponses(const core::ExecutionId& execution_id);
+  // Receives the result when `execution_id` finishes.
+  WaiterPtr RegisterFinished(const core::ExecutionId& execution_id);
+  // Idempotent.
+  void Unregister(const WaiterPtr& waiter);
+
+  // REQUIRES: called after the commit that made `notes` true.
+  void Notify(const Notifications& notes);
+
+  // Releases every waiter (kClosed) now and every waiter registered later.
+  void Close();
+
+ private:
+  using Registry = std::unordered_map<std::string, std::vector<WaiterPtr>>;
+  WaiterPtr Register(Waiter::Kind kind, std::vector<std::string> keys, DateTime at);
+  Registry& RegistryFor(Waiter::Kind kind);
+
+  std::mutex mu_;
+  bool closed_ = false;        // guarded by mu_
+  Registry by_ffqn_;           // guarded by mu_
+  Registry by_digest_;         // guarded by mu_
+  Registry responses_;         // guarded by mu_
+  Registry finished_;          // guarded by mu_
+};
+
+// Registry key of a component digest.
+std::string DigestKey(const core::InputContentDigest& digest);
+
+}  // namespace stele::storage::sqlite::internal

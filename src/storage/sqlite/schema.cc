@@ -1,0 +1,273 @@
+#include "storage/sqlite/schema.h"
+
+#include <exception>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace stele::storage::sqlite::internal {
+
+namespace {
+
+// t_metadata exists before any migration so that the version can be read.
+constexpr std::string_view kCreateMetadata = R"sql(
+CREATE TABLE IF NOT EXISTS t_metadata (
+  id INTEGER PRIMARY KEY,
+  schema_version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+)sql";
+
+// V1: the initial schema. Index notes (each hot query → its index):
+//  - lock pending by ffqn / by component digest, ordered by scheduled_at
+//    then id: partial indexes over state='pending_at' only, so finished
+//    executions (the vast majority of a long-lived store) are not in them.
+//  - expired locks: partial index over state='locked'.
+//  - expired delays: t_delay(expires_at); t_delay holds live timers only.
+//  - list executions by created_at / by id, with and without the ffqn and
+//    top-level filters: one index per combination, each matching the
+//    ORDER BY so that a page is a bounded index range scan.
+//  - count the JoinNexts of a join set: partial index over join_next events.
+//  - k-th response of a join set: (execution_id, join_set_id, idx).
+//  - next response cursor / responses from a cursor: the primary key.
+constexpr std::string_view kMigrationV1 = R"sql(
+CREATE TABLE t_execution_log (
+  execution_id TEXT NOT NULL,
+  version INTEGER NOT NULL CHECK (version >= 0),
+  created_at INTEGER NOT NULL,
+  json_value TEXT NOT NULL,
+  variant TEXT NOT NULL,
+  join_set_id TEXT,
+  history_event_type TEXT
+    GENERATED ALWAYS AS (json_extract(json_value, '$.history_event.event.type')) VIRTUAL,
+  PRIMARY KEY (execution_id, version)
+) STRICT;
+CREATE INDEX idx_t_execution_log_join_next
+  ON t_execution_log (execution_id, join_set_id, history_event_type)
+  WHERE history_event_type = 'join_next';
+
+CREATE TABLE t_join_set_response (
+  execution_id TEXT NOT NULL,
+  idx INTEGER NOT NULL CHECK (idx >= 0),
+  created_at INTEGER NOT NULL,
+  join_set_id TEXT NOT NULL,
+  delay_id TEXT,
+  delay_success INTEGER,
+  child_execution_id TEXT,
+  finished_version INTEGER CHECK (finished_version >= 0),
+  -- The child's result when its Finished event was not in the log when the
+  -- response was written (test-only AppendResponse); otherwise the result is
+  -- joined from the child's Finished row, never duplicated.
+  child_result TEXT,
+  CHECK ((delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL
+          AND finished_version IS NOT NULL)),
+  PRIMARY KEY (execution_id, idx)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_t_join_set_response_join_set
+  ON t_join_set_response (execution_id, join_set_id, idx);
+CREATE UNIQUE INDEX idx_t_join_set_response_child
+  ON t_join_set_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_delay
+  ON t_join_set_response (delay_id) WHERE delay_id IS NOT NULL;
+
+CREATE TABLE t_state (
+  execution_id TEXT NOT NULL PRIMARY KEY,
+  is_top_level INTEGER NOT NULL CHECK (is_top_level IN (0, 1)),
+  corresponding_version INTEGER NOT NULL CHECK (corresponding_version >= 0),
+  ffqn TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  component_id_input_digest BLOB NOT NULL,
+  first_scheduled_at INTEGER NOT NULL,
+  -- pending: scheduled_at; locked: lock_expires_at; blocked: the lease;
+  -- finished: finished_at.
+  pending_expires_finished INTEGER NOT NULL,
+  state TEXT NOT NULL
+    CHECK (state IN ('pending_at', 'locked', 'blocked_by_join_set', 'finished')),
+  updated_at INTEGER NOT NULL,
+  intermittent_event_count INTEGER NOT NULL CHECK (intermittent_event_count >= 0),
+  -- Retry config of the last Locked event (JSON Duration for exactness).
+  max_retries INTEGER CHECK (max_retries >= 0),
+  retry_exp_backoff TEXT,
+  last_lock_version INTEGER CHECK (last_lock_version >= 0),
+  -- The last lock holder; kept after the lock ends (lock extension) and
+  -- cleared when finished.
+  executor_id TEXT,
+  run_id TEXT,
+  join_set_id TEXT,
+  join_set_closing INTEGER CHECK (join_set_closing IN (0, 1)),
+  result_kind TEXT
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_t_state_pending_ffqn
+  ON t_state (ffqn, pending_expires_finished, execution_id) WHERE state = 'pending_at';
+CREATE INDEX idx_t_state_pending_digest
+  ON t_state (component_id_input_digest, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at';
+CREATE INDEX idx_t_state_expired_locks
+  ON t_state (pending_expires_finished) WHERE state = 'locked';
+CREATE INDEX idx_t_state_created_at ON t_state (created_at, execution_id);
+CREATE INDEX idx_t_state_ffqn_created_at ON t_state (ffqn, created_at, execution_id);
+CREATE INDEX idx_t_state_top_created_at
+  ON t_state (created_at, execution_id) WHERE is_top_level = 1;
+CREATE INDEX idx_t_state_top_ffqn_created_at
+  ON t_state (ffqn, created_at, execution_id) WHERE is_top_level = 1;
+CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);
+CREATE INDEX idx_t_state_top_id ON t_state (execution_id) WHERE is_top_level = 1;
+CREATE INDEX idx_t_state_top_ffqn_id ON t_state (ffqn, execution_id) WHERE is_top_level = 1;
+
+CREATE TABLE t_delay (
+  execution_id TEXT NOT NULL,
+  join_set_id TEXT NOT NULL,
+  delay_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (execution_id, join_set_id, delay_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_t_delay_expires_at ON t_delay (expires_at);
+
+CREATE TABLE t_backtrace (
+  execution_id TEXT NOT NULL,
+  component_id TEXT NOT NULL,
+  version_min_including INTEGER NOT NULL CHECK (version_min_including >= 0),
+  version_max_excluding INTEGER NOT NULL CHECK (version_max_excluding >= 0),
+  wasm_backtrace TEXT NOT NULL,
+  PRIMARY KEY (execution_id, version_min_including, version_max_excluding)
+) STRICT;
+)sql";
+
+struct Migration {
+  int64_t version;
+  std::string_view sql;
+};
+// Append new migrations at the end; never edit a released one.
+constexpr Migration kMigrations[] = {
+    {1, kMigrationV1},
+};
+static_assert(std::size(kMigrations) == kLatestSchemaVersion);
+
+// PRAGMA names and values come from configuration; they cannot be bound as
+// parameters, so they are restricted to a safe alphabet instead.
+bool IsSafePragmaToken(std::string_view token) {
+  if (token.empty() || token.size() > 64) return false;
+  for (char c : token) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<void, DbErrorGeneric> Pragma(Connection& connection, std::string_view name,
+                                    std::string_view value) {
+  // Some PRAGMAs answer with a row; QueryText steps through it either way.
+  std::string sql = "PRAGMA " + std::string(name) + "=" + std::string(value);
+  STELE_TRY(connection.QueryTexts(sql));
+  return {};
+}
+
+}  // namespace
+
+Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
+                                                 const SqliteOptions& options, bool writer) {
+  STELE_TRY(Pragma(connection, "busy_timeout", std::to_string(options.busy_timeout_ms)));
+  if (writer) {
+    // Only effective on a fresh file (before the first table); larger pages
+    // suit JSON rows and keep the B-trees shallow.
+    STELE_TRY(Pragma(connection, "page_size", "8192"));
+    STELE_ASSIGN_OR_RETURN(auto mode, connection.QueryText("PRAGMA journal_mode=WAL"));
+    if (!mode || *mode != "wal") {
+      return Unexpected(DbErrorGeneric::Uncategorized(
+          "cannot switch `" + connection.path() + "` to WAL journal mode (got `" +
+          mode.value_or("") + "`)"));
+    }
+    STELE_TRY(Pragma(connection, "journal_size_limit", std::to_string(64 << 20)));
+  }
+  STELE_TRY(Pragma(connection, "synchronous",
+                   options.synchronous == SqliteOptions::Synchronous::kFull ? "FULL" : "NORMAL"));
+  STELE_TRY(Pragma(connection, "foreign_keys", "ON"));
+  STELE_TRY(Pragma(connection, "cache_size", "-16384"));  // 16 MiB per connection
+  STELE_TRY(Pragma(connection, "temp_store", "MEMORY"));
+  STELE_TRY(Pragma(connection, "mmap_size", std::to_string(128 << 20)));
+  if (!writer) STELE_TRY(Pragma(connection, "query_only", "ON"));
+  for (const auto& [name, value] : options.extra_pragmas) {
+    if (!IsSafePragmaToken(name) || !IsSafePragmaToken(value)) {
+      return Unexpected(DbErrorGeneric::Uncategorized(
+          "invalid extra PRAGMA `" + name + "=" + value +
+          "`: names and values may only contain letters, digits, '_', '-' and '.'"));
+    }
+    STELE_TRY(Pragma(connection, name, value));
+  }
+  return {};
+}
+
+Result<void, DbErrorGeneric> CheckIntegrity(Connection& connection) {
+  STELE_ASSIGN_OR_RETURN(auto rows, connection.QueryTexts("PRAGMA quick_check"));
+  if (rows.size() == 1 && rows[0] == "ok") return {};
+  std::string reason = "integrity check of `" + connection.path() + "` failed:";
+  size_t shown = 0;
+  for (const std::string& row : rows) {
+    if (++shown > 5) {
+      reason += " ... (" + std::to_string(rows.size()) + " problems)";
+      break;
+    }
+    reason += " " + row + ";";
+  }
+  return Unexpected(DbErrorGeneric::Uncategorized(std::move(reason)));
+}
+
+Result<int64_t, DbErrorGeneric> ReadSchemaVersion(Connection& connection) {
+  STELE_ASSIGN_OR_RETURN(auto exists,
+                         connection.QueryText("SELECT name FROM sqlite_schema WHERE type = "
+                                              "'table' AND name = 't_metadata'"));
+  if (!exists) return int64_t{0};
+  STELE_ASSIGN_OR_RETURN(auto version,
+                         connection.QueryText("SELECT MAX(schema_version) FROM t_metadata"));
+  if (!version) return int64_t{0};
+  try {
+    return static_cast<int64_t>(std::stoll(*version));
+  } catch (const std::exception&) {
+    return Unexpected(DbErrorGeneric::Uncategorized("t_metadata.schema_version is not a number: `" +
+                                                    *version + "`"));
+  }
+}
+
+Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now) {
+  // IMMEDIATE: two processes opening the same fresh file must not both
+  // decide to run V1.
+  STELE_TRY(connection.Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Result<void, DbErrorGeneric> {
+    STELE_TRY(connection.Exec(kCreateMetadata));
+    STELE_ASSIGN_OR_RETURN(int64_t current, ReadSchemaVersion(connection));
+    if (current > kLatestSchemaVersion) {
+      return Unexpected(DbErrorGeneric::Uncategorized(
+          "database `" + connection.path() + "` has schema version " + std::to_string(current) +
+          ", newer than the newest this build knows (" + std::to_string(kLatestSchemaVersion) +
+          "); refusing to open it — upgrade Stele"));
+    }
+    for (const Migration& migration : kMigrations) {
+      if (migration.version <= current) continue;
+      auto applied = connection.Exec(migration.sql);
+      if (!applied) {
+        return Unexpected(DbErrorGeneric::Uncategorized(
+            "migration to schema version " + std::to_string(migration.version) +
+            " failed: " + applied.error().reason()));
+      }
+      STELE_ASSIGN_OR_RETURN(
+          Statement record,
+          connection.Prepare("INSERT INTO t_metadata (schema_version, created_at) VALUES (?, ?)"));
+      record.BindInt64(1, migration.version);
+      record.BindInt64(2, ToMicros(now));
+      STELE_TRY(record.Run());
+    }
+    return {};
+  };
+  auto result = body();
+  if (!result) {
+    (void)connection.Exec("ROLLBACK");
+    return result;
+  }
+  STELE_TRY(connection.Exec("COMMIT"));
+  return {};
+}
+
+}  // namespace stele::storage::sqlite::internal

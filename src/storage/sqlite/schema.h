@@ -1,0 +1,57 @@
+// The SQLite schema and how a file gets there: connection PRAGMAs, the
+// integrity check at open, and forward migrations recorded in t_metadata.
+//
+// Schema (V1), all tables STRICT, all instants INTEGER microseconds since
+// the Unix epoch (index-friendly; base/time.h):
+//   t_metadata           one row per applied migration (schema_version).
+//   t_execution_log      the append-only journal, PK (execution_id, version);
+//                        json_value = core::ToJson(ExecutionRequest);
+//                        history_event_type generated from json_value.
+//   t_join_set_response  responses per execution in arrival order, PK
+//                        (execution_id, idx) with idx the 0-based cursor;
+//                        unique per child id and per delay id.
+//   t_state              the materialised PendingState, one row per execution
+//                        (row_codec.h says which columns each state sets).
+//   t_delay              live timers; deleted when their response arrives.
+//   t_backtrace          backtraces per version range.
+// Every hot query is served by an index; see the comments in schema.cc.
+//
+// Threading: functions here run on one connection from one thread.
+#pragma once
+
+#include <cstdint>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "storage/db_errors.h"
+#include "storage/sqlite/sqlite_handle.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele::storage::sqlite::internal {
+
+// The newest schema version this code knows (and migrates to).
+inline constexpr int64_t kLatestSchemaVersion = 1;
+
+// Applies the PRAGMAs: for the writer journal_mode=WAL (verified),
+// synchronous, foreign_keys, page_size on a fresh file, busy_timeout,
+// cache_size, temp_store=MEMORY, journal_size_limit, mmap_size; for readers
+// the same minus the persistent ones, plus query_only. Then
+// `options.extra_pragmas`. Errors: Generic (including a malformed extra
+// PRAGMA).
+Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
+                                                 const SqliteOptions& options, bool writer);
+
+// `PRAGMA quick_check`; Generic "integrity check failed: ..." unless it
+// answers "ok".
+Result<void, DbErrorGeneric> CheckIntegrity(Connection& connection);
+
+// Brings the schema to kLatestSchemaVersion in one IMMEDIATE transaction:
+// creates t_metadata when missing, refuses a newer schema version, runs
+// every missing migration and records it with `now`. A no-op on an
+// up-to-date file.
+Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now);
+
+// Highest schema_version recorded, 0 for a fresh file.
+Result<int64_t, DbErrorGeneric> ReadSchemaVersion(Connection& connection);
+
+}  // namespace stele::storage::sqlite::internal

@@ -1,0 +1,107 @@
+// Writer: the one thread that owns the write connection, and the group
+// commit it performs (reference/obelisk.md §3.2, with per-operation
+// savepoints instead of Obelisk 0.34's "commit whatever an op wrote").
+//
+// Callers submit a WriteOp to a bounded queue and block until it completes.
+// The thread takes the first op, runs `BEGIN IMMEDIATE`, then runs that op
+// and every op already queued (up to max_ops_per_transaction), each inside
+// `SAVEPOINT op`:
+//   - an op that succeeds is RELEASEd and its notifications kept;
+//   - an op that fails is rolled back to its savepoint (ROLLBACK TO +
+//     RELEASE), so none of its writes survive, and gets its own error;
+//   - if SQLite aborts the whole transaction by itself (I/O error, disk
+//     full), or BEGIN / SAVEPOINT / COMMIT fail, every op of the
+//     transaction fails with DbErrorGeneric and nothing of it is written.
+// After a successful COMMIT the collected notifications are delivered and
+// then every caller is answered, so a caller that sees its write
+// acknowledged also knows that waiters have been woken.
+//
+// Threading: Submit/Close/stats are thread-safe; ops run on the writer
+// thread only. Ownership: the Writer owns the connection and the thread;
+// the Notifier must outlive it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/result.h"
+#include "storage/db_errors.h"
+#include "storage/sqlite/notifier.h"
+#include "storage/sqlite/sqlite_handle.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele::storage::sqlite::internal {
+
+// What an op sees while it runs: the connection (inside a transaction and a
+// savepoint) and the notifications it wants delivered if it commits.
+struct WriteContext {
+  Connection& connection;
+  Notifications notes;
+};
+
+class WriteOp {
+ public:
+  virtual ~WriteOp() = default;
+  // Runs inside the op's savepoint; returns true to keep its writes, false
+  // to roll them back. Must not throw.
+  virtual bool Run(WriteContext& context) = 0;
+  // Called once after the op's transaction committed (with the outcome Run
+  // produced) or failed as a whole (with `error`). Exactly one of them is
+  // called for every op accepted by Submit.
+  virtual void Complete() = 0;
+  virtual void Fail(const DbErrorGeneric& error) = 0;
+};
+
+class Writer {
+ public:
+  Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options,
+         Notifier& notifier);
+  // Closes.
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Queues `op`, blocking while the queue is full. The op completes later
+  // on the writer thread. Errors: Close when the writer is closed (the op is
+  // then neither run nor completed).
+  Result<void, DbErrorGeneric> Submit(std::unique_ptr<WriteOp> op);
+
+  // Idempotent. Refuses new ops, runs every op already queued, stops and
+  // joins the thread and closes the connection.
+  void Close();
+
+  SqliteStats stats() const;
+
+ private:
+  void Loop();
+  // Runs one transaction starting with `first`.
+  void RunTransaction(std::unique_ptr<WriteOp> first);
+  // Next queued op without blocking, or nullptr.
+  std::unique_ptr<WriteOp> TryPop();
+
+  std::unique_ptr<Connection> connection_;  // writer thread only (after start)
+  Notifier& notifier_;
+  const size_t capacity_;
+  const size_t max_ops_per_transaction_;
+
+  std::mutex mu_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::deque<std::unique_ptr<WriteOp>> queue_;  // guarded by mu_
+  bool closing_ = false;                        // guarded by mu_
+  std::mutex close_mu_;                         // serialises Close()
+  std::thread thread_;
+
+  std::atomic<uint64_t> transactions_committed_{0};
+  std::atomic<uint64_t> transactions_failed_{0};
+  std::atomic<uint64_t> ops_committed_{0};
+  std::atomic<uint64_t> ops_rolled_back_{0};
+  std::atomic<uint64_t> max_ops_in_transaction_{0};
+};
+
+}  // namespace stele::storage::sqlite::internal

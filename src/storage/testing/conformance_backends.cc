@@ -1,0 +1,36 @@
+// The backends the conformance suite runs against: the only file of the
+// suite that names concrete backends. Adding a backend is one entry below
+// (plus its `if(TARGET ...)` block in CMakeLists.txt, which defines the
+// STELE_CONFORMANCE_HAVE_<BACKEND> macro only when the backend is built).
+//
+// A backend that needs outside resources (PostgreSQL: a server named by the
+// STELE_TEST_POSTGRES_* variables) returns nullptr from `open` when they
+// are absent, and the test is skipped with `unavailable_reason`.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/memory/memory_pool.h"
+#include "storage/testing/conformance.h"
+
+#ifdef STELE_CONFORMANCE_HAVE_SQLITE
+#include "storage/sqlite/sqlite_pool.h"
+#endif
+
+namespace stele::storage::conformance {
+
+const std::vector<BackendFactory>& ConformanceBackends() {
+  static const std::vector<BackendFactory>* backends = new std::vector<BackendFactory>{
+      {"memory", [](const std::string& /*scratch_dir*/) -> std::unique_ptr<DbPool> {
+         return memory::MemoryPool::Create();
+       }},
+#ifdef STELE_CONFORMANCE_HAVE_SQLITE
+      // TODO(sqlite): open a fresh database file in `scratch_dir`, e.g.
+      // {"sqlite", [](const std::string& dir) -> std::unique_ptr<DbPool> {
+      //    return sqlite::SqlitePool::Open(dir + "/stele.sqlite") ...; }},
+#endif
+  };
+  return *backends;
+}
+
+}  // namespace stele::storage::conformance

@@ -38,7 +38,8 @@ Result<InputContentDigest, IdParseError> InputContentDigest::Parse(std::string_v
     return Unexpected(IdParseError{"invalid digest `" + std::string(text) +
                                    "`: expected `sha256:` and 64 lowercase hex digits"});
   };
-  if (text.size() != kDigestPrefix.size() + 64 || text.substr(0, kDigestPrefix.size()) != kDigestPrefix) {
+  if (text.size() != kDigestPrefix.size() + 64 ||
+      text.substr(0, kDigestPrefix.size()) != kDigestPrefix) {
     return error();
   }
   Bytes bytes{};

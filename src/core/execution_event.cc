@@ -20,19 +20,20 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
 
 std::string JoinSetRequestToString(const JoinSetRequest& request) {
-  return std::visit(
-      Overloaded{
-          [](const DelayRequest& r) {
-            return "DelayRequest(" + r.delay_id.ToString() + ", expires_at: " +
-                   Quoted(r.expires_at) + ", schedule_at: `" + r.schedule_at.ToString() + "`)";
-          },
-          [](const ChildExecutionRequest& r) {
-            return "ChildExecutionRequest(" + r.child_execution_id.ToString() + ", " +
-                   r.target_ffqn.ToString() + ", params: " +
-                   r.params.dump(-1, ' ', false, Json::error_handler_t::replace) + ")";
-          },
-      },
-      request);
+  return std::visit(Overloaded{
+                        [](const DelayRequest& r) {
+                          return "DelayRequest(" + r.delay_id.ToString() +
+                                 ", expires_at: " + Quoted(r.expires_at) + ", schedule_at: `" +
+                                 r.schedule_at.ToString() + "`)";
+                        },
+                        [](const ChildExecutionRequest& r) {
+                          return "ChildExecutionRequest(" + r.child_execution_id.ToString() + ", " +
+                                 r.target_ffqn.ToString() + ", params: " +
+                                 r.params.dump(-1, ' ', false, Json::error_handler_t::replace) +
+                                 ")";
+                        },
+                    },
+                    request);
 }
 
 std::string HistoryEventToString(const HistoryEvent& event) {
@@ -84,7 +85,7 @@ std::string HistoryEventScheduleAt::ToString() const {
 
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
   static constexpr std::string_view kNames[] = {
-      "Created",  "Locked", "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut",
+      "Created",  "Locked",      "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut",
       "Finished", "HistoryEvent"};
   static_assert(std::size(kNames) == std::variant_size_v<ExecutionRequest>);
   return kNames[request.index()];
@@ -92,7 +93,7 @@ std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
 
 std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
   static constexpr std::string_view kTags[] = {
-      "created",  "locked", "unlocked", "temporarily_failed", "temporarily_timed_out",
+      "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
       "finished", "history_event"};
   static_assert(std::size(kTags) == std::variant_size_v<ExecutionRequest>);
   return kTags[request.index()];
@@ -100,8 +101,9 @@ std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
 
 std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
   static constexpr std::string_view kTags[] = {
-      "persist",    "join_set_create", "join_set_request", "join_next", "join_next_too_many",
-      "schedule",   "stub"};
+      "persist",   "join_set_create",    "join_set_request",
+      "join_next", "join_next_too_many", "schedule",
+      "stub"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }

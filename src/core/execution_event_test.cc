@@ -74,12 +74,17 @@ TEST(HistoryEventScheduleAtTest, ToString) {
 }
 
 TEST(ExecutionRequestTest, NamesTagsAndPredicates) {
-  const ExecutionRequest created =
-      Created{*FunctionFqn::Parse("a:b/c.d"), Json::array(), std::nullopt, kEpoch,
-              ComponentId::DummyActivity(), {}, std::nullopt};
+  const ExecutionRequest created = Created{*FunctionFqn::Parse("a:b/c.d"),
+                                           Json::array(),
+                                           std::nullopt,
+                                           kEpoch,
+                                           ComponentId::DummyActivity(),
+                                           {},
+                                           std::nullopt};
   const ExecutionRequest failed = TemporarilyFailed{kEpoch, "trap", std::nullopt, std::nullopt};
   const ExecutionRequest timed_out = TemporarilyTimedOut{kEpoch, std::nullopt};
-  const ExecutionRequest history = HistoryEventRequest{HistoryJoinNext{Js("n:x"), kEpoch}};
+  const ExecutionRequest history =
+      HistoryEventRequest{HistoryJoinNext{Js("n:x"), kEpoch, std::nullopt, false}};
   EXPECT_EQ(ExecutionRequestVariantName(created), "Created");
   EXPECT_EQ(ExecutionRequestVariantTag(created), "created");
   EXPECT_EQ(ExecutionRequestVariantName(timed_out), "TemporarilyTimedOut");
@@ -97,14 +102,20 @@ TEST(ExecutionRequestTest, NamesTagsAndPredicates) {
 }
 
 TEST(ExecutionRequestTest, JoinSetIdOfEvents) {
-  Created created{*FunctionFqn::Parse("a:b/c.d"), Json::array(), std::nullopt, kEpoch,
-                  ComponentId::DummyActivity(), {}, std::nullopt};
+  Created created{*FunctionFqn::Parse("a:b/c.d"),
+                  Json::array(),
+                  std::nullopt,
+                  kEpoch,
+                  ComponentId::DummyActivity(),
+                  {},
+                  std::nullopt};
   EXPECT_EQ(ExecutionRequestJoinSetId(created), std::nullopt);
   created.parent = std::pair(TestExecutionId(), Js("o:1-fibo"));
   EXPECT_EQ(ExecutionRequestJoinSetId(created), Js("o:1-fibo"));
   EXPECT_EQ(ExecutionRequestJoinSetId(HistoryEventRequest{HistoryJoinSetCreate{Js("g:1")}}),
             Js("g:1"));
-  EXPECT_EQ(ExecutionRequestJoinSetId(HistoryEventRequest{HistoryJoinNext{Js("n:a"), kEpoch}}),
+  EXPECT_EQ(ExecutionRequestJoinSetId(
+                HistoryEventRequest{HistoryJoinNext{Js("n:a"), kEpoch, std::nullopt, false}}),
             Js("n:a"));
   EXPECT_EQ(ExecutionRequestJoinSetId(
                 HistoryEventRequest{HistoryJoinNextTooMany{Js("n:a"), std::nullopt}}),
@@ -114,14 +125,18 @@ TEST(ExecutionRequestTest, JoinSetIdOfEvents) {
 
 TEST(ExecutionRequestTest, ToStringFollowsSeedDisplay) {
   const ExecutionId id = TestExecutionId();
-  EXPECT_EQ(ExecutionRequestToString(Created{*FunctionFqn::Parse("a:b/c.d"), Json::array(),
-                                             std::nullopt, kEpoch, ComponentId::DummyActivity(),
-                                             {}, std::nullopt}),
+  EXPECT_EQ(ExecutionRequestToString(Created{*FunctionFqn::Parse("a:b/c.d"),
+                                             Json::array(),
+                                             std::nullopt,
+                                             kEpoch,
+                                             ComponentId::DummyActivity(),
+                                             {},
+                                             std::nullopt}),
             "Created(a:b/c.d, `1970-01-01T00:00:00Z`)");
-  EXPECT_EQ(ExecutionRequestToString(Locked{ComponentId::DummyWorkflow(), ExecutorId::Generate(),
-                                            RunId::Generate(), kEpoch,
-                                            ComponentRetryConfig::Zero()}),
-            "Locked(`1970-01-01T00:00:00Z`, workflow:dummy_workflow)");
+  EXPECT_EQ(
+      ExecutionRequestToString(Locked{ComponentId::DummyWorkflow(), ExecutorId::Generate(),
+                                      RunId::Generate(), kEpoch, ComponentRetryConfig::Zero()}),
+      "Locked(`1970-01-01T00:00:00Z`, workflow:dummy_workflow)");
   EXPECT_EQ(ExecutionRequestToString(Unlocked{kEpoch, "r"}), "Unlocked(`1970-01-01T00:00:00Z`)");
   EXPECT_EQ(ExecutionRequestToString(Finished{ReturnValueOk{}, std::nullopt}), "Finished");
   EXPECT_EQ(ExecutionRequestToString(HistoryEventRequest{HistoryJoinSetCreate{Js("n:a")}}),
@@ -132,11 +147,12 @@ TEST(ExecutionRequestTest, ToStringFollowsSeedDisplay) {
                 DelayRequest{delay, kEpoch, HistoryEventScheduleAt::In(Duration::FromSecs(1))}}}),
             "HistoryEvent(JoinSetRequest(DelayRequest(" + delay.ToString() +
                 ", expires_at: `1970-01-01T00:00:00Z`, schedule_at: `In(1s)`)))");
-  EXPECT_EQ(ExecutionRequestToString(HistoryEventRequest{HistoryJoinSetRequest{
-                Js("n:a"), ChildExecutionRequest{id.NextLevel(Js("n:a"), 1),
-                                                 *FunctionFqn::Parse("a:b/c.d"), Json::array({1})}}}),
-            "HistoryEvent(JoinSetRequest(ChildExecutionRequest(" + id.ToString() +
-                ".n:a_1, a:b/c.d, params: [1])))");
+  EXPECT_EQ(
+      ExecutionRequestToString(HistoryEventRequest{HistoryJoinSetRequest{
+          Js("n:a"), ChildExecutionRequest{id.NextLevel(Js("n:a"), 1),
+                                           *FunctionFqn::Parse("a:b/c.d"), Json::array({1})}}}),
+      "HistoryEvent(JoinSetRequest(ChildExecutionRequest(" + id.ToString() +
+          ".n:a_1, a:b/c.d, params: [1])))");
 }
 
 TEST(PendingStateTest, NamesDigestAndToString) {

@@ -44,22 +44,22 @@ TEST(FunctionFqnTest, RejectsMalformed) {
            "",
            "run",
            ".run",
-           "wasi:cli/run",           // no function
-           "wasi:cli/run.",          // empty function
-           "wasi:cli/run@0.2.0",     // the version's last dot is not a function separator
-           "wasi:cli.run",           // no interface
-           "cli/run.run",            // no namespace
-           ":cli/run.run",           // empty namespace
-           "wasi:/run.run",          // empty package
-           "wasi:cli/.run",          // empty interface
-           "Wasi:cli/run.run",       // upper case namespace
-           "wasi:cli/Run.run",       // upper case interface
-           "wasi:cli/run-.run",      // trailing dash
-           "wasi:cli/r--un.run",     // double dash
-           "wasi:cli/run/x.run",     // nested interface
-           "wasi:c:li/run.run",      // two colons
-           "wasi:cli/run@.run",      // empty version
-           "wasi:cli/run@0.2.run",   // not semver
+           "wasi:cli/run",          // no function
+           "wasi:cli/run.",         // empty function
+           "wasi:cli/run@0.2.0",    // the version's last dot is not a function separator
+           "wasi:cli.run",          // no interface
+           "cli/run.run",           // no namespace
+           ":cli/run.run",          // empty namespace
+           "wasi:/run.run",         // empty package
+           "wasi:cli/.run",         // empty interface
+           "Wasi:cli/run.run",      // upper case namespace
+           "wasi:cli/Run.run",      // upper case interface
+           "wasi:cli/run-.run",     // trailing dash
+           "wasi:cli/r--un.run",    // double dash
+           "wasi:cli/run/x.run",    // nested interface
+           "wasi:c:li/run.run",     // two colons
+           "wasi:cli/run@.run",     // empty version
+           "wasi:cli/run@0.2.run",  // not semver
            "wasi:cli/run@01.2.0.run",
            "wasi:cli/run@0.2.0-.run",
            "wasi:cli/run@0.2.0@1.run",

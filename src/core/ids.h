@@ -139,6 +139,7 @@ class ExecutionId {
   // Id of the idx-th child of this execution in `join_set_id`.
   ExecutionIdDerived NextLevel(const JoinSetId& join_set_id, uint64_t idx) const;
   // Seed of the workflow PRNG: unique per execution, stable across replays.
+  // Part of the replay contract: the function must never change (ids.cc).
   uint64_t RandomSeed() const;
   std::string ToString() const;
 

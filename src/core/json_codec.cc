@@ -107,7 +107,8 @@ std::string IndexPath(std::string_view path, size_t index) {
 }
 
 JsonResult<ObjectReader> ObjectReader::Make(const Json& json, const std::string& path) {
-  if (!json.is_object()) return Error(path, std::string("expected object, got ") + json.type_name());
+  if (!json.is_object())
+    return Error(path, std::string("expected object, got ") + json.type_name());
   return ObjectReader(&json, path);
 }
 
@@ -125,10 +126,10 @@ JsonResult<const Json*> ObjectReader::Required(std::string_view key) const {
 JsonResult<std::pair<std::string, const Json*>> ExternalTag(const Json& json,
                                                             const std::string& path) {
   if (!json.is_object() || json.size() != 1) {
-    return Error(path, std::string("expected an object with exactly one variant key, got ") +
-                           (json.is_object() ? "an object with " + std::to_string(json.size()) +
-                                                   " keys"
-                                             : std::string(json.type_name())));
+    return Error(path,
+                 std::string("expected an object with exactly one variant key, got ") +
+                     (json.is_object() ? "an object with " + std::to_string(json.size()) + " keys"
+                                       : std::string(json.type_name())));
   }
   const auto it = json.begin();
   return std::pair<std::string, const Json*>(it.key(), &it.value());
@@ -140,14 +141,15 @@ JsonResult<std::string> InternalTag(const ObjectReader& object, std::string_view
 
 Unexpected<JsonError> UnknownVariant(std::string_view path, std::string_view tag,
                                      std::string_view expected) {
-  return Error(path, "unknown variant `" + std::string(tag) + "`, expected one of " +
-                         std::string(expected));
+  return Error(
+      path, "unknown variant `" + std::string(tag) + "`, expected one of " + std::string(expected));
 }
 
 // --- Leaf readers ------------------------------------------------------------
 
 JsonResult<std::string> ReadString(const Json& json, const std::string& path) {
-  if (!json.is_string()) return Error(path, std::string("expected string, got ") + json.type_name());
+  if (!json.is_string())
+    return Error(path, std::string("expected string, got ") + json.type_name());
   return json.get_ref<const std::string&>();
 }
 
@@ -180,8 +182,8 @@ JsonResult<T> ReadBoundedUnsigned(const Json& json, const std::string& path,
                                   std::string_view type_name) {
   STELE_ASSIGN_OR_RETURN(uint64_t value, ReadU64(json, path));
   if (value > std::numeric_limits<T>::max()) {
-    return Error(path, "number " + std::to_string(value) + " out of range for " +
-                           std::string(type_name));
+    return Error(path,
+                 "number " + std::to_string(value) + " out of range for " + std::string(type_name));
   }
   return static_cast<T>(value);
 }
@@ -216,7 +218,13 @@ JsonResult<T> ReadParsed(const Json& json, const std::string& path, std::string_
                          Parse parse) {
   STELE_ASSIGN_OR_RETURN(std::string text, ReadString(json, path));
   auto parsed = parse(text);
-  if (!parsed) return Error(path, "invalid " + std::string(what) + ": " + parsed.error().message);
+  if (!parsed) {
+    // Most id parsers already say "invalid <what> `text`: why".
+    const std::string& message = parsed.error().message;
+    const std::string prefix = "invalid " + std::string(what);
+    if (message.rfind(prefix, 0) == 0) return Error(path, message);
+    return Error(path, prefix + ": " + message);
+  }
   return *std::move(parsed);
 }
 }  // namespace
@@ -330,7 +338,13 @@ std::string SerializeJson(const Json& json) {
 
 template <class T>
 Result<T, JsonError> FromJson(const Json& json) {
-  return json_internal::DecoderFor(static_cast<const T*>(nullptr))(json, std::string());
+  try {
+    return json_internal::DecoderFor(static_cast<const T*>(nullptr))(json, std::string());
+  } catch (const Json::exception& e) {
+    // Unreachable while every reader checks types before reading; should a
+    // check be missing, a bad document must still be an error, not a crash.
+    return Unexpected(JsonError{std::string("unexpected JSON error: ") + e.what()});
+  }
 }
 
 template Result<Duration, JsonError> FromJson(const Json&);

@@ -78,14 +78,12 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
   }
   if (type == "join_set_request") {
     STELE_ASSIGN_OR_RETURN(JoinSetId join_set_id, Field(object, "join_set_id", &ReadJoinSetId));
-    STELE_ASSIGN_OR_RETURN(JoinSetRequest request,
-                           Field(object, "request", &DecodeJoinSetRequest));
+    STELE_ASSIGN_OR_RETURN(JoinSetRequest request, Field(object, "request", &DecodeJoinSetRequest));
     return HistoryJoinSetRequest{std::move(join_set_id), std::move(request)};
   }
   if (type == "join_next") {
     STELE_ASSIGN_OR_RETURN(JoinSetId join_set_id, Field(object, "join_set_id", &ReadJoinSetId));
-    STELE_ASSIGN_OR_RETURN(DateTime run_expires_at,
-                           Field(object, "run_expires_at", &ReadDateTime));
+    STELE_ASSIGN_OR_RETURN(DateTime run_expires_at, Field(object, "run_expires_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(std::optional<FunctionFqn> requested_ffqn,
                            OptionalField(object, "requested_ffqn", &ReadFfqn));
     STELE_ASSIGN_OR_RETURN(bool closing, Field(object, "closing", &ReadBool));
@@ -134,8 +132,9 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     }
     STELE_ASSIGN_OR_RETURN(std::optional<ExecutionId> scheduled_by,
                            OptionalField(object, "scheduled_by", &ReadExecutionId));
-    return Created{std::move(ffqn),         std::move(params),   std::move(parent), scheduled_at,
-                   std::move(component_id), std::move(metadata), std::move(scheduled_by)};
+    return Created{std::move(ffqn),        std::move(params),       std::move(parent),
+                   scheduled_at,           std::move(component_id), std::move(metadata),
+                   std::move(scheduled_by)};
   }
   if (tag == "locked") {
     STELE_ASSIGN_OR_RETURN(ComponentId component_id,
@@ -204,8 +203,7 @@ JsonResult<JoinSetRequest> DecodeJoinSetRequest(const Json& json, const std::str
     STELE_ASSIGN_OR_RETURN(Params params, Field(object, "params", &ReadParams));
     return ChildExecutionRequest{std::move(child), std::move(target_ffqn), std::move(params)};
   }
-  return UnknownVariant(object.PathOf("type"), type,
-                        "`delay_request`, `child_execution_request`");
+  return UnknownVariant(object.PathOf("type"), type, "`delay_request`, `child_execution_request`");
 }
 
 JsonResult<HistoryEvent> DecodeHistoryEvent(const Json& json, const std::string& path) {
@@ -220,7 +218,7 @@ JsonResult<ExecutionRequest> DecodeExecutionRequest(const Json& json, const std:
   // The tag is checked before the body so that an unknown tag is reported as
   // such rather than as a malformed body.
   static constexpr std::string_view kTags[] = {
-      "created",  "locked", "unlocked", "temporarily_failed", "temporarily_timed_out",
+      "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
       "finished", "history_event"};
   if (std::find(std::begin(kTags), std::end(kTags), tag) == std::end(kTags)) {
     return UnknownVariant(path, tag,
@@ -345,89 +343,87 @@ Json ToJson(const HistoryEvent& value) {
   const auto ffqn_json = [](const FunctionFqn& ffqn) { return ffqn.ToString(); };
   Json out = Json::object();
   out["type"] = std::string(HistoryEventTypeTag(value));
-  std::visit(json_internal::Overloaded{
-                 [&](const HistoryPersist& e) {
-                   Json bytes = Json::array();
-                   for (uint8_t byte : e.value) bytes.push_back(byte);
-                   out["value"] = std::move(bytes);
-                   out["kind"] = ToJson(e.kind);
-                 },
-                 [&](const HistoryJoinSetCreate& e) {
-                   out["join_set_id"] = e.join_set_id.ToString();
-                 },
-                 [&](const HistoryJoinSetRequest& e) {
-                   out["join_set_id"] = e.join_set_id.ToString();
-                   out["request"] = ToJson(e.request);
-                 },
-                 [&](const HistoryJoinNext& e) {
-                   out["join_set_id"] = e.join_set_id.ToString();
-                   out["run_expires_at"] = DateTimeJson(e.run_expires_at);
-                   out["requested_ffqn"] = OptionalJson(e.requested_ffqn, ffqn_json);
-                   out["closing"] = e.closing;
-                 },
-                 [&](const HistoryJoinNextTooMany& e) {
-                   out["join_set_id"] = e.join_set_id.ToString();
-                   out["requested_ffqn"] = OptionalJson(e.requested_ffqn, ffqn_json);
-                 },
-                 [&](const HistorySchedule& e) {
-                   out["execution_id"] = e.execution_id.ToString();
-                   out["schedule_at"] = ToJson(e.schedule_at);
-                 },
-                 [&](const HistoryStub& e) {
-                   out["target_execution_id"] = e.target_execution_id.ToString();
-                   out["result"] = ToJson(e.result);
-                   out["persist_result"] = json_internal::UnitResultJson(e.persist_result_ok);
-                 },
-             },
-             value);
+  std::visit(
+      json_internal::Overloaded{
+          [&](const HistoryPersist& e) {
+            Json bytes = Json::array();
+            for (uint8_t byte : e.value) bytes.push_back(byte);
+            out["value"] = std::move(bytes);
+            out["kind"] = ToJson(e.kind);
+          },
+          [&](const HistoryJoinSetCreate& e) { out["join_set_id"] = e.join_set_id.ToString(); },
+          [&](const HistoryJoinSetRequest& e) {
+            out["join_set_id"] = e.join_set_id.ToString();
+            out["request"] = ToJson(e.request);
+          },
+          [&](const HistoryJoinNext& e) {
+            out["join_set_id"] = e.join_set_id.ToString();
+            out["run_expires_at"] = DateTimeJson(e.run_expires_at);
+            out["requested_ffqn"] = OptionalJson(e.requested_ffqn, ffqn_json);
+            out["closing"] = e.closing;
+          },
+          [&](const HistoryJoinNextTooMany& e) {
+            out["join_set_id"] = e.join_set_id.ToString();
+            out["requested_ffqn"] = OptionalJson(e.requested_ffqn, ffqn_json);
+          },
+          [&](const HistorySchedule& e) {
+            out["execution_id"] = e.execution_id.ToString();
+            out["schedule_at"] = ToJson(e.schedule_at);
+          },
+          [&](const HistoryStub& e) {
+            out["target_execution_id"] = e.target_execution_id.ToString();
+            out["result"] = ToJson(e.result);
+            out["persist_result"] = json_internal::UnitResultJson(e.persist_result_ok);
+          },
+      },
+      value);
   return out;
 }
 
 Json ToJson(const ExecutionRequest& value) {
   using json_internal::TracesJson;
   Json body = Json::object();
-  std::visit(
-      json_internal::Overloaded{
-          [&](const Created& e) {
-            body["ffqn"] = e.ffqn.ToString();
-            body["params"] = e.params;
-            body["parent"] = OptionalJson(e.parent, [](const auto& parent) {
-              return Json::array({parent.first.ToString(), parent.second.ToString()});
-            });
-            body["scheduled_at"] = DateTimeJson(e.scheduled_at);
-            body["component_id"] = ToJson(e.component_id);
-            body["metadata"] = ToJson(e.metadata);
-            body["scheduled_by"] =
-                OptionalJson(e.scheduled_by, [](const ExecutionId& id) { return id.ToString(); });
-          },
-          [&](const Locked& e) {
-            body["component_id"] = ToJson(e.component_id);
-            body["executor_id"] = e.executor_id.ToString();
-            body["run_id"] = e.run_id.ToString();
-            body["lock_expires_at"] = DateTimeJson(e.lock_expires_at);
-            body["retry_config"] = ToJson(e.retry_config);
-          },
-          [&](const Unlocked& e) {
-            body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
-            body["reason"] = e.reason;
-          },
-          [&](const TemporarilyFailed& e) {
-            body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
-            body["reason"] = e.reason;
-            body["detail"] = OptionalJson(e.detail, [](const std::string& d) { return d; });
-            body["http_client_traces"] = TracesJson(e.http_client_traces);
-          },
-          [&](const TemporarilyTimedOut& e) {
-            body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
-            body["http_client_traces"] = TracesJson(e.http_client_traces);
-          },
-          [&](const Finished& e) {
-            body["result"] = ToJson(e.result);
-            body["http_client_traces"] = TracesJson(e.http_client_traces);
-          },
-          [&](const HistoryEventRequest& e) { body["event"] = ToJson(e.event); },
-      },
-      value);
+  std::visit(json_internal::Overloaded{
+                 [&](const Created& e) {
+                   body["ffqn"] = e.ffqn.ToString();
+                   body["params"] = e.params;
+                   body["parent"] = OptionalJson(e.parent, [](const auto& parent) {
+                     return Json::array({parent.first.ToString(), parent.second.ToString()});
+                   });
+                   body["scheduled_at"] = DateTimeJson(e.scheduled_at);
+                   body["component_id"] = ToJson(e.component_id);
+                   body["metadata"] = ToJson(e.metadata);
+                   body["scheduled_by"] = OptionalJson(
+                       e.scheduled_by, [](const ExecutionId& id) { return id.ToString(); });
+                 },
+                 [&](const Locked& e) {
+                   body["component_id"] = ToJson(e.component_id);
+                   body["executor_id"] = e.executor_id.ToString();
+                   body["run_id"] = e.run_id.ToString();
+                   body["lock_expires_at"] = DateTimeJson(e.lock_expires_at);
+                   body["retry_config"] = ToJson(e.retry_config);
+                 },
+                 [&](const Unlocked& e) {
+                   body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
+                   body["reason"] = e.reason;
+                 },
+                 [&](const TemporarilyFailed& e) {
+                   body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
+                   body["reason"] = e.reason;
+                   body["detail"] = OptionalJson(e.detail, [](const std::string& d) { return d; });
+                   body["http_client_traces"] = TracesJson(e.http_client_traces);
+                 },
+                 [&](const TemporarilyTimedOut& e) {
+                   body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
+                   body["http_client_traces"] = TracesJson(e.http_client_traces);
+                 },
+                 [&](const Finished& e) {
+                   body["result"] = ToJson(e.result);
+                   body["http_client_traces"] = TracesJson(e.http_client_traces);
+                 },
+                 [&](const HistoryEventRequest& e) { body["event"] = ToJson(e.event); },
+             },
+             value);
   Json out = Json::object();
   out[std::string(ExecutionRequestVariantTag(value))] = std::move(body);
   return out;

@@ -9,19 +9,15 @@ namespace stele::core {
 namespace json_internal {
 namespace {
 
-JsonResult<std::string> ReadFailureKindName(const Json& json, const std::string& path) {
+JsonResult<ExecutionFailureKind> ReadFailureKind(const Json& json, const std::string& path) {
   STELE_ASSIGN_OR_RETURN(std::string name, ReadString(json, path));
-  if (!ParseExecutionFailureKind(name)) {
+  const std::optional<ExecutionFailureKind> kind = ParseExecutionFailureKind(name);
+  if (!kind) {
     return UnknownVariant(path, name,
                           "`timed_out`, `nondeterminism_detected`, `out_of_fuel`, `cancelled`, "
                           "`uncategorized`");
   }
-  return name;
-}
-
-JsonResult<ExecutionFailureKind> ReadFailureKind(const Json& json, const std::string& path) {
-  STELE_ASSIGN_OR_RETURN(std::string name, ReadFailureKindName(json, path));
-  return *ParseExecutionFailureKind(name);
+  return *kind;
 }
 
 // A value of a return value: any JSON, null meaning "no value".
@@ -120,7 +116,8 @@ JsonResult<ExecutionMetadata> DecodeMetadata(const Json& json, const std::string
   ExecutionMetadata metadata;
   // null is the seed's empty metadata (`Option<HashMap>` = None).
   if (json.is_null()) return metadata;
-  if (!json.is_object()) return Error(path, std::string("expected object, got ") + json.type_name());
+  if (!json.is_object())
+    return Error(path, std::string("expected object, got ") + json.type_name());
   for (auto it = json.begin(); it != json.end(); ++it) {
     STELE_ASSIGN_OR_RETURN(std::string value, ReadString(it.value(), ChildPath(path, it.key())));
     metadata.entries.emplace(it.key(), std::move(value));
@@ -306,22 +303,21 @@ Json ToJson(const FinishedExecutionError& value) {
 Json ToJson(const SupportedFunctionReturnValue& value) {
   const auto identity = [](const Json& v) { return v; };
   Json out = Json::object();
-  std::visit(json_internal::Overloaded{
-                 [&](const ReturnValueOk& ok) {
-                   Json body = Json::object();
-                   body["ok"] = OptionalJson(ok.ok, identity);
-                   out["ok"] = std::move(body);
-                 },
-                 [&](const ReturnValueErr& err) {
-                   Json body = Json::object();
-                   body["err"] = OptionalJson(err.err, identity);
-                   out["err"] = std::move(body);
-                 },
-                 [&](const FinishedExecutionError& error) {
-                   out["execution_error"] = ToJson(error);
-                 },
-             },
-             value);
+  std::visit(
+      json_internal::Overloaded{
+          [&](const ReturnValueOk& ok) {
+            Json body = Json::object();
+            body["ok"] = OptionalJson(ok.ok, identity);
+            out["ok"] = std::move(body);
+          },
+          [&](const ReturnValueErr& err) {
+            Json body = Json::object();
+            body["err"] = OptionalJson(err.err, identity);
+            out["err"] = std::move(body);
+          },
+          [&](const FinishedExecutionError& error) { out["execution_error"] = ToJson(error); },
+      },
+      value);
   return out;
 }
 

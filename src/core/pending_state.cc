@@ -19,7 +19,9 @@ std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
 
 const InputContentDigest& PendingState::ComponentIdInputDigest() const {
   return std::visit(
-      [](const auto& state) -> const InputContentDigest& { return state.component_id_input_digest; },
+      [](const auto& state) -> const InputContentDigest& {
+        return state.component_id_input_digest;
+      },
       value);
 }
 
@@ -33,20 +35,24 @@ std::string_view PendingState::StateName() const {
 
 // The seed's Display of PendingState.
 std::string PendingState::ToString() const {
-  return std::visit(
-      Overloaded{
-          [](const PendingStatePendingAt& s) { return "PendingAt(" + Quoted(s.scheduled_at) + ")"; },
-          [](const PendingStateLocked& s) {
-            return "Locked(" + Quoted(s.lock_expires_at) + ", " +
-                   s.locked_by.executor_id.ToString() + ", " + s.locked_by.run_id.ToString() + ")";
-          },
-          [](const PendingStateBlockedByJoinSet& s) {
-            return "BlockedByJoinSet(" + s.join_set_id.ToString() + "," +
-                   Quoted(s.lock_expires_at) + ")";
-          },
-          [](const PendingStateFinished& s) { return "Finished(" + s.result_kind.ToString() + ")"; },
-      },
-      value);
+  return std::visit(Overloaded{
+                        [](const PendingStatePendingAt& s) {
+                          return "PendingAt(" + Quoted(s.scheduled_at) + ")";
+                        },
+                        [](const PendingStateLocked& s) {
+                          return "Locked(" + Quoted(s.lock_expires_at) + ", " +
+                                 s.locked_by.executor_id.ToString() + ", " +
+                                 s.locked_by.run_id.ToString() + ")";
+                        },
+                        [](const PendingStateBlockedByJoinSet& s) {
+                          return "BlockedByJoinSet(" + s.join_set_id.ToString() + "," +
+                                 Quoted(s.lock_expires_at) + ")";
+                        },
+                        [](const PendingStateFinished& s) {
+                          return "Finished(" + s.result_kind.ToString() + ")";
+                        },
+                    },
+                    value);
 }
 
 }  // namespace stele::core

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/backtrace.h"
 #include "storage/db_executor.h"
 
 namespace stele::storage {

@@ -30,8 +30,8 @@ ExecutionJournal::ExecutionJournal(const CreateRequest& req)
       pending_state_{core::PendingStatePendingAt{req.scheduled_at, std::nullopt,
                                                  req.component_id.input_digest}},
       component_digest_(req.component_id.input_digest) {
-  events_.push_back(core::ExecutionEvent{req.created_at, req.ToCreatedEvent(), std::nullopt,
-                                         Version(0)});
+  events_.push_back(
+      core::ExecutionEvent{req.created_at, req.ToCreatedEvent(), std::nullopt, Version(0)});
 }
 
 const core::Created& ExecutionJournal::created() const {
@@ -69,15 +69,13 @@ Result<void, DbErrorWrite> ExecutionJournal::Append(Version version, const Appen
 void ExecutionJournal::ApplyTransition(const core::ExecutionEvent& event) {
   std::visit(
       Overloaded{
-          [&](const core::Created&) {
-            STELE_CHECK(false, "Created is never appended");
-          },
+          [&](const core::Created&) { STELE_CHECK(false, "Created is never appended"); },
           [&](const core::Locked& locked) {
             last_locked_ = locked;
             last_lock_version_ = event.version;
-            pending_state_.value = core::PendingStateLocked{
-                core::LockedBy{locked.executor_id, locked.run_id}, locked.lock_expires_at,
-                component_digest_};
+            pending_state_.value =
+                core::PendingStateLocked{core::LockedBy{locked.executor_id, locked.run_id},
+                                         locked.lock_expires_at, component_digest_};
           },
           [&](const core::Unlocked& unlocked) {
             // Unlocked never counts as a retry.
@@ -172,22 +170,22 @@ Result<void, DbErrorWrite> ExecutionJournal::UpgradeComponent(
 LockedExecution ExecutionJournal::ToLockedExecution() const {
   STELE_CHECK(std::holds_alternative<core::Locked>(events_.back().event),
               "ToLockedExecution requires the last event to be Locked");
-  LockedExecution locked;
-  locked.execution_id = execution_id_;
-  locked.next_version = next_version();
-  locked.metadata = created().metadata;
-  locked.locked_event = std::get<core::Locked>(events_.back().event);
-  locked.ffqn = created().ffqn;
-  locked.params = created().params;
+  std::vector<std::pair<core::HistoryEvent, Version>> event_history;
   for (const core::ExecutionEvent& event : events_) {
     if (const auto* history = std::get_if<core::HistoryEventRequest>(&event.event)) {
-      locked.event_history.emplace_back(history->event, event.version);
+      event_history.emplace_back(history->event, event.version);
     }
   }
-  locked.responses = responses_;
-  locked.parent = created().parent;
-  locked.intermittent_event_count = intermittent_event_count_;
-  return locked;
+  return LockedExecution{execution_id_,
+                         next_version(),
+                         created().metadata,
+                         std::get<core::Locked>(events_.back().event),
+                         created().ffqn,
+                         created().params,
+                         std::move(event_history),
+                         responses_,
+                         created().parent,
+                         intermittent_event_count_};
 }
 
 std::optional<ExpiredLock> ExecutionJournal::ExpiredLockAt(DateTime at) const {
@@ -218,7 +216,7 @@ ExecutionLog ExecutionJournal::ToLog() const {
 }
 
 ExecutionWithState ExecutionJournal::ToExecutionWithState() const {
-  return ExecutionWithState{execution_id_, created().ffqn,          pending_state_,
+  return ExecutionWithState{execution_id_, created().ffqn,         pending_state_,
                             created_at(),  created().scheduled_at, component_digest_};
 }
 

@@ -44,8 +44,8 @@ AppendRequest LockRequest(DateTime created_at, const core::ComponentId& componen
                           const core::ExecutorId& executor_id, const core::RunId& run_id,
                           DateTime lock_expires_at,
                           const core::ComponentRetryConfig& retry_config) {
-  return AppendRequest{created_at, core::Locked{component_id, executor_id, run_id,
-                                                lock_expires_at, retry_config}};
+  return AppendRequest{
+      created_at, core::Locked{component_id, executor_id, run_id, lock_expires_at, retry_config}};
 }
 
 }  // namespace
@@ -72,8 +72,7 @@ std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_s
   // candidates, expired or not: the expired-timers watcher owns them.
   std::vector<std::tuple<DateTime, std::string, ExecutionJournal*>> candidates;
   for (auto& [id, journal] : state_->journals) {
-    const auto* pending =
-        std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
+    const auto* pending = std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
     if (pending == nullptr || pending->scheduled_at > pending_at_or_sooner) continue;
     if (!selected(journal)) continue;
     candidates.emplace_back(pending->scheduled_at, id.ToString(), &journal);
@@ -81,7 +80,8 @@ std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_s
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
   });
-  if (candidates.size() > batch_size) candidates.resize(batch_size);
+  if (candidates.size() > batch_size)
+    candidates.erase(candidates.begin() + batch_size, candidates.end());
 
   std::vector<LockedExecution> locked;
   for (auto& [scheduled_at, id_text, journal] : candidates) {
@@ -94,9 +94,8 @@ std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_s
 }
 
 Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendingByFfqns(
-    uint32_t batch_size, DateTime pending_at_or_sooner,
-    const std::vector<core::FunctionFqn>& ffqns, DateTime created_at,
-    const core::ComponentId& component_id, const core::ExecutorId& executor_id,
+    uint32_t batch_size, DateTime pending_at_or_sooner, const std::vector<core::FunctionFqn>& ffqns,
+    DateTime created_at, const core::ComponentId& component_id, const core::ExecutorId& executor_id,
     DateTime lock_expires_at, const core::RunId& run_id,
     const core::ComponentRetryConfig& retry_config) {
   std::lock_guard lock(state_->mu);
@@ -104,9 +103,9 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendi
   auto selected = [&](const ExecutionJournal& journal) {
     return std::find(ffqns.begin(), ffqns.end(), journal.created().ffqn) != ffqns.end();
   };
-  return LockPendingWhere(batch_size, pending_at_or_sooner, selected,
-                          LockRequest(created_at, component_id, executor_id, run_id,
-                                      lock_expires_at, retry_config));
+  return LockPendingWhere(
+      batch_size, pending_at_or_sooner, selected,
+      LockRequest(created_at, component_id, executor_id, run_id, lock_expires_at, retry_config));
 }
 
 Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendingByComponentId(
@@ -118,9 +117,9 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> MemoryConnection::LockPendi
   auto selected = [&](const ExecutionJournal& journal) {
     return journal.component_digest() == component_id.input_digest;
   };
-  return LockPendingWhere(batch_size, pending_at_or_sooner, selected,
-                          LockRequest(created_at, component_id, executor_id, run_id,
-                                      lock_expires_at, retry_config));
+  return LockPendingWhere(
+      batch_size, pending_at_or_sooner, selected,
+      LockRequest(created_at, component_id, executor_id, run_id, lock_expires_at, retry_config));
 }
 
 Result<LockedExecution, DbErrorWrite> MemoryConnection::LockOne(
@@ -140,8 +139,7 @@ Result<LockedExecution, DbErrorWrite> MemoryConnection::LockOne(
 // --- Appends -----------------------------------------------------------------
 
 Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execution_id,
-                                                       Version version,
-                                                       const AppendRequest& req) {
+                                                       Version version, const AppendRequest& req) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(RejectCreated({req}));
@@ -152,9 +150,10 @@ Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execut
   return journal->next_version();
 }
 
-Result<Version, DbErrorWrite> MemoryConnection::AppendBatch(
-    DateTime /*current_time*/, const std::vector<AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version) {
+Result<Version, DbErrorWrite> MemoryConnection::AppendBatch(DateTime /*current_time*/,
+                                                            const std::vector<AppendRequest>& batch,
+                                                            const ExecutionId& execution_id,
+                                                            Version version) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(RejectEmpty(batch));
@@ -217,11 +216,10 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatchRespondToParent(
   *child = std::move(updated_child);
   state_->child_responses.insert(std::move(child_key));
   parent->AddResponse(response.created_at,
-                      core::JoinSetResponseEvent{
-                          response.join_set_id,
-                          core::ChildExecutionFinished{response.child_execution_id,
-                                                       response.finished_version,
-                                                       response.result}});
+                      core::JoinSetResponseEvent{response.join_set_id,
+                                                 core::ChildExecutionFinished{
+                                                     response.child_execution_id,
+                                                     response.finished_version, response.result}});
   NotifyChanged();
   return child->next_version();
 }
@@ -274,8 +272,8 @@ Result<Version, DbErrorWrite> MemoryConnection::Create(const CreateRequest& req)
   if (state_->journals.contains(req.execution_id)) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
   }
-  ExecutionJournal& journal = state_->journals.emplace(req.execution_id, ExecutionJournal(req))
-                                  .first->second;
+  ExecutionJournal& journal =
+      state_->journals.emplace(req.execution_id, ExecutionJournal(req)).first->second;
   NotifyChanged();
   return journal.next_version();
 }

@@ -34,10 +34,9 @@ class MemoryConnection final : public DbConnectionTest {
       DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
       const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) override;
   Result<LockedExecution, DbErrorWrite> LockOne(
-      DateTime created_at, const core::ComponentId& component_id,
-      const ExecutionId& execution_id, const core::RunId& run_id, Version version,
-      const core::ExecutorId& executor_id, DateTime lock_expires_at,
-      const core::ComponentRetryConfig& retry_config) override;
+      DateTime created_at, const core::ComponentId& component_id, const ExecutionId& execution_id,
+      const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
+      DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) override;
   Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
                                        const AppendRequest& req) override;
   Result<Version, DbErrorWrite> AppendBatchRespondToParent(
@@ -66,8 +65,7 @@ class MemoryConnection final : public DbConnectionTest {
       const std::vector<CreateRequest>& child_requests) override;
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override;
-  Result<core::PendingState, DbErrorRead> GetPendingState(
-      const ExecutionId& execution_id) override;
+  Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;
   Result<std::vector<ExpiredTimer>, DbErrorGeneric> GetExpiredTimers(DateTime at) override;
   Result<Version, DbErrorWrite> Create(const CreateRequest& req) override;
   Result<std::vector<core::JoinSetResponseEventOuter>, DbErrorReadWithTimeout>
@@ -109,9 +107,9 @@ class MemoryConnection final : public DbConnectionTest {
   // Locks up to batch_size PendingAt executions accepted by `selected`.
   // REQUIRES: state_->mu held.
   template <class Selected>
-  std::vector<LockedExecution> LockPendingWhere(uint32_t batch_size,
-                                                DateTime pending_at_or_sooner,
-                                                const Selected& selected, const AppendRequest& lock);
+  std::vector<LockedExecution> LockPendingWhere(uint32_t batch_size, DateTime pending_at_or_sooner,
+                                                const Selected& selected,
+                                                const AppendRequest& lock);
   // Blocks until `ready()` (evaluated under the mutex) holds, the pool
   // closes, or `wait` ends (deadline or cancellation); unbounded when
   // `wait` is nullopt. `ready` is checked first, so a value that is already

@@ -28,10 +28,11 @@ bool PassesCursor(const Key& key, const Key& cursor, bool newer, bool including)
 // (primary key, id text). NewerThan takes the `length` rows right after the
 // cursor, OlderThan the `length` rows right before it.
 template <class Cursor, class PrimaryKey>
-std::vector<ExecutionWithState> PageOfExecutions(std::vector<ExecutionWithState> rows,
-                                                 const core::Pagination<std::optional<Cursor>>& page,
-                                                 const PrimaryKey& primary) {
-  const bool newer = page.direction == core::Pagination<std::optional<Cursor>>::Direction::kNewerThan;
+std::vector<ExecutionWithState> PageOfExecutions(
+    std::vector<ExecutionWithState> rows, const core::Pagination<std::optional<Cursor>>& page,
+    const PrimaryKey& primary) {
+  const bool newer =
+      page.direction == core::Pagination<std::optional<Cursor>>::Direction::kNewerThan;
   if (page.cursor) {
     auto cursor = CursorKey(*page.cursor);
     std::erase_if(rows, [&](const ExecutionWithState& row) {
@@ -44,7 +45,7 @@ std::vector<ExecutionWithState> PageOfExecutions(std::vector<ExecutionWithState>
   std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
     return newer ? sort_key(a) < sort_key(b) : sort_key(b) < sort_key(a);
   });
-  if (rows.size() > page.length) rows.resize(page.length);
+  if (rows.size() > page.length) rows.erase(rows.begin() + page.length, rows.end());
   if (newer) std::reverse(rows.begin(), rows.end());
   return rows;
 }
@@ -92,8 +93,7 @@ Result<ExecutionLog, DbErrorRead> MemoryConnection::Get(const ExecutionId& execu
   return journal->ToLog();
 }
 
-Result<std::vector<ExpiredTimer>, DbErrorGeneric> MemoryConnection::GetExpiredTimers(
-    DateTime at) {
+Result<std::vector<ExpiredTimer>, DbErrorGeneric> MemoryConnection::GetExpiredTimers(DateTime at) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   std::vector<ExpiredTimer> expired;
@@ -177,7 +177,7 @@ Result<std::vector<ResponseWithCursor>, DbErrorRead> MemoryConnection::ListRespo
   // `length` before it. Either way in arrival order.
   if (page.size() > pagination.length) {
     if (newer) {
-      page.resize(pagination.length);
+      page.erase(page.begin() + pagination.length, page.end());
     } else {
       page.erase(page.begin(), page.end() - pagination.length);
     }
@@ -195,12 +195,10 @@ Result<core::BacktraceInfo, DbErrorRead> MemoryConnection::GetBacktrace(
     bool better = false;
     switch (filter.kind) {
       case BacktraceFilter::Kind::kFirst:
-        better = found == nullptr ||
-                 backtrace.version_min_including < found->version_min_including;
+        better = found == nullptr || backtrace.version_min_including < found->version_min_including;
         break;
       case BacktraceFilter::Kind::kLast:
-        better = found == nullptr ||
-                 backtrace.version_min_including > found->version_min_including;
+        better = found == nullptr || backtrace.version_min_including > found->version_min_including;
         break;
       case BacktraceFilter::Kind::kSpecific:
         better = found == nullptr && Covers(backtrace, filter.version);

@@ -22,12 +22,12 @@ struct MemoryState {
   // waiters re-check their condition; checks happen under `mu`, so no
   // wake-up can be lost between a check and the wait.
   std::condition_variable changed;
-  bool closed = false;  // guarded by mu
+  bool closed = false;                               // guarded by mu
   std::map<ExecutionId, ExecutionJournal> journals;  // guarded by mu
   // At most one response per child id and per delay id, across the whole
   // database (the SQL backends' unique indexes). Keys are the ids' text;
   // a delay maps to the outcome of its first response (true = expired).
-  std::set<std::string> child_responses;       // guarded by mu
+  std::set<std::string> child_responses;        // guarded by mu
   std::map<std::string, bool> delay_responses;  // guarded by mu
   std::vector<core::BacktraceInfo> backtraces;  // guarded by mu, in insertion order
 };

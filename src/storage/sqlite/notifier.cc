@@ -84,42 +84,48 @@ Notifier::Registry& Notifier::RegistryFor(Waiter::Kind kind) {
   return finished_;
 }
 
-Notifier::WaiterPtr Notifier::Register(Waiter::Kind kind, std::vector<std::string> keys,
-                                       DateTime at) {
+Notifier::WaiterPtr Notifier::Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at) {
   // Not make_shared: the constructor is private to Notifier.
-  WaiterPtr waiter(new Waiter(kind, std::move(keys), at));
+  return WaiterPtr(new Waiter(kind, std::move(keys), at));
+}
+
+void Notifier::Register(const WaiterPtr& waiter) {
   std::lock_guard lock(mu_);
   if (closed_) {
     std::lock_guard waiter_lock(waiter->mu_);
     waiter->closed_ = true;
-    return waiter;
+    return;
   }
-  Registry& registry = RegistryFor(kind);
-  for (const std::string& key : waiter->keys_) registry[key].push_back(waiter);
-  return waiter;
+  Registry& registry = RegistryFor(waiter->kind_);
+  for (const std::string& key : waiter->keys_) {
+    std::vector<WaiterPtr>& waiters = registry[key];
+    if (std::find(waiters.begin(), waiters.end(), waiter) == waiters.end()) {
+      waiters.push_back(waiter);
+    }
+  }
 }
 
-Notifier::WaiterPtr Notifier::RegisterPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
-                                                     DateTime pending_at_or_sooner) {
+Notifier::WaiterPtr Notifier::ForPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
+                                                DateTime pending_at_or_sooner) {
   std::vector<std::string> keys;
   keys.reserve(ffqns.size());
   for (const core::FunctionFqn& ffqn : ffqns) keys.push_back(ffqn.ToString());
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  return Register(Waiter::Kind::kPendingByFfqn, std::move(keys), pending_at_or_sooner);
+  return Make(Waiter::Kind::kPendingByFfqn, std::move(keys), pending_at_or_sooner);
 }
 
-Notifier::WaiterPtr Notifier::RegisterPendingByDigest(const core::InputContentDigest& digest,
-                                                      DateTime pending_at_or_sooner) {
-  return Register(Waiter::Kind::kPendingByDigest, {DigestKey(digest)}, pending_at_or_sooner);
+Notifier::WaiterPtr Notifier::ForPendingByDigest(const core::InputContentDigest& digest,
+                                                 DateTime pending_at_or_sooner) {
+  return Make(Waiter::Kind::kPendingByDigest, {DigestKey(digest)}, pending_at_or_sooner);
 }
 
-Notifier::WaiterPtr Notifier::RegisterResponses(const core::ExecutionId& execution_id) {
-  return Register(Waiter::Kind::kResponses, {execution_id.ToString()}, DateTime{});
+Notifier::WaiterPtr Notifier::ForResponses(const core::ExecutionId& execution_id) {
+  return Make(Waiter::Kind::kResponses, {execution_id.ToString()}, DateTime{});
 }
 
-Notifier::WaiterPtr Notifier::RegisterFinished(const core::ExecutionId& execution_id) {
-  return Register(Waiter::Kind::kFinished, {execution_id.ToString()}, DateTime{});
+Notifier::WaiterPtr Notifier::ForFinished(const core::ExecutionId& execution_id) {
+  return Make(Waiter::Kind::kFinished, {execution_id.ToString()}, DateTime{});
 }
 
 void Notifier::Unregister(const WaiterPtr& waiter) {

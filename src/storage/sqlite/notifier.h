@@ -87,10 +87,10 @@ class Waiter : public std::enable_shared_from_this<Waiter> {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool notified_ = false;   // guarded by mu_
-  bool cancelled_ = false;  // guarded by mu_
-  bool closed_ = false;     // guarded by mu_
-  std::vector<core::JoinSetResponseEventOuter> responses_;  // guarded by mu_
+  bool notified_ = false;                                     // guarded by mu_
+  bool cancelled_ = false;                                    // guarded by mu_
+  bool closed_ = false;                                       // guarded by mu_
+  std::vector<core::JoinSetResponseEventOuter> responses_;    // guarded by mu_
   std::optional<core::SupportedFunctionReturnValue> result_;  // guarded by mu_
 };
 
@@ -98,17 +98,22 @@ class Notifier {
  public:
   using WaiterPtr = std::shared_ptr<Waiter>;
 
+  // Waiters are made unregistered; Register arms them. The waiter's owner
+  // calls Unregister on every path (idempotent, also when never armed).
+  //
   // Woken when an execution of one of `ffqns` (or with `digest`) becomes
   // pending at or before max(the writer's current time, pending_at_or_sooner).
-  WaiterPtr RegisterPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
-                                   DateTime pending_at_or_sooner);
-  WaiterPtr RegisterPendingByDigest(const core::InputContentDigest& digest,
-                                    DateTime pending_at_or_sooner);
-  // Receives every response of `execution_id` committed after registration.
-  WaiterPtr RegisterResponses(const core::ExecutionId& execution_id);
+  static WaiterPtr ForPendingByFfqns(const std::vector<core::FunctionFqn>& ffqns,
+                                     DateTime pending_at_or_sooner);
+  static WaiterPtr ForPendingByDigest(const core::InputContentDigest& digest,
+                                      DateTime pending_at_or_sooner);
+  // Receives every response of `execution_id` committed after Register.
+  static WaiterPtr ForResponses(const core::ExecutionId& execution_id);
   // Receives the result when `execution_id` finishes.
-  WaiterPtr RegisterFinished(const core::ExecutionId& execution_id);
-  // Idempotent.
+  static WaiterPtr ForFinished(const core::ExecutionId& execution_id);
+
+  // After Close the waiter is released at once instead (kClosed).
+  void Register(const WaiterPtr& waiter);
   void Unregister(const WaiterPtr& waiter);
 
   // REQUIRES: called after the commit that made `notes` true.
@@ -119,15 +124,15 @@ class Notifier {
 
  private:
   using Registry = std::unordered_map<std::string, std::vector<WaiterPtr>>;
-  WaiterPtr Register(Waiter::Kind kind, std::vector<std::string> keys, DateTime at);
+  static WaiterPtr Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at);
   Registry& RegistryFor(Waiter::Kind kind);
 
   std::mutex mu_;
-  bool closed_ = false;        // guarded by mu_
-  Registry by_ffqn_;           // guarded by mu_
-  Registry by_digest_;         // guarded by mu_
-  Registry responses_;         // guarded by mu_
-  Registry finished_;          // guarded by mu_
+  bool closed_ = false;  // guarded by mu_
+  Registry by_ffqn_;     // guarded by mu_
+  Registry by_digest_;   // guarded by mu_
+  Registry responses_;   // guarded by mu_
+  Registry finished_;    // guarded by mu_
 };
 
 // Registry key of a component digest.

@@ -4,6 +4,9 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "base/log.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -176,9 +179,9 @@ Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
     STELE_TRY(Pragma(connection, "page_size", "8192"));
     STELE_ASSIGN_OR_RETURN(auto mode, connection.QueryText("PRAGMA journal_mode=WAL"));
     if (!mode || *mode != "wal") {
-      return Unexpected(DbErrorGeneric::Uncategorized(
-          "cannot switch `" + connection.path() + "` to WAL journal mode (got `" +
-          mode.value_or("") + "`)"));
+      return Unexpected(DbErrorGeneric::Uncategorized("cannot switch `" + connection.path() +
+                                                      "` to WAL journal mode (got `" +
+                                                      mode.value_or("") + "`)"));
     }
     STELE_TRY(Pragma(connection, "journal_size_limit", std::to_string(64 << 20)));
   }
@@ -195,15 +198,27 @@ Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
           "invalid extra PRAGMA `" + name + "=" + value +
           "`: names and values may only contain letters, digits, '_', '-' and '.'"));
     }
-    STELE_TRY(Pragma(connection, name, value));
+    auto applied = Pragma(connection, name, value);
+    if (!applied && writer) return applied;
+    // The writer accepted it first; on a read-only connection a PRAGMA that
+    // writes the file (user_version, ...) fails and is not needed there.
+    if (!applied) {
+      STELE_LOG(kDebug,
+                "extra PRAGMA not applied to a read connection: " << applied.error().reason());
+    }
   }
   return {};
 }
 
 Result<void, DbErrorGeneric> CheckIntegrity(Connection& connection) {
-  STELE_ASSIGN_OR_RETURN(auto rows, connection.QueryTexts("PRAGMA quick_check"));
-  if (rows.size() == 1 && rows[0] == "ok") return {};
   std::string reason = "integrity check of `" + connection.path() + "` failed:";
+  auto checked = connection.QueryTexts("PRAGMA quick_check");
+  if (!checked) {
+    // Damage bad enough that the check itself cannot run.
+    return Unexpected(DbErrorGeneric::Uncategorized(reason + " " + checked.error().reason()));
+  }
+  const std::vector<std::string>& rows = *checked;
+  if (rows.size() == 1 && rows[0] == "ok") return {};
   size_t shown = 0;
   for (const std::string& row : rows) {
     if (++shown > 5) {
@@ -248,9 +263,9 @@ Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now) {
       if (migration.version <= current) continue;
       auto applied = connection.Exec(migration.sql);
       if (!applied) {
-        return Unexpected(DbErrorGeneric::Uncategorized(
-            "migration to schema version " + std::to_string(migration.version) +
-            " failed: " + applied.error().reason()));
+        return Unexpected(DbErrorGeneric::Uncategorized("migration to schema version " +
+                                                        std::to_string(migration.version) +
+                                                        " failed: " + applied.error().reason()));
       }
       STELE_ASSIGN_OR_RETURN(
           Statement record,

@@ -31,11 +31,6 @@ std::string Describe(sqlite3* db, int code, std::string_view what) {
 
 }  // namespace
 
-struct Statement::Cached {
-  sqlite3_stmt* stmt = nullptr;
-  bool in_use = false;
-};
-
 // --- Statement ---------------------------------------------------------------
 
 Statement::Statement(Connection* connection, sqlite3_stmt* stmt, Cached* cached)
@@ -47,8 +42,21 @@ Statement::Statement(Statement&& other) noexcept
       cached_(std::exchange(other.cached_, nullptr)),
       bind_error_(other.bind_error_) {}
 
+void Statement::CollectCounters() {
+  QueryCounters* counters = connection_->counters_;
+  if (counters == nullptr) return;
+  counters->vm_steps +=
+      static_cast<uint64_t>(sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_VM_STEP, /*resetFlg=*/1));
+  counters->full_scan_steps +=
+      static_cast<uint64_t>(sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1));
+  counters->sorts += static_cast<uint64_t>(sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_SORT, 1));
+  counters->auto_indexes +=
+      static_cast<uint64_t>(sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_AUTOINDEX, 1));
+}
+
 Statement::~Statement() {
   if (stmt_ == nullptr) return;
+  CollectCounters();
   if (cached_ != nullptr) {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
@@ -124,6 +132,12 @@ Result<void, DbErrorGeneric> Statement::Run() {
   }
 }
 
+void Statement::Reset() {
+  CollectCounters();
+  sqlite3_reset(stmt_);
+  bind_error_ = SQLITE_OK;
+}
+
 bool Statement::IsNull(int column) const {
   return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
@@ -158,7 +172,8 @@ std::vector<uint8_t> Statement::Blob(int column) const {
 // --- Connection --------------------------------------------------------------
 
 Result<std::unique_ptr<Connection>, DbErrorGeneric> Connection::Open(const std::string& path,
-                                                                     bool read_only) {
+                                                                     bool read_only,
+                                                                     QueryCounters* counters) {
   sqlite3* db = nullptr;
   // NOMUTEX: each connection is confined to one thread at a time by its
   // owner (writer thread or read pool), so SQLite's own mutex is not needed.
@@ -171,7 +186,7 @@ Result<std::unique_ptr<Connection>, DbErrorGeneric> Connection::Open(const std::
     return Unexpected(DbErrorGeneric::Uncategorized(std::move(reason)));
   }
   sqlite3_extended_result_codes(db, 1);
-  return std::unique_ptr<Connection>(new Connection(db, path));
+  return std::unique_ptr<Connection>(new Connection(db, path, counters));
 }
 
 Connection::~Connection() {
@@ -224,8 +239,8 @@ Result<Statement, DbErrorGeneric> Connection::Prepare(std::string_view sql) {
   int rc = sqlite3_prepare_v3(db_, key.data(), static_cast<int>(key.size()),
                               cache ? SQLITE_PREPARE_PERSISTENT : 0, &stmt, nullptr);
   if (rc != SQLITE_OK) {
-    return Unexpected(LastError("preparing `" + key.substr(0, std::min<size_t>(key.find('\n'), 80)) +
-                                "`"));
+    return Unexpected(
+        LastError("preparing `" + key.substr(0, std::min<size_t>(key.find('\n'), 80)) + "`"));
   }
   if (stmt == nullptr) {
     return Unexpected(DbErrorGeneric::Uncategorized("empty SQL statement"));

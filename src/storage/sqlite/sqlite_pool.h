@@ -38,6 +38,8 @@
 #include "storage/db_errors.h"
 #include "storage/db_pool.h"
 
+struct sqlite3;
+
 namespace stele::storage::sqlite {
 
 namespace internal {
@@ -47,7 +49,7 @@ class Store;
 struct SqliteOptions {
   // Path of the database file; created when missing. In-memory databases
   // are refused: the read connections could not see them.
-  std::string path;
+  std::string path = {};
   // Durability of a COMMIT. kFull (default) loses no acknowledged write on
   // power loss; kNormal may lose the last transactions on power loss (never
   // on a process crash) and is much faster.
@@ -62,7 +64,7 @@ struct SqliteOptions {
   // Further `PRAGMA name=value` applied to every connection after the
   // defaults, e.g. {"cache_size", "-65536"}. Names and values are limited to
   // [A-Za-z0-9_.-] (no SQL injection through configuration).
-  std::vector<std::pair<std::string, std::string>> extra_pragmas;
+  std::vector<std::pair<std::string, std::string>> extra_pragmas = {};
   // Cap on logical operations per physical transaction (group commit).
   size_t max_ops_per_transaction = 256;
   // How long a connection waits for a lock held by another process.
@@ -76,6 +78,13 @@ struct SqliteStats {
   uint64_t ops_committed = 0;           // logical ops whose effects committed
   uint64_t ops_rolled_back = 0;         // logical ops rolled back to their savepoint
   uint64_t max_ops_in_transaction = 0;  // largest group commit so far
+  uint64_t queued_ops = 0;              // waiting for the writer right now
+  // SQLite statement counters over all connections (reads included): VM
+  // steps, steps of full scans, sorts, automatic indexes.
+  uint64_t vm_steps = 0;
+  uint64_t full_scan_steps = 0;
+  uint64_t sorts = 0;
+  uint64_t auto_indexes = 0;
 };
 
 class SqlitePool final : public DbPool {
@@ -103,10 +112,11 @@ class SqlitePool final : public DbPool {
 
   SqliteStats stats() const;
 
-  // Test hook: runs `fn` on the writer thread inside a write transaction, as
-  // one logical operation (so it blocks every other write while it runs).
-  // Returns the submit error when the pool is closed.
-  Result<void, DbErrorGeneric> RunOnWriterForTest(std::function<void()> fn);
+  // Test hook: runs `fn` on the writer thread inside the write transaction
+  // and the op's savepoint, as one logical operation (so it blocks every
+  // other write while it runs). `fn` may use the raw write connection, e.g.
+  // to provoke failures. Returns the op's outcome.
+  Result<void, DbErrorGeneric> RunOnWriterForTest(std::function<void(sqlite3* db)> fn);
 
  private:
   explicit SqlitePool(std::shared_ptr<internal::Store> store);

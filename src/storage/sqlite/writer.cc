@@ -49,6 +49,8 @@ SqliteStats Writer::stats() const {
   stats.ops_committed = ops_committed_.load();
   stats.ops_rolled_back = ops_rolled_back_.load();
   stats.max_ops_in_transaction = max_ops_in_transaction_.load();
+  std::lock_guard lock(mu_);
+  stats.queued_ops = queue_.size();
   return stats;
 }
 
@@ -87,13 +89,13 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
   auto fail_all = [&](const DbErrorGeneric& error) {
     if (db.InTransaction()) {
       if (auto rollback = db.Exec("ROLLBACK"); !rollback) {
-        STELE_LOG(kError, "ROLLBACK after a failed transaction failed: "
-                              << rollback.error().reason());
+        STELE_LOG(kError,
+                  "ROLLBACK after a failed transaction failed: " << rollback.error().reason());
       }
     }
     transactions_failed_.fetch_add(1);
-    STELE_LOG(kWarn, "write transaction of " << ops.size()
-                                             << " operation(s) failed: " << error.reason());
+    STELE_LOG(kWarn,
+              "write transaction of " << ops.size() << " operation(s) failed: " << error.reason());
     for (auto& op : ops) op->Fail(error);
   };
 
@@ -122,7 +124,10 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
     if (!db.InTransaction()) {
       // SQLite rolled the whole transaction back by itself (e.g. disk full
       // or an I/O error during a statement): every op's writes are gone.
-      fail_all(db.LastError("the transaction was rolled back by SQLite"));
+      fail_all(DbErrorGeneric::Uncategorized(
+          "the write transaction was rolled back underneath the writer (SQLite does this "
+          "after I/O errors or a full disk); last SQLite error: " +
+          db.LastError("").reason()));
       return false;
     }
     if (keep) {

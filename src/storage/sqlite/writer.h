@@ -59,8 +59,7 @@ class WriteOp {
 
 class Writer {
  public:
-  Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options,
-         Notifier& notifier);
+  Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options, Notifier& notifier);
   // Closes.
   ~Writer();
   Writer(const Writer&) = delete;
@@ -89,7 +88,7 @@ class Writer {
   const size_t capacity_;
   const size_t max_ops_per_transaction_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable not_empty_;
   std::condition_variable not_full_;
   std::deque<std::unique_ptr<WriteOp>> queue_;  // guarded by mu_

@@ -258,8 +258,8 @@ TEST_P(ConcurrencyTest, ManyExecutorsOnOneStore) {
   const uint64_t seed = Seed();
   std::cout << "seed " << seed << " (STELE_STRESS_SEED to reproduce the choices)\n";
   constexpr int kThreads = 8;
-  const int parents_per_thread = 4 * Scale();
-  const int activities_per_thread = 8 * Scale();
+  const int parents_per_thread = 6 * Scale();
+  const int activities_per_thread = 10 * Scale();
   WorkerOptions options;
   options.children_per_parent = 3;
   options.lock_batch = 3;

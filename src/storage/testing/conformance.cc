@@ -63,6 +63,8 @@ void ConformanceTest::TearDown() {
   }
 }
 
+void PrintTo(const BackendFactory& backend, std::ostream* os) { *os << backend.name; }
+
 std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& info) {
   return info.param.name;
 }

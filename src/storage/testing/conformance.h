@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ class ConformanceTest : public ::testing::TestWithParam<BackendFactory> {
   std::unique_ptr<DbConnectionTest> db_;
 };
 
+// Prints the backend name (instead of the bytes of the struct).
+void PrintTo(const BackendFactory& backend, std::ostream* os);
+
 // gtest parameter name: the backend name.
 std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& info);
 
@@ -65,8 +69,8 @@ std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& info);
 
 // Runs `suite` (a ConformanceTest subclass or alias) on every backend. Put
 // it once in the test file that defines the suite's TEST_Ps.
-#define STELE_INSTANTIATE_CONFORMANCE_SUITE(suite)                                            \
-  INSTANTIATE_TEST_SUITE_P(                                                                  \
-      Conformance, suite,                                                                    \
-      ::testing::ValuesIn(::stele::storage::conformance::ConformanceBackends()),             \
+#define STELE_INSTANTIATE_CONFORMANCE_SUITE(suite)                               \
+  INSTANTIATE_TEST_SUITE_P(                                                      \
+      Conformance, suite,                                                        \
+      ::testing::ValuesIn(::stele::storage::conformance::ConformanceBackends()), \
       ::stele::storage::conformance::BackendName)

@@ -12,6 +12,7 @@
 
 #include "storage/memory/memory_pool.h"
 #include "storage/testing/conformance.h"
+#include "storage/testing/conformance_util.h"
 
 #ifdef STELE_CONFORMANCE_HAVE_SQLITE
 #include "storage/sqlite/sqlite_pool.h"
@@ -21,13 +22,19 @@ namespace stele::storage::conformance {
 
 const std::vector<BackendFactory>& ConformanceBackends() {
   static const std::vector<BackendFactory>* backends = new std::vector<BackendFactory>{
-      {"memory", [](const std::string& /*scratch_dir*/) -> std::unique_ptr<DbPool> {
+      {"memory",
+       [](const std::string& /*scratch_dir*/) -> std::unique_ptr<DbPool> {
          return memory::MemoryPool::Create();
        }},
 #ifdef STELE_CONFORMANCE_HAVE_SQLITE
-      // TODO(sqlite): open a fresh database file in `scratch_dir`, e.g.
-      // {"sqlite", [](const std::string& dir) -> std::unique_ptr<DbPool> {
-      //    return sqlite::SqlitePool::Open(dir + "/stele.sqlite") ...; }},
+      {"sqlite",
+       [](const std::string& scratch_dir) -> std::unique_ptr<DbPool> {
+         sqlite::SqliteOptions options;
+         options.path = scratch_dir + "/stele.sqlite";
+         // Semantics do not depend on durability; skip the fsyncs.
+         options.synchronous = sqlite::SqliteOptions::Synchronous::kNormal;
+         return Must(sqlite::SqlitePool::Open(options));  // an error fails the test
+       }},
 #endif
   };
   return *backends;

@@ -65,14 +65,8 @@ core::ExecutionIdDerived ChildId(const ExecutionId& parent, const core::JoinSetI
 Runner Runner::New() { return Runner{core::ExecutorId::Generate(), core::RunId::Generate()}; }
 
 CreateRequest CreateReq(const ExecutionId& id, DateTime created_at) {
-  CreateRequest req;
-  req.created_at = created_at;
-  req.execution_id = id;
-  req.ffqn = FfqnA();
-  req.params = core::Json::array();
-  req.scheduled_at = created_at;
-  req.component_id = ComponentA();
-  return req;
+  return CreateRequest{created_at, id,           FfqnA(), core::Json::array(), std::nullopt,
+                       created_at, ComponentA(), {},      std::nullopt};
 }
 
 CreateRequest ChildCreateReq(const core::ExecutionIdDerived& child, DateTime created_at) {
@@ -126,10 +120,10 @@ AppendRequest ChildRequestReq(DateTime at, const core::ExecutionIdDerived& child
 }
 
 AppendRequest DelayRequestReq(DateTime at, const core::DelayId& delay, DateTime expires_at) {
-  return HistoryReq(at, core::HistoryJoinSetRequest{
-                            delay.join_set_id(),
-                            core::DelayRequest{delay, expires_at,
-                                               core::HistoryEventScheduleAt::At(expires_at)}});
+  return HistoryReq(
+      at, core::HistoryJoinSetRequest{
+              delay.join_set_id(),
+              core::DelayRequest{delay, expires_at, core::HistoryEventScheduleAt::At(expires_at)}});
 }
 
 AppendRequest JoinNextReq(DateTime at, const core::JoinSetId& join_set, DateTime run_expires_at,
@@ -155,8 +149,57 @@ AppendResponseToExecution ChildResponse(const core::ExecutionIdDerived& child, D
                                         Version finished_version,
                                         core::SupportedFunctionReturnValue result) {
   auto [parent, join_set] = child.SplitToParts();
-  return AppendResponseToExecution{parent, at, join_set, child, finished_version,
+  return AppendResponseToExecution{parent,           at, join_set, child, finished_version,
                                    std::move(result)};
+}
+
+Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingA(DbExecutor& db,
+                                                                  uint32_t batch_size, DateTime at,
+                                                                  const Runner& runner,
+                                                                  DateTime lock_expires_at) {
+  return db.LockPendingByFfqns(batch_size, at, {FfqnA()}, at, ComponentA(), runner.executor_id,
+                               lock_expires_at, runner.run_id, RetryConfig());
+}
+
+Result<LockedExecution, DbErrorWrite> LockOneAt(DbExecutor& db, const ExecutionId& id,
+                                                Version version, DateTime at, const Runner& runner,
+                                                DateTime lock_expires_at) {
+  return db.LockOne(at, ComponentA(), id, runner.run_id, version, runner.executor_id,
+                    lock_expires_at, RetryConfig());
+}
+
+Version CreateLocked(DbConnection& db, const ExecutionId& id, DateTime at, const Runner& runner,
+                     DateTime lock_expires_at) {
+  Must(db.Create(CreateReq(id, at)));
+  return Must(LockOneAt(db, id, Version(1), at, runner, lock_expires_at)).next_version;
+}
+
+std::vector<ExecutionId> IdsOf(const std::vector<LockedExecution>& locked) {
+  std::vector<ExecutionId> ids;
+  for (const LockedExecution& execution : locked) ids.push_back(execution.execution_id);
+  return ids;
+}
+
+std::vector<ExecutionId> IdsOf(const std::vector<ExecutionWithState>& rows) {
+  std::vector<ExecutionId> ids;
+  for (const ExecutionWithState& row : rows) ids.push_back(row.execution_id);
+  return ids;
+}
+
+std::vector<ExpiredLock> ExpiredLocksOf(const std::vector<ExpiredTimer>& timers) {
+  std::vector<ExpiredLock> locks;
+  for (const ExpiredTimer& timer : timers) {
+    if (const auto* lock = std::get_if<ExpiredLock>(&timer)) locks.push_back(*lock);
+  }
+  return locks;
+}
+
+std::vector<ExpiredDelay> ExpiredDelaysOf(const std::vector<ExpiredTimer>& timers) {
+  std::vector<ExpiredDelay> delays;
+  for (const ExpiredTimer& timer : timers) {
+    if (const auto* delay = std::get_if<ExpiredDelay>(&timer)) delays.push_back(*delay);
+  }
+  return delays;
 }
 
 core::PendingState PendingAtState(DateTime scheduled_at, std::optional<core::LockedBy> last_lock,
@@ -167,8 +210,7 @@ core::PendingState PendingAtState(DateTime scheduled_at, std::optional<core::Loc
 
 core::PendingState LockedState(const Runner& runner, DateTime lock_expires_at,
                                const core::InputContentDigest& digest) {
-  return core::PendingState{
-      core::PendingStateLocked{runner.locked_by(), lock_expires_at, digest}};
+  return core::PendingState{core::PendingStateLocked{runner.locked_by(), lock_expires_at, digest}};
 }
 
 core::PendingState BlockedState(const core::JoinSetId& join_set, DateTime lock_expires_at,
@@ -220,8 +262,7 @@ namespace stele::storage {
 void PrintTo(const LockedExecution& locked, std::ostream* os) {
   *os << "LockedExecution{" << locked.execution_id.ToString()
       << ", next_version: " << locked.next_version.value()
-      << ", history: " << locked.event_history.size()
-      << ", responses: " << locked.responses.size()
+      << ", history: " << locked.event_history.size() << ", responses: " << locked.responses.size()
       << ", intermittent: " << locked.intermittent_event_count << "}";
 }
 
@@ -229,8 +270,8 @@ void PrintTo(const ExpiredLock& expired, std::ostream* os) {
   *os << "ExpiredLock{" << expired.execution_id.ToString()
       << ", locked_at_version: " << expired.locked_at_version.value()
       << ", next_version: " << expired.next_version.value()
-      << ", intermittent: " << expired.intermittent_event_count << ", max_retries: "
-      << (expired.max_retries ? std::to_string(*expired.max_retries) : "none")
+      << ", intermittent: " << expired.intermittent_event_count
+      << ", max_retries: " << (expired.max_retries ? std::to_string(*expired.max_retries) : "none")
       << ", backoff: " << expired.retry_exp_backoff.ToString()
       << ", locked_by: " << expired.locked_by.executor_id.ToString() << "/"
       << expired.locked_by.run_id.ToString() << "}";

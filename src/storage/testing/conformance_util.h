@@ -33,10 +33,10 @@ using namespace std::chrono_literals;  // NOLINT: 5s, 100ms in timestamps
 inline const DateTime kT0{std::chrono::microseconds(1'767'225'600'000'000)};
 
 // --- Ids and names -------------------------------------------------------------
-const core::FunctionFqn& FfqnA();  // testing:conformance/ifc.fn-a
-const core::FunctionFqn& FfqnB();  // testing:conformance/ifc.fn-b
-core::ComponentId ComponentA();    // activity_wasm:comp_a, digest 0xaa..
-core::ComponentId ComponentB();    // workflow:comp_b, digest 0xbb..
+const core::FunctionFqn& FfqnA();                 // testing:conformance/ifc.fn-a
+const core::FunctionFqn& FfqnB();                 // testing:conformance/ifc.fn-b
+core::ComponentId ComponentA();                   // activity_wasm:comp_a, digest 0xaa..
+core::ComponentId ComponentB();                   // workflow:comp_b, digest 0xbb..
 core::InputContentDigest DigestOf(uint8_t byte);  // all 32 bytes == byte
 // A top-level id whose text sorts by `n` (same ULID timestamp, lo = n), for
 // tests that depend on id order.
@@ -87,9 +87,29 @@ AppendResponseToExecution ChildResponse(const core::ExecutionIdDerived& child, D
                                         Version finished_version,
                                         core::SupportedFunctionReturnValue result);
 
+// --- Call shorthands ----------------------------------------------------------
+// LockPendingByFfqns({FfqnA}) on ComponentA, due by and created at `at`.
+Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingA(DbExecutor& db,
+                                                                  uint32_t batch_size, DateTime at,
+                                                                  const Runner& runner,
+                                                                  DateTime lock_expires_at);
+// LockOne on ComponentA at `version`, created at `at`.
+Result<LockedExecution, DbErrorWrite> LockOneAt(DbExecutor& db, const ExecutionId& id,
+                                                Version version, DateTime at, const Runner& runner,
+                                                DateTime lock_expires_at);
+// Creates `id` (scheduled at `at`) and locks it by `runner` at `at`;
+// returns the next version (2). Throws (failing the test) on any error.
+Version CreateLocked(DbConnection& db, const ExecutionId& id, DateTime at, const Runner& runner,
+                     DateTime lock_expires_at);
+std::vector<ExecutionId> IdsOf(const std::vector<LockedExecution>& locked);
+std::vector<ExecutionId> IdsOf(const std::vector<ExecutionWithState>& rows);
+std::vector<ExpiredLock> ExpiredLocksOf(const std::vector<ExpiredTimer>& timers);
+std::vector<ExpiredDelay> ExpiredDelaysOf(const std::vector<ExpiredTimer>& timers);
+
 // --- Pending-state builders (for EXPECT_EQ on GetPendingState) -----------------
-core::PendingState PendingAtState(DateTime scheduled_at, std::optional<core::LockedBy> last_lock,
-                                  const core::InputContentDigest& digest = ComponentA().input_digest);
+core::PendingState PendingAtState(
+    DateTime scheduled_at, std::optional<core::LockedBy> last_lock,
+    const core::InputContentDigest& digest = ComponentA().input_digest);
 core::PendingState LockedState(const Runner& runner, DateTime lock_expires_at,
                                const core::InputContentDigest& digest = ComponentA().input_digest);
 core::PendingState BlockedState(const core::JoinSetId& join_set, DateTime lock_expires_at,

@@ -1,0 +1,393 @@
+#include "executor/exec_task.h"
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "executor/outcome.h"
+#include "storage/wait.h"
+
+namespace stele::executor {
+
+// One run in flight. The flags are guarded by ExecTask::mu_.
+struct ExecTask::InFlight {
+  uint64_t seq = 0;
+  ExecutionId execution_id;
+  Version locked_version;  // next version when locked
+  DateTime deadline;       // lock_expires_at
+  CancellationToken cancel = CancellationToken();
+  bool returned = false;       // Worker::Run has returned
+  bool timed_out = false;      // the deadline fired first: record TemporaryTimeout
+  bool shutting_down = false;  // cancelled by Stop: record errors as Unlocked
+  bool abandoned = false;      // Stop unlocked it already: discard the result
+};
+
+namespace {
+
+constexpr const char* kShutdownReason = "executor shutting down";
+
+bool IsWorkflowComponent(core::ComponentType type) {
+  return type == core::ComponentType::kWorkflow || type == core::ComponentType::kWorkflowNative;
+}
+
+WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel) {
+  const core::ComponentRetryConfig& retry = locked.locked_event.retry_config;
+  WorkerContext ctx{
+      .execution_id = locked.execution_id,
+      .ffqn = locked.ffqn,
+      .params = locked.params,
+      .metadata = locked.metadata,
+      .event_history = locked.event_history,
+      .responses = locked.responses,
+      .version = locked.next_version,
+      .locked_event = locked.locked_event,
+      .parent = locked.parent,
+      .intermittent_event_count = locked.intermittent_event_count,
+      .can_be_retried = core::CanBeRetriedAfter(locked.intermittent_event_count + 1,
+                                                retry.max_retries, retry.retry_exp_backoff)
+                            .has_value(),
+      .execution_deadline = locked.locked_event.lock_expires_at,
+      .cancel = cancel,
+      .run_id = locked.locked_event.run_id,
+      .executor_id = locked.locked_event.executor_id,
+  };
+  return ctx;
+}
+
+// The version a result is to be recorded at; `fallback` when it names none.
+Version VersionOf(const WorkerResult& result, Version fallback) {
+  if (const auto* ok = std::get_if<WorkerOk>(&result.value)) return ok->version;
+  if (const auto* err = std::get_if<WorkerError>(&result.value)) return err->version;
+  return fallback;
+}
+
+// HTTP traces the run collected, whatever its result.
+core::HttpClientTraces TracesOf(const WorkerResult& result) {
+  if (const auto* ok = std::get_if<WorkerOk>(&result.value)) return ok->http_client_traces;
+  const auto* err = std::get_if<WorkerError>(&result.value);
+  if (!err) return std::nullopt;
+  return std::visit(
+      [](const auto& e) -> core::HttpClientTraces {
+        if constexpr (requires { e.http_client_traces; }) {
+          return e.http_client_traces;
+        } else {
+          return std::nullopt;
+        }
+      },
+      err->error);
+}
+
+PlannedWrite ShutdownUnlock(const ExecutionId& id, Version version, DateTime now) {
+  return PlannedWrite{id, version, storage::AppendRequest{now, core::Unlocked{now, kShutdownReason}},
+                      std::nullopt, false};
+}
+
+// What to record for a run, given how it ended on the executor's side.
+std::optional<PlannedWrite> DecideWrite(const WorkerResult& result,
+                                        const storage::LockedExecution& locked, DateTime now,
+                                        bool timed_out, bool shutting_down) {
+  const bool db_updated = std::holds_alternative<DbUpdatedByWorkerOrWatcher>(result.value);
+  if (timed_out && !db_updated) {
+    const WorkerResult timeout = WorkerResult::Err(VersionOf(result, locked.next_version),
+                                                   TemporaryTimeout{TracesOf(result)});
+    return ComputeOutcome(timeout, RunInfo::From(locked), now);
+  }
+  if (shutting_down) {
+    const auto* err = std::get_if<WorkerError>(&result.value);
+    if (err && !std::holds_alternative<WorkerDbError>(err->error)) {
+      return ShutdownUnlock(locked.execution_id, err->version, now);
+    }
+  }
+  return ComputeOutcome(result, RunInfo::From(locked), now);
+}
+
+}  // namespace
+
+ExecTask::ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbExecutor> db,
+                   const Clock& clock, ExecutorOptions options)
+    : worker_(std::move(worker)),
+      db_(std::move(db)),
+      clock_(clock),
+      options_(std::move(options)),
+      limiter_(options_.concurrency_limiter
+                   ? options_.concurrency_limiter
+                   : ConcurrencyLimiter::Create(options_.batch_size)),
+      enforce_deadlines_(!IsWorkflowComponent(options_.component_id.component_type)) {
+  STELE_CHECK(worker_ != nullptr, "ExecTask needs a worker");
+  STELE_CHECK(db_ != nullptr, "ExecTask needs a DbExecutor");
+  STELE_CHECK(options_.batch_size > 0, "ExecutorOptions::batch_size must be positive");
+  watchdog_thread_ = std::thread([this] { WatchdogMain(); });
+}
+
+ExecTask::~ExecTask() { Stop(); }
+
+void ExecTask::Start() {
+  STELE_CHECK(!started_ && !stopped_, "ExecTask::Start: already started or stopped");
+  started_ = true;
+  loop_thread_ = std::thread([this] { LoopMain(); });
+}
+
+void ExecTask::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  // 1. No more locking.
+  {
+    std::lock_guard lock(mu_);
+    loop_stop_ = true;
+  }
+  loop_wakeup_.notify_all();
+  stop_loop_.Cancel();
+  if (loop_thread_.joinable()) loop_thread_.join();
+
+  // 2. Ask every run to stop.
+  std::vector<CancellationToken> tokens;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [seq, run] : in_flight_) {
+      if (run->returned) continue;
+      run->shutting_down = true;
+      tokens.push_back(run->cancel);
+    }
+  }
+  for (const auto& token : tokens) token.Cancel();
+
+  // 3. Give them `shutdown_grace` to return; unlock the rest ourselves.
+  std::vector<std::pair<ExecutionId, Version>> stragglers;
+  {
+    std::unique_lock lock(mu_);
+    runs_changed_.wait_for(lock, options_.shutdown_grace, [this] { return in_flight_.empty(); });
+    for (auto& [seq, run] : in_flight_) {
+      if (run->returned) continue;  // recording its own outcome right now
+      run->abandoned = true;
+      stragglers.emplace_back(run->execution_id, run->locked_version);
+    }
+  }
+  for (const auto& [id, version] : stragglers) {
+    STELE_LOG(kWarn, id.ToString() << ": run did not stop within the shutdown grace; unlocking");
+    auto applied = ApplyOutcome(*db_, ShutdownUnlock(id, version, clock_.Now()));
+    if (!applied) {
+      STELE_LOG(kWarn, id.ToString() << ": cannot unlock at shutdown: "
+                                     << applied.error().ToString());
+    }
+  }
+
+  // 4. Join everything (waits for stragglers to return).
+  {
+    std::lock_guard lock(mu_);
+    watchdog_stop_ = true;
+  }
+  watchdog_wakeup_.notify_all();
+  if (watchdog_thread_.joinable()) watchdog_thread_.join();
+  pool_.Shutdown();
+}
+
+Result<std::vector<ExecutionId>, storage::DbErrorGeneric> ExecTask::TickForTest(DateTime now) {
+  WaitForRuns(ExpireDeadlines(now));
+  STELE_ASSIGN_OR_RETURN(TickOutcome tick, Tick(now, core::RunId::Generate()));
+  WaitForRuns(tick.run_seqs);
+  return std::move(tick.locked);
+}
+
+Result<std::vector<ExecutionId>, storage::DbErrorGeneric> ExecTask::SpawnForTest(DateTime now) {
+  STELE_ASSIGN_OR_RETURN(TickOutcome tick, Tick(now, core::RunId::Generate()));
+  return std::move(tick.locked);
+}
+
+size_t ExecTask::InFlightCountForTest() const {
+  std::lock_guard lock(mu_);
+  return in_flight_.size();
+}
+
+Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime now,
+                                                                     const core::RunId& run_id) {
+  TickOutcome outcome;
+  std::vector<ConcurrencyLimiter::Permit> permits = limiter_->TryAcquireUpTo(options_.batch_size);
+  if (permits.empty()) {
+    outcome.no_permits = true;
+    return outcome;
+  }
+  const DateTime lock_expires_at = now + options_.lock_expiry;
+  const auto batch = static_cast<uint32_t>(permits.size());
+  auto locked =
+      options_.locking_strategy == LockingStrategy::kByFfqn
+          ? db_->LockPendingByFfqns(batch, now, worker_->ExportedFunctions(), now,
+                                    options_.component_id, options_.executor_id, lock_expires_at,
+                                    run_id, options_.retry_config)
+          : db_->LockPendingByComponentId(batch, now, options_.component_id, now,
+                                          options_.executor_id, lock_expires_at, run_id,
+                                          options_.retry_config);
+  if (!locked) return Unexpected(std::move(locked).error());
+  STELE_CHECK(locked->size() <= permits.size(), "locked more executions than the batch size");
+  for (size_t i = 0; i < locked->size(); ++i) {
+    Spawn(std::move((*locked)[i]), std::move(permits[i]), outcome);
+  }
+  return outcome;  // unused permits are released here
+}
+
+void ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
+                     TickOutcome& outcome) {
+  auto run = std::make_shared<InFlight>(InFlight{.execution_id = locked.execution_id,
+                                                 .locked_version = locked.next_version,
+                                                 .deadline = locked.locked_event.lock_expires_at});
+  bool expired_already = false;
+  {
+    std::lock_guard lock(mu_);
+    run->seq = next_seq_++;
+    // A deadline already behind the clock (a slow lock, a clock jump)
+    // times the run out before it starts.
+    if (enforce_deadlines_ && clock_.Now() >= run->deadline) {
+      run->timed_out = true;
+      expired_already = true;
+    }
+    in_flight_.emplace(run->seq, run);
+  }
+  if (expired_already) run->cancel.Cancel();
+  watchdog_wakeup_.notify_all();
+  STELE_LOG(kDebug, locked.execution_id.ToString() << ": locked by run "
+                                                   << locked.locked_event.run_id.ToString());
+  outcome.locked.push_back(locked.execution_id);
+  outcome.run_seqs.push_back(run->seq);
+  auto permit_holder = std::make_shared<ConcurrencyLimiter::Permit>(std::move(permit));
+  pool_.Submit([this, run, locked = std::move(locked), permit_holder] {
+    RunOne(run, locked, *permit_holder);
+  });
+}
+
+void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
+                      ConcurrencyLimiter::Permit& permit) {
+  const WorkerResult result = worker_->Run(MakeContext(locked, run->cancel));
+  bool timed_out = false;
+  bool shutting_down = false;
+  bool abandoned = false;
+  {
+    std::lock_guard lock(mu_);
+    run->returned = true;
+    timed_out = run->timed_out;
+    shutting_down = run->shutting_down;
+    abandoned = run->abandoned;
+  }
+  const std::string id = locked.execution_id.ToString();
+  STELE_LOG(kDebug, id << ": worker returned " << result.ToString()
+                       << (timed_out ? " after its deadline" : "")
+                       << (shutting_down ? " during shutdown" : ""));
+  if (abandoned) {
+    STELE_LOG(kInfo, id << ": discarding the result of a run unlocked at shutdown");
+  } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down)) {
+    auto applied = ApplyOutcome(*db_, *write);
+    if (!applied) {
+      STELE_LOG(kWarn, id << ": outcome not recorded (" << applied.error().ToString()
+                          << "); the expired-timers watcher will handle the lock");
+    }
+  } else if (const auto* err = std::get_if<WorkerError>(&result.value);
+             err && std::holds_alternative<WorkerDbError>(err->error)) {
+    STELE_LOG(kWarn, id << ": worker failed on the database ("
+                        << std::get<WorkerDbError>(err->error).error.ToString()
+                        << "); the expired-timers watcher will handle the lock");
+  }
+  // The permit goes back before the run counts as recorded, so whoever
+  // waits for the run finds the permit free.
+  permit.Release();
+  {
+    std::lock_guard lock(mu_);
+    in_flight_.erase(run->seq);
+  }
+  runs_changed_.notify_all();
+}
+
+std::vector<uint64_t> ExecTask::ExpireDeadlines(DateTime now) {
+  std::vector<uint64_t> expired;
+  std::vector<CancellationToken> to_cancel;
+  if (!enforce_deadlines_) return expired;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [seq, run] : in_flight_) {
+      if (run->returned || run->deadline > now) continue;
+      expired.push_back(seq);
+      // A run cancelled for shutdown is unlocked, not timed out.
+      if (run->timed_out || run->shutting_down) continue;
+      run->timed_out = true;
+      to_cancel.push_back(run->cancel);
+    }
+  }
+  for (const auto& token : to_cancel) token.Cancel();
+  return expired;
+}
+
+void ExecTask::WaitForRuns(const std::vector<uint64_t>& seqs) {
+  std::unique_lock lock(mu_);
+  runs_changed_.wait(lock, [&] {
+    return std::none_of(seqs.begin(), seqs.end(),
+                        [&](uint64_t seq) { return in_flight_.contains(seq); });
+  });
+}
+
+void ExecTask::SleepUnlessStopped(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  loop_wakeup_.wait_for(lock, d, [this] { return loop_stop_; });
+}
+
+void ExecTask::LoopMain() {
+  STELE_LOG(kDebug, "executor " << options_.executor_id.ToString() << " of "
+                                << options_.component_id.ToString() << " started");
+  std::optional<std::string> last_error;
+  while (!stop_loop_.IsCancelled()) {
+    auto tick = Tick(clock_.Now(), core::RunId::Generate());
+    if (stop_loop_.IsCancelled()) break;
+    if (!tick) {
+      // Log a failure once, not every tick.
+      std::string message = tick.error().ToString();
+      if (message != last_error) STELE_LOG(kWarn, "executor tick failed: " << message);
+      last_error = std::move(message);
+      SleepUnlessStopped(options_.tick_sleep);
+      continue;
+    }
+    last_error.reset();
+    if (tick->no_permits) {
+      limiter_->WaitForAvailable(options_.tick_sleep);
+      continue;
+    }
+    const auto wait = storage::WaitOptions::For(options_.tick_sleep, stop_loop_);
+    if (options_.locking_strategy == LockingStrategy::kByFfqn) {
+      db_->WaitForPendingByFfqn(clock_.Now(), worker_->ExportedFunctions(), wait);
+    } else {
+      db_->WaitForPendingByComponentId(clock_.Now(), options_.component_id, wait);
+    }
+  }
+  STELE_LOG(kDebug, "executor " << options_.executor_id.ToString() << " stopped locking");
+}
+
+void ExecTask::WatchdogMain() {
+  std::unique_lock lock(mu_);
+  while (!watchdog_stop_) {
+    std::optional<DateTime> earliest;
+    if (enforce_deadlines_) {
+      for (const auto& [seq, run] : in_flight_) {
+        if (run->returned || run->timed_out || run->shutting_down) continue;
+        if (!earliest || run->deadline < *earliest) earliest = run->deadline;
+      }
+    }
+    if (!earliest) {
+      watchdog_wakeup_.wait(lock);
+      continue;
+    }
+    const auto remaining = *earliest - clock_.Now();
+    if (remaining > std::chrono::microseconds::zero()) {
+      // Re-read the clock at least every interval: a ManualClock (or a
+      // clock adjustment) moves without telling anyone.
+      const auto wait = std::min<std::chrono::microseconds>(
+          remaining, std::chrono::duration_cast<std::chrono::microseconds>(
+                         options_.deadline_check_interval));
+      watchdog_wakeup_.wait_for(lock, wait);
+      continue;
+    }
+    lock.unlock();
+    ExpireDeadlines(clock_.Now());
+    lock.lock();
+  }
+}
+
+}  // namespace stele::executor

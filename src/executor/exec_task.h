@@ -1,0 +1,168 @@
+// ExecTask: the executor of one component — the lock → run → record loop of
+// reference/obelisk.md §1.2 steps 3–5 and §2.8.
+//
+// Each tick (fresh RunId): take up to `batch_size` permits from the shared
+// ConcurrencyLimiter, lock that many pending executions (by the worker's
+// ffqns or by the component digest), run `Worker::Run` for each on a pool
+// thread, record each result through ComputeOutcome/ApplyOutcome
+// (executor/outcome.h), release the permit. Between ticks the loop waits
+// for new pending work (DbExecutor::WaitForPending*, at most `tick_sleep`),
+// or for a free permit when it had none.
+//
+// Lock deadline: for activity components a deadline watchdog (one thread,
+// reading the Clock) fires a run's CancellationToken once the Clock reaches
+// its lock_expires_at; whatever that run then returns is recorded as
+// TemporaryTimeout (retried or final per the retry policy). Workflow
+// components manage their lease themselves (lock extension; a workflow that
+// finds its lock expired returns DbUpdatedByWorkerOrWatcher), so their runs
+// are never timed out by the executor.
+//
+// Shutdown (Stop): no more locking; every run's token is cancelled; a run
+// that then returns an error (typically FatalError::Cancelled) is recorded
+// as Unlocked(now, "executor shutting down") instead, so the execution is
+// pending again at once instead of waiting for its lock to expire; a run
+// that still returns Ok is recorded as Finished. Runs that have not
+// returned within `shutdown_grace` get that Unlocked written for them at
+// their locked version, and their results are discarded when they come.
+//
+// Threading: Start/Stop from one controlling thread. The *ForTest methods
+// may not run concurrently with Start()ed operation or with each other.
+// REQUIRES: workers eventually return after their token fires (Stop joins
+// the worker threads).
+// Ownership: owns its DbExecutor connection and threads; shares the worker
+// and the limiter; the Clock must outlive the task. Stop (or destruction)
+// before closing the pool the connection came from.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/cancellation.h"
+#include "base/clock.h"
+#include "base/result.h"
+#include "core/component_id.h"
+#include "core/ids.h"
+#include "core/retry_config.h"
+#include "executor/concurrency_limiter.h"
+#include "executor/worker.h"
+#include "executor/worker_pool.h"
+#include "storage/db_executor.h"
+
+namespace stele::executor {
+
+enum class LockingStrategy {
+  kByFfqn,         // LockPendingByFfqns(worker->ExportedFunctions())
+  kByComponentId,  // LockPendingByComponentId(component_id)
+};
+
+struct ExecutorOptions {
+  // Most executions locked per tick (fewer when permits are short).
+  uint32_t batch_size = 5;
+  // Lease of each lock; for activities the longest a run may take.
+  std::chrono::milliseconds lock_expiry{1000};
+  // Longest wait for new pending work between ticks.
+  std::chrono::milliseconds tick_sleep{200};
+  LockingStrategy locking_strategy = LockingStrategy::kByFfqn;
+  // Written into every Locked event; its type decides whether runs are
+  // timed out by the executor (activities) or not (workflows).
+  core::ComponentId component_id = core::ComponentId::DummyActivity();
+  // Copied into every Locked event (reference §2.9): activities default to
+  // 5 retries with 100 ms exponential backoff.
+  core::ComponentRetryConfig retry_config{5u, core::Duration::FromMillis(100)};
+  core::ExecutorId executor_id = core::ExecutorId::Generate();
+  // Shared by executors to bound runs in flight process-wide; nullptr gives
+  // this executor a private limiter of `batch_size` permits.
+  std::shared_ptr<ConcurrencyLimiter> concurrency_limiter = nullptr;
+  // How often the deadline watchdog re-reads the Clock at most (it also
+  // wakes at the earliest deadline).
+  std::chrono::milliseconds deadline_check_interval{50};
+  // How long Stop waits for cancelled runs before unlocking their
+  // executions itself.
+  std::chrono::milliseconds shutdown_grace{1000};
+};
+
+class ExecTask {
+ public:
+  // REQUIRES: worker, db non-null; options.batch_size > 0.
+  ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbExecutor> db,
+           const Clock& clock, ExecutorOptions options);
+  // Stops (see Stop).
+  ~ExecTask();
+  ExecTask(const ExecTask&) = delete;
+  ExecTask& operator=(const ExecTask&) = delete;
+
+  // Starts the lock loop on its own thread. REQUIRES: not started, not stopped.
+  void Start();
+  // Graceful shutdown (see above); returns when every run has been recorded
+  // and every thread joined. Idempotent; the task cannot be restarted.
+  void Stop();
+
+  const ExecutorOptions& options() const { return options_; }
+
+  // --- Test hooks: deterministic ticks driven by a ManualClock. ---
+
+  // One locking round at `now` with a fresh RunId, synchronously: first
+  // times out the activity runs whose deadline is <= now and waits until
+  // they are recorded, then locks and waits until every run it spawned has
+  // been recorded. Returns the ids it locked.
+  Result<std::vector<ExecutionId>, storage::DbErrorGeneric> TickForTest(DateTime now);
+  // Only the locking round at `now`; the spawned runs keep going (their
+  // deadlines are watched against the Clock, or by a later TickForTest).
+  Result<std::vector<ExecutionId>, storage::DbErrorGeneric> SpawnForTest(DateTime now);
+  // Runs spawned and not yet recorded.
+  size_t InFlightCountForTest() const;
+
+ private:
+  struct InFlight;
+  struct TickOutcome {
+    std::vector<ExecutionId> locked;
+    std::vector<uint64_t> run_seqs;
+    bool no_permits = false;
+  };
+
+  Result<TickOutcome, storage::DbErrorGeneric> Tick(DateTime now, const core::RunId& run_id);
+  void Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
+             TickOutcome& outcome);
+  // Runs the worker, records the outcome, releases `permit`.
+  void RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
+              ConcurrencyLimiter::Permit& permit);
+  // Sleeps `d` unless Stop is called meanwhile.
+  void SleepUnlessStopped(std::chrono::milliseconds d);
+  // Times out activity runs whose deadline <= now; returns their seqs.
+  std::vector<uint64_t> ExpireDeadlines(DateTime now);
+  void WaitForRuns(const std::vector<uint64_t>& seqs);
+  void LoopMain();
+  void WatchdogMain();
+
+  const std::shared_ptr<Worker> worker_;
+  const std::unique_ptr<storage::DbExecutor> db_;
+  const Clock& clock_;
+  const ExecutorOptions options_;
+  const std::shared_ptr<ConcurrencyLimiter> limiter_;
+  const bool enforce_deadlines_;
+  internal::WorkerThreadPool pool_;
+
+  mutable std::mutex mu_;
+  std::condition_variable runs_changed_;     // a run finished or the set changed
+  std::condition_variable watchdog_wakeup_;  // new deadline or stopping
+  std::map<uint64_t, std::shared_ptr<InFlight>> in_flight_;  // guarded by mu_
+  uint64_t next_seq_ = 1;                                    // guarded by mu_
+  bool watchdog_stop_ = false;                               // guarded by mu_
+  bool loop_stop_ = false;                                   // guarded by mu_
+  std::condition_variable loop_wakeup_;                      // loop_stop_ set
+  bool started_ = false;
+  bool stopped_ = false;
+
+  CancellationToken stop_loop_;
+  std::thread loop_thread_;
+  std::thread watchdog_thread_;
+};
+
+}  // namespace stele::executor

@@ -1,0 +1,178 @@
+// Start()ed executors and watchers on real threads: the lock loop woken by
+// new work, Stop with runs in flight, a shared concurrency limit. Time is
+// still a ManualClock; waits only poll the database (bounded, to keep a
+// broken test from hanging) and nothing asserts on elapsed time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "executor/exec_task.h"
+#include "executor/executor_test_util.h"
+#include "executor/expired_timers_watcher.h"
+
+namespace stele::executor {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::BackendTest;
+using testing::BlockUntilCancelled;
+using testing::CreateReq;
+using testing::Gate;
+using testing::kT0;
+using testing::Must;
+using testing::OkValue;
+using testing::Retries;
+using testing::ReturnDbUpdated;
+using testing::ReturnFatal;
+using testing::ReturnOk;
+using testing::ScriptedWorker;
+using namespace std::chrono_literals;  // NOLINT
+
+// Polls `condition` every millisecond for up to 20 s.
+template <class F>
+bool Eventually(F condition) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return condition();
+}
+
+class ExecTaskConcurrencyTest : public BackendTest {
+ protected:
+  ExecutorOptions Options() {
+    ExecutorOptions options;
+    options.retry_config = Retries(3, 100ms);
+    options.tick_sleep = 50ms;
+    return options;
+  }
+  ExecutionId CreateActivity() {
+    const ExecutionId id = ExecutionId::Generate();
+    Must(db().Create(CreateReq(id, kT0)));
+    return id;
+  }
+  bool IsFinished(const ExecutionId& id) { return Log(id).pending_state.IsFinished(); }
+  std::string LastEventName(const ExecutionId& id) {
+    return std::string(core::ExecutionRequestVariantName(Log(id).events.back().event));
+  }
+};
+
+TEST_P(ExecTaskConcurrencyTest, StartedExecutorPicksUpNewWork) {
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnOk(OkValue(1))).Then(ReturnOk(OkValue(2)));
+  ExecTask task(worker, ExecConn(), clock_, Options());
+  task.Start();
+  const ExecutionId first = CreateActivity();
+  ASSERT_TRUE(Eventually([&] { return IsFinished(first); }));
+  const ExecutionId second = CreateActivity();
+  ASSERT_TRUE(Eventually([&] { return IsFinished(second); }));
+  task.Stop();
+  EXPECT_THAT(EventNames(second), ElementsAre("Created", "Locked", "Finished"));
+}
+
+TEST_P(ExecTaskConcurrencyTest, StopWithInFlightWorkUnlocksIt) {
+  const ExecutionId id = CreateActivity();
+  auto started = std::make_shared<Gate>();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(BlockUntilCancelled(started, ReturnFatal(FatalErrorKind::kCancelled, "")));
+  ExecTask task(worker, ExecConn(), clock_, Options());
+  task.Start();
+  ASSERT_TRUE(started->WaitFor());
+  task.Stop();
+  EXPECT_TRUE(worker->context(0).cancel.IsCancelled());
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"));
+  EXPECT_EQ(std::get<core::Unlocked>(Log(id).events.back().event).reason,
+            "executor shutting down");
+  EXPECT_EQ(Log(id).pending_state.StateName(), "PendingAt");
+  task.Stop();  // idempotent
+}
+
+TEST_P(ExecTaskConcurrencyTest, StopUnlocksRunsThatIgnoreCancellation) {
+  const ExecutionId id = CreateActivity();
+  auto started = std::make_shared<Gate>();
+  auto release = std::make_shared<Gate>();
+  auto worker = std::make_shared<ScriptedWorker>();
+  // A run that keeps going after its token fires, then succeeds.
+  worker->Then([started, release](const WorkerContext& ctx) {
+    started->Open();
+    testing::WaitForCancel(ctx.cancel);
+    EXPECT_TRUE(release->WaitFor(20s));
+    return WorkerResult::Ok(OkValue("too late"), ctx.version);
+  });
+  ExecutorOptions options = Options();
+  options.shutdown_grace = 0ms;
+  auto task = std::make_unique<ExecTask>(worker, ExecConn(), clock_, options);
+  ASSERT_TRUE(Must(task->SpawnForTest(kT0)).size() == 1);
+  ASSERT_TRUE(started->WaitFor());
+
+  std::thread stopper([&] { task->Stop(); });
+  // Stop unlocks the execution itself, then waits for the run to return.
+  ASSERT_TRUE(Eventually([&] { return LastEventName(id) == "Unlocked"; }));
+  release->Open();
+  stopper.join();
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"))
+      << "the late result is discarded";
+}
+
+TEST_P(ExecTaskConcurrencyTest, SharedLimiterBoundsRunsAcrossExecutors) {
+  constexpr int kExecutions = 8;
+  std::vector<ExecutionId> ids;
+  for (int i = 0; i < kExecutions; ++i) ids.push_back(CreateActivity());
+  std::atomic<int> running{0};
+  std::atomic<int> max_running{0};
+  auto step = [&](const WorkerContext& ctx) {
+    const int now_running = ++running;
+    int seen = max_running.load();
+    while (seen < now_running && !max_running.compare_exchange_weak(seen, now_running)) {
+    }
+    std::this_thread::sleep_for(2ms);  // let the runs overlap
+    --running;
+    return WorkerResult::Ok(OkValue(), ctx.version);
+  };
+  auto worker = std::make_shared<ScriptedWorker>();
+  for (int i = 0; i < kExecutions; ++i) worker->Then(step);
+  auto limiter = ConcurrencyLimiter::Create(2);
+  ExecutorOptions options = Options();
+  options.concurrency_limiter = limiter;
+  ExecTask a(worker, ExecConn(), clock_, options);
+  options.executor_id = core::ExecutorId::Generate();
+  ExecTask b(worker, ExecConn(), clock_, options);
+  a.Start();
+  b.Start();
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& id : ids) {
+      if (!IsFinished(id)) return false;
+    }
+    return true;
+  }));
+  a.Stop();
+  b.Stop();
+  EXPECT_LE(max_running.load(), 2);
+  EXPECT_EQ(worker->runs(), static_cast<size_t>(kExecutions)) << "each execution ran once";
+  EXPECT_EQ(limiter->available(), 2u);
+}
+
+TEST_P(ExecTaskConcurrencyTest, StartedWatcherSettlesExpiredLocks) {
+  const ExecutionId id = CreateActivity();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnDbUpdated());
+  ExecTask task(worker, ExecConn(), clock_, Options());
+  Must(task.TickForTest(kT0));
+  ExpiredTimersWatcherOptions watcher_options;
+  watcher_options.tick_sleep = 10ms;
+  ExpiredTimersWatcher watcher(Conn(), clock_, watcher_options);
+  watcher.Start();
+  clock_.Set(kT0 + 2s);  // past lock expiry + leeway
+  ASSERT_TRUE(Eventually([&] { return LastEventName(id) == "TemporarilyTimedOut"; }));
+  watcher.Stop();
+  watcher.Stop();  // idempotent
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExecTaskConcurrencyTest,
+                         ::testing::ValuesIn(testing::AllBackends()), testing::BackendName);
+
+}  // namespace
+}  // namespace stele::executor

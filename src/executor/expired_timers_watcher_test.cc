@@ -1,0 +1,239 @@
+// The expired-timers watcher on the real backends (reference/obelisk.md
+// §2.10), together with the executor where a scenario needs both.
+#include "executor/expired_timers_watcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "executor/exec_task.h"
+#include "executor/executor_test_util.h"
+#include "executor/outcome.h"
+
+namespace stele::executor {
+namespace {
+
+using core::ExecutionFailureKind;
+using core::FinishedExecutionError;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::BackendTest;
+using testing::ChildFfqn;
+using testing::CreateReq;
+using testing::kT0;
+using testing::Must;
+using testing::OkValue;
+using testing::Retries;
+using testing::ReturnDbUpdated;
+using testing::ReturnOk;
+using testing::ScriptedWorker;
+using testing::WorkflowFfqn;
+using namespace std::chrono_literals;  // NOLINT
+
+class WatcherTest : public BackendTest {
+ protected:
+  std::unique_ptr<ExpiredTimersWatcher> NewWatcher(std::chrono::milliseconds leeway = 500ms) {
+    ExpiredTimersWatcherOptions options;
+    options.leeway = leeway;
+    return std::make_unique<ExpiredTimersWatcher>(Conn(), clock_, options);
+  }
+  std::unique_ptr<ExecTask> NewTask(std::shared_ptr<ScriptedWorker> worker,
+                                    core::ComponentRetryConfig retry,
+                                    std::chrono::milliseconds lock_expiry = 1s,
+                                    core::ComponentId component =
+                                        core::ComponentId::DummyActivity()) {
+    ExecutorOptions options;
+    options.lock_expiry = lock_expiry;
+    options.retry_config = retry;
+    options.component_id = std::move(component);
+    return std::make_unique<ExecTask>(std::move(worker), ExecConn(), clock_, options);
+  }
+  core::ExecutionEvent LastEvent(const ExecutionId& id) { return Log(id).events.back(); }
+  template <class E>
+  E LastEventAs(const ExecutionId& id) {
+    const core::ExecutionEvent event = LastEvent(id);
+    const E* typed = std::get_if<E>(&event.event);
+    if (!typed) throw std::runtime_error(core::ExecutionRequestToString(event.event));
+    return *typed;
+  }
+  DateTime ScheduledAt(const ExecutionId& id) {
+    const core::PendingState state = Log(id).pending_state;
+    const auto* pending = std::get_if<core::PendingStatePendingAt>(&state.value);
+    if (!pending) throw std::runtime_error("not pending: " + state.ToString());
+    return pending->scheduled_at;
+  }
+  static WatcherTickProgress Progress(uint32_t locks, uint32_t delays) { return {locks, delays}; }
+};
+
+TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
+  const ExecutionId id = ExecutionId::Generate();
+  Must(db().Create(CreateReq(id, kT0)));
+  // Both runs vanish without writing (a crashed or hung executor).
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnDbUpdated()).Then(ReturnDbUpdated());
+  auto task = NewTask(worker, Retries(1, 300ms), 100ms);
+  auto watcher = NewWatcher(0ms);
+
+  Must(task->TickForTest(kT0));
+  clock_.Set(kT0 + 100ms);
+  EXPECT_THAT(Must(task->TickForTest(kT0 + 100ms)), IsEmpty()) << "expired locks are not stolen";
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 100ms)), Progress(1, 0));
+  EXPECT_EQ(LastEvent(id).created_at, kT0 + 100ms);
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, kT0 + 400ms);
+  EXPECT_EQ(ScheduledAt(id), kT0 + 400ms);
+
+  clock_.Set(kT0 + 400ms);
+  EXPECT_THAT(Must(task->TickForTest(kT0 + 400ms)), ElementsAre(id)) << "retried";
+  EXPECT_EQ(worker->context(1).intermittent_event_count, 1u);
+  clock_.Set(kT0 + 500ms);
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 500ms)), Progress(1, 0));
+  EXPECT_EQ(LastEventAs<core::Finished>(id).result,
+            core::SupportedFunctionReturnValue(
+                FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "TemporarilyTimedOut", "Locked",
+                                          "Finished"));
+}
+
+TEST_P(WatcherTest, LeewayDelaysTheWatcher) {
+  const ExecutionId id = ExecutionId::Generate();
+  Must(db().Create(CreateReq(id, kT0)));
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnDbUpdated());
+  auto task = NewTask(worker, Retries(1, 100ms));
+  auto watcher = NewWatcher(500ms);
+  Must(task->TickForTest(kT0));
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1s)), Progress(0, 0)) << "at = now - leeway";
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1500ms)), Progress(1, 0));
+  EXPECT_EQ(LastEvent(id).created_at, kT0 + 1s) << "events are written at now - leeway";
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, kT0 + 1100ms);
+}
+
+TEST_P(WatcherTest, ChildTimedOutByTheWatcherShouldNotifyParent) {
+  const ExecutionId parent = ExecutionId::Generate();
+  const core::ExecutionIdDerived child = CreateParentAwaitingChild(parent);
+  auto worker = std::make_shared<ScriptedWorker>(std::vector{ChildFfqn()});
+  worker->Then(ReturnDbUpdated());
+  auto task = NewTask(worker, core::ComponentRetryConfig::Zero());
+  auto watcher = NewWatcher();
+  Must(task->TickForTest(kT0));
+
+  clock_.Set(kT0 + 1500ms);
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1500ms)), Progress(1, 0));
+  const core::SupportedFunctionReturnValue timed_out =
+      FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt};
+  const storage::ExecutionLog child_log = Log(child);
+  EXPECT_TRUE(child_log.pending_state.IsFinished());
+  EXPECT_EQ(LastEventAs<core::Finished>(child).result, timed_out);
+
+  const storage::ExecutionLog parent_log = Log(parent);
+  ASSERT_EQ(parent_log.responses.size(), 1u);
+  EXPECT_EQ(parent_log.responses[0].created_at, kT0 + 1s);
+  EXPECT_EQ(std::get<core::ChildExecutionFinished>(parent_log.responses[0].event.event),
+            (core::ChildExecutionFinished{child, Version(2), timed_out}));
+  EXPECT_EQ(ScheduledAt(parent), kT0 + 1s);
+}
+
+TEST_P(WatcherTest, WorkflowThatMadeProgressIsUnlocked) {
+  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
+  const ExecutionId progressed = ExecutionId::Generate();
+  const ExecutionId idle = ExecutionId::Generate();
+  Must(db().Create(CreateReq(progressed, kT0, WorkflowFfqn(), workflow)));
+  Must(db().Create(CreateReq(idle, kT0 + 1us, WorkflowFfqn(), workflow)));
+  std::shared_ptr<storage::DbConnection> other = Conn();
+  auto worker = std::make_shared<ScriptedWorker>(std::vector{WorkflowFfqn()});
+  auto step = [other, progressed](const WorkerContext& ctx) {
+    // One workflow persists a value, then its run dies; the other just dies.
+    if (ctx.execution_id == progressed) {
+      const core::HistoryPersist persist{{1, 2}, core::PersistKindRandomU64{0, 9}};
+      Must(other->Append(ctx.execution_id, ctx.version,
+                         storage::AppendRequest{kT0, core::HistoryEventRequest{persist}}));
+    }
+    return WorkerResult::DbUpdated();
+  };
+  worker->Then(step).Then(step);
+  auto task = NewTask(worker, Retries(std::nullopt, 1s), 1s, workflow);
+  auto watcher = NewWatcher(0ms);
+  EXPECT_EQ(Must(task->TickForTest(kT0 + 1us)).size(), 2u);
+
+  clock_.Set(kT0 + 2s);
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 2s)), Progress(2, 0));
+  EXPECT_THAT(EventNames(progressed), ElementsAre("Created", "Locked", "HistoryEvent", "Unlocked"));
+  EXPECT_EQ(LastEventAs<core::Unlocked>(progressed), (core::Unlocked{kT0 + 2s, "made progress"}));
+  EXPECT_EQ(ScheduledAt(progressed), kT0 + 2s) << "pending at once, no penalty";
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(idle).backoff_expires_at, kT0 + 3s);
+}
+
+TEST_P(WatcherTest, DueDelayIsFiredAndUnblocksTheParent) {
+  const ExecutionId parent = ExecutionId::Generate();
+  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
+  Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
+  Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
+                    core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
+  const core::JoinSetId join_set =
+      core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
+  const core::DelayId delay(parent, join_set, 1);
+  Must(db().AppendBatch(
+      kT0,
+      {{kT0, core::HistoryEventRequest{core::HistoryJoinSetCreate{join_set}}},
+       {kT0, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                 join_set, core::DelayRequest{delay, kT0 + 10s,
+                                              core::HistoryEventScheduleAt::In(
+                                                  core::Duration::FromSecs(10))}}}},
+       {kT0, core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
+      parent, Version(2)));
+  EXPECT_EQ(Log(parent).pending_state.StateName(), "BlockedByJoinSet");
+  auto watcher = NewWatcher(500ms);
+
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 10s)), Progress(0, 0)) << "not due within leeway";
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 10500ms)), Progress(0, 1));
+  const storage::ExecutionLog log = Log(parent);
+  ASSERT_EQ(log.responses.size(), 1u);
+  EXPECT_EQ(log.responses[0].created_at, kT0 + 10s);
+  EXPECT_EQ(log.responses[0].event,
+            (core::JoinSetResponseEvent{join_set, core::DelayFinished{delay, true}}));
+  EXPECT_EQ(ScheduledAt(parent), kT0 + 10s);
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 20s)), Progress(0, 0)) << "fired once";
+}
+
+TEST_P(WatcherTest, WatcherLosesCleanlyToAWorkerThatWroteMeanwhile) {
+  const ExecutionId id = ExecutionId::Generate();
+  Must(db().Create(CreateReq(id, kT0)));
+  Must(db().LockOne(kT0, core::ComponentId::DummyActivity(), id, core::RunId::Generate(),
+                    Version(1), core::ExecutorId::Generate(), kT0 + 1s, Retries(0, 0ms)));
+  // The watcher reads the expired lock...
+  std::vector<storage::ExpiredTimer> timers = Must(db().GetExpiredTimers(kT0 + 1s));
+  ASSERT_EQ(timers.size(), 1u);
+  const auto lock = std::get<storage::ExpiredLock>(timers[0]);
+  EXPECT_EQ(lock.locked_at_version, Version(1));
+  EXPECT_EQ(lock.next_version, Version(2));
+  // ...the late worker finishes first...
+  Must(db().Append(id, Version(2),
+                   storage::AppendRequest{kT0 + 1s, core::Finished{OkValue(1), std::nullopt}}));
+  // ...and the watcher's write is dropped.
+  EXPECT_EQ(Must(ApplyOutcome(*ExecConn(), ComputeExpiredLockOutcome(lock, kT0 + 1s))),
+            ApplyStatus::kLostToAnotherWriter);
+  EXPECT_EQ(LastEventAs<core::Finished>(id).result, OkValue(1));
+  EXPECT_EQ(Must(NewWatcher(0ms)->TickForTest(kT0 + 5s)), Progress(0, 0));
+}
+
+TEST_P(WatcherTest, TimedOutRunsAreRetriedByTheExecutorAfterTheWatcher) {
+  // A run that times out on the executor and one whose executor vanished
+  // end up the same: TemporarilyTimedOut, then retried.
+  const ExecutionId id = ExecutionId::Generate();
+  Must(db().Create(CreateReq(id, kT0)));
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnDbUpdated()).Then(ReturnOk(OkValue("second time lucky")));
+  auto task = NewTask(worker, Retries(2, 100ms));
+  auto watcher = NewWatcher(0ms);
+  Must(task->TickForTest(kT0));
+  clock_.Set(kT0 + 1s);
+  Must(watcher->TickForTest(kT0 + 1s));
+  clock_.Set(kT0 + 1100ms);
+  EXPECT_THAT(Must(task->TickForTest(kT0 + 1100ms)), ElementsAre(id));
+  EXPECT_EQ(LastEventAs<core::Finished>(id).result, OkValue("second time lucky"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, WatcherTest, ::testing::ValuesIn(testing::AllBackends()),
+                         testing::BackendName);
+
+}  // namespace
+}  // namespace stele::executor

@@ -1,0 +1,98 @@
+// Outcome of a run: what the executor (or the expired-timers watcher)
+// appends once a run has ended, and the one place that writes it.
+//
+// `ComputeOutcome` is the whole retry policy of reference/obelisk.md §2.9 as
+// a pure function of (WorkerResult, the lock's retry facts, now). With
+// n = intermittent_event_count + 1 and d = CanBeRetriedAfter(n, max_retries,
+// backoff):
+//   Ok(value)                 Finished(value) (+ parent response)
+//   DbUpdatedByWorkerOrWatcher, DbError   nothing
+//   TemporaryTimeout          d ? TemporarilyTimedOut(now + d)
+//                               : Finished(ExecutionError{timed_out})
+//   ActivityTrap              d ? TemporarilyFailed("activity trap: <reason>", detail)
+//                               : Finished(ExecutionError{uncategorized, same reason, detail})
+//   ActivityReturnedError     d ? TemporarilyFailed("activity returned error", detail)
+//                               : Finished(err)   (the err is the normal result)
+//   LimitReached              Unlocked(now + backoff * 2^count) — never counted
+//   Fatal(kCancelled)         Finished(ExecutionError{cancelled}) (idempotent cancel)
+//   Fatal(other)              Finished(ExecutionError{kind}) with kind
+//                             nondeterminism_detected / out_of_fuel, else
+//                             uncategorized ("<fatal kind>: <reason>")
+// Every Finished of a derived execution carries its parent's response and is
+// written with it in one transaction (AppendBatchRespondToParent).
+//
+// Threading: the functions are pure or use only the DbExecutor passed in
+// (itself thread-safe). Ownership: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "core/retry_config.h"
+#include "executor/worker.h"
+#include "storage/db_executor.h"
+#include "storage/requests.h"
+
+namespace stele::executor {
+
+// What the mapping needs to know about the run besides its result.
+struct RunInfo {
+  ExecutionId execution_id;
+  // Temporary failures/timeouts before this run.
+  uint32_t intermittent_event_count = 0;
+  // The retry config of the lock (copied into the Locked event).
+  core::ComponentRetryConfig retry_config;
+
+  static RunInfo From(const storage::LockedExecution& locked);
+};
+
+// One append, fenced by `version`, plus the parent's response when the
+// event finishes a derived (child) execution.
+struct PlannedWrite {
+  ExecutionId execution_id;
+  Version version;
+  storage::AppendRequest request;
+  std::optional<storage::AppendResponseToExecution> parent_response;
+  // Finished(cancelled) of a cancelled activity: if the execution turns out
+  // to be Finished(cancelled) already, that is success, not a lost race.
+  bool is_activity_cancel = false;
+  friend bool operator==(const PlannedWrite&, const PlannedWrite&) = default;
+};
+
+// The retry policy above. nullopt: write nothing.
+std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const RunInfo& run,
+                                           DateTime now);
+
+// What the expired-timers watcher writes for an expired lock, all at
+// `lock.next_version` so it loses cleanly to a worker that wrote meanwhile
+// (reference §2.10): a workflow (max_retries unset) that made progress
+// (locked_at_version + 1 < next_version) → Unlocked(at, "made progress");
+// otherwise the TemporaryTimeout mapping of ComputeOutcome at `at`.
+PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at);
+
+enum class ApplyStatus {
+  kWritten,
+  // VersionConflict, already finished, or the child's response exists:
+  // someone else (the watcher, another run, a cancel) wrote first. Logged;
+  // nothing more is written.
+  kLostToAnotherWriter,
+  // is_activity_cancel and the execution was already Finished(cancelled).
+  kAlreadyCancelled,
+};
+std::string_view ApplyStatusName(ApplyStatus status);
+
+// Writes `write` (Append, or AppendBatchRespondToParent with the parent
+// response) and logs the result. Errors: those of the write other than the
+// lost races above (NotFound, ValidationFailed, Generic); the caller logs
+// them and leaves the cleanup to the expired-timers watcher.
+Result<ApplyStatus, storage::DbErrorWrite> ApplyOutcome(storage::DbExecutor& db,
+                                                        const PlannedWrite& write);
+
+// `t + d`, saturating at 9999-12-31T23:59:59.999999Z so that any backoff
+// stays a representable (RFC 3339) instant.
+DateTime AddSaturating(DateTime t, core::Duration d);
+
+}  // namespace stele::executor

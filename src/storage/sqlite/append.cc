@@ -1,0 +1,143 @@
+// Writes of the SQLite backend: each is one logical operation on the writer
+// thread, so its checks and writes are atomic (journal_tx.h has the rules).
+#include <set>
+#include <string>
+#include <utility>
+
+#include "storage/sqlite/connection.h"
+#include "storage/sqlite/journal_tx.h"
+#include "storage/sqlite/queries.h"
+#include "storage/sqlite/row_codec.h"
+
+namespace stele::storage::sqlite::internal {
+
+Result<Version, DbErrorWrite> SqliteConnection::Append(const ExecutionId& execution_id,
+                                                       Version version, const AppendRequest& req) {
+  return store_->Write<Version, DbErrorWrite>([&](WriteContext& tx) {
+    // A single append has no separate "now": the event's time decides
+    // whether a new PendingAt is due.
+    return AppendEventTx(tx, execution_id, version, req, req.created_at);
+  });
+}
+
+Result<Version, DbErrorWrite> SqliteConnection::AppendBatch(DateTime current_time,
+                                                            const std::vector<AppendRequest>& batch,
+                                                            const ExecutionId& execution_id,
+                                                            Version version) {
+  return store_->Write<Version, DbErrorWrite>([&](WriteContext& tx) {
+    return AppendBatchTx(tx, execution_id, version, batch, current_time);
+  });
+}
+
+Result<Version, DbErrorWrite> SqliteConnection::AppendBatchCreateNewExecution(
+    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
+    Version version, const std::vector<CreateRequest>& child_requests) {
+  return store_->Write<Version, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+        STELE_ASSIGN_OR_RETURN(Version next,
+                               AppendBatchTx(tx, execution_id, version, batch, current_time));
+        // Any child that exists already fails the whole operation (its
+        // savepoint discards the parent's events too).
+        for (const CreateRequest& child : child_requests) {
+          STELE_TRY(CreateTx(tx, child, current_time));
+        }
+        return next;
+      });
+}
+
+Result<Version, DbErrorWrite> SqliteConnection::AppendBatchRespondToParent(
+    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+    DateTime current_time) {
+  return store_->Write<Version, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+        STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
+                                                           events.batch, current_time));
+        core::JoinSetResponseEventOuter outer{
+            response.created_at,
+            core::JoinSetResponseEvent{
+                response.join_set_id,
+                core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
+                                             response.result}}};
+        // A second response for the same child is Conflict, and the child's
+        // events above are rolled back with it.
+        STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, outer, current_time));
+        return next;
+      });
+}
+
+Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req) {
+  return store_->Write<Version, DbErrorWrite>(
+      [&](WriteContext& tx) { return CreateTx(tx, req, req.created_at); });
+}
+
+Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayResponse(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::DelayId& delay_id, bool ok) {
+  return store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
+        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, execution_id.ToString()));
+        if (!state) return Unexpected(DbErrorWrite::NotFound());
+        // The first response decides, whatever this one says; nothing is
+        // written (timers and cancellations race by design).
+        STELE_ASSIGN_OR_RETURN(auto existing, FindDelayResponse(tx.connection, delay_id));
+        if (existing) {
+          return *existing ? AppendDelayResponseOutcome::kAlreadyFinished
+                           : AppendDelayResponseOutcome::kAlreadyCancelled;
+        }
+        core::JoinSetResponseEventOuter outer{
+            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+        STELE_TRY(InsertResponseTx(tx, execution_id, outer, created_at));
+        return AppendDelayResponseOutcome::kSuccess;
+      });
+}
+
+Result<void, DbErrorWrite> SqliteConnection::AppendResponse(
+    DateTime created_at, const ExecutionId& execution_id,
+    const core::JoinSetResponseEvent& response) {
+  return store_->Write<void, DbErrorWrite>([&](WriteContext& tx) {
+    return InsertResponseTx(tx, execution_id, core::JoinSetResponseEventOuter{created_at, response},
+                            created_at);
+  });
+}
+
+Result<void, DbErrorWrite> SqliteConnection::AppendBacktrace(const core::BacktraceInfo& info) {
+  return AppendBacktraceBatch({info});
+}
+
+Result<void, DbErrorWrite> SqliteConnection::AppendBacktraceBatch(
+    const std::vector<core::BacktraceInfo>& batch) {
+  if (batch.empty()) return {};
+  return store_->Write<void, DbErrorWrite>([&](WriteContext& tx) -> Result<void, DbErrorWrite> {
+    // The first backtrace of a version range wins: a replayed run records
+    // the same range again, and reads answer with the first (as the
+    // reference model does).
+    STELE_ASSIGN_OR_RETURN(
+        Statement insert,
+        tx.connection.Prepare(
+            "INSERT INTO t_backtrace (execution_id, component_id, version_min_including, "
+            "version_max_excluding, wasm_backtrace) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING"));
+    for (const core::BacktraceInfo& info : batch) {
+      STELE_ASSIGN_OR_RETURN(std::string component, EncodeJson(info.component_id));
+      STELE_ASSIGN_OR_RETURN(std::string backtrace, EncodeJson(info.wasm_backtrace));
+      insert.BindText(1, info.execution_id.ToString());
+      insert.BindText(2, component);
+      insert.BindInt64(3, info.version_min_including.value());
+      insert.BindInt64(4, info.version_max_excluding.value());
+      insert.BindText(5, backtrace);
+      STELE_TRY(insert.Run());
+      insert.Reset();
+    }
+    return {};
+  });
+}
+
+Result<void, DbErrorWrite> SqliteConnection::UpgradeExecutionComponent(
+    const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
+    const core::InputContentDigest& new_digest) {
+  return store_->Write<void, DbErrorWrite>([&](WriteContext& tx) {
+    return UpgradeComponentTx(tx, execution_id, old_digest, new_digest);
+  });
+}
+
+}  // namespace stele::storage::sqlite::internal

@@ -1,0 +1,127 @@
+// Paginated lists of the SQLite backend. Every page is one bounded range
+// scan of an index whose order matches the ORDER BY (schema.cc lists one
+// per filter combination), so page latency does not grow with the store.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "base/log.h"
+#include "storage/sqlite/connection.h"
+#include "storage/sqlite/queries.h"
+#include "storage/sqlite/row_codec.h"
+
+namespace stele::storage::sqlite::internal {
+
+namespace {
+
+template <class T>
+bool IsNewer(const core::Pagination<T>& page) {
+  return page.direction == core::Pagination<T>::Direction::kNewerThan;
+}
+
+}  // namespace
+
+Result<std::vector<ExecutionWithState>, DbErrorGeneric> SqliteConnection::ListExecutions(
+    const std::optional<core::FunctionFqn>& ffqn, bool top_level_only,
+    const core::ExecutionListPagination& pagination) {
+  return store_->Read(
+      [&](Connection& db) -> Result<std::vector<ExecutionWithState>, DbErrorGeneric> {
+        const bool by_created_at =
+            std::holds_alternative<core::Pagination<std::optional<DateTime>>>(pagination);
+        bool newer = false;
+        bool has_cursor = false;
+        std::string rel;
+        uint16_t length = 0;
+        std::visit(
+            [&](const auto& page) {
+              newer = IsNewer(page);
+              has_cursor = page.cursor.has_value();
+              rel = std::string(page.Rel());
+              length = page.length;
+            },
+            pagination);
+
+        // Literal filters (not parameters) so that the planner can pick the
+        // matching partial index (is_top_level = 1).
+        std::string sql = "SELECT " + std::string(kStateColumns) + " FROM t_state";
+        std::vector<std::string> where;
+        if (ffqn) where.push_back("ffqn = ?1");
+        if (top_level_only) where.push_back("is_top_level = 1");
+        const char* key = by_created_at ? "created_at" : "execution_id";
+        if (has_cursor) where.push_back(std::string(key) + " " + rel + " ?2");
+        for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
+        // Descending pages read backwards from the cursor; ascending ones are
+        // read forwards and reversed, so the result is always descending.
+        const char* direction = newer ? " ASC" : " DESC";
+        sql += std::string(" ORDER BY ") + key + direction;
+        if (by_created_at) sql += std::string(", execution_id") + direction;
+        sql += " LIMIT ?3";
+
+        STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+        if (ffqn) stmt.BindText(1, ffqn->ToString());
+        if (has_cursor) {
+          if (by_created_at) {
+            stmt.BindInt64(2, TimeColumn(*std::get<0>(pagination).cursor));
+          } else {
+            stmt.BindText(2, std::get<1>(pagination).cursor->ToString());
+          }
+        }
+        stmt.BindInt64(3, length);
+
+        std::vector<ExecutionWithState> rows;
+        while (true) {
+          STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+          if (!row) break;
+          // A damaged row must not hide the rest of the page.
+          auto decoded = [&]() -> Result<ExecutionWithState, DbErrorGeneric> {
+            STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(stmt));
+            STELE_ASSIGN_OR_RETURN(
+                auto id, ParseColumn<ExecutionId>(state.execution_id, "t_state.execution_id"));
+            STELE_ASSIGN_OR_RETURN(auto function,
+                                   ParseColumn<core::FunctionFqn>(state.ffqn, "t_state.ffqn"));
+            return ExecutionWithState{
+                std::move(id),    std::move(function),      std::move(state.pending_state),
+                state.created_at, state.first_scheduled_at, state.digest};
+          }();
+          if (decoded) {
+            rows.push_back(std::move(*decoded));
+          } else {
+            STELE_LOG(kWarn, "skipping t_state row in a list: " << decoded.error().reason());
+          }
+        }
+        if (newer) std::reverse(rows.begin(), rows.end());
+        return rows;
+      });
+}
+
+Result<std::vector<ResponseWithCursor>, DbErrorRead> SqliteConnection::ListResponses(
+    const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
+  return store_->Read([&](Connection& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {
+    const std::string id = execution_id.ToString();
+    STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, id));
+    if (!state) return Unexpected(DbErrorRead::NotFound());
+    const bool newer = IsNewer(pagination);
+    // NewerThan: the first `length` responses after the cursor; OlderThan:
+    // the last `length` before it. Either way returned in arrival order.
+    std::string sql = std::string(kResponseSelect) + "WHERE r.execution_id = ?1 AND r.idx " +
+                      std::string(pagination.Rel()) + " ?2 ORDER BY r.idx" +
+                      (newer ? " ASC" : " DESC") + " LIMIT ?3";
+    STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+    stmt.BindText(1, id);
+    stmt.BindInt64(2, pagination.cursor);
+    stmt.BindInt64(3, pagination.length);
+    std::vector<ResponseWithCursor> page;
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      STELE_ASSIGN_OR_RETURN(auto response, DecodeResponseRow(stmt, id));
+      page.push_back(std::move(response));
+    }
+    if (!newer) std::reverse(page.begin(), page.end());
+    return page;
+  });
+}
+
+}  // namespace stele::storage::sqlite::internal

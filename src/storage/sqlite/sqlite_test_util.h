@@ -1,0 +1,146 @@
+// Helpers shared by the SQLite backend's unit tests: a scratch directory, a
+// fresh pool in it, and small builders for requests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/component_id.h"
+#include "core/function_fqn.h"
+#include "storage/requests.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele::storage::sqlite::testing {
+
+inline DateTime T(int64_t seconds) {
+  return DateTimeFromMicros(1'750'000'000'000'000 + seconds * 1'000'000);
+}
+
+inline const core::FunctionFqn& TestFfqn() {
+  static const core::FunctionFqn* ffqn =
+      new core::FunctionFqn(core::FunctionFqn::Parse("test:pkg/ifc.fn").value());
+  return *ffqn;
+}
+
+inline CreateRequest NewCreate(const core::ExecutionId& id, DateTime at,
+                               std::optional<DateTime> scheduled_at = std::nullopt) {
+  return CreateRequest{at,
+                       id,
+                       TestFfqn(),
+                       core::Json::array({1, "two"}),
+                       std::nullopt,
+                       scheduled_at.value_or(at),
+                       core::ComponentId::DummyActivity(),
+                       {},
+                       std::nullopt};
+}
+
+inline AppendRequest FinishedOk(DateTime at, int value = 1) {
+  return AppendRequest{at, core::Finished{core::ReturnValueOk{core::Json(value)}, std::nullopt}};
+}
+
+// A one-shot gate: Wait() blocks until Open().
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// Polls `condition` until it holds or 10 s pass.
+template <class F>
+bool Eventually(F condition) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return condition();
+}
+
+class SqliteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stele-sqlite-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    pool_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string path() const { return (dir_ / "stele.sqlite").string(); }
+  SqliteOptions Options() const {
+    SqliteOptions options{.path = path(), .synchronous = SqliteOptions::Synchronous::kNormal};
+    return options;
+  }
+  SqlitePool& Open(SqliteOptions options) {
+    auto pool = SqlitePool::Open(options);
+    EXPECT_TRUE(pool) << (pool ? "" : pool.error().ToString());
+    pool_ = std::move(*pool);
+    db_ = pool_->ConnectionTest().value();
+    return *pool_;
+  }
+  SqlitePool& Open() { return Open(Options()); }
+  void ClosePool() {
+    db_.reset();
+    if (pool_) pool_->Close();
+    pool_.reset();
+  }
+
+  // Runs `sql` on a separate raw connection (outside the pool).
+  void RawExec(const std::string& sql) {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    char* error = nullptr;
+    int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(raw);
+  }
+  int64_t RawCount(const std::string& sql) {
+    sqlite3* raw = nullptr;
+    EXPECT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(raw, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+    int64_t value = -1;
+    if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    sqlite3_close(raw);
+    return value;
+  }
+
+  DbConnectionTest& db() { return *db_; }
+  SqlitePool& pool() { return *pool_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::unique_ptr<SqlitePool> pool_;
+  std::unique_ptr<DbConnectionTest> db_;
+};
+
+}  // namespace stele::storage::sqlite::testing

@@ -1,0 +1,107 @@
+// Store: the internals one SqlitePool shares with all its connections — the
+// writer thread, the read pool and the notifier — and the two ways to run
+// work: Write (a logical operation on the writer, group-committed) and Read
+// (one snapshot on a read connection).
+//
+// Threading: thread-safe. Ownership: held by shared_ptr by the pool and by
+// every connection, so a connection outliving its pool stays memory-safe
+// (its calls fail with Close).
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "base/result.h"
+#include "storage/db_errors.h"
+#include "storage/sqlite/notifier.h"
+#include "storage/sqlite/read_pool.h"
+#include "storage/sqlite/sqlite_pool.h"
+#include "storage/sqlite/writer.h"
+
+namespace stele::storage::sqlite::internal {
+
+// A WriteOp computing Result<T, E> with `fn(WriteContext&)`; the caller
+// waits on the future, which is fulfilled only after the commit (or the
+// failure) of the op's transaction.
+template <class T, class E, class F>
+class TypedWriteOp final : public WriteOp {
+ public:
+  explicit TypedWriteOp(F fn) : fn_(std::move(fn)) {}
+
+  bool Run(WriteContext& context) override {
+    try {
+      result_.emplace(fn_(context));
+    } catch (const std::exception& e) {
+      // Exceptions never cross the module boundary; the op is rolled back.
+      result_.emplace(Unexpected(
+          DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what())));
+    }
+    return result_->has_value();
+  }
+  void Complete() override { promise_.set_value(std::move(*result_)); }
+  void Fail(const DbErrorGeneric& error) override {
+    promise_.set_value(Result<T, E>(Unexpected(error)));
+  }
+  std::future<Result<T, E>> Future() { return promise_.get_future(); }
+
+ private:
+  F fn_;
+  std::optional<Result<T, E>> result_;
+  std::promise<Result<T, E>> promise_;
+};
+
+class Store {
+ public:
+  static Result<std::shared_ptr<Store>, DbErrorGeneric> Open(const SqliteOptions& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Runs `fn(WriteContext&) -> Result<T, E>` as one logical operation on
+  // the writer thread and returns its outcome after the commit. E must be
+  // constructible from DbErrorGeneric.
+  template <class T, class E, class F>
+  Result<T, E> Write(F&& fn) {
+    auto op = std::make_unique<TypedWriteOp<T, E, std::decay_t<F>>>(std::forward<F>(fn));
+    std::future<Result<T, E>> future = op->Future();
+    if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
+      return Unexpected(std::move(submitted).error());
+    }
+    return future.get();
+  }
+
+  // Runs `fn(Connection&) -> Result<T, E>` in one read transaction.
+  template <class F>
+  auto Read(F&& fn) {
+    return reads_->Read(std::forward<F>(fn));
+  }
+
+  Notifier& notifier() { return notifier_; }
+  SqliteStats stats() const;
+
+  // Idempotent: drains and stops the writer, releases waiters, closes the
+  // read connections.
+  void Close();
+  bool IsClosed();
+
+ private:
+  Store(std::unique_ptr<QueryCounters> counters, std::unique_ptr<Connection> writer_connection,
+        std::vector<std::unique_ptr<Connection>> read_connections, const SqliteOptions& options);
+
+  // Outlives every connection (declared before them).
+  std::unique_ptr<QueryCounters> counters_;
+  // Declared first: the writer delivers notifications until it is closed.
+  Notifier notifier_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<ReadPool> reads_;
+  std::mutex close_mu_;
+  bool closed_ = false;  // guarded by close_mu_
+};
+
+}  // namespace stele::storage::sqlite::internal

@@ -1,0 +1,169 @@
+// Notification-based waits of the SQLite backend (reference/obelisk.md
+// §3.3). Each registers its waiter before checking the database, so a
+// commit lands either before the check (and is seen) or after the
+// registration (and notifies it). Every wait is bounded by its WaitOptions.
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "storage/sqlite/connection.h"
+#include "storage/sqlite/queries.h"
+#include "storage/sqlite/row_codec.h"
+
+namespace stele::storage::sqlite::internal {
+
+namespace {
+
+// Is anything selected by `sql` (key, time) due at `at`? Runs on a read
+// connection; errors count as "yes" so that the caller re-queries at once
+// and meets the error there instead of sleeping on it.
+template <class Bind>
+bool AnyDue(Store& store, const char* sql, Bind bind, DateTime at) {
+  auto found = store.Read([&](Connection& db) -> Result<bool, DbErrorGeneric> {
+    STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+    bind(stmt);
+    stmt.BindInt64(2, TimeColumn(at));
+    return stmt.Step();
+  });
+  return !found || *found;
+}
+
+constexpr const char* kAnyDueByFfqn =
+    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND ffqn = ? AND "
+    "pending_expires_finished <= ? LIMIT 1";
+constexpr const char* kAnyDueByDigest =
+    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND component_id_input_digest = ? AND "
+    "pending_expires_finished <= ? LIMIT 1";
+
+DbErrorReadWithTimeout WaitError(WaitEnd end) {
+  switch (end) {
+    case WaitEnd::kClosed:
+      return DbErrorGeneric::Close();
+    case WaitEnd::kCancelled:
+      return DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kCancel);
+    case WaitEnd::kTimeout:
+    case WaitEnd::kNotified:
+      break;
+  }
+  return DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kTimeout);
+}
+
+// Owns a waiter for one wait; unregisters it on every path out (also when
+// it was never armed because the check failed).
+class Registration {
+ public:
+  Registration(Notifier& notifier, Notifier::WaiterPtr waiter)
+      : notifier_(notifier), waiter_(std::move(waiter)) {}
+  ~Registration() { notifier_.Unregister(waiter_); }
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+  const Notifier::WaiterPtr& waiter() const { return waiter_; }
+  void Arm() { notifier_.Register(waiter_); }
+  // After this no further delivery can reach the waiter.
+  void Disarm() { notifier_.Unregister(waiter_); }
+
+ private:
+  Notifier& notifier_;
+  Notifier::WaiterPtr waiter_;
+};
+
+}  // namespace
+
+void SqliteConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
+                                            const std::vector<core::FunctionFqn>& ffqns,
+                                            const WaitOptions& wait) {
+  Registration registration(store_->notifier(),
+                            Notifier::ForPendingByFfqns(ffqns, pending_at_or_sooner));
+  registration.Arm();  // before the check: register-then-check
+  for (const core::FunctionFqn& ffqn : ffqns) {
+    const std::string name = ffqn.ToString();
+    if (AnyDue(
+            *store_, kAnyDueByFfqn, [&](Statement& stmt) { stmt.BindText(1, name); },
+            pending_at_or_sooner)) {
+      return;
+    }
+  }
+  registration.waiter()->Wait(wait);
+}
+
+void SqliteConnection::WaitForPendingByComponentId(DateTime pending_at_or_sooner,
+                                                   const core::ComponentId& component_id,
+                                                   const WaitOptions& wait) {
+  const core::InputContentDigest& digest = component_id.input_digest;
+  Registration registration(store_->notifier(),
+                            Notifier::ForPendingByDigest(digest, pending_at_or_sooner));
+  registration.Arm();
+  if (AnyDue(
+          *store_, kAnyDueByDigest,
+          [&](Statement& stmt) { stmt.BindBlob(1, digest.bytes().data(), digest.bytes().size()); },
+          pending_at_or_sooner)) {
+    return;
+  }
+  registration.waiter()->Wait(wait);
+}
+
+Result<std::vector<core::JoinSetResponseEventOuter>, DbErrorReadWithTimeout>
+SqliteConnection::SubscribeToNextResponses(const ExecutionId& execution_id, uint32_t start_idx,
+                                           const WaitOptions& wait) {
+  using Responses = std::vector<core::JoinSetResponseEventOuter>;
+  Registration registration(store_->notifier(), Notifier::ForResponses(execution_id));
+  // Check and arm on the writer thread: every response is written there
+  // too, so none can fall between the check and the registration. If the
+  // check's transaction fails, the Registration still disarms the waiter.
+  auto found = store_->Write<Responses, DbErrorReadWithTimeout>(
+      [&](WriteContext& tx) -> Result<Responses, DbErrorReadWithTimeout> {
+        const std::string id = execution_id.ToString();
+        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, id));
+        if (!state) return Unexpected(DbErrorRead::NotFound());
+        STELE_ASSIGN_OR_RETURN(auto rows, LoadResponses(tx.connection, id, start_idx));
+        Responses responses;
+        for (auto& row : rows) responses.push_back(std::move(row.event));
+        if (responses.empty()) registration.Arm();
+        return responses;
+      });
+  if (!found) return Unexpected(std::move(found).error());
+  if (!found->empty()) return std::move(*found);
+  WaitEnd end = registration.waiter()->Wait(wait);
+  // Responses delivered before disarming count even if the deadline passed
+  // meanwhile.
+  registration.Disarm();
+  Responses responses = registration.waiter()->TakeResponses();
+  if (!responses.empty()) return responses;
+  return Unexpected(WaitError(end));
+}
+
+Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout>
+SqliteConnection::WaitForFinishedResult(const ExecutionId& execution_id,
+                                        const std::optional<WaitOptions>& wait) {
+  using Value = std::optional<core::SupportedFunctionReturnValue>;
+  Registration registration(store_->notifier(), Notifier::ForFinished(execution_id));
+  auto found = store_->Write<Value, DbErrorReadWithTimeout>(
+      [&](WriteContext& tx) -> Result<Value, DbErrorReadWithTimeout> {
+        const std::string id = execution_id.ToString();
+        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, id));
+        if (!state) return Unexpected(DbErrorRead::NotFound());
+        const auto* finished = std::get_if<core::PendingStateFinished>(&state->pending_state.value);
+        if (finished == nullptr) {
+          registration.Arm();
+          return Value();
+        }
+        STELE_ASSIGN_OR_RETURN(auto event,
+                               LoadEvent(tx.connection, id, Version(finished->version)));
+        const core::Finished* payload =
+            event ? std::get_if<core::Finished>(&event->event) : nullptr;
+        if (payload == nullptr) {
+          return Unexpected(DbErrorGeneric::Uncategorized(
+              "t_state of `" + id + "` is finished at version " +
+              std::to_string(finished->version) + " but that event is not Finished"));
+        }
+        return Value(payload->result);
+      });
+  if (!found) return Unexpected(std::move(found).error());
+  if (*found) return std::move(**found);
+  WaitEnd end = registration.waiter()->Wait(wait);
+  registration.Disarm();
+  if (auto result = registration.waiter()->TakeResult()) return std::move(*result);
+  return Unexpected(WaitError(end));
+}
+
+}  // namespace stele::storage::sqlite::internal

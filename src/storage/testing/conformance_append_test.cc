@@ -1,0 +1,358 @@
+// Create and Append*: the append rules (reject Created, already finished,
+// version fencing), the event-driven rows of the pending-state table and
+// the all-or-nothing batches.
+#include "storage/testing/conformance.h"
+#include "storage/testing/conformance_util.h"
+
+namespace stele::storage::conformance {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+class AppendTest : public ConformanceTest {};
+STELE_INSTANTIATE_CONFORMANCE_SUITE(AppendTest);
+
+TEST_P(AppendTest, CreateStartsPendingAtScheduledAt) {
+  ExecutionId id = NewId();
+  CreateRequest req = CreateReq(id, kT0);
+  req.scheduled_at = kT0 + 10s;
+  req.metadata.entries = {{"tracing:traceparent", "00-abc-def-01"}};
+
+  EXPECT_EQ(Must(db().Create(req)), Version(1));
+
+  ExecutionLog log = Must(db().Get(id));
+  ASSERT_THAT(log.events, SizeIs(1));
+  EXPECT_EQ(log.events[0].version, Version(0));
+  EXPECT_EQ(log.events[0].created_at, kT0);
+  EXPECT_EQ(log.events[0].event, core::ExecutionRequest(req.ToCreatedEvent()));
+  EXPECT_THAT(log.responses, IsEmpty());
+  EXPECT_EQ(log.next_version, Version(1));
+  EXPECT_EQ(log.pending_state, PendingAtState(kT0 + 10s, std::nullopt));
+  EXPECT_EQ(Must(db().GetCreateRequest(id)), req);
+}
+
+TEST_P(AppendTest, CreatingExecutionTwiceFails) {
+  ExecutionId id = NewId();
+  CreateRequest first = CreateReq(id, kT0);
+  first.params = core::Json::array({1});
+  Must(db().Create(first));
+
+  CreateRequest second = CreateReq(id, kT0 + 1s);
+  second.params = core::Json::array({2});
+  EXPECT_THAT(db().Create(second), IsNonRetriable(kIllegalState));
+  EXPECT_EQ(Must(db().GetCreateRequest(id)), first);
+}
+
+TEST_P(AppendTest, CreateKeepsParentScheduledByAndMetadata) {
+  ExecutionId parent = NewId();
+  Must(db().Create(CreateReq(parent, kT0)));
+  core::ExecutionIdDerived child = ChildId(parent, NamedJoinSet("js"), 1);
+  CreateRequest req = ChildCreateReq(child, kT0 + 1s);
+  req.ffqn = FfqnB();
+  req.component_id = ComponentB();
+  req.scheduled_by = parent;
+  req.metadata.entries = {{"a", "1"}, {"b", "2"}};
+  Must(db().Create(req));
+
+  EXPECT_EQ(Must(db().GetCreateRequest(ExecutionId(child))), req);
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(child))),
+            PendingAtState(kT0 + 1s, std::nullopt, ComponentB().input_digest));
+}
+
+TEST_P(AppendTest, AppendReturnsTheNextVersion) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Must(db().Create(CreateReq(id, kT0)));
+
+  EXPECT_EQ(Must(db().Append(id, Version(1), LockedReq(kT0, runner, kT0 + 10s))), Version(2));
+  EXPECT_EQ(Must(db().Append(id, Version(2), PersistReq(kT0 + 1s))), Version(3));
+  core::ExecutionEvent last = Must(db().GetLastExecutionEvent(id));
+  EXPECT_EQ(last.version, Version(2));
+  EXPECT_EQ(last.created_at, kT0 + 1s);
+  EXPECT_EQ(last.event, PersistReq(kT0 + 1s).event);
+}
+
+TEST_P(AppendTest, AppendRejectsCreated) {
+  ExecutionId id = NewId();
+  CreateRequest req = CreateReq(id, kT0);
+  Must(db().Create(req));
+
+  EXPECT_THAT(db().Append(id, Version(1), AppendRequest{kT0, req.ToCreatedEvent()}),
+              IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(db().AppendBatch(kT0, {PersistReq(kT0), AppendRequest{kT0, req.ToCreatedEvent()}}, id,
+                               Version(1)),
+              IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(Must(db().Get(id)).events, SizeIs(1));
+}
+
+TEST_P(AppendTest, WritesToAnUnknownExecutionAreNotFound) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  EXPECT_THAT(db().Append(id, Version(1), PersistReq(kT0)), IsNotFound());
+  EXPECT_THAT(db().AppendBatch(kT0, {PersistReq(kT0)}, id, Version(1)), IsNotFound());
+  EXPECT_THAT(db().AppendBatchCreateNewExecution(kT0, {PersistReq(kT0)}, id, Version(1), {}),
+              IsNotFound());
+  EXPECT_THAT(LockOneAt(db(), id, Version(1), kT0, runner, kT0 + 1s), IsNotFound());
+  EXPECT_THAT(
+      db().UpgradeExecutionComponent(id, ComponentA().input_digest, ComponentB().input_digest),
+      IsNotFound());
+}
+
+TEST_P(AppendTest, ReadsOfAnUnknownExecutionAreNotFound) {
+  ExecutionId id = NewId();
+  EXPECT_THAT(db().Get(id), IsNotFound());
+  EXPECT_THAT(db().GetPendingState(id), IsNotFound());
+  EXPECT_THAT(db().GetExecutionEvent(id, Version(0)), IsNotFound());
+  EXPECT_THAT(db().GetLastExecutionEvent(id), IsNotFound());
+  EXPECT_THAT(db().GetCreateRequest(id), IsNotFound());
+  EXPECT_THAT(db().ListExecutionEvents(id, Version(0), 10, false), IsNotFound());
+}
+
+TEST_P(AppendTest, AppendWithAStaleOrFutureVersionIsVersionConflict) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Must(db().Create(CreateReq(id, kT0)));
+
+  EXPECT_THAT(db().Append(id, Version(0), PersistReq(kT0)), IsVersionConflict(1, 0));
+  EXPECT_THAT(db().Append(id, Version(2), PersistReq(kT0)), IsVersionConflict(1, 2));
+  EXPECT_THAT(db().AppendBatch(kT0, {PersistReq(kT0)}, id, Version(3)), IsVersionConflict(1, 3));
+  Must(db().Append(id, Version(1), LockedReq(kT0, runner, kT0 + 10s)));
+  // A stale writer (say, a worker whose lock was taken over) is fenced off.
+  EXPECT_THAT(db().Append(id, Version(1), FinishedReq(kT0, OkResult())), IsVersionConflict(2, 1));
+  EXPECT_THAT(LockOneAt(db(), id, Version(1), kT0, runner, kT0 + 20s), IsVersionConflict(2, 1));
+  EXPECT_THAT(Must(db().Get(id)).events, SizeIs(2));
+  EXPECT_EQ(Must(db().GetPendingState(id)), LockedState(runner, kT0 + 10s));
+}
+
+TEST_P(AppendTest, AppendAfterFinishedIsIllegalState) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+  v = Must(db().Append(id, v, FinishedReq(kT0 + 1s, OkResult())));
+  ASSERT_EQ(v, Version(3));
+
+  EXPECT_THAT(db().Append(id, v, PersistReq(kT0 + 2s)), IsNonRetriable(kIllegalState));
+  EXPECT_THAT(db().Append(id, v, FinishedReq(kT0 + 2s, OkResult())), IsNonRetriable(kIllegalState));
+  EXPECT_THAT(db().AppendBatch(kT0 + 2s, {PersistReq(kT0 + 2s)}, id, v),
+              IsNonRetriable(kIllegalState));
+  EXPECT_THAT(LockOneAt(db(), id, v, kT0 + 2s, runner, kT0 + 20s), IsNonRetriable(kIllegalState));
+
+  ExecutionLog log = Must(db().Get(id));
+  EXPECT_THAT(log.events, SizeIs(3));
+  EXPECT_EQ(log.next_version, Version(3));
+  EXPECT_TRUE(log.pending_state.IsFinished());
+}
+
+TEST_P(AppendTest, FinishedRecordsVersionTimeAndResultKind) {
+  struct Case {
+    core::SupportedFunctionReturnValue result;
+    core::PendingStateFinishedResultKind kind;
+  };
+  std::vector<Case> cases = {
+      {OkResult(core::Json(1)), core::PendingStateFinishedResultKind::Ok()},
+      {ErrResult(core::Json("e")), core::PendingStateFinishedResultKind::FallibleError()},
+      {FailureResult(core::ExecutionFailureKind::kTimedOut),
+       core::PendingStateFinishedResultKind::Failure(core::ExecutionFailureKind::kTimedOut)},
+  };
+  for (const Case& c : cases) {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+    Must(db().Append(id, v, FinishedReq(kT0 + 3s, c.result)));
+    EXPECT_EQ(Must(db().GetPendingState(id)),
+              (core::PendingState{
+                  core::PendingStateFinished{2, kT0 + 3s, c.kind, ComponentA().input_digest}}));
+    EXPECT_EQ(Must(db().GetLastExecutionEvent(id)).event, FinishedReq(kT0 + 3s, c.result).event);
+  }
+}
+
+TEST_P(AppendTest, BackoffEventsMakeTheExecutionPendingAndKeepTheLastLock) {
+  ExecutionId id = NewId();
+  Runner first = Runner::New();
+  Runner second = Runner::New();
+  Runner third = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, first, kT0 + 10s);
+
+  v = Must(db().Append(id, v, UnlockedReq(kT0 + 1s, kT0 + 5s)));
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 5s, first.locked_by()));
+
+  v = Must(LockOneAt(db(), id, v, kT0 + 5s, second, kT0 + 15s)).next_version;
+  v = Must(db().Append(id, v, TemporarilyFailedReq(kT0 + 6s, kT0 + 7s)));
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 7s, second.locked_by()));
+
+  v = Must(LockOneAt(db(), id, v, kT0 + 7s, third, kT0 + 17s)).next_version;
+  Must(db().Append(id, v, TimedOutReq(kT0 + 17s, kT0 + 18s)));
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 18s, third.locked_by()));
+}
+
+TEST_P(AppendTest, HistoryEventsOnlyBumpTheVersion) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived child = ChildId(id, join_set, 1);
+  std::vector<AppendRequest> events = {
+      PersistReq(kT0),
+      JoinSetCreateReq(kT0, join_set),
+      ChildRequestReq(kT0, child),
+      HistoryReq(kT0, core::HistoryJoinNextTooMany{join_set, FfqnA()}),
+      HistoryReq(kT0, core::HistorySchedule{NewId(), core::HistoryEventScheduleAt::In(
+                                                         core::Duration::FromSecs(5))}),
+      HistoryReq(kT0, core::HistoryStub{child, OkResult(core::Json(1)), true}),
+  };
+  for (const AppendRequest& event : events) {
+    Version next = Must(db().Append(id, v, event));
+    EXPECT_EQ(next, v.Increment());
+    v = next;
+    EXPECT_EQ(Must(db().GetPendingState(id)), LockedState(runner, kT0 + 10s));
+  }
+}
+
+TEST_P(AppendTest, JoinNextWithoutAResponseBlocks) {
+  core::JoinSetId join_set = NamedJoinSet("js");
+  for (bool closing : {false, true}) {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+    v = Must(db().Append(id, v, JoinSetCreateReq(kT0, join_set)));
+    Must(db().Append(id, v, JoinNextReq(kT0 + 1s, join_set, kT0 + 4s, closing)));
+    EXPECT_EQ(Must(db().GetPendingState(id)), BlockedState(join_set, kT0 + 4s, closing));
+  }
+}
+
+TEST_P(AppendTest, AppendBatchAppendsConsecutiveVersions) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Must(db().Create(CreateReq(id, kT0)));
+
+  EXPECT_EQ(Must(db().AppendBatch(
+                kT0, {LockedReq(kT0, runner, kT0 + 10s), PersistReq(kT0), PersistReq(kT0 + 1s)}, id,
+                Version(1))),
+            Version(4));
+  ExecutionLog log = Must(db().Get(id));
+  ASSERT_THAT(log.events, SizeIs(4));
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(log.events[i].version, Version(i));
+  EXPECT_EQ(log.events[3].created_at, kT0 + 1s);
+  EXPECT_EQ(log.pending_state, LockedState(runner, kT0 + 10s));
+}
+
+TEST_P(AppendTest, AppendBatchIsAllOrNothing) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Must(db().Create(CreateReq(id, kT0)));
+
+  // The second Locked belongs to another run while the first holds the lock.
+  EXPECT_THAT(db().AppendBatch(kT0,
+                               {LockedReq(kT0, runner, kT0 + 10s), PersistReq(kT0),
+                                LockedReq(kT0, Runner::New(), kT0 + 10s)},
+                               id, Version(1)),
+              IsNonRetriable(kIllegalState));
+  // Finished in the middle: whatever follows is "already finished".
+  EXPECT_THAT(
+      db().AppendBatch(
+          kT0, {LockedReq(kT0, runner, kT0 + 10s), FinishedReq(kT0, OkResult()), PersistReq(kT0)},
+          id, Version(1)),
+      IsNonRetriable(kIllegalState));
+
+  ExecutionLog log = Must(db().Get(id));
+  EXPECT_THAT(log.events, SizeIs(1));
+  EXPECT_EQ(log.pending_state, PendingAtState(kT0, std::nullopt));
+}
+
+TEST_P(AppendTest, AppendBatchCreateNewExecutionCreatesTheChildren) {
+  ExecutionId parent = NewId();
+  Runner runner = Runner::New();
+  Version v = CreateLocked(db(), parent, kT0, runner, kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived first = ChildId(parent, join_set, 1);
+  core::ExecutionIdDerived second = ChildId(parent, join_set, 2);
+
+  EXPECT_EQ(Must(db().AppendBatchCreateNewExecution(
+                kT0 + 1s,
+                {JoinSetCreateReq(kT0 + 1s, join_set), ChildRequestReq(kT0 + 1s, first),
+                 ChildRequestReq(kT0 + 1s, second)},
+                parent, v, {ChildCreateReq(first, kT0 + 1s), ChildCreateReq(second, kT0 + 1s)})),
+            Version(5));
+
+  EXPECT_EQ(Must(db().GetPendingState(parent)), LockedState(runner, kT0 + 10s));
+  for (const core::ExecutionIdDerived& child : {first, second}) {
+    EXPECT_EQ(Must(db().GetPendingState(ExecutionId(child))),
+              PendingAtState(kT0 + 1s, std::nullopt));
+    EXPECT_EQ(Must(db().GetCreateRequest(ExecutionId(child))), ChildCreateReq(child, kT0 + 1s));
+  }
+}
+
+TEST_P(AppendTest, AppendBatchCreateNewExecutionIsAllOrNothing) {
+  ExecutionId parent = NewId();
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived existing = ChildId(parent, join_set, 1);
+  core::ExecutionIdDerived fresh = ChildId(parent, join_set, 2);
+  Must(db().Create(ChildCreateReq(existing, kT0)));
+
+  // A child that exists already fails the whole call.
+  EXPECT_THAT(db().AppendBatchCreateNewExecution(
+                  kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh), ChildRequestReq(kT0 + 1s, existing)},
+                  parent, v, {ChildCreateReq(fresh, kT0 + 1s), ChildCreateReq(existing, kT0 + 1s)}),
+              IsNonRetriable(kIllegalState));
+  EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
+  EXPECT_EQ(Must(db().GetCreateRequest(ExecutionId(existing))), ChildCreateReq(existing, kT0));
+
+  // So does a stale parent version: no child is created.
+  EXPECT_THAT(
+      db().AppendBatchCreateNewExecution(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)}, parent,
+                                         Version(1), {ChildCreateReq(fresh, kT0 + 1s)}),
+      IsVersionConflict(2, 1));
+  EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
+  EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
+}
+
+TEST_P(AppendTest, GetExecutionEventReturnsEachVersion) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+  Must(db().Append(id, v, PersistReq(kT0 + 1s)));
+
+  EXPECT_EQ(Must(db().GetExecutionEvent(id, Version(0))).event,
+            core::ExecutionRequest(CreateReq(id, kT0).ToCreatedEvent()));
+  EXPECT_EQ(Must(db().GetExecutionEvent(id, Version(1))).event,
+            LockedReq(kT0, runner, kT0 + 10s).event);
+  core::ExecutionEvent persist = Must(db().GetExecutionEvent(id, Version(2)));
+  EXPECT_EQ(persist.version, Version(2));
+  EXPECT_EQ(persist.created_at, kT0 + 1s);
+  EXPECT_EQ(persist.event, PersistReq(kT0 + 1s).event);
+  EXPECT_THAT(db().GetExecutionEvent(id, Version(3)), IsNotFound());
+}
+
+TEST_P(AppendTest, UpgradeExecutionComponentMovesTheExecution) {
+  ExecutionId id = NewId();
+  Must(db().Create(CreateReq(id, kT0)));
+  const core::InputContentDigest a = ComponentA().input_digest;
+  const core::InputContentDigest b = ComponentB().input_digest;
+
+  EXPECT_THAT(db().UpgradeExecutionComponent(id, b, a), IsNonRetriable(kConflict));
+  EXPECT_THAT(db().UpgradeExecutionComponent(id, a, b), IsOk());
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0, std::nullopt, b));
+
+  Runner runner = Runner::New();
+  EXPECT_THAT(Must(db().LockPendingByComponentId(10, kT0, ComponentA(), kT0, runner.executor_id,
+                                                 kT0 + 10s, runner.run_id, RetryConfig())),
+              IsEmpty());
+  std::vector<LockedExecution> locked = Must(db().LockPendingByComponentId(
+      10, kT0, ComponentB(), kT0, runner.executor_id, kT0 + 10s, runner.run_id, RetryConfig()));
+  EXPECT_THAT(IdsOf(locked), ElementsAre(id));
+  EXPECT_EQ(Must(db().GetPendingState(id)), LockedState(runner, kT0 + 10s, b));
+}
+
+TEST_P(AppendTest, UpgradeOfAFinishedExecutionIsIllegalState) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(id, v, FinishedReq(kT0, OkResult())));
+  EXPECT_THAT(
+      db().UpgradeExecutionComponent(id, ComponentA().input_digest, ComponentB().input_digest),
+      IsNonRetriable(kIllegalState));
+  EXPECT_EQ(Must(db().GetPendingState(id)).ComponentIdInputDigest(), ComponentA().input_digest);
+}
+
+}  // namespace
+}  // namespace stele::storage::conformance

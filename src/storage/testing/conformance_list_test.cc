@@ -1,0 +1,285 @@
+// Reads for the API and UI: ListExecutions (pagination both ways, with and
+// without the cursor, filters), ListExecutionEvents, ListResponses,
+// backtraces, record field order, and agreement of Get with the
+// fine-grained reads.
+#include "storage/testing/conformance.h"
+#include "storage/testing/conformance_util.h"
+
+namespace stele::storage::conformance {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+using CreatedAtPage = core::Pagination<std::optional<DateTime>>;
+using IdPage = core::Pagination<std::optional<ExecutionId>>;
+using ResponsePage = core::Pagination<uint32_t>;
+
+class ListTest : public ConformanceTest {
+ protected:
+  std::vector<ExecutionId> List(const core::ExecutionListPagination& pagination,
+                                const std::optional<core::FunctionFqn>& ffqn = std::nullopt,
+                                bool top_level_only = false) {
+    return IdsOf(Must(db().ListExecutions(ffqn, top_level_only, pagination)));
+  }
+  std::vector<uint32_t> Cursors(const ExecutionId& id, const ResponsePage& page) {
+    std::vector<uint32_t> cursors;
+    for (const ResponseWithCursor& response : Must(db().ListResponses(id, page))) {
+      cursors.push_back(response.cursor);
+    }
+    return cursors;
+  }
+};
+STELE_INSTANTIATE_CONFORMANCE_SUITE(ListTest);
+
+TEST_P(ListTest, ListExecutionsDefaultsToTheTwentyNewest) {
+  std::vector<ExecutionId> ids;
+  for (int i = 0; i < 25; ++i) {
+    ids.push_back(NewId());
+    Must(db().Create(CreateReq(ids.back(), kT0 + std::chrono::seconds(i))));
+  }
+  std::vector<ExecutionId> listed = List(core::ExecutionListPagination{});
+  ASSERT_THAT(listed, SizeIs(20));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(listed[i], ids[24 - i]) << i;
+}
+
+TEST_P(ListTest, ListExecutionsPagesByCreatedAt) {
+  // ids[i] created at kT0 + i seconds, i = 1..5.
+  std::vector<ExecutionId> ids(6, NewId());
+  for (int i = 1; i <= 5; ++i) {
+    ids[i] = NewId();
+    Must(db().Create(CreateReq(ids[i], kT0 + std::chrono::seconds(i))));
+  }
+  DateTime t2 = kT0 + 2s, t4 = kT0 + 4s;
+
+  EXPECT_THAT(List(CreatedAtPage::OlderThan(2, t4, false)), ElementsAre(ids[3], ids[2]));
+  EXPECT_THAT(List(CreatedAtPage::OlderThan(2, t4, true)), ElementsAre(ids[4], ids[3]));
+  EXPECT_THAT(List(CreatedAtPage::NewerThan(2, t2, false)), ElementsAre(ids[4], ids[3]));
+  EXPECT_THAT(List(CreatedAtPage::NewerThan(2, t2, true)), ElementsAre(ids[3], ids[2]));
+  EXPECT_THAT(List(CreatedAtPage::NewerThan(2, std::nullopt, false)), ElementsAre(ids[2], ids[1]));
+  EXPECT_THAT(List(CreatedAtPage::OlderThan(10, std::nullopt, false)),
+              ElementsAre(ids[5], ids[4], ids[3], ids[2], ids[1]));
+  EXPECT_THAT(List(CreatedAtPage::OlderThan(10, kT0 + 1s, false)), IsEmpty());
+  EXPECT_THAT(List(CreatedAtPage::NewerThan(10, kT0 + 5s, false)), IsEmpty());
+}
+
+TEST_P(ListTest, ListExecutionsPagesById) {
+  // Creation order differs from id order on purpose.
+  for (uint64_t n : {4, 1, 5, 3, 2}) Must(db().Create(CreateReq(TopLevelId(n), kT0)));
+  auto id = [](uint64_t n) { return TopLevelId(n); };
+
+  EXPECT_THAT(List(IdPage::OlderThan(2, id(4), false)), ElementsAre(id(3), id(2)));
+  EXPECT_THAT(List(IdPage::OlderThan(2, id(4), true)), ElementsAre(id(4), id(3)));
+  EXPECT_THAT(List(IdPage::NewerThan(2, id(2), false)), ElementsAre(id(4), id(3)));
+  EXPECT_THAT(List(IdPage::NewerThan(2, id(2), true)), ElementsAre(id(3), id(2)));
+  EXPECT_THAT(List(IdPage::OlderThan(10, std::nullopt, false)),
+              ElementsAre(id(5), id(4), id(3), id(2), id(1)));
+  EXPECT_THAT(List(IdPage::NewerThan(10, id(5), false)), IsEmpty());
+}
+
+TEST_P(ListTest, ListExecutionsFiltersByFfqnAndTopLevel) {
+  ExecutionId a = NewId(), b = NewId();
+  Must(db().Create(CreateReq(a, kT0)));
+  CreateRequest req_b = CreateReq(b, kT0 + 1s);
+  req_b.ffqn = FfqnB();
+  Must(db().Create(req_b));
+  core::ExecutionIdDerived child = ChildId(a, NamedJoinSet("js"), 1);
+  Must(db().Create(ChildCreateReq(child, kT0 + 2s)));
+
+  EXPECT_THAT(List(core::ExecutionListPagination{}), ElementsAre(ExecutionId(child), b, a));
+  EXPECT_THAT(List(core::ExecutionListPagination{}, FfqnB()), ElementsAre(b));
+  EXPECT_THAT(List(core::ExecutionListPagination{}, std::nullopt, true), ElementsAre(b, a));
+  EXPECT_THAT(List(core::ExecutionListPagination{}, FfqnA(), true), ElementsAre(a));
+}
+
+TEST_P(ListTest, ListExecutionsReportsTheCurrentState) {
+  ExecutionId id = NewId();
+  CreateRequest req = CreateReq(id, kT0);
+  req.scheduled_at = kT0 + 3s;
+  req.component_id = ComponentB();
+  Must(db().Create(req));
+  Runner runner = Runner::New();
+  Must(LockOneAt(db(), id, Version(1), kT0 + 3s, runner, kT0 + 13s));
+
+  std::vector<ExecutionWithState> rows =
+      Must(db().ListExecutions(std::nullopt, false, core::ExecutionListPagination{}));
+  ASSERT_THAT(rows, SizeIs(1));
+  EXPECT_EQ(rows[0], (ExecutionWithState{id, FfqnA(),
+                                         LockedState(runner, kT0 + 13s, ComponentB().input_digest),
+                                         kT0, kT0 + 3s, ComponentB().input_digest}));
+}
+
+TEST_P(ListTest, ListExecutionEventsHonoursSinceAndMaxLength) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Must(db().AppendBatch(kT0, {PersistReq(kT0 + 1s), PersistReq(kT0 + 2s), PersistReq(kT0 + 3s)}, id,
+                        v));
+  auto versions = [&](uint32_t since, uint32_t length) {
+    std::vector<uint32_t> out;
+    for (const core::ExecutionEvent& event :
+         Must(db().ListExecutionEvents(id, Version(since), length, false))) {
+      out.push_back(event.version.value());
+    }
+    return out;
+  };
+  EXPECT_THAT(versions(0, 100), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_THAT(versions(1, 2), ElementsAre(1, 2));
+  EXPECT_THAT(versions(4, 10), ElementsAre(4));
+  EXPECT_THAT(versions(5, 10), IsEmpty());
+  EXPECT_THAT(versions(0, 0), IsEmpty());
+}
+
+core::BacktraceInfo Backtrace(const ExecutionId& id, uint32_t min, uint32_t max) {
+  core::WasmBacktrace trace{{core::FrameInfo{
+      "module",
+      "fn_" + std::to_string(min),
+      {core::FrameSymbol{"sym", "src/lib.rs", 10 + min, 4}, core::FrameSymbol{}}}}};
+  return core::BacktraceInfo{id, ComponentB(), Version(min), Version(max), trace};
+}
+
+TEST_P(ListTest, BacktracesAreFoundByFilter) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Must(db().AppendBatch(kT0, {PersistReq(kT0), PersistReq(kT0), PersistReq(kT0), PersistReq(kT0)},
+                        id, v));
+  EXPECT_THAT(db().AppendBacktrace(Backtrace(id, 1, 3)), IsOk());
+  EXPECT_THAT(db().AppendBacktraceBatch({Backtrace(id, 3, 5), Backtrace(id, 5, 6)}), IsOk());
+
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::First())), Backtrace(id, 1, 3));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Last())), Backtrace(id, 5, 6));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Specific(Version(3)))),
+            Backtrace(id, 3, 5));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Specific(Version(4)))),
+            Backtrace(id, 3, 5));
+  EXPECT_THAT(db().GetBacktrace(id, BacktraceFilter::Specific(Version(0))), IsNotFound());
+  EXPECT_THAT(db().GetBacktrace(id, BacktraceFilter::Specific(Version(6))), IsNotFound());
+  EXPECT_THAT(db().GetBacktrace(NewId(), BacktraceFilter::Last()), IsNotFound());
+}
+
+TEST_P(ListTest, ListExecutionEventsCanIncludeBacktraceIds) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Must(db().AppendBatch(kT0, {PersistReq(kT0), PersistReq(kT0)}, id, v));
+  Must(db().AppendBacktrace(Backtrace(id, 1, 3)));
+
+  std::vector<std::optional<Version>> with, without;
+  for (const core::ExecutionEvent& event :
+       Must(db().ListExecutionEvents(id, Version(0), 10, true))) {
+    with.push_back(event.backtrace_id);
+  }
+  for (const core::ExecutionEvent& event :
+       Must(db().ListExecutionEvents(id, Version(0), 10, false))) {
+    without.push_back(event.backtrace_id);
+  }
+  EXPECT_THAT(with, ElementsAre(std::nullopt, Version(1), Version(1), std::nullopt));
+  EXPECT_THAT(without, ElementsAre(std::nullopt, std::nullopt, std::nullopt, std::nullopt));
+}
+
+TEST_P(ListTest, ListResponsesPagesByArrivalCursor) {
+  ExecutionId id = NewId(), other = NewId();
+  CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  CreateLocked(db(), other, kT0, Runner::New(), kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  // Five responses of `id`, interleaved with responses of `other`, which
+  // must not shift `id`'s cursors.
+  for (uint64_t i = 1; i <= 5; ++i) {
+    DateTime at = kT0 + std::chrono::seconds(i);
+    Must(db().AppendDelayResponse(at, id, join_set, core::DelayId(id, join_set, i), true));
+    Must(db().AppendDelayResponse(at, other, join_set, core::DelayId(other, join_set, i), true));
+  }
+
+  std::vector<ResponseWithCursor> all =
+      Must(db().ListResponses(id, ResponsePage::NewerThan(100, 0, true)));
+  ASSERT_THAT(all, SizeIs(5));
+  for (uint32_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(all[i].cursor, i);
+    EXPECT_EQ(all[i].event.created_at, kT0 + std::chrono::seconds(i + 1));
+  }
+  EXPECT_THAT(Cursors(id, ResponsePage::NewerThan(2, 1, false)), ElementsAre(2, 3));
+  EXPECT_THAT(Cursors(id, ResponsePage::NewerThan(2, 1, true)), ElementsAre(1, 2));
+  EXPECT_THAT(Cursors(id, ResponsePage::NewerThan(10, 4, false)), IsEmpty());
+  // Older pages are the ones right before the cursor, still in arrival order.
+  EXPECT_THAT(Cursors(id, ResponsePage::OlderThan(2, 3, false)), ElementsAre(1, 2));
+  EXPECT_THAT(Cursors(id, ResponsePage::OlderThan(2, 3, true)), ElementsAre(2, 3));
+  EXPECT_THAT(Cursors(id, ResponsePage::OlderThan(10, 0, false)), IsEmpty());
+  EXPECT_THAT(Cursors(other, ResponsePage::NewerThan(100, 0, true)), ElementsAre(0, 1, 2, 3, 4));
+}
+
+TEST_P(ListTest, ListResponsesOfAnUnknownExecutionIsNotFound) {
+  EXPECT_THAT(db().ListResponses(NewId(), ResponsePage::NewerThan(10, 0, true)), IsNotFound());
+}
+
+// Params and results keep the order of record fields ({"z":..,"a":..}),
+// through every read path.
+TEST_P(ListTest, EventsPreserveRecordFieldOrder) {
+  const std::string record = R"({"z":1,"a":2,"m":{"y":true,"b":null}})";
+  const core::Json value = core::Json::parse(record);
+  ExecutionId id = NewId();
+  CreateRequest req = CreateReq(id, kT0);
+  req.params = core::Json::array({value});
+  Must(db().Create(req));
+  Version v = Must(LockOneAt(db(), id, Version(1), kT0, Runner::New(), kT0 + 10s)).next_version;
+  Must(db().Append(id, v, FinishedReq(kT0 + 1s, OkResult(value))));
+
+  auto params_text = [](const core::ExecutionEvent& event) {
+    return JsonText(std::get<core::Created>(event.event).params[0]);
+  };
+  auto result_text = [](const core::ExecutionEvent& event) {
+    return JsonText(
+        *std::get<core::ReturnValueOk>(std::get<core::Finished>(event.event).result).ok);
+  };
+  EXPECT_EQ(params_text(Must(db().GetExecutionEvent(id, Version(0)))), record);
+  EXPECT_EQ(JsonText(Must(db().GetCreateRequest(id)).params[0]), record);
+  EXPECT_EQ(result_text(Must(db().GetExecutionEvent(id, Version(2)))), record);
+  std::vector<core::ExecutionEvent> listed =
+      Must(db().ListExecutionEvents(id, Version(0), 10, false));
+  ASSERT_THAT(listed, SizeIs(3));
+  EXPECT_EQ(params_text(listed[0]), record);
+  EXPECT_EQ(result_text(listed[2]), record);
+  ExecutionLog log = Must(db().Get(id));
+  EXPECT_EQ(params_text(log.events[0]), record);
+  core::SupportedFunctionReturnValue result = Must(db().WaitForFinishedResult(id, std::nullopt));
+  EXPECT_EQ(JsonText(*std::get<core::ReturnValueOk>(result).ok), record);
+}
+
+// Get (the test/oracle view) and the fine-grained reads describe the same
+// execution.
+TEST_P(ListTest, GetAgreesWithTheFineGrainedReads) {
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  core::JoinSetId join_set = NamedJoinSet("js");
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+  v = Must(db().AppendBatch(kT0, {JoinSetCreateReq(kT0, join_set), PersistReq(kT0 + 1s)}, id, v));
+  Must(db().AppendDelayResponse(kT0 + 2s, id, join_set, core::DelayId(id, join_set, 1), true));
+  Must(db().AppendDelayResponse(kT0 + 3s, id, join_set, core::DelayId(id, join_set, 2), false));
+  Must(db().Append(id, v, JoinNextReq(kT0 + 4s, join_set, kT0 + 5s)));
+
+  ExecutionLog log = Must(db().Get(id));
+  EXPECT_EQ(log.execution_id, id);
+  EXPECT_EQ(log.pending_state, Must(db().GetPendingState(id)));
+  EXPECT_EQ(log.pending_state, PendingAtState(kT0 + 5s, runner.locked_by()));
+  std::vector<core::ExecutionEvent> listed =
+      Must(db().ListExecutionEvents(id, Version(0), 100, false));
+  EXPECT_EQ(log.events, listed);
+  ASSERT_THAT(log.events, SizeIs(5));
+  for (uint32_t i = 0; i < log.events.size(); ++i) {
+    core::ExecutionEvent event = Must(db().GetExecutionEvent(id, Version(i)));
+    event.backtrace_id.reset();  // implementations may leave it unset here
+    EXPECT_EQ(event, log.events[i]);
+  }
+  core::ExecutionEvent last = Must(db().GetLastExecutionEvent(id));
+  EXPECT_EQ(log.next_version, last.version.Increment());
+  EXPECT_EQ(log.events[0].event,
+            core::ExecutionRequest(Must(db().GetCreateRequest(id)).ToCreatedEvent()));
+  std::vector<core::JoinSetResponseEventOuter> responses;
+  for (const ResponseWithCursor& response :
+       Must(db().ListResponses(id, ResponsePage::NewerThan(100, 0, true)))) {
+    responses.push_back(response.event);
+  }
+  EXPECT_EQ(log.responses, responses);
+  EXPECT_THAT(log.responses, SizeIs(2));
+}
+
+}  // namespace
+}  // namespace stele::storage::conformance

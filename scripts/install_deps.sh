@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang pkg-config ccache  # toolchain (clang: second compiler in CI)
+  cmake ninja-build g++ pkg-config ccache       # toolchain
   libsqlite3-dev                                 # embedded storage backend
   nlohmann-json3-dev                             # JSON encoding of events, params, API
   libgtest-dev libgmock-dev                      # unit, conformance and crash tests

@@ -82,7 +82,8 @@ core::HttpClientTraces TracesOf(const WorkerResult& result) {
 }
 
 PlannedWrite ShutdownUnlock(const ExecutionId& id, Version version, DateTime now) {
-  return PlannedWrite{id, version, storage::AppendRequest{now, core::Unlocked{now, kShutdownReason}},
+  return PlannedWrite{id, version,
+                      storage::AppendRequest{now, core::Unlocked{now, kShutdownReason}},
                       std::nullopt, false};
 }
 
@@ -113,9 +114,8 @@ ExecTask::ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbEx
       db_(std::move(db)),
       clock_(clock),
       options_(std::move(options)),
-      limiter_(options_.concurrency_limiter
-                   ? options_.concurrency_limiter
-                   : ConcurrencyLimiter::Create(options_.batch_size)),
+      limiter_(options_.concurrency_limiter ? options_.concurrency_limiter
+                                            : ConcurrencyLimiter::Create(options_.batch_size)),
       enforce_deadlines_(!IsWorkflowComponent(options_.component_id.component_type)) {
   STELE_CHECK(worker_ != nullptr, "ExecTask needs a worker");
   STELE_CHECK(db_ != nullptr, "ExecTask needs a DbExecutor");
@@ -170,8 +170,8 @@ void ExecTask::Stop() {
     STELE_LOG(kWarn, id.ToString() << ": run did not stop within the shutdown grace; unlocking");
     auto applied = ApplyOutcome(*db_, ShutdownUnlock(id, version, clock_.Now()));
     if (!applied) {
-      STELE_LOG(kWarn, id.ToString() << ": cannot unlock at shutdown: "
-                                     << applied.error().ToString());
+      STELE_LOG(kWarn, id.ToString()
+                           << ": cannot unlock at shutdown: " << applied.error().ToString());
     }
   }
 
@@ -203,7 +203,7 @@ size_t ExecTask::InFlightCountForTest() const {
 }
 
 Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime now,
-                                                                     const core::RunId& run_id) {
+                                                                      const core::RunId& run_id) {
   TickOutcome outcome;
   std::vector<ConcurrencyLimiter::Permit> permits = limiter_->TryAcquireUpTo(options_.batch_size);
   if (permits.empty()) {
@@ -212,14 +212,13 @@ Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime n
   }
   const DateTime lock_expires_at = now + options_.lock_expiry;
   const auto batch = static_cast<uint32_t>(permits.size());
-  auto locked =
-      options_.locking_strategy == LockingStrategy::kByFfqn
-          ? db_->LockPendingByFfqns(batch, now, worker_->ExportedFunctions(), now,
-                                    options_.component_id, options_.executor_id, lock_expires_at,
-                                    run_id, options_.retry_config)
-          : db_->LockPendingByComponentId(batch, now, options_.component_id, now,
-                                          options_.executor_id, lock_expires_at, run_id,
-                                          options_.retry_config);
+  auto locked = options_.locking_strategy == LockingStrategy::kByFfqn
+                    ? db_->LockPendingByFfqns(batch, now, worker_->ExportedFunctions(), now,
+                                              options_.component_id, options_.executor_id,
+                                              lock_expires_at, run_id, options_.retry_config)
+                    : db_->LockPendingByComponentId(batch, now, options_.component_id, now,
+                                                    options_.executor_id, lock_expires_at, run_id,
+                                                    options_.retry_config);
   if (!locked) return Unexpected(std::move(locked).error());
   STELE_CHECK(locked->size() <= permits.size(), "locked more executions than the batch size");
   for (size_t i = 0; i < locked->size(); ++i) {
@@ -247,8 +246,8 @@ void ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit
   }
   if (expired_already) run->cancel.Cancel();
   watchdog_wakeup_.notify_all();
-  STELE_LOG(kDebug, locked.execution_id.ToString() << ": locked by run "
-                                                   << locked.locked_event.run_id.ToString());
+  STELE_LOG(kDebug, locked.execution_id.ToString()
+                        << ": locked by run " << locked.locked_event.run_id.ToString());
   outcome.locked.push_back(locked.execution_id);
   outcome.run_seqs.push_back(run->seq);
   auto permit_holder = std::make_shared<ConcurrencyLimiter::Permit>(std::move(permit));
@@ -379,8 +378,8 @@ void ExecTask::WatchdogMain() {
       // Re-read the clock at least every interval: a ManualClock (or a
       // clock adjustment) moves without telling anyone.
       const auto wait = std::min<std::chrono::microseconds>(
-          remaining, std::chrono::duration_cast<std::chrono::microseconds>(
-                         options_.deadline_check_interval));
+          remaining,
+          std::chrono::duration_cast<std::chrono::microseconds>(options_.deadline_check_interval));
       watchdog_wakeup_.wait_for(lock, wait);
       continue;
     }

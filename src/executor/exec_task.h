@@ -150,8 +150,8 @@ class ExecTask {
   internal::WorkerThreadPool pool_;
 
   mutable std::mutex mu_;
-  std::condition_variable runs_changed_;     // a run finished or the set changed
-  std::condition_variable watchdog_wakeup_;  // new deadline or stopping
+  std::condition_variable runs_changed_;                     // a run finished or the set changed
+  std::condition_variable watchdog_wakeup_;                  // new deadline or stopping
   std::map<uint64_t, std::shared_ptr<InFlight>> in_flight_;  // guarded by mu_
   uint64_t next_seq_ = 1;                                    // guarded by mu_
   bool watchdog_stop_ = false;                               // guarded by mu_

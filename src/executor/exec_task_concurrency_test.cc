@@ -15,10 +15,10 @@
 namespace stele::executor {
 namespace {
 
-using ::testing::ElementsAre;
 using testing::BackendTest;
 using testing::BlockUntilCancelled;
 using testing::CreateReq;
+using ::testing::ElementsAre;
 using testing::Gate;
 using testing::kT0;
 using testing::Must;
@@ -84,8 +84,7 @@ TEST_P(ExecTaskConcurrencyTest, StopWithInFlightWorkUnlocksIt) {
   task.Stop();
   EXPECT_TRUE(worker->context(0).cancel.IsCancelled());
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"));
-  EXPECT_EQ(std::get<core::Unlocked>(Log(id).events.back().event).reason,
-            "executor shutting down");
+  EXPECT_EQ(std::get<core::Unlocked>(Log(id).events.back().event).reason, "executor shutting down");
   EXPECT_EQ(Log(id).pending_state.StateName(), "PendingAt");
   task.Stop();  // idempotent
 }

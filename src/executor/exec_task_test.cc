@@ -13,14 +13,14 @@ namespace {
 
 using core::ExecutionFailureKind;
 using core::FinishedExecutionError;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 using testing::ActivityFfqn;
 using testing::BackendTest;
 using testing::BlockUntilCancelled;
 using testing::ChildFfqn;
 using testing::CreateReq;
+using ::testing::ElementsAre;
 using testing::Gate;
+using ::testing::IsEmpty;
 using testing::kT0;
 using testing::Must;
 using testing::OkValue;
@@ -153,10 +153,10 @@ TEST_P(ExecTaskTest, ActivityTrapShouldNotBeRetriedIfNoRetriesAreSet) {
 
   Must(task->TickForTest(kT0));
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Finished"));
-  EXPECT_EQ(LastEventAs<core::Finished>(id).result,
-            core::SupportedFunctionReturnValue(FinishedExecutionError{
-                ExecutionFailureKind::kUncategorized, "activity trap: error reason",
-                "error detail"}));
+  EXPECT_EQ(
+      LastEventAs<core::Finished>(id).result,
+      core::SupportedFunctionReturnValue(FinishedExecutionError{
+          ExecutionFailureKind::kUncategorized, "activity trap: error reason", "error detail"}));
   EXPECT_FALSE(worker->context(0).can_be_retried);
 }
 
@@ -224,7 +224,8 @@ TEST_P(ExecTaskTest, ActivityErrIsRetriedThenStoredAsTheResult) {
   Must(task->TickForTest(kT0 + 100ms));
   EXPECT_FALSE(worker->context(1).can_be_retried);
   EXPECT_EQ(LastEventAs<core::Finished>(id).result, core::SupportedFunctionReturnValue(err));
-  const core::PendingStateFinished finished = std::get<core::PendingStateFinished>(Log(id).pending_state.value);
+  const core::PendingStateFinished finished =
+      std::get<core::PendingStateFinished>(Log(id).pending_state.value);
   EXPECT_EQ(finished.result_kind, core::PendingStateFinishedResultKind::FallibleError());
 }
 
@@ -260,8 +261,8 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
   clock_.Set(kT0 + 2100ms);
   Must(task->TickForTest(kT0 + 2100ms));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
-            core::SupportedFunctionReturnValue(
-                FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+            core::SupportedFunctionReturnValue(FinishedExecutionError{
+                ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
 }
 
 TEST_P(ExecTaskTest, ExecutionDeadlineBeforeNowShouldTimeout) {
@@ -280,7 +281,8 @@ TEST_P(ExecTaskTest, ExecutionDeadlineBeforeNowShouldTimeout) {
 
 TEST_P(ExecTaskTest, WorkflowRunsAreNotTimedOutByTheExecutor) {
   const ExecutionId id = ExecutionId::Generate();
-  Must(db().Create(CreateReq(id, kT0, testing::WorkflowFfqn(), core::ComponentId::DummyWorkflow())));
+  Must(
+      db().Create(CreateReq(id, kT0, testing::WorkflowFfqn(), core::ComponentId::DummyWorkflow())));
   auto started = std::make_shared<Gate>();
   auto worker = std::make_shared<ScriptedWorker>(std::vector{testing::WorkflowFfqn()});
   worker->Then(BlockUntilCancelled(started, ReturnFatal(FatalErrorKind::kCancelled, "")));

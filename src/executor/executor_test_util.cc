@@ -35,8 +35,8 @@ const core::FunctionFqn& WorkflowFfqn() {
 
 core::ComponentRetryConfig Retries(std::optional<uint32_t> max_retries,
                                    std::chrono::milliseconds backoff) {
-  return core::ComponentRetryConfig{max_retries,
-                                    core::Duration::FromMillis(static_cast<uint64_t>(backoff.count()))};
+  return core::ComponentRetryConfig{
+      max_retries, core::Duration::FromMillis(static_cast<uint64_t>(backoff.count()))};
 }
 
 core::SupportedFunctionReturnValue OkValue(core::Json value) {
@@ -45,8 +45,8 @@ core::SupportedFunctionReturnValue OkValue(core::Json value) {
 
 storage::CreateRequest CreateReq(const ExecutionId& id, DateTime at, const core::FunctionFqn& ffqn,
                                  const core::ComponentId& component) {
-  return storage::CreateRequest{at,          id, ffqn, core::Json::array(), std::nullopt, at,
-                                component, {}, std::nullopt};
+  return storage::CreateRequest{at, id,        ffqn, core::Json::array(), std::nullopt,
+                                at, component, {},   std::nullopt};
 }
 
 // --- Backends -------------------------------------------------------------------

@@ -48,10 +48,9 @@ core::SupportedFunctionReturnValue OkValue(core::Json value = core::Json());
 
 // Top-level execution of `ffqn` on the dummy activity (or `component`),
 // params [], scheduled at `at`.
-storage::CreateRequest CreateReq(const ExecutionId& id, DateTime at,
-                                 const core::FunctionFqn& ffqn = ActivityFfqn(),
-                                 const core::ComponentId& component =
-                                     core::ComponentId::DummyActivity());
+storage::CreateRequest CreateReq(
+    const ExecutionId& id, DateTime at, const core::FunctionFqn& ffqn = ActivityFfqn(),
+    const core::ComponentId& component = core::ComponentId::DummyActivity());
 
 // The value of a Result the test expects to hold one; throws otherwise,
 // which gtest reports as a failure of the current test.
@@ -150,8 +149,7 @@ ScriptedWorker::Step ReturnErr(E error) {
 }
 ScriptedWorker::Step ReturnFatal(FatalErrorKind kind, std::string reason);
 // Opens `started`, blocks until the run's token fires, then runs `then`.
-ScriptedWorker::Step BlockUntilCancelled(std::shared_ptr<Gate> started,
-                                         ScriptedWorker::Step then);
+ScriptedWorker::Step BlockUntilCancelled(std::shared_ptr<Gate> started, ScriptedWorker::Step then);
 
 }  // namespace stele::executor::testing
 

@@ -17,8 +17,8 @@ bool FireDelay(storage::DbConnection& db, const storage::ExpiredDelay& delay, Da
   auto outcome =
       db.AppendDelayResponse(at, delay.execution_id, delay.join_set_id, delay.delay_id, true);
   if (!outcome) {
-    STELE_LOG(kWarn, delay.delay_id.ToString() << ": cannot fire the delay: "
-                                               << outcome.error().ToString());
+    STELE_LOG(kWarn, delay.delay_id.ToString()
+                         << ": cannot fire the delay: " << outcome.error().ToString());
     return false;
   }
   if (*outcome != storage::AppendDelayResponseOutcome::kSuccess) {
@@ -37,8 +37,8 @@ bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, Dat
                        << core::ExecutionRequestToString(write.request.event));
   auto applied = ApplyOutcome(db, write);
   if (!applied) {
-    STELE_LOG(kWarn, lock.execution_id.ToString() << ": cannot settle the expired lock: "
-                                                  << applied.error().ToString());
+    STELE_LOG(kWarn, lock.execution_id.ToString()
+                         << ": cannot settle the expired lock: " << applied.error().ToString());
     return false;
   }
   return *applied == ApplyStatus::kWritten;
@@ -61,8 +61,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 }
 
 ExpiredTimersWatcher::ExpiredTimersWatcher(std::unique_ptr<storage::DbConnection> db,
-                                           const Clock& clock,
-                                           ExpiredTimersWatcherOptions options)
+                                           const Clock& clock, ExpiredTimersWatcherOptions options)
     : db_(std::move(db)), clock_(clock), options_(options) {
   STELE_CHECK(db_ != nullptr, "ExpiredTimersWatcher needs a connection");
 }
@@ -97,7 +96,8 @@ void ExpiredTimersWatcher::LoopMain() {
     if (!progress) {
       // Log a failure once, not every tick.
       std::string message = progress.error().ToString();
-      if (message != last_error) STELE_LOG(kWarn, "expired timers watcher tick failed: " << message);
+      if (message != last_error)
+        STELE_LOG(kWarn, "expired timers watcher tick failed: " << message);
       last_error = std::move(message);
     } else {
       last_error.reset();

@@ -14,11 +14,11 @@ namespace {
 
 using core::ExecutionFailureKind;
 using core::FinishedExecutionError;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 using testing::BackendTest;
 using testing::ChildFfqn;
 using testing::CreateReq;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using testing::kT0;
 using testing::Must;
 using testing::OkValue;
@@ -36,11 +36,10 @@ class WatcherTest : public BackendTest {
     options.leeway = leeway;
     return std::make_unique<ExpiredTimersWatcher>(Conn(), clock_, options);
   }
-  std::unique_ptr<ExecTask> NewTask(std::shared_ptr<ScriptedWorker> worker,
-                                    core::ComponentRetryConfig retry,
-                                    std::chrono::milliseconds lock_expiry = 1s,
-                                    core::ComponentId component =
-                                        core::ComponentId::DummyActivity()) {
+  std::unique_ptr<ExecTask> NewTask(
+      std::shared_ptr<ScriptedWorker> worker, core::ComponentRetryConfig retry,
+      std::chrono::milliseconds lock_expiry = 1s,
+      core::ComponentId component = core::ComponentId::DummyActivity()) {
     ExecutorOptions options;
     options.lock_expiry = lock_expiry;
     options.retry_config = retry;
@@ -87,10 +86,10 @@ TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
   clock_.Set(kT0 + 500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 500ms)), Progress(1, 0));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
-            core::SupportedFunctionReturnValue(
-                FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
-  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "TemporarilyTimedOut", "Locked",
-                                          "Finished"));
+            core::SupportedFunctionReturnValue(FinishedExecutionError{
+                ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+  EXPECT_THAT(EventNames(id),
+              ElementsAre("Created", "Locked", "TemporarilyTimedOut", "Locked", "Finished"));
 }
 
 TEST_P(WatcherTest, LeewayDelaysTheWatcher) {

@@ -42,7 +42,8 @@ PlannedWrite FinishWithError(const RunInfo& run, Version version, DateTime now,
                              ExecutionFailureKind kind, std::optional<std::string> reason,
                              std::optional<std::string> detail,
                              core::HttpClientTraces traces = std::nullopt) {
-  return Finish(run, version, now, FinishedExecutionError{kind, std::move(reason), std::move(detail)},
+  return Finish(run, version, now,
+                FinishedExecutionError{kind, std::move(reason), std::move(detail)},
                 std::move(traces));
 }
 
@@ -193,12 +194,11 @@ std::string_view ApplyStatusName(ApplyStatus status) {
 Result<ApplyStatus, storage::DbErrorWrite> ApplyOutcome(storage::DbExecutor& db,
                                                         const PlannedWrite& write) {
   Result<Version, storage::DbErrorWrite> res =
-      write.parent_response
-          ? db.AppendBatchRespondToParent(
-                storage::AppendEventsToExecution{write.execution_id, write.version,
-                                                 {write.request}},
-                *write.parent_response, write.request.created_at)
-          : db.Append(write.execution_id, write.version, write.request);
+      write.parent_response ? db.AppendBatchRespondToParent(
+                                  storage::AppendEventsToExecution{
+                                      write.execution_id, write.version, {write.request}},
+                                  *write.parent_response, write.request.created_at)
+                            : db.Append(write.execution_id, write.version, write.request);
   const std::string what = std::string(core::ExecutionRequestVariantName(write.request.event));
   if (res) {
     STELE_LOG(kDebug, write.execution_id.ToString()
@@ -206,9 +206,9 @@ Result<ApplyStatus, storage::DbErrorWrite> ApplyOutcome(storage::DbExecutor& db,
     return ApplyStatus::kWritten;
   }
   if (!IsLostRace(res.error())) {
-    STELE_LOG(kWarn, write.execution_id.ToString() << ": cannot append " << what << " at version "
-                                                   << write.version.ToString() << ": "
-                                                   << res.error().ToString());
+    STELE_LOG(kWarn, write.execution_id.ToString()
+                         << ": cannot append " << what << " at version " << write.version.ToString()
+                         << ": " << res.error().ToString());
     return Unexpected(std::move(res).error());
   }
   if (write.is_activity_cancel && IsFinishedCancelled(db, write.execution_id)) {

@@ -138,9 +138,9 @@ TEST(OutcomeTest, TemporaryTimeoutRetriesThenTimesOut) {
 
 TEST(OutcomeTest, ActivityErrIsRetriedThenStoredAsTheResult) {
   const core::ReturnValueErr err{core::Json{{"code", 42}}};
-  auto retried = ComputeOutcome(
-      WorkerResult::Err(kV, ActivityReturnedError{err, std::nullopt, std::nullopt}), Activity(0),
-      kT0);
+  auto retried =
+      ComputeOutcome(WorkerResult::Err(kV, ActivityReturnedError{err, std::nullopt, std::nullopt}),
+                     Activity(0), kT0);
   const auto& failed = EventAs<core::TemporarilyFailed>(retried);
   EXPECT_EQ(failed.reason, "activity returned error");
   EXPECT_EQ(failed.detail, R"({"code":42})") << "detail defaults to the err as JSON";
@@ -200,15 +200,16 @@ TEST(OutcomeTest, CancelledFinishesAsCancelledIdempotently) {
   EXPECT_TRUE(write->is_activity_cancel);
 }
 
-storage::ExpiredLock Expired(std::optional<uint32_t> max_retries, uint32_t locked_at,
-                             uint32_t next, uint32_t count = 0) {
-  return storage::ExpiredLock{TopId(),
-                              Version(locked_at),
-                              Version(next),
-                              count,
-                              max_retries,
-                              core::Duration::FromMillis(100),
-                              core::LockedBy{core::ExecutorId::Generate(), core::RunId::Generate()}};
+storage::ExpiredLock Expired(std::optional<uint32_t> max_retries, uint32_t locked_at, uint32_t next,
+                             uint32_t count = 0) {
+  return storage::ExpiredLock{
+      TopId(),
+      Version(locked_at),
+      Version(next),
+      count,
+      max_retries,
+      core::Duration::FromMillis(100),
+      core::LockedBy{core::ExecutorId::Generate(), core::RunId::Generate()}};
 }
 
 TEST(OutcomeTest, ExpiredLockOfAWorkflowThatMadeProgressIsUnlocked) {
@@ -221,8 +222,7 @@ TEST(OutcomeTest, ExpiredLockOfAWorkflowThatMadeProgressIsUnlocked) {
 TEST(OutcomeTest, ExpiredLockWithoutProgressIsTimedOut) {
   // A workflow that wrote nothing after its Locked (1 + 1 == 2).
   auto workflow = ComputeExpiredLockOutcome(Expired(std::nullopt, 1, 2, 5), kT0);
-  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(workflow).backoff_expires_at,
-            kT0 + 100ms * 32);
+  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(workflow).backoff_expires_at, kT0 + 100ms * 32);
   // Progress does not matter for activities (max_retries set).
   auto activity = ComputeExpiredLockOutcome(Expired(2u, 1, 3, 0), kT0);
   EXPECT_EQ(activity.version, Version(3));

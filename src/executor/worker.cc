@@ -51,8 +51,8 @@ std::string WorkerResult::ToString() const {
                 } else if constexpr (std::is_same_v<E, WorkerDbError>) {
                   return "DbError(" + e.error.ToString() + ")";
                 } else {
-                  return "FatalError(" + std::string(FatalErrorKindName(e.kind)) + ": " +
-                         e.reason + ")";
+                  return "FatalError(" + std::string(FatalErrorKindName(e.kind)) + ": " + e.reason +
+                         ")";
                 }
               },
               v.error);

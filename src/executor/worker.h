@@ -157,8 +157,8 @@ struct WorkerOk {
 // The worker (or the watcher, racing it) already wrote whatever was needed,
 // e.g. a workflow that blocked on a join set or found its lock expired.
 struct DbUpdatedByWorkerOrWatcher {
-  friend bool operator==(const DbUpdatedByWorkerOrWatcher&, const DbUpdatedByWorkerOrWatcher&) =
-      default;
+  friend bool operator==(const DbUpdatedByWorkerOrWatcher&,
+                         const DbUpdatedByWorkerOrWatcher&) = default;
 };
 
 struct WorkerResult {

@@ -80,8 +80,9 @@ std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_s
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
   });
-  if (candidates.size() > batch_size)
+  if (candidates.size() > batch_size) {
     candidates.erase(candidates.begin() + batch_size, candidates.end());
+  }
 
   std::vector<LockedExecution> locked;
   for (auto& [scheduled_at, id_text, journal] : candidates) {

@@ -404,7 +404,7 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
     remove.BindText(2, delay->delay_id.ToString());
     STELE_TRY(remove.Run());
   }
-  tx.notes.responses.push_back(ResponseNotice{id, response});
+  tx.notes.responses.push_back(ResponseNotice{id, cursor, response});
   return {};
 }
 

@@ -120,8 +120,9 @@ Notifier::WaiterPtr Notifier::ForPendingByDigest(const core::InputContentDigest&
   return Make(Waiter::Kind::kPendingByDigest, {DigestKey(digest)}, pending_at_or_sooner);
 }
 
-Notifier::WaiterPtr Notifier::ForResponses(const core::ExecutionId& execution_id) {
-  return Make(Waiter::Kind::kResponses, {execution_id.ToString()}, DateTime{});
+Notifier::WaiterPtr Notifier::ForResponses(const core::ExecutionId& execution_id,
+                                           uint32_t from_cursor) {
+  return Make(Waiter::Kind::kResponses, {execution_id.ToString()}, DateTime{}, from_cursor);
 }
 
 Notifier::WaiterPtr Notifier::ForFinished(const core::ExecutionId& execution_id) {
@@ -166,6 +167,7 @@ void Notifier::Notify(const Notifications& notes) {
     auto it = responses_.find(notice.execution_id);
     if (it == responses_.end()) continue;
     for (const WaiterPtr& waiter : it->second) {
+      if (notice.cursor < waiter->from_cursor_) continue;
       std::lock_guard waiter_lock(waiter->mu_);
       waiter->responses_.push_back(notice.response);
       waiter->notified_ = true;

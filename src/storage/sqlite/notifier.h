@@ -19,6 +19,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,7 @@ struct PendingNotice {
 };
 struct ResponseNotice {
   std::string execution_id;
+  uint32_t cursor = 0;
   core::JoinSetResponseEventOuter response;
 };
 struct FinishedNotice {
@@ -77,13 +79,18 @@ class Waiter : public std::enable_shared_from_this<Waiter> {
  private:
   friend class Notifier;
   enum class Kind { kPendingByFfqn, kPendingByDigest, kResponses, kFinished };
-  Waiter(Kind kind, std::vector<std::string> keys, DateTime pending_at_or_sooner)
-      : kind_(kind), keys_(std::move(keys)), pending_at_or_sooner_(pending_at_or_sooner) {}
+  Waiter(Kind kind, std::vector<std::string> keys, DateTime pending_at_or_sooner,
+         uint32_t from_cursor)
+      : kind_(kind),
+        keys_(std::move(keys)),
+        pending_at_or_sooner_(pending_at_or_sooner),
+        from_cursor_(from_cursor) {}
 
   // Immutable after construction; read by the Notifier under its mutex.
   const Kind kind_;
   const std::vector<std::string> keys_;
-  const DateTime pending_at_or_sooner_;
+  const DateTime pending_at_or_sooner_;  // pending waiters
+  const uint32_t from_cursor_;           // response waiters
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -107,8 +114,9 @@ class Notifier {
                                      DateTime pending_at_or_sooner);
   static WaiterPtr ForPendingByDigest(const core::InputContentDigest& digest,
                                       DateTime pending_at_or_sooner);
-  // Receives every response of `execution_id` committed after Register.
-  static WaiterPtr ForResponses(const core::ExecutionId& execution_id);
+  // Receives every response of `execution_id` with cursor >= from_cursor
+  // committed after Register.
+  static WaiterPtr ForResponses(const core::ExecutionId& execution_id, uint32_t from_cursor);
   // Receives the result when `execution_id` finishes.
   static WaiterPtr ForFinished(const core::ExecutionId& execution_id);
 
@@ -124,7 +132,8 @@ class Notifier {
 
  private:
   using Registry = std::unordered_map<std::string, std::vector<WaiterPtr>>;
-  static WaiterPtr Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at);
+  static WaiterPtr Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at,
+                        uint32_t from_cursor = 0);
   Registry& RegistryFor(Waiter::Kind kind);
 
   std::mutex mu_;

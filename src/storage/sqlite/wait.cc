@@ -106,7 +106,7 @@ Result<std::vector<core::JoinSetResponseEventOuter>, DbErrorReadWithTimeout>
 SqliteConnection::SubscribeToNextResponses(const ExecutionId& execution_id, uint32_t start_idx,
                                            const WaitOptions& wait) {
   using Responses = std::vector<core::JoinSetResponseEventOuter>;
-  Registration registration(store_->notifier(), Notifier::ForResponses(execution_id));
+  Registration registration(store_->notifier(), Notifier::ForResponses(execution_id, start_idx));
   // Check and arm on the writer thread: every response is written there
   // too, so none can fall between the check and the registration. If the
   // check's transaction fails, the Registration still disarms the waiter.

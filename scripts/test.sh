@@ -24,7 +24,7 @@ run_stage() {
 
 run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON
 run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests stele_executor_concurrency_tests" \
   run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF
 
 if [ "$failed" -ne 0 ]; then

@@ -171,7 +171,13 @@ struct WorkerResult {
   static WorkerResult DbUpdated() { return {DbUpdatedByWorkerOrWatcher{}}; }
   template <class E>
   static WorkerResult Err(Version version, E error) {
-    return {WorkerError{version, std::move(error)}};
+    // Built in place: a temporary WorkerError trips g++ 12's
+    // -Wmaybe-uninitialized at -O2 (a false positive in variant's dtor).
+    WorkerResult result;
+    WorkerError& err = result.value.emplace<WorkerError>();
+    err.version = version;
+    err.error.emplace<E>(std::move(error));
+    return result;
   }
   static WorkerResult Fatal(Version version, FatalErrorKind kind, std::string reason,
                             std::optional<std::string> detail = std::nullopt) {

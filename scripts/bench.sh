@@ -7,11 +7,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/install_deps.sh
-bash scripts/build.sh build/bench -DCMAKE_BUILD_TYPE=Release -DSTELE_BUILD_BENCH=ON
+cmake -S "$root" -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTELE_BUILD_BENCH=ON >/dev/null
+ninja -C build/bench -j "${STELE_JOBS:-$(nproc)}" stele_storage_bench
 export STELE_BENCH_DIR="${STELE_BENCH_DIR:-$root/build/bench/tmp}"
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) nproc=$(nproc)" \
        "cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\"" \
-       "args=\"$*\""
+       "load=\"$(cut -d" " -f1-3 /proc/loadavg)\"" "args=\"$*\""
   build/bench/bench/stele_storage_bench "$@"
 } | tee build/bench/results.txt

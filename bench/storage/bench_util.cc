@@ -19,8 +19,7 @@ using storage::Version;
 
 std::string_view SyncName(Sync sync) { return sync == Sync::kFull ? "full" : "normal"; }
 
-void Report(std::string_view bench, std::string_view metric, double value,
-            std::string_view unit) {
+void Report(std::string_view bench, std::string_view metric, double value, std::string_view unit) {
   char number[64];
   if (value >= 100 || value == std::floor(value)) {
     std::snprintf(number, sizeof number, "%.0f", value);
@@ -68,6 +67,20 @@ std::unique_ptr<storage::sqlite::SqlitePool> OpenSqlite(const std::filesystem::p
   options.path = path.string();
   options.synchronous = sync;
   options.integrity_check_at_open = false;
+  // STELE_BENCH_PRAGMAS="name=value,name=value": extra PRAGMAs for experiments.
+  if (const char* env = std::getenv("STELE_BENCH_PRAGMAS"); env && *env) {
+    const std::string list = env;
+    for (size_t pos = 0; pos < list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      const std::string item = list.substr(pos, comma - pos);
+      const size_t eq = item.find('=');
+      if (eq != std::string::npos) {
+        options.extra_pragmas.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      }
+      pos = comma + 1;
+    }
+  }
   return OrDie(storage::sqlite::SqlitePool::Open(options), "SqlitePool::Open");
 }
 
@@ -121,8 +134,8 @@ CreateRequest TopLevelCreate(const core::FunctionFqn& ffqn, DateTime now) {
 }
 
 std::vector<ExecutionId> CreatePendingChildren(storage::DbConnection& db,
-                                               const core::FunctionFqn& child_ffqn,
-                                               int64_t count, int64_t per_parent) {
+                                               const core::FunctionFqn& child_ffqn, int64_t count,
+                                               int64_t per_parent) {
   static const core::FunctionFqn parent_ffqn = Ffqn("stele:bench/workflow.parent");
   const auto js = OrDie(core::JoinSetId::Create(core::JoinSetKind::kNamed, "fan-out"), "js");
   const auto executor = core::ExecutorId::Generate();
@@ -143,12 +156,18 @@ std::vector<ExecutionId> CreatePendingChildren(storage::DbConnection& db,
     for (int64_t i = 1; i <= n; ++i) {
       auto child = parent.execution_id.NextLevel(js, static_cast<uint64_t>(i));
       core::Params params = core::Json::array({core::Json(i)});
-      batch.push_back(AppendRequest{now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                                             js, core::ChildExecutionRequest{
-                                                     child, child_ffqn, params}}}});
-      children.push_back(CreateRequest{now, ExecutionId(child), child_ffqn, params,
-                                       std::make_pair(parent.execution_id, js), now,
-                                       core::ComponentId::DummyActivity(), {}, std::nullopt});
+      batch.push_back(
+          AppendRequest{now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                                 js, core::ChildExecutionRequest{child, child_ffqn, params}}}});
+      children.push_back(CreateRequest{now,
+                                       ExecutionId(child),
+                                       child_ffqn,
+                                       params,
+                                       std::make_pair(parent.execution_id, js),
+                                       now,
+                                       core::ComponentId::DummyActivity(),
+                                       {},
+                                       std::nullopt});
     }
     OrDie(db.AppendBatchCreateNewExecution(now, batch, parent.execution_id, Version(2), children),
           "AppendBatchCreateNewExecution");
@@ -163,11 +182,11 @@ std::vector<storage::LockedExecution> LockAll(storage::DbConnection& db,
   std::vector<storage::LockedExecution> all;
   while (true) {
     const DateTime now = Now();
-    auto locked = OrDie(db.LockPendingByFfqns(100, now, {ffqn}, now,
-                                              core::ComponentId::DummyActivity(), executor,
-                                              now + std::chrono::hours(1), core::RunId::Generate(),
-                                              core::ComponentRetryConfig{5u, {}}),
-                        "LockPendingByFfqns");
+    auto locked =
+        OrDie(db.LockPendingByFfqns(100, now, {ffqn}, now, core::ComponentId::DummyActivity(),
+                                    executor, now + std::chrono::hours(1), core::RunId::Generate(),
+                                    core::ComponentRetryConfig{5u, {}}),
+              "LockPendingByFfqns");
     if (locked.empty()) break;
     for (auto& l : locked) all.push_back(std::move(l));
   }
@@ -195,7 +214,8 @@ void FinishChild(storage::DbConnection& db, const storage::LockedExecution& chil
 
 core::ExecutionRequest PersistEvent(uint64_t value) {
   std::vector<uint8_t> bytes(8);
-  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(value >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(value >> (56 - 8 * i));
   return core::HistoryEventRequest{
       core::HistoryPersist{bytes, core::PersistKindRandomU64{0, UINT64_MAX}}};
 }

@@ -1,6 +1,6 @@
 // Baseline: what plain SQLite does on this disk with the backend's PRAGMAs
 // (WAL, page_size 8192, 16 MiB cache), writing rows shaped like
-// t_execution_log rows (~300 bytes of JSON):
+// t_execution_log rows (a 335-byte Created JSON):
 //   - insert_per_commit: one INSERT per COMMIT (autocommit), the price of a
 //     durable write when nothing is batched;
 //   - insert_batch100: 100 INSERTs per COMMIT, what group commit can reach

@@ -9,6 +9,7 @@
 //   append       DbExecutor::Append of a history event to a locked execution
 //   child_finish AppendBatchRespondToParent: a child's Finished + the
 //                parent's response, one transaction
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -45,8 +46,11 @@ void RunThroughputBench(Sync sync, int threads) {
   std::vector<std::unique_ptr<storage::DbConnection>> conns;
   for (int t = 0; t < threads; ++t) conns.push_back(OrDie(pool->Connection(), "Connection"));
   const bool full = sync == Sync::kFull;
-  // Operations per thread: enough for a few seconds on a slow fsync.
-  const int64_t per_thread = Scaled((full ? 1200 : 6000) / (threads > 1 ? 2 : 1));
+  // One caller does `base` operations of each kind; concurrent runs share
+  // 4 * base among their callers (a few seconds each on a slow fsync).
+  const int64_t base = full ? 1200 : 6000;
+  const int64_t per_thread =
+      Scaled(threads == 1 ? base : std::max<int64_t>(4 * base / threads, 20));
   const int64_t total = per_thread * threads;
 
   // create

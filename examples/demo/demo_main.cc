@@ -16,6 +16,8 @@ namespace {
 
 using namespace stele;           // NOLINT: example program
 using namespace stele::storage;  // NOLINT
+using stele::storage::sqlite::SqliteOptions;
+using stele::storage::sqlite::SqlitePool;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 

@@ -87,7 +87,15 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockCandi
       STELE_TRY(tx.connection.Exec("RELEASE lock_row"));
       result.push_back(std::move(*loaded));
     } else {
-      STELE_LOG(kWarn, "not locking " << candidate.execution_id << ": " << loaded.error().reason());
+      // A row refused by the lock rules (e.g. a lease of another run that
+      // ends after `created_at`) is routine; anything else is not.
+      if (!appended && appended.error().kind() == DbErrorWrite::Kind::kNonRetriable) {
+        STELE_LOG(kDebug,
+                  "not locking " << candidate.execution_id << ": " << loaded.error().reason());
+      } else {
+        STELE_LOG(kWarn,
+                  "not locking " << candidate.execution_id << ": " << loaded.error().reason());
+      }
       STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_row"));
       STELE_TRY(tx.connection.Exec("RELEASE lock_row"));
     }
@@ -100,7 +108,6 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     DateTime created_at, const core::ComponentId& component_id, const core::ExecutorId& executor_id,
     DateTime lock_expires_at, const core::RunId& run_id,
     const core::ComponentRetryConfig& retry_config) {
-  if (batch_size == 0 || ffqns.empty()) return std::vector<LockedExecution>();
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
   return store_->Write<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
@@ -124,7 +131,6 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     uint32_t batch_size, DateTime pending_at_or_sooner, const core::ComponentId& component_id,
     DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
     const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
-  if (batch_size == 0) return std::vector<LockedExecution>();
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
   return store_->Write<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {

@@ -84,9 +84,10 @@ Notifier::Registry& Notifier::RegistryFor(Waiter::Kind kind) {
   return finished_;
 }
 
-Notifier::WaiterPtr Notifier::Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at) {
+Notifier::WaiterPtr Notifier::Make(Waiter::Kind kind, std::vector<std::string> keys, DateTime at,
+                                   uint32_t from_cursor) {
   // Not make_shared: the constructor is private to Notifier.
-  return WaiterPtr(new Waiter(kind, std::move(keys), at));
+  return WaiterPtr(new Waiter(kind, std::move(keys), at, from_cursor));
 }
 
 void Notifier::Register(const WaiterPtr& waiter) {

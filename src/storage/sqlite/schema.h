@@ -32,14 +32,22 @@ namespace stele::storage::sqlite::internal {
 // The newest schema version this code knows (and migrates to).
 inline constexpr int64_t kLatestSchemaVersion = 1;
 
-// Applies the PRAGMAs: for the writer journal_mode=WAL (verified),
-// synchronous, foreign_keys, page_size on a fresh file, busy_timeout,
-// cache_size, temp_store=MEMORY, journal_size_limit, mmap_size; for readers
-// the same minus the persistent ones, plus query_only. Then
-// `options.extra_pragmas`. Errors: Generic (including a malformed extra
-// PRAGMA).
+// What a connection is for; decides its PRAGMAs.
+enum class ConnectionRole {
+  kWriter,        // the one write connection (writer thread)
+  kReader,        // read-only API reads
+  kCheckpointer,  // copies the WAL into the database file (checkpointer.h)
+};
+
+// Applies the PRAGMAs: for the writer page_size on a fresh file,
+// journal_mode=WAL (verified), journal_size_limit and no automatic
+// checkpoints (the checkpointer thread does them); for every role
+// busy_timeout, synchronous, foreign_keys, cache_size, temp_store=MEMORY,
+// mmap_size; for readers query_only. Then `options.extra_pragmas` (which
+// the writer must accept; other roles skip the ones they cannot apply).
+// Errors: Generic (including a malformed extra PRAGMA).
 Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
-                                                 const SqliteOptions& options, bool writer);
+                                                 const SqliteOptions& options, ConnectionRole role);
 
 // `PRAGMA quick_check`; Generic "integrity check failed: ..." unless it
 // answers "ok".

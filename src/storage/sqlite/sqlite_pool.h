@@ -18,6 +18,9 @@
 //    (SubscribeToNextResponses, WaitForFinishedResult) run on the writer.
 //  - Notifications (new pending work, responses, finished results) are
 //    collected inside the transaction and delivered only after COMMIT.
+//  - A checkpointer thread with its own connection copies the WAL into the
+//    database file (PASSIVE checkpoints), so no commit pays for it; Close
+//    leaves a truncated WAL.
 //
 // Threading: SqlitePool and every connection it hands out are safe for
 // concurrent use from any number of threads.
@@ -85,6 +88,7 @@ struct SqliteStats {
   uint64_t full_scan_steps = 0;
   uint64_t sorts = 0;
   uint64_t auto_indexes = 0;
+  uint64_t checkpoints = 0;  // WAL checkpoints done by the checkpointer thread
 };
 
 class SqlitePool final : public DbPool {

@@ -123,6 +123,27 @@ TEST_F(SqliteTest, ExtraPragmasAreApplied) {
   EXPECT_EQ(RawCount("PRAGMA user_version"), 7);
 }
 
+TEST_F(SqliteTest, CheckpointsRunInTheBackgroundAndCloseTruncatesTheWal) {
+  Open();
+  // Enough pages to cross the checkpoint threshold several times.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto connection = pool().Connection().value();
+      for (int i = 0; i < 400; ++i) {
+        ASSERT_TRUE(connection->Create(NewCreate(core::ExecutionId::Generate(), T(i))));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_TRUE(Eventually([&] { return pool().stats().checkpoints > 0; }));
+  ClosePool();
+  const std::string wal = path() + "-wal";
+  EXPECT_TRUE(!std::filesystem::exists(wal) || std::filesystem::file_size(wal) == 0)
+      << std::filesystem::file_size(wal);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state"), 1600);
+}
+
 TEST_F(SqliteTest, CallsAfterCloseFailWithClose) {
   Open();
   auto connection = pool().Connection().value();
@@ -206,6 +227,49 @@ TEST_F(SqliteTest, SubscriberGetsResponsesCommittedAfterItsCheck) {
   ASSERT_FALSE(timed_out);
   EXPECT_TRUE(timed_out.error().IsTimeout());
   EXPECT_EQ(timed_out.error().timeout(), TimeoutOutcome::kTimeout);
+}
+
+TEST_F(SqliteTest, RolledBackOperationsNotifyNobody) {
+  Open();
+  auto id = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(id, T(0))));
+  auto waited = std::async(std::launch::async, [&] {
+    return db().WaitForFinishedResult(id, WaitOptions::For(milliseconds(300)));
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  // Finished is written, then the batch fails (nothing may follow
+  // Finished): the savepoint drops the write and its notification.
+  auto failed = db().AppendBatch(
+      T(1),
+      {FinishedOk(T(1)), AppendRequest{T(1), core::HistoryEventRequest{core::HistoryPersist{
+                                                 {1}, core::PersistKindRandomU64{0, 1}}}}},
+      id, Version(1));
+  ASSERT_FALSE(failed);
+  EXPECT_TRUE(failed.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kIllegalState));
+  auto result = waited.get();
+  ASSERT_FALSE(result);
+  ASSERT_TRUE(result.error().IsTimeout());
+  EXPECT_FALSE(db().GetPendingState(id)->IsFinished());
+}
+
+TEST_F(SqliteTest, SubscriberIgnoresResponsesBeforeItsStartIndex) {
+  Open();
+  auto parent = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
+  auto js = core::JoinSetId::Create(core::JoinSetKind::kNamed, "js").value();
+  auto subscribed = std::async(std::launch::async, [&] {
+    return db().SubscribeToNextResponses(parent, 1, WaitOptions::For(std::chrono::seconds(30)));
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_TRUE(db().AppendDelayResponse(T(1), parent, js, core::DelayId(parent, js, 1), true));
+  EXPECT_EQ(subscribed.wait_for(milliseconds(100)), std::future_status::timeout)
+      << "response 0 is before the start index";
+  ASSERT_TRUE(db().AppendDelayResponse(T(2), parent, js, core::DelayId(parent, js, 2), false));
+  auto responses = subscribed.get();
+  ASSERT_TRUE(responses);
+  ASSERT_EQ(responses->size(), 1u);
+  EXPECT_EQ(std::get<core::DelayFinished>((*responses)[0].event.event).delay_id,
+            core::DelayId(parent, js, 2));
 }
 
 TEST_F(SqliteTest, CancellationWakesWaiters) {

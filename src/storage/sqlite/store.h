@@ -19,6 +19,7 @@
 
 #include "base/result.h"
 #include "storage/db_errors.h"
+#include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/notifier.h"
 #include "storage/sqlite/read_pool.h"
 #include "storage/sqlite/sqlite_pool.h"
@@ -91,13 +92,16 @@ class Store {
   bool IsClosed();
 
  private:
-  Store(std::unique_ptr<QueryCounters> counters, std::unique_ptr<Connection> writer_connection,
+  Store(std::unique_ptr<QueryCounters> counters, std::unique_ptr<Checkpointer> checkpointer,
+        std::unique_ptr<Connection> writer_connection,
         std::vector<std::unique_ptr<Connection>> read_connections, const SqliteOptions& options);
 
   // Outlives every connection (declared before them).
   std::unique_ptr<QueryCounters> counters_;
-  // Declared first: the writer delivers notifications until it is closed.
+  // Declared before the writer: the writer delivers notifications and
+  // reports commits to the checkpointer until it is closed.
   Notifier notifier_;
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<Writer> writer_;
   std::unique_ptr<ReadPool> reads_;
   std::mutex close_mu_;

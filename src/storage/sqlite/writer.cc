@@ -11,9 +11,10 @@
 namespace stele::storage::sqlite::internal {
 
 Writer::Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options,
-               Notifier& notifier)
+               Notifier& notifier, Checkpointer* checkpointer)
     : connection_(std::move(connection)),
       notifier_(notifier),
+      checkpointer_(checkpointer),
       capacity_(std::max<size_t>(options.queue_capacity, 1)),
       max_ops_per_transaction_(std::max<size_t>(options.max_ops_per_transaction, 1)) {
   thread_ = std::thread([this] { Loop(); });
@@ -75,6 +76,7 @@ void Writer::Loop() {
       queue_.pop_front();
       not_full_.notify_one();
     }
+    if (checkpointer_ != nullptr) checkpointer_->CheckpointInlineIfLarge(*connection_);
     RunTransaction(std::move(first));
   }
 }

@@ -31,6 +31,7 @@
 
 #include "base/result.h"
 #include "storage/db_errors.h"
+#include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/notifier.h"
 #include "storage/sqlite/sqlite_handle.h"
 #include "storage/sqlite/sqlite_pool.h"
@@ -59,7 +60,10 @@ class WriteOp {
 
 class Writer {
  public:
-  Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options, Notifier& notifier);
+  // `checkpointer` (may be null) gets a chance to catch up on the WAL
+  // between transactions; it must outlive the writer.
+  Writer(std::unique_ptr<Connection> connection, const SqliteOptions& options, Notifier& notifier,
+         Checkpointer* checkpointer);
   // Closes.
   ~Writer();
   Writer(const Writer&) = delete;
@@ -85,6 +89,7 @@ class Writer {
 
   std::unique_ptr<Connection> connection_;  // writer thread only (after start)
   Notifier& notifier_;
+  Checkpointer* checkpointer_;
   const size_t capacity_;
   const size_t max_ops_per_transaction_;
 

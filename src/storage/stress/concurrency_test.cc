@@ -77,11 +77,10 @@ class Tracker final : public WorkloadObserver {
     std::lock_guard lock(mu_);
     auto [it, inserted] = acked_[id].emplace(version.value(), event);
     if (!inserted) {
-      problems_.push_back(id.ToString() + ": version " + version.ToString() +
-                          " acknowledged twice (" +
-                          std::string(core::ExecutionRequestVariantName(it->second.event)) +
-                          " and " + std::string(core::ExecutionRequestVariantName(event.event)) +
-                          ")");
+      problems_.push_back(
+          id.ToString() + ": version " + version.ToString() + " acknowledged twice (" +
+          std::string(core::ExecutionRequestVariantName(it->second.event)) + " and " +
+          std::string(core::ExecutionRequestVariantName(event.event)) + ")");
     }
   }
   void OnResponseAck(const ExecutionId& parent, const core::ExecutionIdDerived& child,
@@ -98,19 +97,18 @@ class Tracker final : public WorkloadObserver {
     std::lock_guard lock(mu_);
     auto& holder = holders_[locked.execution_id];
     if (holder && !holder->released) {
-      problems_.push_back(locked.execution_id.ToString() + ": locked by " +
-                          locked.locked_event.run_id.ToString() + " at v" +
-                          locked_at_version.ToString() + " while " + holder->run_id.ToString() +
-                          " (locked at v" + holder->locked_at.ToString() +
-                          ", lease unexpired) still holds it");
+      problems_.push_back(
+          locked.execution_id.ToString() + ": locked by " + locked.locked_event.run_id.ToString() +
+          " at v" + locked_at_version.ToString() + " while " + holder->run_id.ToString() +
+          " (locked at v" + holder->locked_at.ToString() + ", lease unexpired) still holds it");
     }
     if (holder && holder->locked_at >= locked_at_version) {
       problems_.push_back(locked.execution_id.ToString() + ": lock at v" +
                           locked_at_version.ToString() + " is not after the previous lock at v" +
                           holder->locked_at.ToString());
     }
-    holder = Holder{locked.locked_event.run_id, locked.locked_event.executor_id,
-                    locked_at_version, false};
+    holder = Holder{locked.locked_event.run_id, locked.locked_event.executor_id, locked_at_version,
+                    false};
     // The Locked event itself is an acknowledged write.
     auto [it, inserted] = acked_[locked.execution_id].emplace(
         locked_at_version.value(),
@@ -328,7 +326,8 @@ TEST_P(ConcurrencyTest, ManyExecutorsOnOneStore) {
       for (const auto& p : CheckLog(*log)) tracker.OnProblem("snapshot: " + p);
       snapshots.fetch_add(1);
       if (rng() % 16 == 0) {
-        auto list = conn->ListExecutions(std::nullopt, true, core::Pagination<std::optional<DateTime>>{});
+        auto list =
+            conn->ListExecutions(std::nullopt, true, core::Pagination<std::optional<DateTime>>{});
         if (!list) tracker.OnProblem("reader ListExecutions: " + list.error().ToString());
       }
     }
@@ -344,8 +343,8 @@ TEST_P(ConcurrencyTest, ManyExecutorsOnOneStore) {
   std::cout << "finished " << tracker.finished() << "/" << total << " executions, "
             << snapshots.load() << " reader snapshots\n";
   ExpectNoProblems(tracker.problems(), "during the run");
-  EXPECT_EQ(tracker.finished(), total) << "not every execution finished within " << kMaxTicks
-                                       << " ticks per thread";
+  EXPECT_EQ(tracker.finished(), total)
+      << "not every execution finished within " << kMaxTicks << " ticks per thread";
 
   auto conn = Conn();
   auto logs = ReadAllLogs(*conn);
@@ -428,8 +427,14 @@ TEST_P(ConcurrencyTest, OneWinnerPerVersion) {
   for (int i = 0; i < executions; ++i) {
     ids.push_back(ExecutionId::Generate());
     ASSERT_TRUE(setup
-                    ->Create(CreateRequest{start, ids.back(), ActivityFfqn(), core::Json::array(),
-                                           std::nullopt, start, ComponentFor(ActivityFfqn()), {},
+                    ->Create(CreateRequest{start,
+                                           ids.back(),
+                                           ActivityFfqn(),
+                                           core::Json::array(),
+                                           std::nullopt,
+                                           start,
+                                           ComponentFor(ActivityFfqn()),
+                                           {},
                                            std::nullopt})
                     .has_value());
   }
@@ -443,9 +448,9 @@ TEST_P(ConcurrencyTest, OneWinnerPerVersion) {
     for (size_t i = 0; i < ids.size(); ++i) {
       sync.arrive_and_wait();
       const DateTime now = SystemClock::Instance().Now();
-      auto locked = conn->LockOne(now, ComponentFor(ActivityFfqn()), ids[i],
-                                  core::RunId::Generate(), Version(1), executor,
-                                  now + std::chrono::hours(1), ActivityRetry());
+      auto locked =
+          conn->LockOne(now, ComponentFor(ActivityFfqn()), ids[i], core::RunId::Generate(),
+                        Version(1), executor, now + std::chrono::hours(1), ActivityRetry());
       if (locked) {
         lock_wins[i].fetch_add(1);
       } else if (!locked.error().IsVersionConflict() &&

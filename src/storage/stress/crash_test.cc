@@ -19,12 +19,11 @@
 // The seed of the kill delays is printed; STELE_CRASH_SEED reproduces it,
 // STELE_CRASH_ROUNDS changes the number of rounds (default 6).
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -99,11 +98,17 @@ class Writer {
  public:
   Writer(const fs::path& db, const fs::path& acks, const fs::path& err, uint64_t seed,
          long iterations) {
-    std::vector<std::string> args = {STELE_CRASH_WRITER,  "--db",   db.string(),
-                                     "--acks",            acks.string(),
-                                     "--seed",            std::to_string(seed),
-                                     "--threads",         "3",
-                                     "--iterations",      std::to_string(iterations)};
+    std::vector<std::string> args = {STELE_CRASH_WRITER,
+                                     "--db",
+                                     db.string(),
+                                     "--acks",
+                                     acks.string(),
+                                     "--seed",
+                                     std::to_string(seed),
+                                     "--threads",
+                                     "3",
+                                     "--iterations",
+                                     std::to_string(iterations)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -216,7 +221,8 @@ Verified VerifyStore(const fs::path& db, const Acks& acks) {
     if (it != by_id.end()) {
       for (const auto& r : it->second->responses) {
         const auto* c = std::get_if<core::ChildExecutionFinished>(&r.event.event);
-        if (c && c->child_execution_id.ToString() == child && c->finished_version.value() == version) {
+        if (c && c->child_execution_id.ToString() == child &&
+            c->finished_version.value() == version) {
           found = true;
         }
       }
@@ -284,9 +290,9 @@ TEST(CrashTest, SigkillLosesNoAcknowledgedWrite) {
       ReadAcks(ack_file, round_acks);
     }
     std::this_thread::sleep_for(delay);
-    ASSERT_FALSE(writer.Exited(status)) << "writer ended before the kill (status " << status
-                                        << "):\n"
-                                        << ReadFile(err_file);
+    ASSERT_FALSE(writer.Exited(status))
+        << "writer ended before the kill (status " << status << "):\n"
+        << ReadFile(err_file);
     status = writer.KillAndWait();
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << ReadFile(err_file);
     round_acks = Acks{};
@@ -312,9 +318,8 @@ TEST(CrashTest, SigkillLosesNoAcknowledgedWrite) {
     Writer writer(db, ack_file, err_file, seed + 999, 20);
     ASSERT_TRUE(writer.started());
     const int status = writer.Wait();
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "status " << status << ":\n"
-        << ReadFile(err_file);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ":\n"
+                                                               << ReadFile(err_file);
   }
   Acks final_acks;
   ReadAcks(ack_file, final_acks);

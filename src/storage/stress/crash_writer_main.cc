@@ -60,8 +60,7 @@ class AckWriter final : public WorkloadObserver {
   }
   void OnResponseAck(const ExecutionId& parent, const core::ExecutionIdDerived& child,
                      Version finished_version) override {
-    Line("resp " + parent.ToString() + " " + child.ToString() + " " +
-         finished_version.ToString());
+    Line("resp " + parent.ToString() + " " + child.ToString() + " " + finished_version.ToString());
   }
   void OnLocked(const LockedExecution& locked, DateTime) override {
     const Version at(locked.next_version.value() - 1);

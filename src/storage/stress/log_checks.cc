@@ -24,9 +24,9 @@ std::string Where(const ExecutionLog& log) { return log.execution_id.ToString() 
 
 CreateRequest CreateRequestOf(const ExecutionId& id, const core::ExecutionEvent& event) {
   const auto& created = std::get<core::Created>(event.event);
-  return CreateRequest{event.created_at,    id,
-                       created.ffqn,        created.params,
-                       created.parent,      created.scheduled_at,
+  return CreateRequest{event.created_at,     id,
+                       created.ffqn,         created.params,
+                       created.parent,       created.scheduled_at,
                        created.component_id, created.metadata,
                        created.scheduled_by};
 }
@@ -52,8 +52,8 @@ class ResponseFeeder {
     ++fed_per_js_[response.event.join_set_id];
     auto appended = oracle_.AppendResponse(response.created_at, log_.execution_id, response.event);
     if (!appended) {
-      problems_.push_back(Where(log_) + "oracle refused response " +
-                          core::ToJson(response).dump() + ": " + appended.error().ToString());
+      problems_.push_back(Where(log_) + "oracle refused response " + core::ToJson(response).dump() +
+                          ": " + appended.error().ToString());
     }
   }
 
@@ -211,8 +211,8 @@ std::vector<std::string> CheckParentChildResponses(const LogMap& logs) {
         continue;
       }
       const auto& child_events = child_log->second.events;
-      const bool child_finished =
-          !child_events.empty() && std::holds_alternative<core::Finished>(child_events.back().event);
+      const bool child_finished = !child_events.empty() &&
+                                  std::holds_alternative<core::Finished>(child_events.back().event);
       if (child_finished && responded.count(child_id) == 0) {
         problems.push_back(Where(log) + "child " + child_id +
                            " finished but the parent has no response for it");
@@ -265,7 +265,8 @@ std::vector<std::string> CompareWithOracle(DbPool& oracle_pool, const LogMap& lo
         // response had arrived.
         auto state = oracle.GetPendingState(log.execution_id);
         if (state) {
-          if (const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&state->value)) {
+          if (const auto* blocked =
+                  std::get_if<core::PendingStateBlockedByJoinSet>(&state->value)) {
             feeder.FeedUntil(blocked->join_set_id, join_nexts[blocked->join_set_id]);
           }
         }

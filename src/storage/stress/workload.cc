@@ -22,11 +22,10 @@ DateTime Now() { return SystemClock::Instance().Now(); }
 core::SupportedFunctionReturnValue OkOne() { return core::ReturnValueOk{core::Json(1)}; }
 
 size_t CountJoinNexts(const LockedExecution& locked) {
-  return static_cast<size_t>(
-      std::count_if(locked.event_history.begin(), locked.event_history.end(),
-                    [](const auto& entry) {
-                      return std::holds_alternative<core::HistoryJoinNext>(entry.first);
-                    }));
+  return static_cast<size_t>(std::count_if(
+      locked.event_history.begin(), locked.event_history.end(), [](const auto& entry) {
+        return std::holds_alternative<core::HistoryJoinNext>(entry.first);
+      }));
 }
 
 bool HasJoinSetCreate(const LockedExecution& locked) {
@@ -94,8 +93,15 @@ void Worker::Problem(const std::string& what, const std::string& error) {
 std::optional<ExecutionId> Worker::CreateParent() {
   const DateTime now = Now();
   const ExecutionId id = ExecutionId::Generate();
-  CreateRequest req{now,          id, ParentFfqn(), core::Json::array(), std::nullopt, now,
-                    ComponentFor(ParentFfqn()), {}, std::nullopt};
+  CreateRequest req{now,
+                    id,
+                    ParentFfqn(),
+                    core::Json::array(),
+                    std::nullopt,
+                    now,
+                    ComponentFor(ParentFfqn()),
+                    {},
+                    std::nullopt};
   auto created = db_.Create(req);
   if (!created) {
     Problem("Create " + id.ToString(), created.error().ToString());
@@ -135,10 +141,9 @@ size_t Worker::LockAndProcess() {
   // locking each function separately when they differ.
   std::vector<LockedExecution> all;
   for (const auto& ffqn : AllFfqns()) {
-    auto locked = db_.LockPendingByFfqns(
-        options_.lock_batch, now, {ffqn}, now, ComponentFor(ffqn), executor_id_,
-        now + options_.lock_duration, run_id,
-        ffqn == ParentFfqn() ? WorkflowRetry() : ActivityRetry());
+    auto locked = db_.LockPendingByFfqns(options_.lock_batch, now, {ffqn}, now, ComponentFor(ffqn),
+                                         executor_id_, now + options_.lock_duration, run_id,
+                                         ffqn == ParentFfqn() ? WorkflowRetry() : ActivityRetry());
     if (!locked) {
       Problem("LockPendingByFfqns", locked.error().ToString());
       return 0;
@@ -150,8 +155,8 @@ size_t Worker::LockAndProcess() {
       }
       if (l.locked_event.executor_id != executor_id_ || l.locked_event.run_id != run_id ||
           l.locked_event.lock_expires_at != now + options_.lock_duration) {
-        Problem("LockPendingByFfqns", "Locked event of " + l.execution_id.ToString() +
-                                          " differs from the request");
+        Problem("LockPendingByFfqns",
+                "Locked event of " + l.execution_id.ToString() + " differs from the request");
       }
       observer_.OnLocked(l, now);
       all.push_back(std::move(l));
@@ -179,7 +184,8 @@ bool Worker::TryLockOne(const ExecutionId& execution_id, const core::FunctionFqn
     }
     return false;
   }
-  if (locked->execution_id != execution_id || locked->next_version != last->version.Increment().Increment()) {
+  if (locked->execution_id != execution_id ||
+      locked->next_version != last->version.Increment().Increment()) {
     Problem("LockOne " + execution_id.ToString(),
             "returned next_version " + locked->next_version.ToString() + " after locking at " +
                 last->version.Increment().ToString());
@@ -261,8 +267,8 @@ void Worker::ProcessActivity(const LockedExecution& locked) {
     // (already finished, or a duplicate response) and write nothing.
     const DateTime later = Now();
     AppendEventsToExecution again{id, version.Increment(), {AppendRequest{later, finished}}};
-    AppendResponseToExecution again_response{parent_id, later,   join_set_id,
-                                             *derived,  version.Increment(), finished.result};
+    AppendResponseToExecution again_response{
+        parent_id, later, join_set_id, *derived, version.Increment(), finished.result};
     auto dup = db_.AppendBatchRespondToParent(again, again_response, later);
     if (dup) {
       Problem("duplicate AppendBatchRespondToParent " + id.ToString(),
@@ -288,12 +294,18 @@ void Worker::ProcessParent(const LockedExecution& locked) {
     for (uint32_t i = 1; i <= options_.children_per_parent; ++i) {
       core::ExecutionIdDerived child = id.NextLevel(js, i);
       core::Params params = core::Json::array({core::Json(i)});
-      batch.push_back(AppendRequest{
-          now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                   js, core::ChildExecutionRequest{child, ChildFfqn(), params}}}});
-      children.push_back(CreateRequest{now, ExecutionId(child), ChildFfqn(), params,
-                                       std::make_pair(id, js), now, ComponentFor(ChildFfqn()),
-                                       {}, std::nullopt});
+      batch.push_back(
+          AppendRequest{now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                                 js, core::ChildExecutionRequest{child, ChildFfqn(), params}}}});
+      children.push_back(CreateRequest{now,
+                                       ExecutionId(child),
+                                       ChildFfqn(),
+                                       params,
+                                       std::make_pair(id, js),
+                                       now,
+                                       ComponentFor(ChildFfqn()),
+                                       {},
+                                       std::nullopt});
     }
     auto appended = db_.AppendBatchCreateNewExecution(now, batch, id, version, children);
     if (!appended) {
@@ -309,8 +321,9 @@ void Worker::ProcessParent(const LockedExecution& locked) {
       version = version.Increment();
     }
     for (const auto& child : children) {
-      observer_.OnAck(child.execution_id, Version(0),
-                      core::ExecutionEvent{child.created_at, child.ToCreatedEvent(), {}, Version(0)});
+      observer_.OnAck(
+          child.execution_id, Version(0),
+          core::ExecutionEvent{child.created_at, child.ToCreatedEvent(), {}, Version(0)});
     }
   }
   const size_t join_nexts = CountJoinNexts(locked);
@@ -325,7 +338,8 @@ void Worker::ProcessParent(const LockedExecution& locked) {
   if (join_nexts < options_.children_per_parent) {
     // Interrupt strategy: run_expires_at = now, so a response makes the
     // parent lockable by anyone at once.
-    AppendOne(id, version, core::HistoryEventRequest{core::HistoryJoinNext{js, Now(), std::nullopt, false}});
+    AppendOne(id, version,
+              core::HistoryEventRequest{core::HistoryJoinNext{js, Now(), std::nullopt, false}});
   } else if (AppendOne(id, version, core::Finished{OkOne(), std::nullopt})) {
     observer_.OnFinished(id);
   }

@@ -135,10 +135,9 @@ std::optional<ExecutionId> Worker::CreateActivity() {
 size_t Worker::LockAndProcess() {
   const DateTime now = Now();
   const core::RunId run_id = core::RunId::Generate();
-  // Executions of the three functions share one call, as an executor serving
-  // several functions of one component would; the component passed is only
-  // recorded in the Locked event, so use the one of each row's function by
-  // locking each function separately when they differ.
+  // One call per function, all under one run id: the Locked event records
+  // the component passed, which differs between the workflow and the
+  // activities.
   std::vector<LockedExecution> all;
   for (const auto& ffqn : AllFfqns()) {
     auto locked = db_.LockPendingByFfqns(options_.lock_batch, now, {ffqn}, now, ComponentFor(ffqn),

@@ -1,8 +1,7 @@
 // The stress workload: a small, restart-safe model of what executors do to a
 // store — create executions, lock them in batches, fail them temporarily,
 // spawn children, block parents on JoinNext and finish children with their
-// parent's response — shared by the concurrency test, the crash writer and
-// the benchmarks.
+// parent's response — shared by the concurrency test and the crash writer.
 //
 // Every decision is taken from what the store returned (the LockedExecution),
 // never from memory, so a worker can pick up executions left behind by a

@@ -33,14 +33,21 @@ RunInfo Activity(uint32_t count, std::optional<uint32_t> max_retries = 3,
 
 const Version kV{2};
 
-// The single event of a planned write.
+// The single event of a planned write. Takes the write by reference so the
+// returned reference lives as long as the caller's write.
+template <class E>
+const E& EventAs(const PlannedWrite& write) {
+  const E* event = std::get_if<E>(&write.request.event);
+  EXPECT_NE(event, nullptr) << core::ExecutionRequestToString(write.request.event);
+  static const E kEmpty{};
+  return event ? *event : kEmpty;
+}
+
 template <class E>
 const E& EventAs(const std::optional<PlannedWrite>& write) {
   EXPECT_TRUE(write.has_value());
-  const E* event = std::get_if<E>(&write->request.event);
-  EXPECT_NE(event, nullptr) << core::ExecutionRequestToString(write->request.event);
   static const E kEmpty{};
-  return event ? *event : kEmpty;
+  return write ? EventAs<E>(*write) : kEmpty;
 }
 
 FinishedExecutionError FailureOf(const std::optional<PlannedWrite>& write) {

@@ -3,6 +3,8 @@
 #include <iterator>
 #include <string>
 
+#include "core/display_internal.h"
+
 namespace stele::core {
 namespace {
 
@@ -17,14 +19,14 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
+using display_internal::BacktickQuoted;
 
 std::string JoinSetRequestToString(const JoinSetRequest& request) {
   return std::visit(Overloaded{
                         [](const DelayRequest& r) {
                           return "DelayRequest(" + r.delay_id.ToString() +
-                                 ", expires_at: " + Quoted(r.expires_at) + ", schedule_at: `" +
-                                 r.schedule_at.ToString() + "`)";
+                                 ", expires_at: " + BacktickQuoted(r.expires_at) +
+                                 ", schedule_at: `" + r.schedule_at.ToString() + "`)";
                         },
                         [](const ChildExecutionRequest& r) {
                           return "ChildExecutionRequest(" + r.child_execution_id.ToString() + ", " +
@@ -77,7 +79,7 @@ Result<DateTime, HistoryEventScheduleAt::OutOfRangeError> HistoryEventScheduleAt
 std::string HistoryEventScheduleAt::ToString() const {
   return std::visit(Overloaded{
                         [](const ScheduleNow&) { return std::string("Now"); },
-                        [](const ScheduleAtTime& a) { return "At(" + Quoted(a.at) + ")"; },
+                        [](const ScheduleAtTime& a) { return "At(" + BacktickQuoted(a.at) + ")"; },
                         [](const ScheduleIn& i) { return "In(" + i.in.ToString() + ")"; },
                     },
                     value);
@@ -130,17 +132,20 @@ std::string ExecutionRequestToString(const ExecutionRequest& request) {
   return std::visit(
       Overloaded{
           [](const Created& e) {
-            return "Created(" + e.ffqn.ToString() + ", " + Quoted(e.scheduled_at) + ")";
+            return "Created(" + e.ffqn.ToString() + ", " + BacktickQuoted(e.scheduled_at) + ")";
           },
           [](const Locked& e) {
-            return "Locked(" + Quoted(e.lock_expires_at) + ", " + e.component_id.ToString() + ")";
+            return "Locked(" + BacktickQuoted(e.lock_expires_at) + ", " +
+                   e.component_id.ToString() + ")";
           },
-          [](const Unlocked& e) { return "Unlocked(" + Quoted(e.backoff_expires_at) + ")"; },
+          [](const Unlocked& e) {
+            return "Unlocked(" + BacktickQuoted(e.backoff_expires_at) + ")";
+          },
           [](const TemporarilyFailed& e) {
-            return "TemporarilyFailed(" + Quoted(e.backoff_expires_at) + ")";
+            return "TemporarilyFailed(" + BacktickQuoted(e.backoff_expires_at) + ")";
           },
           [](const TemporarilyTimedOut& e) {
-            return "TemporarilyTimedOut(" + Quoted(e.backoff_expires_at) + ")";
+            return "TemporarilyTimedOut(" + BacktickQuoted(e.backoff_expires_at) + ")";
           },
           [](const Finished&) { return std::string("Finished"); },
           [](const HistoryEventRequest& e) {

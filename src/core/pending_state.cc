@@ -3,6 +3,8 @@
 #include <iterator>
 #include <string>
 
+#include "core/display_internal.h"
+
 namespace stele::core {
 namespace {
 
@@ -13,7 +15,7 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-std::string Quoted(DateTime t) { return "`" + FormatRfc3339(t) + "`"; }
+using display_internal::BacktickQuoted;
 
 }  // namespace
 
@@ -37,16 +39,16 @@ std::string_view PendingState::StateName() const {
 std::string PendingState::ToString() const {
   return std::visit(Overloaded{
                         [](const PendingStatePendingAt& s) {
-                          return "PendingAt(" + Quoted(s.scheduled_at) + ")";
+                          return "PendingAt(" + BacktickQuoted(s.scheduled_at) + ")";
                         },
                         [](const PendingStateLocked& s) {
-                          return "Locked(" + Quoted(s.lock_expires_at) + ", " +
+                          return "Locked(" + BacktickQuoted(s.lock_expires_at) + ", " +
                                  s.locked_by.executor_id.ToString() + ", " +
                                  s.locked_by.run_id.ToString() + ")";
                         },
                         [](const PendingStateBlockedByJoinSet& s) {
                           return "BlockedByJoinSet(" + s.join_set_id.ToString() + "," +
-                                 Quoted(s.lock_expires_at) + ")";
+                                 BacktickQuoted(s.lock_expires_at) + ")";
                         },
                         [](const PendingStateFinished& s) {
                           return "Finished(" + s.result_kind.ToString() + ")";

@@ -1,0 +1,336 @@
+// WorkflowRun: the replay engine of one run of one workflow execution
+// (reference/obelisk.md §4). Engine-neutral: the native C++ SDK calls it from
+// its awaiters, the WebAssembly host functions from host imports. Every
+// workflow effect goes through one method here; the run matches it against
+// the recorded history and only appends in new territory.
+//
+// Replay (§4.2). The cursor is the first unprocessed history event of the
+// locked execution. Each call produces one or more events (its "keys"); each
+// key is compared with the event under the cursor by kind and payload
+// (schedule *intents*, not resolved times; params structurally):
+//   match            → the event becomes processed; its recorded outcome is
+//                      returned; nothing is written;
+//   no event left    → new territory: the event is appended (version-fenced)
+//                      and processed;
+//   anything else    → Interruption kNondeterminism ("... at version N").
+// Every derived decision — the index of a generated or one-off join set, the
+// index of a child or delay in its join set, whether a named join set
+// exists, whether a join set has unawaited submissions, which response a
+// JoinNext consumes — is computed from processed events only, never from the
+// unreplayed tail. Finish() reports an unreplayed tail as nondeterminism.
+// Indices are kept incrementally, so replaying N events costs O(N).
+//
+// Join sets (§2.13, §4.6). One-off join sets (`o:<k>-<fn>`, `o:<k>-sleep`)
+// back direct calls and sleeps and are awaited at once. Named (`n:<name>`)
+// and generated (`g:<k>`) ones are handles the guest passes back. A JoinNext
+// consumes the responses of its join set in arrival order. Closing (explicit
+// CloseJoinSet, or Finish for every open set in reverse creation order)
+// cancels unawaited activities and delays, leaves child workflows running,
+// and emits one JoinNext{closing} per unawaited submission, blocking until
+// each response is in. A closed join set rejects submissions
+// (kConstraintViolation).
+//
+// Blocking (§4.3). When a JoinNext has no response yet:
+//   kInterrupt  the JoinNext is written with run_expires_at = now and the
+//               call returns Interruption kBlocked: the run ends writing
+//               nothing more (DbUpdatedByWorkerOrWatcher); the response
+//               makes the execution pending and a later run replays.
+//   kAwait      the JoinNext carries the lock's expiry as its lease and the
+//               run waits warm for the response (SubscribeToNextResponses,
+//               each wait bounded by subscription_interruption) until the
+//               lease ends, then returns kBlocked the same way.
+// Both strategies append exactly the same history events (only the
+// JoinNext leases differ). Before each call the lock is extended (a Locked
+// event by the same executor and run) once it is within
+// lock_extension_leeway of its expiry; a run whose lock has expired stops
+// (kLeaseExpired) without writing.
+//
+// Batching. Non-blocking events (JoinSetCreate, Persist, child and delay
+// submissions with the children's Created, Schedule with its Created, Stub)
+// are kept in memory, at most non_blocking_event_batching of them, and
+// written in the transaction of the next blocking write (a JoinNext, a
+// direct call, a sleep, a join-set close, Finish). A submission and the
+// JoinNext that awaits it therefore cost one commit. Deviation from Obelisk,
+// which batches only under kAwait: we batch under both strategies; the
+// events and their order are the same, only fewer commits are chained.
+// A lost cache (crash) is harmless: the next run replays to the same point
+// and writes the same events (ids are deterministic, stubs idempotent).
+//
+// Randomness (§4.5): xoshiro256** seeded through splitmix64 from
+// ExecutionId::RandomSeed() (workflow_prng.h). Values are Persist-ed and
+// compared on replay, so the algorithm is part of the replay contract.
+// Scheduled executions get ids from the same generator.
+//
+// Errors. A call returns Interruption when the guest must stop now: the
+// SDK destroys the coroutine frame, the WASM host traps the guest, and the
+// worker returns ToWorkerResult(interruption). Business outcomes the guest
+// handles (all-processed, function mismatch, stub conflict, not found in
+// processed responses, named join set conflict, cancelled sleep) are the
+// inner error of a CallResult<T, E> = Result<Result<T, E>, Interruption>.
+// After an Interruption every further call returns the same Interruption.
+//
+// Threading: a run is used from one thread; it blocks that thread only
+// while waiting for a response (kAwait) or for the database. It starts no
+// threads and throws no exceptions.
+// Ownership: the run owns the WorkerContext moved into it; `deps` are
+// borrowed and must outlive the run. Values returned are owned by the
+// caller.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/result.h"
+#include "base/time.h"
+#include "core/execution_event.h"
+#include "core/function_fqn.h"
+#include "core/ids.h"
+#include "core/return_value.h"
+#include "executor/worker.h"
+#include "runtime/workflow/function_registry.h"
+#include "storage/db_connection.h"
+#include "storage/db_errors.h"
+
+namespace stele::runtime::workflow {
+
+enum class BlockingStrategy {
+  kInterrupt,  // unload at once when a JoinNext has no response
+  kAwait,      // keep the run warm until its lease ends
+};
+
+struct WorkflowRunOptions {
+  BlockingStrategy blocking_strategy = BlockingStrategy::kAwait;
+  // Most non-blocking events kept in memory before they are written on
+  // their own; 0 writes each at once.
+  uint32_t non_blocking_event_batching = 100;
+  // Lease added by each lock extension; 0 disables extension.
+  std::chrono::milliseconds lock_extension{1000};
+  // Extend once the lock expires within this much.
+  std::chrono::milliseconds lock_extension_leeway{100};
+  // Longest single wait for a response (steady time); the run then
+  // re-checks its lease and the database. Notifications are hints.
+  std::chrono::milliseconds subscription_interruption{1000};
+  // kAwait: longest steady time one blocking call waits warm in total,
+  // besides the lease; nullopt = until the lease ends. Tests driven by a
+  // ManualClock set it (the lease never ends on a frozen clock).
+  std::optional<std::chrono::milliseconds> max_warm_wait;
+  // After writing this many events a run unlocks itself (Unlocked, pending
+  // at once) and stops with kYielded, so one workflow cannot hog an
+  // executor slot; 0 = no limit.
+  uint32_t max_events_per_run = 0;
+};
+
+// Borrowed collaborators; all must outlive the run.
+struct WorkflowRunDeps {
+  storage::DbConnection* db = nullptr;       // REQUIRES: non-null
+  const Clock* clock = nullptr;              // REQUIRES: non-null
+  const FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
+};
+
+// The guest must stop now.
+struct Interruption {
+  enum class Kind {
+    kBlocked,        // waiting on a join set: unloaded (DbUpdatedByWorkerOrWatcher)
+    kLeaseExpired,   // the lock expired before the call (DbUpdated)
+    kYielded,        // max_events_per_run reached; Unlocked written (DbUpdated)
+    kNondeterminism, // replay diverged (Finished: nondeterminism_detected)
+    kConstraintViolation,  // submit to / join on a closed, one-off or unknown join set
+    kImportedFunctionCallError,  // unknown ffqn, stub target mismatch
+    kTrap,           // invalid argument (empty random range ...): a workflow trap
+    kDbError,        // storage failed; nothing more is written (WorkerDbError)
+    kCancelled,      // the run's cancellation token fired
+  };
+  Kind kind = Kind::kBlocked;
+  std::string reason;
+  std::optional<storage::DbErrorWrite> db_error;  // kDbError only
+
+  // True for the kinds that end the execution permanently when recorded.
+  bool IsFatal() const;
+  // "blocked", "lease expired", ..., plus ": <reason>" when set.
+  std::string ToString() const;
+  friend bool operator==(const Interruption&, const Interruption&) = default;
+};
+std::string_view InterruptionKindName(Interruption::Kind kind);
+
+// A call that may return a business error E the guest handles, or an
+// Interruption after which the guest must stop.
+template <class T, class E>
+using CallResult = Result<Result<T, E>, Interruption>;
+
+// --- Responses ------------------------------------------------------------------
+
+struct ChildResponse {
+  core::ExecutionIdDerived child_execution_id;
+  core::FunctionFqn ffqn;  // the function the child runs
+  core::SupportedFunctionReturnValue result;
+  friend bool operator==(const ChildResponse&, const ChildResponse&) = default;
+};
+struct DelayResponse {
+  core::DelayId delay_id;
+  bool ok = true;  // true: expired; false: cancelled
+  friend bool operator==(const DelayResponse&, const DelayResponse&) = default;
+};
+using JoinSetResponseValue = std::variant<ChildResponse, DelayResponse>;
+
+// --- Business errors --------------------------------------------------------------
+
+struct JoinSetCreateError {
+  enum class Kind {
+    kInvalidName,  // not [A-Za-z0-9/-]+
+    kConflict,     // a named join set of that name exists
+  };
+  Kind kind = Kind::kConflict;
+  friend bool operator==(const JoinSetCreateError&, const JoinSetCreateError&) = default;
+};
+
+struct JoinNextError {
+  enum class Kind {
+    kAllProcessed,      // every submission was awaited (recorded as JoinNextTooMany)
+    kFunctionMismatch,  // the response is not of the requested ffqn; it is consumed
+  };
+  Kind kind = Kind::kAllProcessed;
+  // kFunctionMismatch: the consumed response (a delay has no ffqn).
+  std::optional<JoinSetResponseValue> actual;
+  friend bool operator==(const JoinNextError&, const JoinNextError&) = default;
+};
+
+struct GetError {
+  enum class Kind { kNotFoundInProcessedResponses, kFunctionMismatch };
+  Kind kind = Kind::kNotFoundInProcessedResponses;
+  std::optional<core::FunctionFqn> actual_ffqn;  // kFunctionMismatch
+  friend bool operator==(const GetError&, const GetError&) = default;
+};
+
+struct StubError {
+  enum class Kind { kConflict };  // the target holds a different result
+  Kind kind = Kind::kConflict;
+  friend bool operator==(const StubError&, const StubError&) = default;
+};
+
+// The delay behind a sleep was cancelled (CancelDelay).
+struct SleepCancelled {
+  friend bool operator==(const SleepCancelled&, const SleepCancelled&) = default;
+};
+
+namespace internal {
+class RunState;
+}  // namespace internal
+
+class WorkflowRun {
+ public:
+  // Builds the run from the executor's context (history, responses, the
+  // version to write at, the lock). O(1): indices grow as replay proceeds.
+  WorkflowRun(executor::WorkerContext ctx, WorkflowRunDeps deps, WorkflowRunOptions options);
+  ~WorkflowRun();
+  WorkflowRun(const WorkflowRun&) = delete;
+  WorkflowRun& operator=(const WorkflowRun&) = delete;
+
+  // --- Facts of the run -------------------------------------------------------
+  const core::ExecutionId& execution_id() const;
+  const core::FunctionFqn& ffqn() const;
+  const core::Params& params() const;
+  const core::ExecutionMetadata& metadata() const;
+  // True while the cursor is inside the recorded history (guest logs are
+  // suppressed then).
+  bool IsReplaying() const;
+  // The version the next write names (cached events not counted).
+  core::Version version() const;
+  // Set once a call returned an Interruption.
+  const std::optional<Interruption>& interruption() const;
+
+  // --- Join sets ----------------------------------------------------------------
+  // `g:<k>`, k = generated join sets processed so far + 1. Cached.
+  Result<core::JoinSetId, Interruption> CreateJoinSet();
+  // `n:<name>`. No event is written on a business error.
+  CallResult<core::JoinSetId, JoinSetCreateError> CreateNamedJoinSet(std::string_view name);
+  // Closes `join_set` as described above; blocks. A join set without
+  // unawaited submissions closes without events. Closing a closed join set
+  // is a no-op. REQUIRES: a named or generated join set of this run
+  // (kConstraintViolation otherwise).
+  Result<void, Interruption> CloseJoinSet(const core::JoinSetId& join_set);
+
+  // --- Children and delays --------------------------------------------------------
+  // Submits a child execution `<this>.<join_set>_<idx>` of `ffqn` (cached
+  // with its Created). kImportedFunctionCallError for an unknown ffqn;
+  // kConstraintViolation for a closed, one-off or unknown join set.
+  Result<core::ExecutionIdDerived, Interruption> SubmitChild(const core::JoinSetId& join_set,
+                                                             const core::FunctionFqn& ffqn,
+                                                             core::Params params);
+  // Submits a durable timer into `join_set`; its expiry is resolved from
+  // the intent on the first run and recorded. Same join-set rules.
+  Result<core::DelayId, Interruption> SubmitDelay(const core::JoinSetId& join_set,
+                                                  const core::HistoryEventScheduleAt& schedule_at);
+  // Awaits the next response of `join_set` (arrival order). With
+  // `requested_ffqn` (the `-await-next` extension) a response of another
+  // function, or a delay, is kFunctionMismatch (and consumed). Blocks.
+  CallResult<JoinSetResponseValue, JoinNextError> JoinNext(
+      const core::JoinSetId& join_set,
+      const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
+  // Result of a child whose response a processed JoinNext consumed; writes
+  // nothing.
+  Result<core::SupportedFunctionReturnValue, GetError> Get(
+      const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const;
+
+  // --- Blocking shorthands ----------------------------------------------------------
+  // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext
+  // and the child's Created in one transaction, then await. The child's
+  // result may be an ExecutionError (timed out, cancelled, ...).
+  Result<core::SupportedFunctionReturnValue, Interruption> Call(const core::FunctionFqn& ffqn,
+                                                                core::Params params);
+  // JoinSetCreate(o:<k>-sleep) + DelayRequest + JoinNext in one
+  // transaction, then await. Returns the delay's recorded expiry.
+  CallResult<DateTime, SleepCancelled> Sleep(const core::HistoryEventScheduleAt& schedule_at);
+
+  // --- Fire-and-forget and stubs ------------------------------------------------------
+  // Schedules a new top-level execution (id from the PRNG and this
+  // execution's root timestamp, `scheduled_by` = this). Cached.
+  Result<core::ExecutionId, Interruption> Schedule(const core::HistoryEventScheduleAt& schedule_at,
+                                                   const core::FunctionFqn& ffqn,
+                                                   core::Params params);
+  // Writes the result of stub activity `target` (a child of this workflow,
+  // idempotently) and records it. kImportedFunctionCallError when the
+  // target does not exist or does not run `ffqn`.
+  CallResult<void, StubError> Stub(const core::FunctionFqn& ffqn,
+                                   const core::ExecutionIdDerived& target,
+                                   core::SupportedFunctionReturnValue value);
+
+  // --- Randomness --------------------------------------------------------------------
+  // Uniform in [min, max_exclusive); kTrap when the range is empty.
+  Result<uint64_t, Interruption> RandomU64(uint64_t min, uint64_t max_exclusive);
+  // Uniform in [min, max_inclusive]; kTrap when min > max_inclusive.
+  Result<uint64_t, Interruption> RandomU64Inclusive(uint64_t min, uint64_t max_inclusive);
+  // Alphanumeric, length uniform in [min_length, max_length_exclusive);
+  // kTrap when the range is empty or above 1 MiB.
+  Result<std::string, Interruption> RandomString(uint64_t min_length,
+                                                 uint64_t max_length_exclusive);
+
+  // --- Logging -------------------------------------------------------------------------
+  // Guest log line, tagged with the execution id; dropped while replaying.
+  void Log(LogLevel level, std::string_view message) const;
+
+  // --- Ending the run --------------------------------------------------------------------
+  // The workflow function returned `value` (ok or err): closes open join
+  // sets (may block), writes the cached events, checks that no history
+  // event is left unprocessed (else nondeterminism) and returns WorkerOk at
+  // the version Finished goes to; or the WorkerResult of the interruption.
+  executor::WorkerResult Finish(core::SupportedFunctionReturnValue value);
+  // The WorkerResult for an Interruption a call returned:
+  // kBlocked/kLeaseExpired/kYielded → DbUpdatedByWorkerOrWatcher;
+  // kDbError → WorkerDbError; others → FatalError of the matching kind.
+  executor::WorkerResult ToWorkerResult(const Interruption& interruption) const;
+  // The guest trapped (panicked, threw out of the workflow): a permanent
+  // FatalError kWorkflowTrap. Cached events are dropped.
+  executor::WorkerResult Trap(std::string reason, std::optional<std::string> detail = std::nullopt);
+
+ private:
+  std::unique_ptr<internal::RunState> state_;
+};
+
+}  // namespace stele::runtime::workflow

@@ -1,36 +1,75 @@
-// Placeholder bodies of the public API; the engine lands in the next
-// commits (the header is published first so the SDK can build against it).
+// The public calls of WorkflowRun, each composed of the replay steps of
+// run_state.h: Begin (lease, cancellation, limits), Step per history event
+// the call produces, then a flush (blocking calls) or MaybeFlush
+// (non-blocking ones).
 #include "runtime/workflow/workflow_run.h"
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "runtime/workflow/run_state.h"
+#include "storage/operations.h"
 
 namespace stele::runtime::workflow {
 
-namespace internal {
-class RunState {
- public:
-  RunState(executor::WorkerContext c, WorkflowRunDeps d, WorkflowRunOptions o)
-      : ctx(std::move(c)), deps(d), options(o) {}
-  executor::WorkerContext ctx;
-  WorkflowRunDeps deps;
-  WorkflowRunOptions options;
-  std::optional<Interruption> interruption;
-};
-}  // namespace internal
+using internal::RunState;
+using Kind = Interruption::Kind;
 
 namespace {
-Interruption NotYet() { return Interruption{Interruption::Kind::kTrap, "not implemented yet", {}}; }
+
+// Random strings are capped so a guest cannot make the log explode.
+constexpr uint64_t kMaxRandomStringLength = 1 << 20;
+
+std::vector<uint8_t> U64Bytes(uint64_t value) {
+  std::vector<uint8_t> bytes(8);
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(value >> (8 * i));  // little endian
+  return bytes;
+}
+
+// Function names may hold '_', which join set names may not.
+std::string OneOffName(uint64_t index, std::string_view suffix) {
+  std::string name = std::to_string(index) + "-";
+  for (char c : suffix) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '/';
+    name.push_back(ok ? c : '-');
+  }
+  return name;
+}
+
+core::JoinSetId OneOffJoinSet(RunState& state, std::string_view suffix) {
+  auto id = core::JoinSetId::Create(core::JoinSetKind::kOneOff,
+                                    OneOffName(state.JoinSetCount(core::JoinSetKind::kOneOff) + 1,
+                                               suffix));
+  STELE_CHECK(id.has_value(), "one-off join set names are always valid");
+  return *std::move(id);
+}
+
 }  // namespace
+
+// --- Interruption ------------------------------------------------------------------
 
 std::string_view InterruptionKindName(Interruption::Kind kind) {
   switch (kind) {
-    case Interruption::Kind::kBlocked: return "blocked";
-    case Interruption::Kind::kLeaseExpired: return "lease expired";
-    case Interruption::Kind::kYielded: return "yielded";
-    case Interruption::Kind::kNondeterminism: return "nondeterminism detected";
-    case Interruption::Kind::kConstraintViolation: return "constraint violation";
-    case Interruption::Kind::kImportedFunctionCallError: return "imported function call error";
-    case Interruption::Kind::kTrap: return "workflow trap";
-    case Interruption::Kind::kDbError: return "database error";
-    case Interruption::Kind::kCancelled: return "cancelled";
+    case Kind::kBlocked:
+      return "blocked";
+    case Kind::kLeaseExpired:
+      return "lease expired";
+    case Kind::kYielded:
+      return "yielded";
+    case Kind::kNondeterminism:
+      return "nondeterminism detected";
+    case Kind::kConstraintViolation:
+      return "constraint violation";
+    case Kind::kImportedFunctionCallError:
+      return "imported function call error";
+    case Kind::kTrap:
+      return "workflow trap";
+    case Kind::kDbError:
+      return "database error";
+    case Kind::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -53,80 +92,418 @@ std::string Interruption::ToString() const {
   return out;
 }
 
+// --- Facts ---------------------------------------------------------------------------
+
 WorkflowRun::WorkflowRun(executor::WorkerContext ctx, WorkflowRunDeps deps,
                          WorkflowRunOptions options)
-    : state_(std::make_unique<internal::RunState>(std::move(ctx), deps, options)) {}
+    : state_(std::make_unique<RunState>(std::move(ctx), deps, options)) {}
 WorkflowRun::~WorkflowRun() = default;
 
 const core::ExecutionId& WorkflowRun::execution_id() const { return state_->ctx.execution_id; }
 const core::FunctionFqn& WorkflowRun::ffqn() const { return state_->ctx.ffqn; }
 const core::Params& WorkflowRun::params() const { return state_->ctx.params; }
 const core::ExecutionMetadata& WorkflowRun::metadata() const { return state_->ctx.metadata; }
-bool WorkflowRun::IsReplaying() const { return false; }
-core::Version WorkflowRun::version() const { return state_->ctx.version; }
+bool WorkflowRun::IsReplaying() const { return state_->replaying(); }
+core::Version WorkflowRun::version() const { return state_->version(); }
 const std::optional<Interruption>& WorkflowRun::interruption() const {
   return state_->interruption;
 }
-Result<core::JoinSetId, Interruption> WorkflowRun::CreateJoinSet() { return Unexpected(NotYet()); }
-CallResult<core::JoinSetId, JoinSetCreateError> WorkflowRun::CreateNamedJoinSet(std::string_view) {
-  return Unexpected(NotYet());
+
+// --- Join sets -------------------------------------------------------------------------
+
+Result<core::JoinSetId, Interruption> WorkflowRun::CreateJoinSet() {
+  STELE_TRY(state_->Begin());
+  auto id = core::JoinSetId::Create(
+      core::JoinSetKind::kGenerated,
+      std::to_string(state_->JoinSetCount(core::JoinSetKind::kGenerated) + 1));
+  STELE_CHECK(id.has_value(), "generated join set names are always valid");
+  STELE_TRY(state_->Step(core::HistoryJoinSetCreate{*id}));
+  STELE_TRY(state_->MaybeFlush());
+  return *std::move(id);
 }
-Result<void, Interruption> WorkflowRun::CloseJoinSet(const core::JoinSetId&) {
-  return Unexpected(NotYet());
+
+CallResult<core::JoinSetId, JoinSetCreateError> WorkflowRun::CreateNamedJoinSet(
+    std::string_view name) {
+  using Inner = Result<core::JoinSetId, JoinSetCreateError>;
+  STELE_TRY(state_->Begin());
+  if (!core::JoinSetId::IsValidName(name)) {
+    return Inner(Unexpected(JoinSetCreateError{JoinSetCreateError::Kind::kInvalidName}));
+  }
+  if (state_->NamedJoinSetExists(std::string(name))) {
+    return Inner(Unexpected(JoinSetCreateError{JoinSetCreateError::Kind::kConflict}));
+  }
+  auto id = core::JoinSetId::Create(core::JoinSetKind::kNamed, std::string(name));
+  STELE_CHECK(id.has_value(), "name was validated");
+  STELE_TRY(state_->Step(core::HistoryJoinSetCreate{*id}));
+  STELE_TRY(state_->MaybeFlush());
+  return Inner(*std::move(id));
 }
-Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(const core::JoinSetId&,
-                                                                        const core::FunctionFqn&,
-                                                                        core::Params) {
-  return Unexpected(NotYet());
+
+namespace {
+
+// Closing per reference §4.6: cancel what may be cancelled, then one
+// closing JoinNext per unawaited submission.
+Result<void, Interruption> CloseJoinSetState(RunState& state, internal::JoinSetState& join_set) {
+  if (join_set.closed) return {};
+  const uint64_t unawaited =
+      join_set.submissions > join_set.join_nexts ? join_set.submissions - join_set.join_nexts : 0;
+  // Cancellation is a side effect outside the log: done only in new
+  // territory (a replayed closing JoinNext means the first run did it).
+  // Repeating it after a crash is harmless: both cancels are idempotent.
+  if (unawaited > 0 && !state.replaying()) {
+    STELE_TRY(state.Flush());  // children must exist before they are cancelled
+    const DateTime now = state.Now();
+    for (const std::string& key : join_set.order) {
+      auto it = join_set.unconsumed.find(key);
+      if (it == join_set.unconsumed.end()) continue;
+      const internal::Submission& submission = it->second;
+      if (const auto* delay = std::get_if<core::DelayId>(&submission.id)) {
+        auto cancelled = storage::CancelDelay(*state.deps.db, *delay, now);
+        if (!cancelled) return state.DbFailure("cancelling a delay", std::move(cancelled).error());
+        continue;
+      }
+      const auto& child = std::get<core::ExecutionIdDerived>(submission.id);
+      std::optional<FunctionInfo> info =
+          submission.ffqn ? state.deps.functions->Find(*submission.ffqn) : std::nullopt;
+      if (info && info->kind == FunctionKind::kWorkflow) continue;  // awaited, not cancelled
+      auto cancelled = state.deps.db->CancelActivityWithRetries(core::ExecutionId(child), now);
+      if (!cancelled) {
+        return state.DbFailure("cancelling an activity", std::move(cancelled).error());
+      }
+    }
+  }
+  for (uint64_t i = 0; i < unawaited; ++i) {
+    STELE_TRY(state.Step(state.JoinNextKey(join_set.id, std::nullopt, /*closing=*/true)));
+    STELE_TRY(state.AwaitJoinNextResponse(join_set.id));
+  }
+  join_set.closed = true;
+  return {};
 }
-Result<core::DelayId, Interruption> WorkflowRun::SubmitDelay(const core::JoinSetId&,
-                                                             const core::HistoryEventScheduleAt&) {
-  return Unexpected(NotYet());
+
+}  // namespace
+
+Result<void, Interruption> WorkflowRun::CloseJoinSet(const core::JoinSetId& join_set) {
+  STELE_TRY(state_->Begin());
+  internal::JoinSetState* found = state_->FindJoinSet(join_set);
+  if (found == nullptr || join_set.kind() == core::JoinSetKind::kOneOff) {
+    return state_->Interrupt(Kind::kConstraintViolation,
+                             "close: join set " + join_set.ToString() + " was not created");
+  }
+  return CloseJoinSetState(*state_, *found);
 }
+
+// --- Children and delays ------------------------------------------------------------------
+
+Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(
+    const core::JoinSetId& join_set, const core::FunctionFqn& ffqn, core::Params params) {
+  STELE_TRY(state_->Begin());
+  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found, state_->OpenJoinSet(join_set, "submit"));
+  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
+  if (!info) {
+    return state_->Interrupt(Kind::kImportedFunctionCallError,
+                             "submit: unknown function " + ffqn.ToString());
+  }
+  core::ExecutionIdDerived child =
+      state_->ctx.execution_id.NextLevel(join_set, found->submissions + 1);
+  const DateTime now = state_->Now();
+  storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
+                                now,     info->component_id, {}, std::nullopt};
+  STELE_TRY(state_->Step(
+      core::HistoryJoinSetRequest{join_set,
+                                  core::ChildExecutionRequest{child, ffqn, std::move(params)}},
+      std::move(create)));
+  STELE_TRY(state_->MaybeFlush());
+  return child;
+}
+
+Result<core::DelayId, Interruption> WorkflowRun::SubmitDelay(
+    const core::JoinSetId& join_set, const core::HistoryEventScheduleAt& schedule_at) {
+  STELE_TRY(state_->Begin());
+  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
+                         state_->OpenJoinSet(join_set, "submit delay"));
+  auto expires_at = schedule_at.AsDateTime(state_->Now());
+  if (!expires_at) {
+    return state_->Interrupt(Kind::kTrap, "delay " + schedule_at.ToString() + " is out of range");
+  }
+  core::DelayId delay_id(execution_id(), join_set, found->submissions + 1);
+  STELE_TRY(state_->Step(core::HistoryJoinSetRequest{
+      join_set, core::DelayRequest{delay_id, *expires_at, schedule_at}}));
+  STELE_TRY(state_->MaybeFlush());
+  return delay_id;
+}
+
 CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
-    const core::JoinSetId&, const std::optional<core::FunctionFqn>&) {
-  return Unexpected(NotYet());
+    const core::JoinSetId& join_set, const std::optional<core::FunctionFqn>& requested_ffqn) {
+  using Inner = Result<JoinSetResponseValue, JoinNextError>;
+  STELE_TRY(state_->Begin());
+  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
+                         state_->OpenJoinSet(join_set, "join next"));
+  if (found->join_nexts >= found->submissions) {
+    STELE_TRY(state_->Step(core::HistoryJoinNextTooMany{join_set, requested_ffqn}));
+    STELE_TRY(state_->MaybeFlush());
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
+  }
+  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, requested_ffqn, /*closing=*/false)));
+  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
+  if (requested_ffqn) {
+    const auto* child = std::get_if<ChildResponse>(&response);
+    if (child == nullptr || child->ffqn != *requested_ffqn) {
+      return Inner(Unexpected(
+          JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(response)}));
+    }
+  }
+  return Inner(std::move(response));
 }
+
 Result<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
-    const core::ExecutionIdDerived&, const core::FunctionFqn&) const {
-  return Unexpected(GetError{});
+    const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const {
+  auto found = state_->ProcessedChildResult(child);
+  if (!found) return Unexpected(GetError{GetError::Kind::kNotFoundInProcessedResponses, {}});
+  if (found->first != ffqn) {
+    return Unexpected(GetError{GetError::Kind::kFunctionMismatch, found->first});
+  }
+  return *found->second;
 }
+
+// --- Blocking shorthands -------------------------------------------------------------------
+
 Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
-    const core::FunctionFqn&, core::Params) {
-  return Unexpected(NotYet());
+    const core::FunctionFqn& ffqn, core::Params params) {
+  STELE_TRY(state_->Begin());
+  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
+  if (!info) {
+    return state_->Interrupt(Kind::kImportedFunctionCallError,
+                             "call: unknown function " + ffqn.ToString());
+  }
+  core::JoinSetId join_set = OneOffJoinSet(*state_, ffqn.function_name());
+  core::ExecutionIdDerived child = execution_id().NextLevel(join_set, 1);
+  const DateTime now = state_->Now();
+  storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
+                                now,     info->component_id, {}, std::nullopt};
+  STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
+  STELE_TRY(state_->Step(
+      core::HistoryJoinSetRequest{join_set,
+                                  core::ChildExecutionRequest{child, ffqn, std::move(params)}},
+      std::move(create)));
+  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, ffqn, /*closing=*/false)));
+  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
+  auto* child_response = std::get_if<ChildResponse>(&response);
+  if (child_response == nullptr) {
+    return state_->Interrupt(Kind::kNondeterminism,
+                             "a direct call's join set " + join_set.ToString() +
+                                 " answered with a delay");
+  }
+  return std::move(child_response->result);
 }
-CallResult<DateTime, SleepCancelled> WorkflowRun::Sleep(const core::HistoryEventScheduleAt&) {
-  return Unexpected(NotYet());
+
+CallResult<DateTime, SleepCancelled> WorkflowRun::Sleep(
+    const core::HistoryEventScheduleAt& schedule_at) {
+  using Inner = Result<DateTime, SleepCancelled>;
+  STELE_TRY(state_->Begin());
+  auto expires_at = schedule_at.AsDateTime(state_->Now());
+  if (!expires_at) {
+    return state_->Interrupt(Kind::kTrap, "sleep " + schedule_at.ToString() + " is out of range");
+  }
+  core::JoinSetId join_set = OneOffJoinSet(*state_, "sleep");
+  core::DelayId delay_id(execution_id(), join_set, 1);
+  STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
+  STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded,
+                         state_->Step(core::HistoryJoinSetRequest{
+                             join_set, core::DelayRequest{delay_id, *expires_at, schedule_at}}));
+  DateTime resolved = *expires_at;
+  if (recorded != nullptr) {
+    // The first run resolved the intent; replays keep its instant.
+    resolved = std::get<core::DelayRequest>(std::get<core::HistoryJoinSetRequest>(*recorded).request)
+                   .expires_at;
+  }
+  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));
+  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
+  const auto* delay = std::get_if<DelayResponse>(&response);
+  if (delay == nullptr) {
+    return state_->Interrupt(Kind::kNondeterminism,
+                             "a sleep's join set " + join_set.ToString() + " answered with a child");
+  }
+  if (!delay->ok) return Inner(Unexpected(SleepCancelled{}));
+  return Inner(resolved);
 }
-Result<core::ExecutionId, Interruption> WorkflowRun::Schedule(const core::HistoryEventScheduleAt&,
-                                                              const core::FunctionFqn&,
-                                                              core::Params) {
-  return Unexpected(NotYet());
+
+// --- Fire-and-forget and stubs ----------------------------------------------------------------
+
+Result<core::ExecutionId, Interruption> WorkflowRun::Schedule(
+    const core::HistoryEventScheduleAt& schedule_at, const core::FunctionFqn& ffqn,
+    core::Params params) {
+  STELE_TRY(state_->Begin());
+  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
+  if (!info) {
+    return state_->Interrupt(Kind::kImportedFunctionCallError,
+                             "schedule: unknown function " + ffqn.ToString());
+  }
+  const DateTime now = state_->Now();
+  auto scheduled_at = schedule_at.AsDateTime(now);
+  if (!scheduled_at) {
+    return state_->Interrupt(Kind::kTrap,
+                             "schedule " + schedule_at.ToString() + " is out of range");
+  }
+  // ULID layout: 48 bits of the root's timestamp, 80 bits from the PRNG.
+  const uint64_t a = state_->prng.NextU64();
+  const uint64_t b = state_->prng.NextU64();
+  const uint64_t timestamp_ms = execution_id().root().TimestampMs();
+  core::ExecutionId id(Ulid((timestamp_ms << 16) | (a >> 48), b));
+  storage::CreateRequest create{now,           id, ffqn, params, std::nullopt, *scheduled_at,
+                                info->component_id, {}, execution_id()};
+  STELE_TRY(state_->Step(core::HistorySchedule{id, schedule_at}, std::move(create)));
+  STELE_TRY(state_->MaybeFlush());
+  return id;
 }
-CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn&,
-                                              const core::ExecutionIdDerived&,
-                                              core::SupportedFunctionReturnValue) {
-  return Unexpected(NotYet());
+
+CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
+                                              const core::ExecutionIdDerived& target,
+                                              core::SupportedFunctionReturnValue value) {
+  using Inner = Result<void, StubError>;
+  STELE_TRY(state_->Begin());
+  core::HistoryStub key{target, std::move(value), true};
+  if (!state_->replaying()) {
+    STELE_TRY(state_->Flush());  // the target may be a cached submission
+    auto create = state_->deps.db->GetCreateRequest(core::ExecutionId(target));
+    if (!create) {
+      if (create.error().IsNotFound()) {
+        return state_->Interrupt(Kind::kImportedFunctionCallError,
+                                 "stub: execution " + target.ToString() + " not found");
+      }
+      return state_->DbFailure("reading the stub target", storage::DbErrorWrite(create.error()));
+    }
+    if (create->ffqn != ffqn) {
+      return state_->Interrupt(Kind::kImportedFunctionCallError,
+                               "stub: execution " + target.ToString() + " runs " +
+                                   create->ffqn.ToString() + ", not " + ffqn.ToString());
+    }
+    auto [parent, join_set] = target.SplitToParts();
+    auto written = storage::StubExecution(*state_->deps.db, target, parent, join_set,
+                                          state_->Now(), key.result);
+    if (!written) {
+      const storage::DbErrorWrite& error = written.error();
+      if (!error.IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict) &&
+          !error.IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kIllegalState)) {
+        return state_->DbFailure("writing a stub", error);
+      }
+      key.persist_result_ok = false;
+    }
+  }
+  STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded, state_->Step(key));
+  const bool ok =
+      recorded != nullptr ? std::get<core::HistoryStub>(*recorded).persist_result_ok
+                          : key.persist_result_ok;
+  STELE_TRY(state_->MaybeFlush());
+  if (!ok) return Inner(Unexpected(StubError{StubError::Kind::kConflict}));
+  return Inner();
 }
-Result<uint64_t, Interruption> WorkflowRun::RandomU64(uint64_t, uint64_t) {
-  return Unexpected(NotYet());
+
+// --- Randomness --------------------------------------------------------------------------------
+
+Result<uint64_t, Interruption> WorkflowRun::RandomU64(uint64_t min, uint64_t max_exclusive) {
+  if (min >= max_exclusive) {
+    STELE_TRY(state_->Begin());
+    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) +
+                                              ", " + std::to_string(max_exclusive) + ")");
+  }
+  return RandomU64Inclusive(min, max_exclusive - 1);
 }
-Result<uint64_t, Interruption> WorkflowRun::RandomU64Inclusive(uint64_t, uint64_t) {
-  return Unexpected(NotYet());
+
+Result<uint64_t, Interruption> WorkflowRun::RandomU64Inclusive(uint64_t min,
+                                                               uint64_t max_inclusive) {
+  STELE_TRY(state_->Begin());
+  if (min > max_inclusive) {
+    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) +
+                                              ", " + std::to_string(max_inclusive) + "]");
+  }
+  const uint64_t value = state_->prng.UniformInclusive(min, max_inclusive);
+  STELE_TRY(state_->Step(
+      core::HistoryPersist{U64Bytes(value), core::PersistKindRandomU64{min, max_inclusive}}));
+  STELE_TRY(state_->MaybeFlush());
+  return value;
 }
-Result<std::string, Interruption> WorkflowRun::RandomString(uint64_t, uint64_t) {
-  return Unexpected(NotYet());
+
+Result<std::string, Interruption> WorkflowRun::RandomString(uint64_t min_length,
+                                                            uint64_t max_length_exclusive) {
+  STELE_TRY(state_->Begin());
+  if (min_length >= max_length_exclusive || max_length_exclusive > kMaxRandomStringLength + 1) {
+    return state_->Interrupt(Kind::kTrap, "random string: invalid length range [" +
+                                              std::to_string(min_length) + ", " +
+                                              std::to_string(max_length_exclusive) + ")");
+  }
+  std::string value = state_->prng.AlphanumericString(min_length, max_length_exclusive);
+  STELE_TRY(state_->Step(
+      core::HistoryPersist{std::vector<uint8_t>(value.begin(), value.end()),
+                           core::PersistKindRandomString{min_length, max_length_exclusive}}));
+  STELE_TRY(state_->MaybeFlush());
+  return value;
 }
-void WorkflowRun::Log(LogLevel, std::string_view) const {}
-executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue) {
-  return ToWorkerResult(NotYet());
+
+// --- Logging and ending ---------------------------------------------------------------------------
+
+void WorkflowRun::Log(LogLevel level, std::string_view message) const {
+  if (state_->replaying() || level < GetLogLevel()) return;
+  std::string line = state_->ctx.execution_id.ToString() + ": ";
+  line.append(message);
+  LogMessage(level, "workflow", 0, line);
 }
+
+executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue value) {
+  if (auto begun = state_->Begin(); !begun) return ToWorkerResult(begun.error());
+  // Reverse creation order (§4.6); a copy, since closing may create none
+  // but the vector must not be iterated while Step appends to it.
+  std::vector<core::JoinSetId> join_sets = state_->created_join_sets();
+  for (auto it = join_sets.rbegin(); it != join_sets.rend(); ++it) {
+    internal::JoinSetState* join_set = state_->FindJoinSet(*it);
+    if (join_set == nullptr) continue;
+    if (auto closed = CloseJoinSetState(*state_, *join_set); !closed) {
+      return ToWorkerResult(closed.error());
+    }
+  }
+  if (auto flushed = state_->Flush(); !flushed) return ToWorkerResult(flushed.error());
+  if (state_->replaying()) {
+    return ToWorkerResult(
+        state_->Interrupt(Kind::kNondeterminism,
+                          "the workflow returned but the log holds unprocessed events, first at " +
+                              state_->DescribeUnprocessed())
+            .error());
+  }
+  return executor::WorkerResult::Ok(std::move(value), state_->version());
+}
+
 executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) const {
-  return executor::WorkerResult::Fatal(version(), executor::FatalErrorKind::kWorkflowTrap,
-                                       interruption.ToString());
+  const core::Version version = state_->version();
+  auto fatal = [&](executor::FatalErrorKind kind) {
+    return executor::WorkerResult::Fatal(version, kind, interruption.reason);
+  };
+  switch (interruption.kind) {
+    case Kind::kBlocked:
+    case Kind::kLeaseExpired:
+    case Kind::kYielded:
+      return executor::WorkerResult::DbUpdated();
+    case Kind::kDbError:
+      if (interruption.db_error) {
+        return executor::WorkerResult::Err(version, executor::WorkerDbError{*interruption.db_error});
+      }
+      return executor::WorkerResult::Err(
+          version, executor::WorkerDbError{storage::DbErrorGeneric::Uncategorized(interruption.reason)});
+    case Kind::kNondeterminism:
+      return fatal(executor::FatalErrorKind::kNondeterminismDetected);
+    case Kind::kConstraintViolation:
+      return fatal(executor::FatalErrorKind::kConstraintViolation);
+    case Kind::kImportedFunctionCallError:
+      return fatal(executor::FatalErrorKind::kImportedFunctionCallError);
+    case Kind::kTrap:
+      return fatal(executor::FatalErrorKind::kWorkflowTrap);
+    case Kind::kCancelled:
+      return fatal(executor::FatalErrorKind::kCancelled);
+  }
+  return fatal(executor::FatalErrorKind::kWorkflowTrap);
 }
+
 executor::WorkerResult WorkflowRun::Trap(std::string reason, std::optional<std::string> detail) {
-  return executor::WorkerResult::Fatal(version(), executor::FatalErrorKind::kWorkflowTrap,
+  if (!state_->interruption) state_->interruption = Interruption{Kind::kTrap, reason, std::nullopt};
+  return executor::WorkerResult::Fatal(state_->version(), executor::FatalErrorKind::kWorkflowTrap,
                                        std::move(reason), std::move(detail));
 }
 

@@ -1,0 +1,375 @@
+#include "runtime/workflow/run_state.h"
+
+#include <algorithm>
+#include <chrono>
+#include <type_traits>
+
+#include "base/log.h"
+
+namespace stele::runtime::workflow::internal {
+
+namespace {
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+// Replay compares what the workflow asked for, not what the first run
+// resolved: a DelayRequest's expiry and a JoinNext's lease are outcomes of
+// the first run, and a Stub's persist result is read back, not predicted.
+bool KeyMatches(const core::HistoryEvent& key, const core::HistoryEvent& recorded) {
+  if (key.index() != recorded.index()) return false;
+  return std::visit(
+      Overloaded{
+          [&](const core::HistoryJoinSetRequest& k) {
+            const auto& r = std::get<core::HistoryJoinSetRequest>(recorded);
+            if (k.join_set_id != r.join_set_id || k.request.index() != r.request.index()) {
+              return false;
+            }
+            if (const auto* kd = std::get_if<core::DelayRequest>(&k.request)) {
+              const auto& rd = std::get<core::DelayRequest>(r.request);
+              return kd->delay_id == rd.delay_id && kd->schedule_at == rd.schedule_at;
+            }
+            return k.request == r.request;
+          },
+          [&](const core::HistoryJoinNext& k) {
+            const auto& r = std::get<core::HistoryJoinNext>(recorded);
+            return k.join_set_id == r.join_set_id && k.requested_ffqn == r.requested_ffqn &&
+                   k.closing == r.closing;
+          },
+          [&](const core::HistoryStub& k) {
+            const auto& r = std::get<core::HistoryStub>(recorded);
+            return k.target_execution_id == r.target_execution_id && k.result == r.result;
+          },
+          [&](const auto& k) {
+            return k == std::get<std::decay_t<decltype(k)>>(recorded);
+          },
+      },
+      key);
+}
+
+std::string IdText(const std::variant<core::ExecutionIdDerived, core::DelayId>& id) {
+  return std::visit([](const auto& v) { return v.ToString(); }, id);
+}
+
+}  // namespace
+
+std::string DescribeHistoryEvent(const core::HistoryEvent& event) {
+  return core::ExecutionRequestToString(core::HistoryEventRequest{event});
+}
+
+RunState::RunState(executor::WorkerContext c, WorkflowRunDeps d, WorkflowRunOptions o)
+    : ctx(std::move(c)), deps(d), options(o), prng(ctx.execution_id.RandomSeed()) {
+  STELE_CHECK(deps.db != nullptr && deps.clock != nullptr && deps.functions != nullptr,
+              "WorkflowRunDeps must be complete");
+  history_ = std::move(ctx.event_history);
+  ctx.event_history.clear();
+  version_ = ctx.version;
+  lock_expires_at_ = ctx.locked_event.lock_expires_at;
+  AddResponses(std::move(ctx.responses));
+  ctx.responses.clear();
+}
+
+Unexpected<Interruption> RunState::Interrupt(Interruption i) {
+  if (!interruption) interruption = i;
+  return Unexpected(std::move(i));
+}
+
+Unexpected<Interruption> RunState::Interrupt(Interruption::Kind kind, std::string reason) {
+  return Interrupt(Interruption{kind, std::move(reason), std::nullopt});
+}
+
+Unexpected<Interruption> RunState::DbFailure(std::string_view what, storage::DbErrorWrite error) {
+  std::string reason = std::string(what) + ": " + error.ToString();
+  STELE_LOG(kDebug, ctx.execution_id.ToString() << " " << reason);
+  return Interrupt(Interruption{Interruption::Kind::kDbError, std::move(reason), std::move(error)});
+}
+
+Result<void, Interruption> RunState::Begin() {
+  if (interruption) return Unexpected(*interruption);
+  if (ctx.cancel.IsCancelled()) return Interrupt(Interruption::Kind::kCancelled, "run cancelled");
+  const DateTime now = Now();
+  if (now >= lock_expires_at_) {
+    return Interrupt(Interruption::Kind::kLeaseExpired,
+                     "lock expired at " + FormatRfc3339(lock_expires_at_));
+  }
+  if (options.lock_extension.count() > 0 &&
+      now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension_leeway) >=
+          lock_expires_at_) {
+    STELE_TRY(ExtendLock(now));
+  }
+  if (options.max_events_per_run > 0 && !replaying() &&
+      events_written_ + cache_.size() >= options.max_events_per_run) {
+    STELE_TRY(Flush());
+    storage::AppendRequest unlock{now, core::Unlocked{now, "max events per run reached"}};
+    auto next = deps.db->Append(ctx.execution_id, version_, unlock);
+    if (!next) return DbFailure("unlocking after max events per run", std::move(next).error());
+    version_ = *next;
+    return Interrupt(Interruption::Kind::kYielded, "max events per run reached");
+  }
+  return {};
+}
+
+Result<void, Interruption> RunState::ExtendLock(DateTime now) {
+  core::Locked locked = ctx.locked_event;
+  locked.lock_expires_at =
+      now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension);
+  auto next = deps.db->Append(ctx.execution_id, version_, storage::AppendRequest{now, locked});
+  if (!next) return DbFailure("extending the lock", std::move(next).error());
+  version_ = *next;
+  lock_expires_at_ = locked.lock_expires_at;
+  ctx.execution_deadline = lock_expires_at_;
+  return {};
+}
+
+Result<const core::HistoryEvent*, Interruption> RunState::Step(
+    core::HistoryEvent key, std::optional<storage::CreateRequest> child) {
+  if (cursor_ < history_.size()) {
+    const auto& [recorded, recorded_version] = history_[cursor_];
+    if (!KeyMatches(key, recorded)) {
+      return Interrupt(Interruption::Kind::kNondeterminism,
+                       "replay diverged at version " + recorded_version.ToString() +
+                           ": the workflow requested " + DescribeHistoryEvent(key) +
+                           " but the log holds " + DescribeHistoryEvent(recorded));
+    }
+    ++cursor_;
+    Apply(recorded);
+    return &recorded;
+  }
+  Apply(key);
+  cache_.push_back(storage::AppendRequest{Now(), core::HistoryEventRequest{std::move(key)}});
+  if (child) cache_children_.push_back(*std::move(child));
+  return nullptr;
+}
+
+Result<void, Interruption> RunState::Flush() {
+  if (cache_.empty()) return {};
+  const DateTime now = Now();
+  auto next = cache_children_.empty()
+                  ? deps.db->AppendBatch(now, cache_, ctx.execution_id, version_)
+                  : deps.db->AppendBatchCreateNewExecution(now, cache_, ctx.execution_id,
+                                                           version_, cache_children_);
+  if (!next) return DbFailure("appending history events", std::move(next).error());
+  events_written_ += cache_.size();
+  version_ = *next;
+  cache_.clear();
+  cache_children_.clear();
+  return {};
+}
+
+Result<void, Interruption> RunState::MaybeFlush() {
+  if (cache_.size() >= options.non_blocking_event_batching) return Flush();
+  return {};
+}
+
+JoinSetState* RunState::FindJoinSet(const core::JoinSetId& id) {
+  auto it = join_sets_.find(id);
+  return it == join_sets_.end() ? nullptr : &it->second;
+}
+
+const JoinSetState* RunState::FindJoinSet(const core::JoinSetId& id) const {
+  auto it = join_sets_.find(id);
+  return it == join_sets_.end() ? nullptr : &it->second;
+}
+
+Result<JoinSetState*, Interruption> RunState::OpenJoinSet(const core::JoinSetId& id,
+                                                          std::string_view what) {
+  JoinSetState* state = FindJoinSet(id);
+  if (state == nullptr || id.kind() == core::JoinSetKind::kOneOff) {
+    return Interrupt(Interruption::Kind::kConstraintViolation,
+                     std::string(what) + ": join set " + id.ToString() + " was not created");
+  }
+  if (state->closed) {
+    return Interrupt(Interruption::Kind::kConstraintViolation,
+                     std::string(what) + ": join set " + id.ToString() + " is closed");
+  }
+  return state;
+}
+
+uint64_t RunState::JoinSetCount(core::JoinSetKind kind) const {
+  switch (kind) {
+    case core::JoinSetKind::kOneOff:
+      return one_off_count_;
+    case core::JoinSetKind::kGenerated:
+      return generated_count_;
+    case core::JoinSetKind::kNamed:
+      return named_.size();
+  }
+  return 0;
+}
+
+void RunState::Apply(const core::HistoryEvent& event) {
+  std::visit(
+      Overloaded{
+          [&](const core::HistoryJoinSetCreate& create) {
+            auto [it, inserted] =
+                join_sets_.try_emplace(create.join_set_id, JoinSetState{create.join_set_id});
+            if (!inserted) return;
+            switch (create.join_set_id.kind()) {
+              case core::JoinSetKind::kOneOff:
+                ++one_off_count_;
+                break;
+              case core::JoinSetKind::kGenerated:
+                ++generated_count_;
+                created_order_.push_back(create.join_set_id);
+                break;
+              case core::JoinSetKind::kNamed:
+                named_.insert(create.join_set_id.name());
+                created_order_.push_back(create.join_set_id);
+                break;
+            }
+          },
+          [&](const core::HistoryJoinSetRequest& request) {
+            auto it =
+                join_sets_.try_emplace(request.join_set_id, JoinSetState{request.join_set_id})
+                    .first;
+            JoinSetState& state = it->second;
+            ++state.submissions;
+            Submission submission = std::visit(
+                Overloaded{[](const core::DelayRequest& delay) {
+                             return Submission{delay.delay_id, std::nullopt};
+                           },
+                           [](const core::ChildExecutionRequest& child) {
+                             return Submission{child.child_execution_id, child.target_ffqn};
+                           }},
+                request.request);
+            std::string id = IdText(submission.id);
+            if (submission.ffqn) child_ffqn_.insert_or_assign(id, *submission.ffqn);
+            state.order.push_back(id);
+            state.unconsumed.insert_or_assign(std::move(id), std::move(submission));
+          },
+          [&](const core::HistoryJoinNext& join_next) {
+            join_sets_.try_emplace(join_next.join_set_id, JoinSetState{join_next.join_set_id})
+                .first->second.join_nexts++;
+          },
+          [](const auto&) {},
+      },
+      event);
+}
+
+void RunState::AddResponses(std::vector<core::JoinSetResponseEventOuter> responses) {
+  for (auto& response : responses) {
+    responses_by_join_set_[response.event.join_set_id].push_back(responses_.size());
+    responses_.push_back(std::move(response));
+  }
+}
+
+core::HistoryJoinNext RunState::JoinNextKey(const core::JoinSetId& join_set,
+                                            std::optional<core::FunctionFqn> requested_ffqn,
+                                            bool closing) {
+  const JoinSetState* state = FindJoinSet(join_set);
+  const uint64_t k = (state == nullptr ? 0 : state->join_nexts) + 1;
+  auto it = responses_by_join_set_.find(join_set);
+  const bool known = it != responses_by_join_set_.end() && it->second.size() >= k;
+  // A run that will unload gives up its lease at once so the response
+  // makes the execution pending immediately; a warm run keeps it.
+  const bool unloads = !known && options.blocking_strategy == BlockingStrategy::kInterrupt;
+  return core::HistoryJoinNext{join_set, unloads ? Now() : lock_expires_at_,
+                               std::move(requested_ffqn), closing};
+}
+
+Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
+    const core::JoinSetId& join_set) {
+  JoinSetState* state = FindJoinSet(join_set);
+  STELE_CHECK(state != nullptr && state->join_nexts > 0, "AwaitJoinNextResponse without JoinNext");
+  const uint64_t k = state->join_nexts;
+  STELE_TRY(Flush());
+  STELE_TRY(WaitForResponses(join_set, k));
+  return Consume(*state, responses_by_join_set_[join_set][k - 1]);
+}
+
+Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& join_set,
+                                                      uint64_t k) {
+  auto have = [&] {
+    auto it = responses_by_join_set_.find(join_set);
+    return it != responses_by_join_set_.end() && it->second.size() >= k;
+  };
+  if (have()) return {};
+  const std::string awaiting = "awaiting a response in join set " + join_set.ToString();
+  if (options.blocking_strategy == BlockingStrategy::kInterrupt) {
+    return Interrupt(Interruption::Kind::kBlocked, awaiting);
+  }
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point started = Steady::now();
+  for (;;) {
+    const DateTime now = Now();
+    if (now >= lock_expires_at_) {
+      return Interrupt(Interruption::Kind::kBlocked, awaiting + " (lease ended)");
+    }
+    Steady::duration wait = std::min<Steady::duration>(options.subscription_interruption,
+                                                       lock_expires_at_ - now);
+    if (options.max_warm_wait) {
+      const Steady::duration left = started + *options.max_warm_wait - Steady::now();
+      wait = std::max<Steady::duration>(Steady::duration::zero(), std::min(wait, left));
+    }
+    auto got = deps.db->SubscribeToNextResponses(
+        ctx.execution_id, static_cast<uint32_t>(responses_.size()),
+        storage::WaitOptions{Steady::now() + wait, ctx.cancel});
+    if (got) {
+      AddResponses(*std::move(got));
+      if (have()) return {};
+    } else if (got.error().IsTimeout()) {
+      if (got.error().timeout() == storage::TimeoutOutcome::kCancel) {
+        return Interrupt(Interruption::Kind::kCancelled, "run cancelled while " + awaiting);
+      }
+    } else {
+      return DbFailure("subscribing to responses", storage::DbErrorWrite(got.error().read()));
+    }
+    if (options.max_warm_wait && Steady::now() >= started + *options.max_warm_wait) {
+      return Interrupt(Interruption::Kind::kBlocked, awaiting + " (warm wait ended)");
+    }
+  }
+}
+
+JoinSetResponseValue RunState::Consume(JoinSetState& state, size_t response_idx) {
+  const core::JoinSetResponseEventOuter& response = responses_[response_idx];
+  return std::visit(
+      Overloaded{
+          [&](const core::DelayFinished& delay) -> JoinSetResponseValue {
+            state.unconsumed.erase(delay.delay_id.ToString());
+            return DelayResponse{delay.delay_id, delay.ok};
+          },
+          [&](const core::ChildExecutionFinished& child) -> JoinSetResponseValue {
+            std::string id = child.child_execution_id.ToString();
+            state.unconsumed.erase(id);
+            processed_child_responses_.insert_or_assign(id, response_idx);
+            std::optional<core::FunctionFqn> ffqn = ChildFfqn(id);
+            if (!ffqn) {
+              // Cannot happen in a consistent log: a response follows its request.
+              STELE_LOG(kWarn, ctx.execution_id.ToString()
+                                   << ": response of unknown child " << id);
+              ffqn = ctx.ffqn;
+            }
+            return ChildResponse{child.child_execution_id, *std::move(ffqn), child.result};
+          },
+      },
+      response.event.event);
+}
+
+std::optional<std::pair<core::FunctionFqn, const core::SupportedFunctionReturnValue*>>
+RunState::ProcessedChildResult(const core::ExecutionIdDerived& child) const {
+  std::string id = child.ToString();
+  auto it = processed_child_responses_.find(id);
+  if (it == processed_child_responses_.end()) return std::nullopt;
+  const auto& finished = std::get<core::ChildExecutionFinished>(responses_[it->second].event.event);
+  std::optional<core::FunctionFqn> ffqn = ChildFfqn(id);
+  if (!ffqn) return std::nullopt;
+  return std::make_pair(*std::move(ffqn), &finished.result);
+}
+
+std::string RunState::DescribeUnprocessed() const {
+  if (cursor_ >= history_.size()) return "none";
+  return "version " + history_[cursor_].second.ToString() + ": " +
+         DescribeHistoryEvent(history_[cursor_].first);
+}
+
+std::optional<core::FunctionFqn> RunState::ChildFfqn(const std::string& child_id) const {
+  auto it = child_ffqn_.find(child_id);
+  if (it == child_ffqn_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace stele::runtime::workflow::internal

@@ -1,0 +1,147 @@
+// Internal state of a WorkflowRun: the replay cursor, the indices derived
+// from processed events, the cache of non-blocking events and the
+// database-facing steps (flush, lock extension, waiting for responses).
+// workflow_run.cc composes the public calls from these steps.
+//
+// Every index here is updated by Apply(), which sees each processed event
+// exactly once (a replayed event when it matches, a new event when it is
+// cached), so a run costs O(events) in total.
+//
+// Threading: none; owned by one WorkflowRun.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "runtime/workflow/workflow_prng.h"
+#include "runtime/workflow/workflow_run.h"
+#include "storage/requests.h"
+
+namespace stele::runtime::workflow::internal {
+
+// One submission of a join set whose response a JoinNext has not consumed.
+struct Submission {
+  std::variant<core::ExecutionIdDerived, core::DelayId> id;
+  std::optional<core::FunctionFqn> ffqn;  // children only
+};
+
+struct JoinSetState {
+  explicit JoinSetState(core::JoinSetId join_set_id) : id(std::move(join_set_id)) {}
+  core::JoinSetId id;
+  uint64_t submissions = 0;  // processed JoinSetRequests
+  uint64_t join_nexts = 0;   // processed JoinNexts (closing ones included)
+  bool closed = false;
+  // Unconsumed submissions by id text, in submission order (for closing).
+  std::vector<std::string> order;
+  std::unordered_map<std::string, Submission> unconsumed;
+};
+
+class RunState {
+ public:
+  RunState(executor::WorkerContext ctx, WorkflowRunDeps deps, WorkflowRunOptions options);
+
+  executor::WorkerContext ctx;
+  const WorkflowRunDeps deps;
+  const WorkflowRunOptions options;
+  std::optional<Interruption> interruption;
+  WorkflowPrng prng;
+
+  bool replaying() const { return cursor_ < history_.size(); }
+  core::Version version() const { return version_; }
+  DateTime Now() const { return deps.clock->Now(); }
+
+  // Records `i` (the run is poisoned from now on) and returns it.
+  Unexpected<Interruption> Interrupt(Interruption i);
+  Unexpected<Interruption> Interrupt(Interruption::Kind kind, std::string reason);
+  Unexpected<Interruption> DbFailure(std::string_view what, storage::DbErrorWrite error);
+
+  // At the start of every call: the poisoned state, cancellation, the
+  // lease (extending it when due) and the per-run event limit.
+  Result<void, Interruption> Begin();
+
+  // Matches `key` against the event under the cursor. Returns the recorded
+  // event when it matches (processed, nothing written), nullptr in new
+  // territory (`key` is processed and cached, with `child` to create in the
+  // same transaction), or kNondeterminism.
+  Result<const core::HistoryEvent*, Interruption> Step(core::HistoryEvent key,
+                                                       std::optional<storage::CreateRequest> child =
+                                                           std::nullopt);
+  // Writes the cached events (and children) in one transaction.
+  Result<void, Interruption> Flush();
+  // Flush once the cache holds non_blocking_event_batching events.
+  Result<void, Interruption> MaybeFlush();
+
+  // --- Join sets ---
+  JoinSetState* FindJoinSet(const core::JoinSetId& id);
+  const JoinSetState* FindJoinSet(const core::JoinSetId& id) const;
+  // An open named or generated join set, else kConstraintViolation.
+  Result<JoinSetState*, Interruption> OpenJoinSet(const core::JoinSetId& id, std::string_view what);
+  uint64_t JoinSetCount(core::JoinSetKind kind) const;
+  bool NamedJoinSetExists(const std::string& name) const { return named_.contains(name); }
+  // Named and generated join sets in creation order.
+  const std::vector<core::JoinSetId>& created_join_sets() const { return created_order_; }
+
+  // The JoinNext key for `join_set` with the lease the current strategy
+  // gives it (the lock expiry, or now when the run will unload).
+  core::HistoryJoinNext JoinNextKey(const core::JoinSetId& join_set,
+                                    std::optional<core::FunctionFqn> requested_ffqn, bool closing);
+  // After a JoinNext on `join_set` was processed (it was the k-th): writes
+  // the cache when the JoinNext is new, then returns the k-th response of
+  // the join set (consuming it), waiting for it per the blocking strategy.
+  Result<JoinSetResponseValue, Interruption> AwaitJoinNextResponse(const core::JoinSetId& join_set);
+
+  // Child results consumed by processed JoinNexts.
+  std::optional<std::pair<core::FunctionFqn, const core::SupportedFunctionReturnValue*>>
+  ProcessedChildResult(const core::ExecutionIdDerived& child) const;
+
+  std::optional<core::FunctionFqn> ChildFfqn(const std::string& child_id) const;
+
+  uint64_t events_written() const { return events_written_; }
+  // "version N: <event>" of the first unprocessed history event.
+  std::string DescribeUnprocessed() const;
+
+ private:
+  // Updates the indices for a processed event.
+  void Apply(const core::HistoryEvent& event);
+  void AddResponses(std::vector<core::JoinSetResponseEventOuter> responses);
+  // Extends the lock by appending Locked (same executor and run).
+  Result<void, Interruption> ExtendLock(DateTime now);
+  // Waits (kAwait) until the join set has `k` responses or the lease /
+  // warm-wait bound ends (kBlocked).
+  Result<void, Interruption> WaitForResponses(const core::JoinSetId& join_set, uint64_t k);
+  JoinSetResponseValue Consume(JoinSetState& state, size_t response_idx);
+
+  std::vector<std::pair<core::HistoryEvent, core::Version>> history_;
+  size_t cursor_ = 0;
+  core::Version version_;
+  DateTime lock_expires_at_;
+
+  // Cache of non-blocking events.
+  std::vector<storage::AppendRequest> cache_;
+  std::vector<storage::CreateRequest> cache_children_;
+  uint64_t events_written_ = 0;
+
+  // Responses in arrival order and per join set.
+  std::vector<core::JoinSetResponseEventOuter> responses_;
+  std::map<core::JoinSetId, std::vector<size_t>> responses_by_join_set_;
+
+  std::map<core::JoinSetId, JoinSetState> join_sets_;
+  std::vector<core::JoinSetId> created_order_;
+  std::set<std::string> named_;
+  uint64_t one_off_count_ = 0;
+  uint64_t generated_count_ = 0;
+  std::unordered_map<std::string, core::FunctionFqn> child_ffqn_;
+  std::unordered_map<std::string, size_t> processed_child_responses_;
+};
+
+// "<kind>: <payload>" of a history event for nondeterminism messages.
+std::string DescribeHistoryEvent(const core::HistoryEvent& event);
+
+}  // namespace stele::runtime::workflow::internal

@@ -1,0 +1,186 @@
+// stele/engine.h — libstele's entry point: durable workflows and activities
+// inside a C++ program, on an embedded SQLite file or a storage backend the
+// caller provides.
+//
+//   auto engine = stele::Engine::Open({.sqlite_path = "app.sqlite"}).value();
+//   engine->RegisterActivity("shop:pay/api.charge", Charge);
+//   engine->RegisterWorkflow("shop:orders/api.place", PlaceOrder);
+//   engine->Start();
+//   auto id = engine->Submit("shop:orders/api.place", stele::Params(42)).value();
+//   auto result = engine->WaitForResult(id, std::chrono::seconds(10));
+//
+// Lifecycle: Open → Register* → Start → Submit / GetStatus / WaitForResult /
+// Cancel / Stub / List → Stop (or destroy). Registration is closed by
+// Start. Submissions are durable once Submit returns: executions left
+// unfinished by a crash continue when an engine with the same functions
+// registered starts on the same database (after their lock expires).
+//
+// Errors: every expected failure is a Result<_, stele::Error> with a clear
+// message: malformed or unregistered ffqn, params that are not a JSON array
+// or exceed EngineOptions::max_params_bytes, malformed execution ids,
+// resubmission of an id with other params (kConflict), database failures
+// (kStorage).
+//
+// Threading: after Start, Submit, GetStatus, WaitForResult, Cancel, Stub and
+// List may be called from any number of threads. Register*, Start and Stop
+// are called from one controlling thread. Workflows and activities run on
+// the engine's threads.
+// Ownership: Open returns the sole owner. The engine owns the database it
+// opened (closed on destruction) but only shares a caller-given pool.
+// Destruction stops the engine.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "stele/activity.h"
+#include "stele/error.h"
+#include "stele/execution_result.h"
+#include "stele/json.h"
+#include "stele/task.h"
+#include "stele/workflow_context.h"
+
+namespace stele {
+
+class Clock;
+namespace storage {
+class DbPool;
+}  // namespace storage
+
+struct EngineOptions {
+  // SQLite database file, created when missing. Ignored when `pool` is set.
+  std::string sqlite_path = "stele.sqlite";
+  // true: every commit is fsynced (synchronous=FULL, no acknowledged write
+  // lost on power loss); false: synchronous=NORMAL (safe across process
+  // crashes, faster).
+  bool sqlite_synchronous_full = true;
+  // A storage backend given by the caller instead of the SQLite file.
+  std::shared_ptr<storage::DbPool> pool = nullptr;
+  // Source of time; nullptr: the system clock. Must outlive the engine.
+  const Clock* clock = nullptr;
+  // Largest params (serialised JSON) Submit accepts.
+  size_t max_params_bytes = 1 << 20;
+  // Executions running at once in this process (workflows and activities).
+  uint32_t max_concurrency = 64;
+  // Executions one executor locks per tick.
+  uint32_t batch_size = 32;
+  // Lease of a workflow run; a run that dies is retried after it ends.
+  std::chrono::milliseconds workflow_lock_expiry{2000};
+  // true: a workflow whose awaited response is not in yet stays loaded
+  // until its lease ends (short calls finish without a replay); false: it
+  // is unloaded at once and replayed when the response arrives.
+  bool workflow_keep_warm = true;
+  // With workflow_keep_warm: longest steady time one wait stays warm
+  // (nullopt: until the lease ends). Tests on a ManualClock set it.
+  std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
+  // Backoff of a workflow retried after a failed run.
+  std::chrono::milliseconds workflow_retry_backoff{100};
+  // Longest wait of an idle executor before it looks for work again.
+  std::chrono::milliseconds tick_sleep{200};
+  // Expired-timers watcher: tick and lateness tolerated before a lock is
+  // taken over or a due timer fired by it.
+  std::chrono::milliseconds watcher_tick{100};
+  std::chrono::milliseconds watcher_leeway{500};
+  // Start the watcher with the executors (tests drive it by hand).
+  bool start_watcher = true;
+};
+
+struct WorkflowOptions {
+  // Reserved for per-workflow tuning; workflows retry forever.
+};
+
+struct SubmitOptions {
+  // Caller-chosen id "E_<ULID>": submitting the same id again with the same
+  // ffqn and params returns it (idempotent); with others it is kConflict.
+  std::optional<std::string> execution_id = std::nullopt;
+  // Run no earlier than this; nullopt: now.
+  std::optional<std::chrono::system_clock::time_point> scheduled_at = std::nullopt;
+};
+
+struct ExecutionStatus {
+  std::string execution_id;
+  std::string ffqn;
+  // "PendingAt", "Locked", "BlockedByJoinSet" or "Finished".
+  std::string state;
+  // A one-line human form, e.g. "Finished(ok)".
+  std::string description;
+  bool finished = false;
+};
+
+struct ListOptions {
+  std::optional<std::string> ffqn = std::nullopt;  // only this function
+  bool top_level_only = false;
+  uint32_t limit = 20;  // the newest first
+};
+
+enum class CancelOutcome { kCancelled, kAlreadyFinished };
+
+class Engine {
+ public:
+  // Opens the database (or takes options.pool). Errors: kStorage with the
+  // reason (unwritable path, damaged file, newer schema).
+  static Result<std::unique_ptr<Engine>, Error> Open(EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // --- Registration (before Start) --------------------------------------
+  // Errors: kInvalidArgument for a malformed ffqn, kConflict when the ffqn
+  // is registered already, kFailedPrecondition after Start.
+  Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFn fn,
+                                       WorkflowOptions options = {});
+  Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFnWithErr fn,
+                                       WorkflowOptions options = {});
+  Result<void, Error> RegisterActivity(std::string_view ffqn, ActivityFn fn,
+                                       ActivityOptions options = {});
+  // A stub activity: no code runs; its result is written by Stub (or by a
+  // workflow's ctx.stub) — human approval, external callbacks.
+  Result<void, Error> RegisterStub(std::string_view ffqn);
+
+  // --- Running ------------------------------------------------------------
+  // Starts one executor for the workflows, one per group of activities with
+  // equal options, and the expired-timers watcher. Errors:
+  // kFailedPrecondition when started before, kStorage.
+  Result<void, Error> Start();
+  // Stops the executors (their runs are unlocked so nothing waits for a
+  // lease to end) and the watcher. Idempotent.
+  void Stop();
+
+  // --- Executions ---------------------------------------------------------
+  // Creates a top-level execution of a registered workflow or activity.
+  // Returns its id.
+  Result<std::string, Error> Submit(std::string_view ffqn, Json params,
+                                    SubmitOptions options = {});
+  Result<ExecutionStatus, Error> GetStatus(std::string_view execution_id);
+  // The result once the execution finished; kTimeout after `timeout`.
+  Result<ExecutionResult, Error> WaitForResult(std::string_view execution_id,
+                                               std::chrono::milliseconds timeout);
+  // Cancels an activity execution ("E_..." id of an activity) or a delay
+  // ("Delay_..." id). Idempotent. A running activity's token is fired.
+  // Errors: kInvalidArgument for a bad id or a workflow, kNotFound.
+  Result<CancelOutcome, Error> Cancel(std::string_view id);
+  // Writes the result of a stub activity execution. Idempotent for the same
+  // value; kConflict when another value was written.
+  Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);
+  Result<std::vector<ExecutionStatus>, Error> List(const ListOptions& options = {});
+
+  // One pass of the expired-timers watcher over the timers expired at
+  // `at` (fires due delays, settles expired locks), for tests on a manual
+  // clock with start_watcher = false. Returns how many it handled.
+  Result<uint32_t, Error> FireExpiredTimersForTest(std::chrono::system_clock::time_point at);
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stele

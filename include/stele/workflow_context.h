@@ -1,0 +1,209 @@
+// stele/workflow_context.h — what a workflow can do: call and submit child
+// executions, await them, sleep durably, schedule top-level executions,
+// write stub results, draw deterministic random values, log.
+//
+// Every operation is awaited: `co_await ctx.call(...)`. Each operation is
+// matched against the workflow's event history by the replay engine
+// (reference/obelisk.md §4.2): the first time it runs it is recorded, on
+// replay the recorded outcome is returned. See stele/task.h for how a
+// workflow that must wait is unloaded.
+//
+// What a workflow must not do (replay would diverge, and the run fails with
+// "nondeterminism detected"): read the clock, draw its own random numbers,
+// do I/O, read mutable globals, or decide its operations from anything but
+// its params and the values operations returned. Side effects belong in
+// activities. Changing the code of a workflow is safe only after the part
+// of it that existing executions have already recorded.
+//
+// ffqns are "namespace:package/interface.function" strings; an ffqn that
+// does not parse, or names no registered function, fails the workflow
+// permanently with a clear reason. Params are a JSON array.
+//
+// Threading: a context belongs to one run; use it only from the workflow's
+// own coroutine. Ownership: the engine owns the context; it lives as long as
+// the run. JoinSet values are plain handles, valid only inside the run.
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/log.h"
+#include "base/result.h"
+#include "stele/execution_result.h"
+#include "stele/json.h"
+#include "stele/task.h"
+
+namespace stele {
+
+namespace runtime::native {
+class NativeRun;
+}  // namespace runtime::native
+
+// An awaitable workflow operation. The engine is asked in await_ready; when
+// it has no answer the coroutine stays suspended and the engine unloads it.
+template <class T>
+class [[nodiscard]] Op {
+ public:
+  using Fn = std::function<std::optional<T>()>;
+  explicit Op(Fn fn) : fn_(std::move(fn)) {}
+
+  bool await_ready() {
+    result_ = fn_();
+    return result_.has_value();
+  }
+  void await_suspend(std::coroutine_handle<>) noexcept {}
+  T await_resume() { return std::move(*result_); }
+
+  // A derived operation: `f(T)` applied to this one's value.
+  template <class F>
+  auto Then(F f) && -> Op<std::invoke_result_t<F, T>> {
+    using U = std::invoke_result_t<F, T>;
+    return Op<U>([fn = std::move(fn_), f = std::move(f)]() mutable -> std::optional<U> {
+      std::optional<T> value = fn();
+      if (!value) return std::nullopt;
+      return f(std::move(*value));
+    });
+  }
+
+ private:
+  Fn fn_;
+  std::optional<T> result_;
+};
+
+// The value of an operation that returns nothing.
+struct Done {
+  friend bool operator==(const Done&, const Done&) = default;
+};
+
+// A join set: a group of child executions and delays the workflow awaits
+// with join_next. Join sets still open when the workflow returns are closed
+// (unawaited activities and delays cancelled, child workflows awaited).
+class JoinSet {
+ public:
+  // "g:1", "n:payments", ...
+  const std::string& id() const { return id_; }
+  friend bool operator==(const JoinSet&, const JoinSet&) = default;
+
+ private:
+  friend class WorkflowContext;
+  explicit JoinSet(std::string id) : id_(std::move(id)) {}
+  std::string id_;
+};
+
+// One response taken from a join set by join_next.
+struct JoinNextResponse {
+  std::string id;         // the child execution id or the delay id
+  bool is_delay = false;  // a delay: result is Ok (expired) or Failed("cancelled")
+  ExecutionResult result;
+};
+
+struct JoinNextError {
+  enum class Kind {
+    kAllProcessed,      // every submission of the set was already awaited
+    kFunctionMismatch,  // the next response is of another function (join_next with ffqn)
+  };
+  Kind kind = Kind::kAllProcessed;
+  std::string message;
+};
+
+class WorkflowContext {
+ public:
+  explicit WorkflowContext(runtime::native::NativeRun& run) : run_(run) {}
+  WorkflowContext(const WorkflowContext&) = delete;
+  WorkflowContext& operator=(const WorkflowContext&) = delete;
+
+  // This execution's id ("E_01K...", or a child's derived id).
+  const std::string& execution_id() const;
+
+  // --- Child executions -------------------------------------------------
+
+  // Runs `ffqn(params)` as a child and waits for its result (a one-off
+  // join set). An activity's retries and timeouts happen inside the child;
+  // the result is what it finished with.
+  Op<ExecutionResult> call(std::string_view ffqn, Json params);
+  // call() with the ok value converted to T; an error string otherwise.
+  template <class T>
+  Op<Result<T, std::string>> call_as(std::string_view ffqn, Json params) {
+    return call(ffqn, std::move(params)).Then([](ExecutionResult r) { return r.As<T>(); });
+  }
+
+  // A new generated join set ("g:1", "g:2", ...).
+  Op<JoinSet> new_join_set();
+  // A named join set ("n:<name>"); the name is ASCII alphanumerics, '-' and
+  // '/'. Error: a bad name, or a set of that name exists already.
+  Op<Result<JoinSet, std::string>> new_join_set(std::string_view name);
+
+  // Starts `ffqn(params)` as a child in `join_set`; returns its id at once.
+  Op<std::string> submit(const JoinSet& join_set, std::string_view ffqn, Json params);
+  // A durable timer in `join_set` that responds after `delay`; returns its id.
+  Op<std::string> submit_delay(const JoinSet& join_set, std::chrono::milliseconds delay);
+
+  // The next response of `join_set`, in arrival order; waits for it.
+  // Error kAllProcessed when everything submitted was already awaited.
+  Op<Result<JoinNextResponse, JoinNextError>> join_next(const JoinSet& join_set);
+  // As above, but the response must be of `ffqn` (kFunctionMismatch
+  // otherwise; the response is consumed all the same).
+  Op<Result<JoinNextResponse, JoinNextError>> join_next(const JoinSet& join_set,
+                                                        std::string_view ffqn);
+  // The result of child `child_execution_id` of function `ffqn` whose
+  // response join_next already returned. Error: the id is not among the
+  // processed responses, or the child runs another function.
+  Op<Result<ExecutionResult, std::string>> get(std::string_view ffqn,
+                                               std::string_view child_execution_id);
+
+  // Closes `join_set` now: cancels its unawaited activities and delays and
+  // waits for every unawaited child. Later submissions to it fail the
+  // workflow.
+  Op<Done> close(const JoinSet& join_set);
+
+  // --- Time -------------------------------------------------------------
+
+  // Sleeps durably for `duration`. True when the timer expired, false when
+  // it was cancelled (Engine::Cancel on its delay id).
+  Op<bool> sleep(std::chrono::milliseconds duration);
+
+  // --- Other executions -------------------------------------------------
+
+  // Creates a new top-level execution of `ffqn(params)`, due after `delay`;
+  // fire and forget. Returns its id (deterministic on replay).
+  Op<std::string> schedule(std::string_view ffqn, Json params,
+                           std::chrono::milliseconds delay = std::chrono::milliseconds(0));
+  // Writes `result` into `execution_id`, a child of this workflow running
+  // the stub activity `ffqn`. Idempotent for the same value; an error when
+  // another value is there.
+  Op<Result<void, std::string>> stub(std::string_view ffqn, std::string_view execution_id,
+                                     ExecutionResult result);
+
+  // --- Deterministic randomness -----------------------------------------
+
+  // Uniform in [min, max_exclusive). REQUIRES: min < max_exclusive.
+  Op<uint64_t> random_u64(uint64_t min, uint64_t max_exclusive);
+  // Uniform in [min, max_inclusive]. REQUIRES: min <= max_inclusive.
+  Op<uint64_t> random_u64_inclusive(uint64_t min, uint64_t max_inclusive);
+  // Alphanumeric, length in [min_length, max_length_exclusive).
+  Op<std::string> random_string(uint32_t min_length, uint32_t max_length_exclusive);
+
+  // --- Logging ----------------------------------------------------------
+
+  // Logged with the execution id (stele's log, STELE_LOG level); dropped
+  // while replaying recorded steps.
+  void log(std::string_view message, LogLevel level = LogLevel::kInfo) const;
+
+ private:
+  runtime::native::NativeRun& run_;
+};
+
+// The signature of a workflow function. `params` is the JSON array the
+// execution was created with. A workflow finishes with its co_return value
+// (Task<Json>) or, for Task<WorkflowResult>, with ok or err.
+using WorkflowResult = Result<Json, Json>;
+using WorkflowFn = std::function<Task<Json>(WorkflowContext&, Json params)>;
+using WorkflowFnWithErr = std::function<Task<WorkflowResult>(WorkflowContext&, Json params)>;
+
+}  // namespace stele

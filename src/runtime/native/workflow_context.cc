@@ -1,0 +1,250 @@
+// WorkflowContext operations: each builds an Op whose body asks the replay
+// engine synchronously when awaited. A nullopt from the body means the run
+// was interrupted: the coroutine stays suspended and the driver unloads it.
+#include "stele/workflow_context.h"
+
+#include <utility>
+#include <variant>
+
+#include "core/duration.h"
+#include "runtime/native/native_run.h"
+#include "runtime/native/result_convert.h"
+
+namespace stele {
+
+namespace {
+
+using runtime::native::NativeRun;
+namespace wf = runtime::workflow;
+
+core::HistoryEventScheduleAt InIntent(std::chrono::milliseconds d) {
+  if (d.count() <= 0) return core::HistoryEventScheduleAt::Now();
+  return core::HistoryEventScheduleAt::In(core::Duration::FromMillis(static_cast<uint64_t>(d.count())));
+}
+
+JoinNextResponse ToResponse(const wf::JoinSetResponseValue& value) {
+  if (const auto* child = std::get_if<wf::ChildResponse>(&value)) {
+    return {child->child_execution_id.ToString(), false,
+            runtime::native::ToPublic(child->result)};
+  }
+  const auto& delay = std::get<wf::DelayResponse>(value);
+  return {delay.delay_id.ToString(), true,
+          delay.ok ? ExecutionResult::Ok() : ExecutionResult::Failed("cancelled", "delay cancelled")};
+}
+
+std::string Describe(const wf::JoinSetResponseValue& value) {
+  if (const auto* child = std::get_if<wf::ChildResponse>(&value)) {
+    return "child " + child->child_execution_id.ToString() + " of " + child->ffqn.ToString();
+  }
+  return "delay " + std::get<wf::DelayResponse>(value).delay_id.ToString();
+}
+
+// The value of a call, or nullopt after an interruption (already recorded
+// by the engine).
+template <class T>
+std::optional<T> Take(Result<T, wf::Interruption> result) {
+  if (!result) return std::nullopt;
+  return std::move(*result);
+}
+
+}  // namespace
+
+const std::string& WorkflowContext::execution_id() const { return run_.execution_id(); }
+
+Op<ExecutionResult> WorkflowContext::call(std::string_view ffqn_text, Json params) {
+  return Op<ExecutionResult>(
+      [run = &run_, text = std::string(ffqn_text),
+       params = std::move(params)]() mutable -> std::optional<ExecutionResult> {
+        auto ffqn = run->ParseFfqn(text);
+        if (!ffqn) return std::nullopt;
+        auto result = run->run().Call(*ffqn, std::move(params));
+        if (!result) return std::nullopt;
+        return runtime::native::ToPublic(*result);
+      });
+}
+
+Op<JoinSet> WorkflowContext::new_join_set() {
+  return Op<JoinSet>([run = &run_]() -> std::optional<JoinSet> {
+    auto id = run->run().CreateJoinSet();
+    if (!id) return std::nullopt;
+    return JoinSet(id->ToString());
+  });
+}
+
+Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view name) {
+  using R = Result<JoinSet, std::string>;
+  return Op<R>([run = &run_, name = std::string(name)]() -> std::optional<R> {
+    auto id = run->run().CreateNamedJoinSet(name);
+    if (!id) return std::nullopt;
+    if (!*id) {
+      return R(Unexpected(std::string(
+          id->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
+              ? "invalid join set name `" + name + "`: use ASCII letters, digits, '-' and '/'"
+              : "a join set named `" + name + "` exists already")));
+    }
+    return R(JoinSet((**id).ToString()));
+  });
+}
+
+Op<std::string> WorkflowContext::submit(const JoinSet& join_set, std::string_view ffqn_text,
+                                        Json params) {
+  return Op<std::string>([run = &run_, js = join_set.id(), text = std::string(ffqn_text),
+                          params = std::move(params)]() mutable -> std::optional<std::string> {
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    auto child = Take(run->run().SubmitChild(*join_set_id, *ffqn, std::move(params)));
+    if (!child) return std::nullopt;
+    return child->ToString();
+  });
+}
+
+Op<std::string> WorkflowContext::submit_delay(const JoinSet& join_set,
+                                              std::chrono::milliseconds delay) {
+  return Op<std::string>([run = &run_, js = join_set.id(), delay]() -> std::optional<std::string> {
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    auto id = Take(run->run().SubmitDelay(*join_set_id, InIntent(delay)));
+    if (!id) return std::nullopt;
+    return id->ToString();
+  });
+}
+
+Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const JoinSet& join_set) {
+  using R = Result<JoinNextResponse, JoinNextError>;
+  return Op<R>([run = &run_, js = join_set.id()]() -> std::optional<R> {
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    auto next = run->run().JoinNext(*join_set_id);
+    if (!next) return std::nullopt;
+    if (!*next) {
+      return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
+                                        "every submission of " + js + " was awaited already"}));
+    }
+    return R(ToResponse(**next));
+  });
+}
+
+Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const JoinSet& join_set,
+                                                                       std::string_view ffqn_text) {
+  using R = Result<JoinNextResponse, JoinNextError>;
+  return Op<R>([run = &run_, js = join_set.id(),
+                text = std::string(ffqn_text)]() -> std::optional<R> {
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    auto next = run->run().JoinNext(*join_set_id, *ffqn);
+    if (!next) return std::nullopt;
+    if (!*next) {
+      const auto& error = next->error();
+      if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
+        return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
+                                          "every submission of " + js + " was awaited already"}));
+      }
+      std::string actual = error.actual ? Describe(*error.actual) : "another response";
+      return R(Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch,
+                                        "expected a response of " + text + ", got " + actual}));
+    }
+    return R(ToResponse(**next));
+  });
+}
+
+Op<Result<ExecutionResult, std::string>> WorkflowContext::get(std::string_view ffqn_text,
+                                                              std::string_view child_id) {
+  using R = Result<ExecutionResult, std::string>;
+  return Op<R>([run = &run_, text = std::string(ffqn_text),
+                id = std::string(child_id)]() -> std::optional<R> {
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto child = core::ExecutionIdDerived::Parse(id);
+    if (!child) return R(Unexpected("invalid child execution id `" + id + "`"));
+    auto result = run->run().Get(*child, *ffqn);
+    if (!result) {
+      if (result.error().kind == wf::GetError::Kind::kFunctionMismatch) {
+        return R(Unexpected("child " + id + " runs " +
+                            (result.error().actual_ffqn ? result.error().actual_ffqn->ToString()
+                                                        : std::string("another function")) +
+                            ", not " + text));
+      }
+      return R(Unexpected("child " + id + " is not among the processed responses"));
+    }
+    return R(runtime::native::ToPublic(*result));
+  });
+}
+
+Op<Done> WorkflowContext::close(const JoinSet& join_set) {
+  return Op<Done>([run = &run_, js = join_set.id()]() -> std::optional<Done> {
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    if (!run->run().CloseJoinSet(*join_set_id)) return std::nullopt;
+    return Done{};
+  });
+}
+
+Op<bool> WorkflowContext::sleep(std::chrono::milliseconds duration) {
+  return Op<bool>([run = &run_, duration]() -> std::optional<bool> {
+    auto slept = run->run().Sleep(InIntent(duration));
+    if (!slept) return std::nullopt;
+    return slept->has_value();
+  });
+}
+
+Op<std::string> WorkflowContext::schedule(std::string_view ffqn_text, Json params,
+                                          std::chrono::milliseconds delay) {
+  return Op<std::string>([run = &run_, text = std::string(ffqn_text), params = std::move(params),
+                          delay]() mutable -> std::optional<std::string> {
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto id = Take(run->run().Schedule(InIntent(delay), *ffqn, std::move(params)));
+    if (!id) return std::nullopt;
+    return id->ToString();
+  });
+}
+
+Op<Result<void, std::string>> WorkflowContext::stub(std::string_view ffqn_text,
+                                                    std::string_view execution_id,
+                                                    ExecutionResult result) {
+  using R = Result<void, std::string>;
+  return Op<R>([run = &run_, text = std::string(ffqn_text), id = std::string(execution_id),
+                result = std::move(result)]() -> std::optional<R> {
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto target = core::ExecutionIdDerived::Parse(id);
+    if (!target) {
+      run->Interrupt(wf::Interruption::Kind::kImportedFunctionCallError,
+                     "stub target `" + id + "` is not a child execution id");
+      return std::nullopt;
+    }
+    auto stubbed = run->run().Stub(*ffqn, *target, runtime::native::ToCore(result));
+    if (!stubbed) return std::nullopt;
+    if (!*stubbed) return R(Unexpected("execution " + id + " holds a different result"));
+    return R();
+  });
+}
+
+Op<uint64_t> WorkflowContext::random_u64(uint64_t min, uint64_t max_exclusive) {
+  return Op<uint64_t>([run = &run_, min, max_exclusive]() {
+    return Take(run->run().RandomU64(min, max_exclusive));
+  });
+}
+
+Op<uint64_t> WorkflowContext::random_u64_inclusive(uint64_t min, uint64_t max_inclusive) {
+  return Op<uint64_t>([run = &run_, min, max_inclusive]() {
+    return Take(run->run().RandomU64Inclusive(min, max_inclusive));
+  });
+}
+
+Op<std::string> WorkflowContext::random_string(uint32_t min_length,
+                                               uint32_t max_length_exclusive) {
+  return Op<std::string>([run = &run_, min_length, max_length_exclusive]() {
+    return Take(run->run().RandomString(min_length, max_length_exclusive));
+  });
+}
+
+void WorkflowContext::log(std::string_view message, LogLevel level) const {
+  run_.run().Log(level, message);
+}
+
+}  // namespace stele

@@ -20,6 +20,10 @@ struct ExecTask::InFlight {
   Version locked_version;  // next version when locked
   DateTime deadline;       // lock_expires_at
   CancellationToken cancel = CancellationToken();
+  // Fired (before `cancel`) when the CancelRegistry reports the execution
+  // cancelled. A token rather than a flag under mu_: the registry's
+  // callback may outlive the ExecTask, so it captures only this struct.
+  CancellationToken cancel_requested = CancellationToken();
   bool returned = false;       // Worker::Run has returned
   bool timed_out = false;      // the deadline fired first: record TemporaryTimeout
   bool shutting_down = false;  // cancelled by Stop: record errors as Unlocked
@@ -90,7 +94,11 @@ PlannedWrite ShutdownUnlock(const ExecutionId& id, Version version, DateTime now
 // What to record for a run, given how it ended on the executor's side.
 std::optional<PlannedWrite> DecideWrite(const WorkerResult& result,
                                         const storage::LockedExecution& locked, DateTime now,
-                                        bool timed_out, bool shutting_down) {
+                                        bool timed_out, bool shutting_down, bool cancel_requested) {
+  // The cancellation is committed already; the result is mapped as usual
+  // and its fenced append loses to it. (Should a registry have been
+  // notified without a committed cancel, the result is simply recorded.)
+  if (cancel_requested) return ComputeOutcome(result, RunInfo::From(locked), now);
   const bool db_updated = std::holds_alternative<DbUpdatedByWorkerOrWatcher>(result.value);
   if (timed_out && !db_updated) {
     const WorkerResult timeout = WorkerResult::Err(VersionOf(result, locked.next_version),
@@ -251,14 +259,27 @@ void ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit
   outcome.locked.push_back(locked.execution_id);
   outcome.run_seqs.push_back(run->seq);
   auto permit_holder = std::make_shared<ConcurrencyLimiter::Permit>(std::move(permit));
-  pool_.Submit([this, run, locked = std::move(locked), permit_holder] {
-    RunOne(run, locked, *permit_holder);
+  auto registration = std::make_shared<CancelRegistry::Registration>();
+  if (options_.cancel_registry) {
+    // Registered before the worker starts: a cancel that arrives in between
+    // finds the token already fired when the run begins.
+    *registration = options_.cancel_registry->Register(locked.execution_id, [run] {
+      run->cancel_requested.Cancel();
+      run->cancel.Cancel();
+    });
+  }
+  pool_.Submit([this, run, locked = std::move(locked), permit_holder, registration] {
+    RunOne(run, locked, *permit_holder, *registration);
   });
 }
 
 void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
-                      ConcurrencyLimiter::Permit& permit) {
+                      ConcurrencyLimiter::Permit& permit,
+                      CancelRegistry::Registration& registration) {
   const WorkerResult result = worker_->Run(MakeContext(locked, run->cancel));
+  // A cancel from now on cannot stop anything; the fence handles it.
+  registration.Reset();
+  const bool cancel_requested = run->cancel_requested.IsCancelled();
   bool timed_out = false;
   bool shutting_down = false;
   bool abandoned = false;
@@ -272,12 +293,17 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
   const std::string id = locked.execution_id.ToString();
   STELE_LOG(kDebug, id << ": worker returned " << result.ToString()
                        << (timed_out ? " after its deadline" : "")
-                       << (shutting_down ? " during shutdown" : ""));
+                       << (shutting_down ? " during shutdown" : "")
+                       << (cancel_requested ? " after a cancel request" : ""));
   if (abandoned) {
     STELE_LOG(kInfo, id << ": discarding the result of a run unlocked at shutdown");
-  } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down)) {
+  } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down,
+                                      cancel_requested)) {
     auto applied = ApplyOutcome(*db_, *write);
-    if (!applied) {
+    if (applied && cancel_requested && *applied != ApplyStatus::kWritten) {
+      STELE_LOG(kInfo, id << ": cancelled while running; the worker's " << result.ToString()
+                          << " is not recorded");
+    } else if (!applied) {
       STELE_LOG(kWarn, id << ": outcome not recorded (" << applied.error().ToString()
                           << "); the expired-timers watcher will handle the lock");
     }
@@ -306,8 +332,9 @@ std::vector<uint64_t> ExecTask::ExpireDeadlines(DateTime now) {
     for (auto& [seq, run] : in_flight_) {
       if (run->returned || run->deadline > now) continue;
       expired.push_back(seq);
-      // A run cancelled for shutdown is unlocked, not timed out.
-      if (run->timed_out || run->shutting_down) continue;
+      // A run cancelled for shutdown is unlocked, not timed out; a run
+      // whose execution was cancelled is finished already.
+      if (run->timed_out || run->shutting_down || run->cancel_requested.IsCancelled()) continue;
       run->timed_out = true;
       to_cancel.push_back(run->cancel);
     }
@@ -365,7 +392,10 @@ void ExecTask::WatchdogMain() {
     std::optional<DateTime> earliest;
     if (enforce_deadlines_) {
       for (const auto& [seq, run] : in_flight_) {
-        if (run->returned || run->timed_out || run->shutting_down) continue;
+        if (run->returned || run->timed_out || run->shutting_down ||
+            run->cancel_requested.IsCancelled()) {
+          continue;
+        }
         if (!earliest || run->deadline < *earliest) earliest = run->deadline;
       }
     }

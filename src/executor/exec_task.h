@@ -25,6 +25,19 @@
 // returned within `shutdown_grace` get that Unlocked written for them at
 // their locked version, and their results are discarded when they come.
 //
+// Cancellation (reference §2.11): when ExecutorOptions::cancel_registry is
+// set, each run is registered there under its execution id from the moment
+// it is locked until its worker returns. An API-side cancel commits
+// Finished(Cancelled) first and then notifies the registry
+// (executor::CancelActivity in cancel_registry.h does both); the run's
+// CancellationToken fires at once, on the notifying thread. The deadline
+// watchdog then leaves the run alone (it is not a timeout). Whatever the
+// worker returns afterwards — FatalError::Cancelled, Ok, an error — is
+// mapped as usual and its append, fenced by the run's version, loses to the
+// committed cancellation: that lost race is the expected end of a
+// cancelled run, logged at info level, and the permit is released as for
+// any other run. Nothing is ever recorded over the cancellation.
+//
 // Threading: Start/Stop from one controlling thread. The *ForTest methods
 // may not run concurrently with Start()ed operation or with each other.
 // REQUIRES: workers eventually return after their token fires (Stop joins
@@ -50,6 +63,7 @@
 #include "core/component_id.h"
 #include "core/ids.h"
 #include "core/retry_config.h"
+#include "executor/cancel_registry.h"
 #include "executor/concurrency_limiter.h"
 #include "executor/worker.h"
 #include "executor/worker_pool.h"
@@ -86,6 +100,10 @@ struct ExecutorOptions {
   // How long Stop waits for cancelled runs before unlocking their
   // executions itself.
   std::chrono::milliseconds shutdown_grace{1000};
+  // Process-wide registry that API-side cancels notify (see
+  // "Cancellation" above); nullptr: runs are not registered, and a
+  // cancelled run stops only at its deadline.
+  std::shared_ptr<CancelRegistry> cancel_registry = nullptr;
 };
 
 class ExecTask {
@@ -132,7 +150,7 @@ class ExecTask {
              TickOutcome& outcome);
   // Runs the worker, records the outcome, releases `permit`.
   void RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
-              ConcurrencyLimiter::Permit& permit);
+              ConcurrencyLimiter::Permit& permit, CancelRegistry::Registration& registration);
   // Sleeps `d` unless Stop is called meanwhile.
   void SleepUnlessStopped(std::chrono::milliseconds d);
   // Times out activity runs whose deadline <= now; returns their seqs.

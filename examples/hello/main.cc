@@ -1,0 +1,31 @@
+// The smallest complete libstele program (the one README.md shows): a
+// durable workflow calling an activity and sleeping, on a SQLite file.
+#include <chrono>
+#include <iostream>
+#include <string>
+
+#include "stele/stele.h"
+
+stele::ActivityResult Greet(stele::ActivityContext&, const stele::Json& params) {
+  return stele::Json("hello, " + params.at(0).get<std::string>());
+}
+
+stele::Task<stele::Json> Welcome(stele::WorkflowContext& ctx, stele::Json params) {
+  auto greeting = co_await ctx.call("demo:hello/api.greet", params);  // a durable child
+  co_await ctx.sleep(std::chrono::seconds(1));                        // a durable timer
+  co_return greeting.value;
+}
+
+int main() {
+  auto engine = stele::Engine::Open({.sqlite_path = "hello.sqlite"});
+  if (!engine) return 1;
+  stele::Engine& e = **engine;
+  if (!e.RegisterActivity("demo:hello/api.greet", Greet) ||
+      !e.RegisterWorkflow("demo:hello/api.welcome", Welcome) || !e.Start()) {
+    return 1;
+  }
+  auto id = e.Submit("demo:hello/api.welcome", stele::Params("Ada"));
+  if (!id) return 1;
+  auto result = e.WaitForResult(*id, std::chrono::seconds(10));
+  std::cout << (result ? result->ToString() : result.error().ToString()) << "\n";
+}

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 #include "runtime/native/result_convert.h"
@@ -35,33 +37,9 @@ bool ActivityContext::SleepFor(std::chrono::milliseconds duration) const {
 
 namespace stele::runtime::native {
 
-void RunningActivities::Add(const std::string& id, const CancellationToken& token) {
-  std::lock_guard lock(mu_);
-  running_.emplace(id, token);
-}
-
-void RunningActivities::Remove(const std::string& id) {
-  std::lock_guard lock(mu_);
-  // Attempts of one id never overlap in one process except across a lost
-  // lock; removing one entry per finished attempt keeps the count right.
-  auto it = running_.find(id);
-  if (it != running_.end()) running_.erase(it);
-}
-
-void RunningActivities::Cancel(const std::string& id) {
-  std::vector<CancellationToken> tokens;
-  {
-    std::lock_guard lock(mu_);
-    auto [begin, end] = running_.equal_range(id);
-    for (auto it = begin; it != end; ++it) tokens.push_back(it->second);
-  }
-  for (const auto& token : tokens) token.Cancel();
-}
-
 NativeActivityWorker::NativeActivityWorker(std::vector<NativeActivity> activities,
-                                           ActivityOptions options,
-                                           std::shared_ptr<RunningActivities> running)
-    : activities_(std::move(activities)), options_(options), running_(std::move(running)) {
+                                           ActivityOptions options)
+    : activities_(std::move(activities)), options_(options) {
   for (const auto& activity : activities_) ffqns_.push_back(activity.ffqn);
 }
 
@@ -78,11 +56,9 @@ executor::WorkerResult NativeActivityWorker::Run(executor::WorkerContext ctx) {
     return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,
                                          "no activity registered for " + ctx.ffqn.ToString());
   }
-  const std::string id = ctx.execution_id.ToString();
   ActivityContext activity_ctx(
-      id, std::chrono::time_point_cast<std::chrono::system_clock::duration>(ctx.execution_deadline),
+      ctx.execution_id.ToString(), std::chrono::time_point_cast<std::chrono::system_clock::duration>(ctx.execution_deadline),
       ctx.cancel, ctx.intermittent_event_count + 1);
-  if (running_) running_->Add(id, ctx.cancel);
   std::optional<ActivityResult> result;
   std::string trap;
   try {
@@ -92,7 +68,6 @@ executor::WorkerResult NativeActivityWorker::Run(executor::WorkerContext ctx) {
   } catch (...) {
     trap = "activity threw a non-std::exception";
   }
-  if (running_) running_->Remove(id);
 
   if (!result) {
     return executor::WorkerResult::Err(ctx.version, executor::ActivityTrap{trap, std::nullopt, {}});

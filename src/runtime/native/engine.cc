@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "core/component_id.h"
 #include "core/function_fqn.h"
+#include "executor/cancel_registry.h"
 #include "executor/concurrency_limiter.h"
 #include "executor/exec_task.h"
 #include "executor/expired_timers_watcher.h"
@@ -76,8 +77,8 @@ class Engine::Impl {
     std::vector<NativeActivity> activities;
   };
   std::map<std::string, ActivityGroup> activity_groups;  // by GroupName
-  std::shared_ptr<runtime::native::RunningActivities> running =
-      std::make_shared<runtime::native::RunningActivities>();
+  // Lets Cancel stop a running activity at once (the DB write is the truth).
+  std::shared_ptr<executor::CancelRegistry> cancels = executor::CancelRegistry::Create();
 
   std::mutex mu;  // guards started/stopped against concurrent API calls
   bool started = false;
@@ -252,7 +253,7 @@ Result<void, Error> Engine::Start() {
   }
   for (auto& [name, group] : d.activity_groups) {
     auto worker = std::make_shared<runtime::native::NativeActivityWorker>(
-        group.activities, group.options, d.running);
+        group.activities, group.options);
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = group.options.timeout;
@@ -262,6 +263,7 @@ Result<void, Error> Engine::Start() {
         group.options.max_retries,
         core::Duration::FromMillis(static_cast<uint64_t>(group.options.backoff.count()))};
     exec.concurrency_limiter = limiter;
+    exec.cancel_registry = d.cancels;
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
@@ -374,9 +376,8 @@ Result<CancelOutcome, Error> Engine::Cancel(std::string_view text) {
                                              " is a workflow; only activities and delays can be "
                                              "cancelled"));
   }
-  auto outcome = d.api->CancelActivityWithRetries(id, now);
+  auto outcome = executor::CancelActivity(*d.api, d.cancels.get(), id, now);
   if (!outcome) return Unexpected(FromWrite(outcome.error(), "cancel " + std::string(text)));
-  d.running->Cancel(id.ToString());
   return *outcome == storage::CancelOutcome::kCancelled ? CancelOutcome::kCancelled
                                                         : CancelOutcome::kAlreadyFinished;
 }

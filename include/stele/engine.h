@@ -67,8 +67,13 @@ struct EngineOptions {
   const Clock* clock = nullptr;
   // Largest params (serialised JSON) Submit accepts.
   size_t max_params_bytes = 1 << 20;
-  // Executions running at once in this process (workflows and activities).
+  // Activity attempts running at once in this process (all activities).
   uint32_t max_concurrency = 64;
+  // Workflow runs loaded at once. Separate from the activities' limit on
+  // purpose: a workflow waiting warm for a child holds its slot, and
+  // sharing one limit would let waiting workflows starve the activities
+  // they wait for.
+  uint32_t max_workflow_concurrency = 256;
   // Executions one executor locks per tick.
   uint32_t batch_size = 32;
   // Lease of a workflow run; a run that dies is retried after it ends.

@@ -223,7 +223,14 @@ Result<void, Error> Engine::Start() {
   Impl& d = *impl_;
   std::lock_guard lock(d.mu);
   if (d.started) return Unexpected(Error::FailedPrecondition("the engine was started before"));
+  if (d.options.max_concurrency == 0 || d.options.max_workflow_concurrency == 0 ||
+      d.options.batch_size == 0) {
+    return Unexpected(Error::InvalidArgument(
+        "max_concurrency, max_workflow_concurrency and batch_size must be positive"));
+  }
+  // Activities share one limit, workflows have their own (see engine.h).
   auto limiter = executor::ConcurrencyLimiter::Create(d.options.max_concurrency);
+  auto workflow_limiter = executor::ConcurrencyLimiter::Create(d.options.max_workflow_concurrency);
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
 
   if (!d.workflows.empty()) {
@@ -245,7 +252,7 @@ Result<void, Error> Engine::Start() {
     exec.retry_config = core::ComponentRetryConfig{
         std::nullopt,
         core::Duration::FromMillis(static_cast<uint64_t>(d.options.workflow_retry_backoff.count()))};
-    exec.concurrency_limiter = limiter;
+    exec.concurrency_limiter = workflow_limiter;
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(

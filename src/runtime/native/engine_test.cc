@@ -153,6 +153,18 @@ TEST_F(EngineApiTest, WaitTimesOutWithoutLosingTheExecution) {
   EXPECT_EQ(Await(id).value, Params("later"));
 }
 
+TEST_F(EngineApiTest, ScheduledSubmissionWaitsForItsTime) {
+  Engine& engine = OpenRegistered();
+  ASSERT_TRUE(engine.Start());
+  std::string id = OkOrDie(
+      engine.Submit(kEcho, Params("tomorrow"),
+                    {.scheduled_at = std::chrono::system_clock::now() + std::chrono::hours(24)}),
+      "submit");
+  EXPECT_TRUE(FailsWith(engine.WaitForResult(id, milliseconds(100)), Error::Kind::kTimeout,
+                        "did not finish"));
+  EXPECT_EQ(OkOrDie(engine.GetStatus(id), "status").state, "PendingAt");
+}
+
 TEST_F(EngineApiTest, ListAndStatus) {
   Engine& engine = OpenRegistered();
   ASSERT_TRUE(engine.Start());

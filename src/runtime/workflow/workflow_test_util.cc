@@ -1,0 +1,247 @@
+#include "runtime/workflow/workflow_test_util.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <sstream>
+
+#include "runtime/workflow/run_state.h"
+#include "storage/memory/memory_pool.h"
+#ifdef STELE_WORKFLOW_TEST_HAVE_SQLITE
+#include "storage/sqlite/sqlite_pool.h"
+#endif
+
+namespace stele::runtime::workflow::testing {
+
+namespace {
+
+core::FunctionFqn Ffqn(const char* text) { return *(core::FunctionFqn::Parse(text)); }
+
+// Runs the script over a WorkflowRun built from the context.
+class ScriptWorker final : public executor::Worker {
+ public:
+  ScriptWorker(storage::DbConnection& db, const Clock& clock, const FunctionRegistry& registry,
+               WorkflowRunOptions options, Script script)
+      : db_(db), clock_(clock), registry_(registry), options_(options), script_(std::move(script)) {}
+
+  executor::WorkerResult Run(executor::WorkerContext ctx) override {
+    WorkflowRun run(std::move(ctx), WorkflowRunDeps{&db_, &clock_, &registry_}, options_);
+    return script_(run);
+  }
+  const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
+
+ private:
+  storage::DbConnection& db_;
+  const Clock& clock_;
+  const FunctionRegistry& registry_;
+  const WorkflowRunOptions options_;
+  const Script script_;
+  const std::vector<core::FunctionFqn> ffqns_{WorkflowFfqn(), ChildWorkflowFfqn()};
+};
+
+// An activity: returns ok(params[0] * 2), or ok(null) without params.
+class LambdaWorker final : public executor::Worker {
+ public:
+  using Fn = std::function<executor::WorkerResult(const executor::WorkerContext&)>;
+  LambdaWorker(std::vector<core::FunctionFqn> ffqns, Fn fn)
+      : ffqns_(std::move(ffqns)), fn_(std::move(fn)) {}
+  executor::WorkerResult Run(executor::WorkerContext ctx) override { return fn_(ctx); }
+  const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
+
+ private:
+  const std::vector<core::FunctionFqn> ffqns_;
+  const Fn fn_;
+};
+
+}  // namespace
+
+const core::FunctionFqn& WorkflowFfqn() {
+  static const core::FunctionFqn kFfqn = Ffqn("testing:workflow/ifc.workflow");
+  return kFfqn;
+}
+const core::FunctionFqn& ChildWorkflowFfqn() {
+  static const core::FunctionFqn kFfqn = Ffqn("testing:workflow/ifc.child-workflow");
+  return kFfqn;
+}
+const core::FunctionFqn& ActivityFfqn() {
+  static const core::FunctionFqn kFfqn = Ffqn("testing:workflow/ifc.activity");
+  return kFfqn;
+}
+const core::FunctionFqn& FailingFfqn() {
+  static const core::FunctionFqn kFfqn = Ffqn("testing:workflow/ifc.failing");
+  return kFfqn;
+}
+const core::FunctionFqn& StubFfqn() {
+  static const core::FunctionFqn kFfqn = Ffqn("testing:workflow/ifc.stub");
+  return kFfqn;
+}
+
+core::SupportedFunctionReturnValue OkValue(core::Json value) {
+  return core::ReturnValueOk{value.is_null() ? std::nullopt : std::optional<core::Json>(value)};
+}
+
+std::string StrategyName(BlockingStrategy strategy) {
+  return strategy == BlockingStrategy::kAwait ? "Await" : "Interrupt";
+}
+
+WorkflowRunOptions TestOptions(BlockingStrategy strategy) {
+  WorkflowRunOptions options;
+  options.blocking_strategy = strategy;
+  options.max_warm_wait = std::chrono::milliseconds(0);
+  return options;
+}
+
+std::string Describe(const std::vector<core::HistoryEvent>& events) {
+  std::ostringstream out;
+  for (const auto& event : events) out << "  " << internal::DescribeHistoryEvent(event) << "\n";
+  return out.str();
+}
+
+TestEnv::TestEnv(Backend backend, WorkflowRunOptions options, Script script)
+    : options_(options) {
+  static std::atomic<int> counter{0};
+  dir_ = std::filesystem::temp_directory_path() /
+         ("stele-workflow-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  if (backend == Backend::kMemory) {
+    pool_ = storage::memory::MemoryPool::Create();
+  } else {
+#ifdef STELE_WORKFLOW_TEST_HAVE_SQLITE
+    storage::sqlite::SqliteOptions sqlite{.path = (dir_ / "stele.sqlite").string()};
+    sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
+    pool_ = Must(storage::sqlite::SqlitePool::Open(sqlite));
+#else
+    pool_ = storage::memory::MemoryPool::Create();
+#endif
+  }
+  db_ = Must(pool_->ConnectionTest());
+  worker_conn_ = Must(pool_->Connection());
+  const core::ComponentId stub{core::ComponentType::kActivityStub, "stub",
+                               core::InputContentDigest()};
+  const core::ComponentId failing{core::ComponentType::kActivityWasm, "failing",
+                                  core::InputContentDigest()};
+  registry_.Add(ActivityFfqn(), {core::ComponentId::DummyActivity(), FunctionKind::kActivity})
+      .Add(FailingFfqn(), {failing, FunctionKind::kActivity})
+      .Add(StubFfqn(), {stub, FunctionKind::kActivityStub})
+      .Add(WorkflowFfqn(), {core::ComponentId::DummyWorkflow(), FunctionKind::kWorkflow})
+      .Add(ChildWorkflowFfqn(), {core::ComponentId::DummyWorkflow(), FunctionKind::kWorkflow});
+
+  executor::ExecutorOptions wf;
+  wf.component_id = core::ComponentId::DummyWorkflow();
+  wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(100)};
+  wf.lock_expiry = std::chrono::milliseconds(1000);
+  workflows_ = std::make_unique<executor::ExecTask>(
+      std::make_shared<ScriptWorker>(*worker_conn_, clock_, registry_, options_, std::move(script)),
+      Must(pool_->DbExecConn()), clock_, wf);
+
+  executor::ExecutorOptions act;
+  act.component_id = core::ComponentId::DummyActivity();
+  act.lock_expiry = std::chrono::milliseconds(1000);
+  auto runs = activity_runs_;
+  activities_ = std::make_unique<executor::ExecTask>(
+      std::make_shared<LambdaWorker>(
+          std::vector<core::FunctionFqn>{ActivityFfqn()},
+          [runs](const executor::WorkerContext& ctx) {
+            ++*runs;
+            core::Json value = ctx.params.is_array() && !ctx.params.empty() &&
+                                       ctx.params[0].is_number_integer()
+                                   ? core::Json(ctx.params[0].get<int64_t>() * 2)
+                                   : core::Json();
+            return executor::WorkerResult::Ok(OkValue(value), ctx.version);
+          }),
+      Must(pool_->DbExecConn()), clock_, act);
+
+  executor::ExecutorOptions fail = act;
+  fail.component_id = failing;
+  fail.retry_config = core::ComponentRetryConfig{0u, core::Duration::FromMillis(100)};
+  failing_ = std::make_unique<executor::ExecTask>(
+      std::make_shared<LambdaWorker>(std::vector<core::FunctionFqn>{FailingFfqn()},
+                                     [](const executor::WorkerContext& ctx) {
+                                       return executor::WorkerResult::Err(
+                                           ctx.version, executor::ActivityTrap{"boom", {}, {}});
+                                     }),
+      Must(pool_->DbExecConn()), clock_, fail);
+  watcher_ = std::make_unique<executor::ExpiredTimersWatcher>(Must(pool_->Connection()), clock_);
+}
+
+TestEnv::~TestEnv() {
+  workflows_.reset();
+  activities_.reset();
+  failing_.reset();
+  watcher_.reset();
+  worker_conn_.reset();
+  db_.reset();
+  if (pool_) pool_->Close();
+  pool_.reset();
+  std::filesystem::remove_all(dir_);
+}
+
+void TestEnv::CreateWorkflow(const core::ExecutionId& id, core::Json params) {
+  const DateTime now = clock_.Now();
+  Must(db_->Create(storage::CreateRequest{now, id, WorkflowFfqn(), std::move(params), std::nullopt,
+                                          now, core::ComponentId::DummyWorkflow(), {},
+                                          std::nullopt}));
+}
+
+void TestEnv::Round() {
+  const DateTime now = clock_.Now();
+  Must(workflows_->TickForTest(now));
+  Must(activities_->TickForTest(now));
+  Must(failing_->TickForTest(now));
+  Must(watcher_->TickForTest(now));
+}
+
+bool TestEnv::RunToCompletion(const core::ExecutionId& id, int max_rounds,
+                              std::chrono::milliseconds step) {
+  for (int i = 0; i < max_rounds; ++i) {
+    Round();
+    if (Log(id).pending_state.IsFinished()) return true;
+    clock_.Advance(step);
+  }
+  return false;
+}
+
+storage::ExecutionLog TestEnv::Log(const core::ExecutionId& id) { return Must(db_->Get(id)); }
+
+std::vector<core::HistoryEvent> TestEnv::History(const core::ExecutionId& id) {
+  std::vector<core::HistoryEvent> out;
+  for (const auto& event : Log(id).events) {
+    const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+    if (history == nullptr) continue;
+    core::HistoryEvent copy = history->event;
+    if (auto* join_next = std::get_if<core::HistoryJoinNext>(&copy)) {
+      join_next->run_expires_at = DateTime{};
+    }
+    if (auto* request = std::get_if<core::HistoryJoinSetRequest>(&copy)) {
+      if (auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
+        delay->expires_at = DateTime{};
+      }
+    }
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+std::vector<std::string> TestEnv::EventNames(const core::ExecutionId& id) {
+  std::vector<std::string> names;
+  for (const auto& event : Log(id).events) {
+    if (const auto* history = std::get_if<core::HistoryEventRequest>(&event.event)) {
+      names.emplace_back(core::HistoryEventTypeTag(history->event));
+    } else {
+      names.emplace_back(core::ExecutionRequestVariantName(event.event));
+    }
+  }
+  return names;
+}
+
+core::SupportedFunctionReturnValue TestEnv::Result(const core::ExecutionId& id) {
+  const auto log = Log(id);
+  for (auto it = log.events.rbegin(); it != log.events.rend(); ++it) {
+    if (const auto* finished = std::get_if<core::Finished>(&it->event)) return finished->result;
+  }
+  ADD_FAILURE() << "execution " << id.ToString() << " is not finished";
+  return core::FinishedExecutionError{};
+}
+
+}  // namespace stele::runtime::workflow::testing

@@ -1,0 +1,104 @@
+// Test support for the replay engine: a real backend (memory or SQLite) per
+// TestEnv, the real executor (ExecTask::TickForTest) and expired-timers
+// watcher driven by a ManualClock, and a Worker that runs a scripted
+// workflow — a std::function over WorkflowRun. Storage and executor are
+// real; only the guest is a script.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "executor/exec_task.h"
+#include "executor/executor_test_util.h"
+#include "executor/expired_timers_watcher.h"
+#include "runtime/workflow/workflow_run.h"
+#include "storage/db_pool.h"
+
+namespace stele::runtime::workflow::testing {
+
+using executor::testing::Backend;
+using executor::testing::kT0;
+using executor::testing::Must;
+
+const core::FunctionFqn& WorkflowFfqn();       // testing:workflow/ifc.workflow
+const core::FunctionFqn& ChildWorkflowFfqn();  // testing:workflow/ifc.child-workflow
+const core::FunctionFqn& ActivityFfqn();       // testing:workflow/ifc.activity
+const core::FunctionFqn& FailingFfqn();        // testing:workflow/ifc.failing (traps, no retries)
+const core::FunctionFqn& StubFfqn();           // testing:workflow/ifc.stub (activity_stub)
+core::SupportedFunctionReturnValue OkValue(core::Json value);
+
+using Script = std::function<executor::WorkerResult(WorkflowRun&)>;
+
+// Stops a script on an Interruption: `WF_TRY(auto x, run.Call(...));`
+// (`lhs` must declare a variable).
+#define WF_TRY(lhs, expr)                                                            \
+  auto STELE_INTERNAL_CONCAT(wf_try_, __LINE__) = (expr);                            \
+  if (!STELE_INTERNAL_CONCAT(wf_try_, __LINE__)) {                                   \
+    return run.ToWorkerResult(STELE_INTERNAL_CONCAT(wf_try_, __LINE__).error());     \
+  }                                                                                  \
+  [[maybe_unused]] lhs = *std::move(STELE_INTERNAL_CONCAT(wf_try_, __LINE__))
+#define WF_TRY_VOID(expr)                                                            \
+  do {                                                                               \
+    auto wf_try_void = (expr);                                                       \
+    if (!wf_try_void) return run.ToWorkerResult(wf_try_void.error());                \
+  } while (false)
+
+// One database, the executors of one workflow component and one activity
+// component, and the watcher, all on `clock`.
+class TestEnv {
+ public:
+  TestEnv(Backend backend, WorkflowRunOptions options, Script script);
+  ~TestEnv();
+
+  storage::DbConnectionTest& db() { return *db_; }
+  ManualClock& clock() { return clock_; }
+  const FunctionRegistry& registry() const { return registry_; }
+  const WorkflowRunOptions& options() const { return options_; }
+  storage::DbPool& pool() { return *pool_; }
+
+  // Creates a top-level execution of WorkflowFfqn at the clock's now.
+  void CreateWorkflow(const core::ExecutionId& id, core::Json params = core::Json::array());
+  // One round: workflow tick, activity tick, watcher tick, at now.
+  void Round();
+  // Rounds, advancing the clock by `step` after each, until `id` is
+  // finished (or `max_rounds`). Returns whether it finished.
+  bool RunToCompletion(const core::ExecutionId& id, int max_rounds = 100,
+                       std::chrono::milliseconds step = std::chrono::milliseconds(1000));
+  storage::ExecutionLog Log(const core::ExecutionId& id);
+  // History events of `id` with resolved times masked (JoinNext leases,
+  // delay expiries): what must match between strategies and replays.
+  std::vector<core::HistoryEvent> History(const core::ExecutionId& id);
+  std::vector<std::string> EventNames(const core::ExecutionId& id);
+  // The Finished result of `id`. REQUIRES: finished.
+  core::SupportedFunctionReturnValue Result(const core::ExecutionId& id);
+  size_t activity_runs() const { return *activity_runs_; }
+
+ private:
+  std::filesystem::path dir_;
+  ManualClock clock_{kT0};
+  WorkflowRunOptions options_;
+  MapFunctionRegistry registry_;
+  std::unique_ptr<storage::DbPool> pool_;
+  std::unique_ptr<storage::DbConnectionTest> db_;
+  std::unique_ptr<storage::DbConnection> worker_conn_;
+  std::shared_ptr<size_t> activity_runs_ = std::make_shared<size_t>(0);
+  std::unique_ptr<executor::ExecTask> workflows_;
+  std::unique_ptr<executor::ExecTask> activities_;
+  std::unique_ptr<executor::ExecTask> failing_;
+  std::unique_ptr<executor::ExpiredTimersWatcher> watcher_;
+};
+
+std::string StrategyName(BlockingStrategy strategy);
+// Options for tests on a ManualClock: kAwait never waits warm (the lease
+// would never end on a frozen clock), so both strategies are deterministic.
+WorkflowRunOptions TestOptions(BlockingStrategy strategy);
+
+std::string Describe(const std::vector<core::HistoryEvent>& events);
+
+}  // namespace stele::runtime::workflow::testing

@@ -44,11 +44,11 @@ ActivityResult Ship(ActivityContext&, const Json& p) {
 stele::Task<stele::WorkflowResult> PlaceOrder(stele::WorkflowContext& ctx, Json p) {
   const Json order = p.at(0);
   std::vector<std::pair<std::string, Json>> compensations;  // ffqn, params
-  auto undo = [&]() -> stele::Task<bool> {
+  // Compensations run in reverse order; each is a durable call too.
+  auto undo = [&]() -> stele::Task<void> {
     for (auto it = compensations.rbegin(); it != compensations.rend(); ++it) {
       co_await ctx.call(it->first, it->second);
     }
-    co_return true;
   };
 
   auto payment = co_await ctx.call("shop:payments/card.charge", stele::Params(order, p.at(1)));

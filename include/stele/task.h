@@ -8,7 +8,7 @@
 //   }
 //
 // A Task is lazy: its body starts when it is awaited (or driven by the
-// engine). Tasks compose: a workflow may `co_await` helper coroutines that
+// engine). Task<void> is for helpers that return nothing. Tasks compose: a workflow may `co_await` helper coroutines that
 // return Task<U>; an exception thrown inside propagates to the awaiter as
 // in ordinary C++. An exception escaping the workflow itself fails it
 // permanently (a workflow trap).
@@ -41,13 +41,31 @@ namespace stele {
 template <class T>
 class TaskDriver;
 
+namespace internal {
+// Where a promise keeps the value of co_return (nothing for Task<void>).
+template <class T>
+struct TaskResultSlot {
+  std::optional<T> value;
+  template <class U>
+    requires std::is_convertible_v<U&&, T>
+  void return_value(U&& v) {
+    value.emplace(std::forward<U>(v));
+  }
+  T Take() { return std::move(*value); }
+};
+template <>
+struct TaskResultSlot<void> {
+  void return_void() noexcept {}
+  void Take() {}
+};
+}  // namespace internal
+
 template <class T>
 class [[nodiscard]] Task {
   static_assert(!std::is_reference_v<T>, "Task<T&> is not supported");
 
  public:
-  struct promise_type {
-    std::optional<T> value;
+  struct promise_type : internal::TaskResultSlot<T> {
     std::exception_ptr exception;
     std::coroutine_handle<> continuation;
 
@@ -66,11 +84,6 @@ class [[nodiscard]] Task {
       void await_resume() noexcept {}
     };
     FinalAwaiter final_suspend() noexcept { return {}; }
-    template <class U>
-      requires std::is_convertible_v<U&&, T>
-    void return_value(U&& v) {
-      value.emplace(std::forward<U>(v));
-    }
     void unhandled_exception() noexcept { exception = std::current_exception(); }
   };
 
@@ -97,7 +110,7 @@ class [[nodiscard]] Task {
   T await_resume() {
     auto& promise = handle_.promise();
     if (promise.exception) std::rethrow_exception(promise.exception);
-    return std::move(*promise.value);
+    return promise.Take();
   }
 
  private:
@@ -124,7 +137,7 @@ class TaskDriver {
   // REQUIRES: done(). The exception that escaped the body, if any.
   std::exception_ptr exception() const { return task_.handle_.promise().exception; }
   // REQUIRES: done() and no exception.
-  T TakeValue() { return std::move(*task_.handle_.promise().value); }
+  T TakeValue() { return task_.handle_.promise().Take(); }
   // Destroys the (possibly suspended) frames now.
   void Destroy() { task_.Reset(); }
 

@@ -57,6 +57,11 @@ Task<int> Double(WorkflowContext& ctx, int value) {
   co_return r.value_or(-1);
 }
 
+Task<void> AddInto(WorkflowContext& ctx, int& total, int value) {
+  auto r = co_await ctx.call_as<int>(kAdd, Params(total, value));
+  total = r.value_or(-1000);
+}
+
 TEST_F(SdkTest, NestedTasksCompose) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
@@ -64,11 +69,13 @@ TEST_F(SdkTest, NestedTasksCompose) {
       "test:sdk/wf.nested", [](WorkflowContext& ctx, Json) -> Task<Json> {
         int x = co_await Double(ctx, 3);
         int y = co_await Double(ctx, x);
-        co_return Json(y);
+        int total = y;
+        co_await AddInto(ctx, total, 30);
+        co_return Json(total);
       }));
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.nested", Json::array()), "submit");
-  EXPECT_EQ(Await(id).value, Json(12));
+  EXPECT_EQ(Await(id).value, Json(42));
 }
 
 TEST_F(SdkTest, DurableSleepWakesWhenTheTimerFires) {

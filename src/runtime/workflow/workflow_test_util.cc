@@ -192,6 +192,10 @@ void TestEnv::Round() {
   Must(watcher_->TickForTest(now));
 }
 
+void TestEnv::SpawnWorkflows() { Must(workflows_->SpawnForTest(clock_.Now())); }
+
+void TestEnv::TickActivities() { Must(activities_->TickForTest(clock_.Now())); }
+
 bool TestEnv::RunToCompletion(const core::ExecutionId& id, int max_rounds,
                               std::chrono::milliseconds step) {
   for (int i = 0; i < max_rounds; ++i) {

@@ -70,6 +70,10 @@ class TestEnv {
   // finished (or `max_rounds`). Returns whether it finished.
   bool RunToCompletion(const core::ExecutionId& id, int max_rounds = 100,
                        std::chrono::milliseconds step = std::chrono::milliseconds(1000));
+  // Threaded tests: start the workflow runs due now on the executor's pool
+  // without waiting for them; tick only the activity executor.
+  void SpawnWorkflows();
+  void TickActivities();
   storage::ExecutionLog Log(const core::ExecutionId& id);
   // History events of `id` with resolved times masked (JoinNext leases,
   // delay expiries): what must match between strategies and replays.

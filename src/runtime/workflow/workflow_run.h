@@ -56,6 +56,12 @@
 // A lost cache (crash) is harmless: the next run replays to the same point
 // and writes the same events (ids are deterministic, stubs idempotent).
 //
+// Other choices where the reference leaves room: a JoinNext whose response
+// is already known carries the lock's expiry as its lease under both
+// strategies (the run continues, so it keeps its lease); children and
+// scheduled executions are created with empty metadata; one-off join set
+// names replace characters a join set name may not hold ('_') by '-'.
+//
 // Randomness (§4.5): xoshiro256** seeded through splitmix64 from
 // ExecutionId::RandomSeed() (workflow_prng.h). Values are Persist-ed and
 // compared on replay, so the algorithm is part of the replay contract.
@@ -270,6 +276,7 @@ class WorkflowRun {
   // Awaits the next response of `join_set` (arrival order). With
   // `requested_ffqn` (the `-await-next` extension) a response of another
   // function, or a delay, is kFunctionMismatch (and consumed). Blocks.
+  // A closed, one-off or unknown join set is kConstraintViolation.
   CallResult<JoinSetResponseValue, JoinNextError> JoinNext(
       const core::JoinSetId& join_set,
       const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);

@@ -3,6 +3,7 @@
 // activity retries, traps, timeouts and cancellation.
 #include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,6 +123,47 @@ TEST_F(SdkTest, CancelledSleepReturnsFalse) {
   // Idempotent: a cancelled delay stays cancelled.
   EXPECT_EQ(OkOrDie(engine.Cancel(delay_id), "cancel again"), CancelOutcome::kCancelled);
   EXPECT_EQ(Await(id).value, Json("cancelled"));
+}
+
+TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
+  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
+  EngineOptions options = Options();
+  options.clock = &clock;
+  options.start_watcher = false;
+  options.workflow_keep_warm = false;
+  Engine& engine = Open(options);
+  std::atomic<int> catches{0};
+  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.greedy",
+                                      [&](WorkflowContext& ctx, Json) -> Task<Json> {
+                                        try {
+                                          co_await ctx.sleep(hours(1));
+                                        } catch (...) {
+                                          ++catches;  // unloading throws nothing to catch
+                                          co_return Json("swallowed");
+                                        }
+                                        co_return Json("woke");
+                                      }));
+  ASSERT_TRUE(engine.Start());
+  auto id = OkOrDie(engine.Submit("test:sdk/wf.greedy", Json::array()), "submit");
+  ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
+  clock.Advance(hours(2));
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock.Now()), "fire"), 1u);
+  EXPECT_EQ(Await(id).value, Json("woke"));
+  EXPECT_EQ(catches.load(), 0);
+}
+
+TEST_F(SdkTest, SuspendingOnAForeignAwaitableFailsTheWorkflow) {
+  Engine& engine = Open();
+  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.foreign",
+                                      [](WorkflowContext&, Json) -> Task<Json> {
+                                        co_await std::suspend_always{};
+                                        co_return Json("unreachable");
+                                      }));
+  ASSERT_TRUE(engine.Start());
+  auto result = Await(OkOrDie(engine.Submit("test:sdk/wf.foreign", Json::array()), "submit"));
+  ASSERT_TRUE(result.failed());
+  EXPECT_NE(result.failure_reason.find("not a stele operation"), std::string::npos)
+      << result.ToString();
 }
 
 TEST_F(SdkTest, FanOutFanIn) {

@@ -155,6 +155,8 @@ void ExecTask::Stop() {
   std::vector<CancellationToken> tokens;
   {
     std::lock_guard lock(mu_);
+    runs_stopping_ = true;
+    retry_wakeup_.notify_all();
     for (auto& [seq, run] : in_flight_) {
       if (run->returned) continue;
       run->shutting_down = true;
@@ -299,7 +301,7 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
     STELE_LOG(kInfo, id << ": discarding the result of a run unlocked at shutdown");
   } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down,
                                       cancel_requested)) {
-    auto applied = ApplyOutcome(*db_, *write);
+    auto applied = RecordOutcome(*write);
     if (applied && cancel_requested && *applied != ApplyStatus::kWritten) {
       STELE_LOG(kInfo, id << ": cancelled while running; the worker's " << result.ToString()
                           << " is not recorded");
@@ -321,6 +323,43 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
     in_flight_.erase(run->seq);
   }
   runs_changed_.notify_all();
+}
+
+Result<ApplyStatus, storage::DbErrorWrite> ExecTask::RecordOutcome(const PlannedWrite& write) {
+  const std::string id = write.execution_id.ToString();
+  bool after_generic_error = false;
+  for (uint32_t attempt = 1;; ++attempt) {
+    auto applied = ApplyOutcome(*db_, write);
+    if (applied) {
+      if (after_generic_error && *applied == ApplyStatus::kLostToAnotherWriter) {
+        // Did the failed attempt commit after all (lost acknowledgement)?
+        auto last = db_->GetLastExecutionEvent(write.execution_id);
+        if (last && last->version == write.version && last->event == write.request.event) {
+          STELE_LOG(kInfo, id << ": an earlier attempt had recorded the outcome already");
+          return ApplyStatus::kWritten;
+        }
+      }
+      return applied;
+    }
+    const storage::DbErrorWrite& error = applied.error();
+    const bool transient = error.kind() == storage::DbErrorWrite::Kind::kGeneric &&
+                           error.generic().kind() != storage::DbErrorGeneric::Kind::kClose;
+    if (!transient || attempt >= options_.outcome_write_attempts) return applied;
+    after_generic_error = true;
+    const auto backoff =
+        options_.outcome_write_backoff * (int64_t{1} << std::min(attempt - 1, 20u));
+    STELE_LOG(kInfo, id << ": retrying the outcome write (attempt " << attempt + 1 << " of "
+                        << options_.outcome_write_attempts << ") in " << backoff.count() << " ms");
+    WaitForClock(clock_.Now() + backoff);
+  }
+}
+
+void ExecTask::WaitForClock(DateTime t) {
+  std::unique_lock lock(mu_);
+  while (!runs_stopping_ && clock_.Now() < t) {
+    // A ManualClock moves without telling anyone: re-read it periodically.
+    retry_wakeup_.wait_for(lock, options_.deadline_check_interval);
+  }
 }
 
 std::vector<uint64_t> ExecTask::ExpireDeadlines(DateTime now) {

@@ -38,6 +38,20 @@
 // cancelled run, logged at info level, and the permit is released as for
 // any other run. Nothing is ever recorded over the cancellation.
 //
+// Recording: the outcome append is retried when it fails with a Generic
+// database error (a transient blip: busy, connection reset, timeout) —
+// `outcome_write_attempts` in all, with exponential backoff measured on the
+// Clock (polled every `deadline_check_interval`; Stop cuts the waits short).
+// An attempt after a Generic error that then loses the version race checks
+// whether the previous attempt committed after all (a lost acknowledgement:
+// the last event is exactly the planned one) and counts that as written.
+// Other errors are not retried (VersionConflict and friends: someone else
+// wrote; ValidationFailed/NotFound: retrying cannot help). When the
+// attempts run out nothing is written, the permit is released and the
+// expired-timers watcher settles the lock after it expires. This differs on
+// purpose from a worker's own DB errors (WorkerDbError → write nothing):
+// those happened inside the run, while this write records a finished run.
+//
 // Threading: Start/Stop from one controlling thread. The *ForTest methods
 // may not run concurrently with Start()ed operation or with each other.
 // REQUIRES: workers eventually return after their token fires (Stop joins
@@ -65,6 +79,7 @@
 #include "core/retry_config.h"
 #include "executor/cancel_registry.h"
 #include "executor/concurrency_limiter.h"
+#include "executor/outcome.h"
 #include "executor/worker.h"
 #include "executor/worker_pool.h"
 #include "storage/db_executor.h"
@@ -104,6 +119,11 @@ struct ExecutorOptions {
   // "Cancellation" above); nullptr: runs are not registered, and a
   // cancelled run stops only at its deadline.
   std::shared_ptr<CancelRegistry> cancel_registry = nullptr;
+  // Outcome writes that fail with a Generic (transient) error are tried up
+  // to this many times in all, waiting outcome_write_backoff * 2^(k-1) on
+  // the Clock before attempt k+1 (see "Recording" above). 1: no retry.
+  uint32_t outcome_write_attempts = 4;
+  std::chrono::milliseconds outcome_write_backoff{50};
 };
 
 class ExecTask {
@@ -156,6 +176,10 @@ class ExecTask {
   // Times out activity runs whose deadline <= now; returns their seqs.
   std::vector<uint64_t> ExpireDeadlines(DateTime now);
   void WaitForRuns(const std::vector<uint64_t>& seqs);
+  // ApplyOutcome with the retries of "Recording" above.
+  Result<ApplyStatus, storage::DbErrorWrite> RecordOutcome(const PlannedWrite& write);
+  // Waits until the Clock reaches `t` or Stop begins stopping the runs.
+  void WaitForClock(DateTime t);
   void LoopMain();
   void WatchdogMain();
 
@@ -174,6 +198,8 @@ class ExecTask {
   uint64_t next_seq_ = 1;                                    // guarded by mu_
   bool watchdog_stop_ = false;                               // guarded by mu_
   bool loop_stop_ = false;                                   // guarded by mu_
+  bool runs_stopping_ = false;                               // guarded by mu_
+  std::condition_variable retry_wakeup_;                     // runs_stopping_ set
   std::condition_variable loop_wakeup_;                      // loop_stop_ set
   bool started_ = false;
   bool stopped_ = false;

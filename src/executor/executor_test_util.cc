@@ -63,24 +63,30 @@ std::vector<Backend> AllBackends() {
 #endif
 }
 
+std::unique_ptr<storage::DbPool> OpenBackendPool(Backend backend,
+                                                 const std::filesystem::path& dir) {
+  if (backend == Backend::kMemory) return storage::memory::MemoryPool::Create();
+#ifdef STELE_EXECUTOR_TEST_HAVE_SQLITE
+  storage::sqlite::SqliteOptions options{.path = (dir / "stele.sqlite").string()};
+  // Semantics do not depend on durability; skip the fsyncs.
+  options.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
+  return Must(storage::sqlite::SqlitePool::Open(options));
+#else
+  (void)dir;
+  throw std::runtime_error("SQLite backend not built");
+#endif
+}
+
 void BackendTest::SetUp() {
   static std::atomic<int> counter{0};
   dir_ = std::filesystem::temp_directory_path() /
          ("stele-executor-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_);
-  if (GetParam() == Backend::kMemory) {
-    pool_ = storage::memory::MemoryPool::Create();
-  } else {
-#ifdef STELE_EXECUTOR_TEST_HAVE_SQLITE
-    storage::sqlite::SqliteOptions options{.path = (dir_ / "stele.sqlite").string()};
-    // Semantics do not depend on durability; skip the fsyncs.
-    options.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
-    pool_ = Must(storage::sqlite::SqlitePool::Open(options));
-#else
-    GTEST_SKIP() << "SQLite backend not built";
+#ifndef STELE_EXECUTOR_TEST_HAVE_SQLITE
+  if (GetParam() == Backend::kSqlite) GTEST_SKIP() << "SQLite backend not built";
 #endif
-  }
+  pool_ = OpenBackendPool(GetParam(), dir_);
   db_ = Must(pool_->ConnectionTest());
 }
 

@@ -69,6 +69,9 @@ std::string BackendName(const ::testing::TestParamInfo<Backend>& info);
 // Every backend compiled in.
 std::vector<Backend> AllBackends();
 
+// A fresh database of `backend` in `dir` (an existing, empty directory).
+std::unique_ptr<storage::DbPool> OpenBackendPool(Backend backend, const std::filesystem::path& dir);
+
 // A fresh database per test on the parameter's backend, plus a ManualClock
 // at kT0.
 class BackendTest : public ::testing::TestWithParam<Backend> {
@@ -88,6 +91,9 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
   // one-off join set awaiting one child of ChildFfqn created in the same
   // transaction. Returns the child's id.
   core::ExecutionIdDerived CreateParentAwaitingChild(const ExecutionId& parent);
+
+  // The test's scratch directory (removed at TearDown).
+  const std::filesystem::path& dir() const { return dir_; }
 
   ManualClock clock_{kT0};
 

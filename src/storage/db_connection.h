@@ -24,15 +24,18 @@ class DbConnection : public DbExecutor {
       const core::DelayId& delay_id, bool ok) = 0;
 
   // Appends events at `version`, `version+1`, ... in one transaction; all
-  // or nothing. Returns the next version. REQUIRES: !batch.empty(), no
-  // Created. Errors as Append.
+  // or nothing. Returns the next version. Errors as Append, plus
+  // ValidationFailed("empty batch") for an empty `batch` (nothing is
+  // written) and ValidationFailed for a Created event in it.
   virtual Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
                                                     const std::vector<AppendRequest>& batch,
                                                     const ExecutionId& execution_id,
                                                     Version version) = 0;
 
   // AppendBatch plus creation of child executions, in one transaction.
-  // A child id that exists already fails the whole call (IllegalState).
+  // A child id that exists already fails the whole call (IllegalState); an
+  // empty `batch` fails with ValidationFailed("empty batch"), even when
+  // `child_requests` is not empty.
   virtual Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,

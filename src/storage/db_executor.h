@@ -59,7 +59,8 @@ class DbExecutor {
 
   // Appends `events` to a child and the child's response to its parent in
   // one transaction (at most one response per child id: a duplicate fails
-  // with Conflict and writes nothing). May unblock the parent.
+  // with Conflict and writes nothing). May unblock the parent. An empty
+  // `events.batch` fails with ValidationFailed("empty batch").
   // `current_time` is not persisted; it only decides wake-ups.
   virtual Result<Version, DbErrorWrite> AppendBatchRespondToParent(
       const AppendEventsToExecution& events, const AppendResponseToExecution& response,
@@ -81,7 +82,16 @@ class DbExecutor {
 
   // Finishes an unfinished activity as Cancelled (with the parent response
   // when derived). Idempotent: Cancelled if already cancelled,
-  // AlreadyFinished if finished otherwise. Races surface as VersionConflict.
+  // AlreadyFinished if finished otherwise.
+  // Not version-fenced by the caller: it takes no expected version, reads
+  // the last event and appends Finished at last.version + 1, so it cancels
+  // whatever attempt is current (a running lock holder's later append then
+  // fails with VersionConflict). Only that internal append is fenced: a
+  // writer racing between the read and the append makes the call fail
+  // with VersionConflict (hence CancelActivityWithRetries). The default
+  // implementation composes GetLastExecutionEvent and Append /
+  // AppendBatchRespondToParent; it does not stop a local run — see
+  // executor/cancel_registry.h. Errors: NotFound, VersionConflict, Generic.
   virtual Result<CancelOutcome, DbErrorWrite> CancelActivity(const ExecutionId& execution_id,
                                                              DateTime cancelled_at);
   // CancelActivity retried up to 5 more times on any error.

@@ -30,7 +30,13 @@ class DbExternalApi : public DbConnection {
       const ExecutionId& execution_id, Version since, Version::Type max_length,
       bool include_backtrace_id) = 0;
 
-  // Responses in arrival order with their cursor (0-based position).
+  // A page of the execution's responses, each with its cursor (its 0-based
+  // arrival index). The page is always in arrival order (ascending
+  // cursor), whatever the direction: NewerThan gives the first
+  // `pagination.length` responses after the cursor, OlderThan the last
+  // `length` before it; `including_cursor` also admits the response at the
+  // cursor itself. Errors: NotFound when the execution does not exist (an
+  // existing execution without responses gives an empty page), Generic.
   virtual Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
       const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) = 0;
 

@@ -1,8 +1,9 @@
 // DbPool: hands out role-specific connections to one database.
 //
 // Threading: thread-safe. Ownership: connections are owned by the caller and
-// must not outlive the pool. After Close(), calls fail with
-// DbErrorGeneric::Close and waiters are released.
+// must not outlive the pool. After Close(), the factory methods below fail
+// with DbErrorGeneric::Close, every call on a connection handed out earlier
+// fails with it as well, and blocked waiters are released.
 #pragma once
 
 #include <memory>
@@ -16,6 +17,9 @@ namespace stele::storage {
 class DbPool {
  public:
   virtual ~DbPool() = default;
+  // Each factory returns a new connection of one role.
+  // Errors: Close once Close() was called; Generic when the backend cannot
+  // open a connection.
   virtual Result<std::unique_ptr<DbExecutor>, DbErrorGeneric> DbExecConn() = 0;
   virtual Result<std::unique_ptr<DbConnection>, DbErrorGeneric> Connection() = 0;
   virtual Result<std::unique_ptr<DbExternalApi>, DbErrorGeneric> ExternalApiConn() = 0;

@@ -17,13 +17,15 @@ run_stage() {
   local name="$1" dir="$2" labels="$3"; shift 3
   echo "=== stage: $name ==="
   bash scripts/build.sh "$dir" "$@"
-  if ! ctest --test-dir "$dir" -j "$jobs" ${labels:+-L "$labels"} --timeout 900; then
+  if ! ${wrap:-} ctest --test-dir "$dir" -j "$jobs" ${labels:+-L "$labels"} --timeout 900; then
     failed=1
   fi
 }
 
-run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON
-run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF
+# The PostgreSQL tests need a server: these stages run under a throw-away
+# cluster (scripts/with_postgres.sh sets STELE_TEST_POSTGRES_URL).
+wrap="bash scripts/with_postgres.sh" run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON
+wrap="bash scripts/with_postgres.sh" run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests stele_executor_concurrency_tests" \
   run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF
 

@@ -16,6 +16,9 @@
 #include "storage/memory/memory_pool.h"
 #include "storage/operations.h"
 #include "storage/sqlite/sqlite_pool.h"
+#ifdef STELE_DIFFERENTIAL_HAVE_POSTGRES
+#include "storage/postgres/test_database.h"
+#endif
 
 namespace stele::storage {
 namespace {
@@ -441,6 +444,46 @@ TEST(DifferentialTest, MemoryAndSqliteAgree) {
   // would only cover error paths.
   EXPECT_GT(succeeded * 2, operations);
 }
+
+#ifdef STELE_DIFFERENTIAL_HAVE_POSTGRES
+// The same scenarios against PostgreSQL (a fresh database per run; the
+// server from STELE_TEST_POSTGRES_URL, see scripts/with_postgres.sh).
+TEST(DifferentialTest, MemoryAndPostgresAgree) {
+  if (!postgres::testing::AdminConninfo()) {
+    GTEST_SKIP() << postgres::testing::UnavailableReason();
+  }
+  const uint64_t first_seed = EnvOr("STELE_TEST_SEED", std::random_device{}());
+  const uint64_t runs = EnvOr("STELE_TEST_SEED_NUM", 30);
+  size_t operations = 0, succeeded = 0;
+  for (uint64_t run = 0; run < runs; ++run) {
+    const uint64_t seed = first_seed + run;
+    std::vector<Backend> backends;
+    backends.push_back({"memory", memory::MemoryPool::Create(), nullptr});
+    auto pg = postgres::testing::OpenFreshPool();
+    ASSERT_TRUE(pg && *pg != nullptr) << (pg ? "no server" : pg.error().ToString());
+    backends.push_back({"postgres", std::move(*pg), nullptr});
+    for (auto& b : backends) b.db = b.pool->ConnectionTest().value();
+
+    Scenario scenario(seed, &backends);
+    scenario.Run(150);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "differential test failed; reproduce with STELE_TEST_SEED=" << seed
+                    << " STELE_TEST_SEED_NUM=1\nlast operations:\n"
+                    << scenario.Trace();
+      break;
+    }
+    operations += scenario.operations();
+    succeeded += scenario.succeeded();
+    for (auto& b : backends) {
+      b.db.reset();
+      b.pool->Close();
+    }
+  }
+  std::cout << "differential (postgres): " << runs << " runs from seed " << first_seed << ", "
+            << operations << " operations, " << succeeded << " succeeded\n";
+  EXPECT_GT(succeeded * 2, operations);
+}
+#endif
 
 }  // namespace
 }  // namespace stele::storage

@@ -17,6 +17,9 @@
 #ifdef STELE_CONFORMANCE_HAVE_SQLITE
 #include "storage/sqlite/sqlite_pool.h"
 #endif
+#ifdef STELE_CONFORMANCE_HAVE_POSTGRES
+#include "storage/postgres/test_database.h"
+#endif
 
 namespace stele::storage::conformance {
 
@@ -35,6 +38,17 @@ const std::vector<BackendFactory>& ConformanceBackends() {
          options.synchronous = sqlite::SqliteOptions::Synchronous::kNormal;
          return Must(sqlite::SqlitePool::Open(options));  // an error fails the test
        }},
+#endif
+#ifdef STELE_CONFORMANCE_HAVE_POSTGRES
+      // A fresh schema per test (created and migrated in milliseconds,
+      // dropped with the pool); the server comes from
+      // STELE_TEST_POSTGRES_URL, set by scripts/with_postgres.sh. Without it
+      // every test skips with the reason below.
+      {"postgres",
+       [](const std::string& /*scratch_dir*/) -> std::unique_ptr<DbPool> {
+         return Must(postgres::testing::OpenFreshPool());  // nullptr: unconfigured
+       },
+       [] { return postgres::testing::UnavailableReason(); }},
 #endif
   };
   return *backends;

@@ -1,0 +1,97 @@
+// Row codecs of the PostgreSQL backend: how core values map to columns and
+// back (schema.h lists the column types). Results are read in text format:
+// bigint as decimal, boolean as t/f, bytea as \x-hex, json as its text.
+// t_state follows the same strict state ↔ nullable-column rules as the
+// SQLite backend (storage/sqlite/row_codec.h); the decoder rejects any
+// other combination with a DbErrorGeneric naming the row.
+//
+// Threading: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "core/component_id.h"
+#include "core/duration.h"
+#include "core/execution_event.h"
+#include "core/ids.h"
+#include "core/pending_state.h"
+#include "core/version.h"
+#include "storage/db_errors.h"
+#include "storage/postgres/pg_conn.h"
+#include "storage/requests.h"
+
+namespace stele::storage::postgres::internal {
+
+// SELECT list of t_state matching DecodeStateRow (17 columns).
+inline constexpr std::string_view kStateColumns =
+    "execution_id, state, pending_expires_finished, component_id_input_digest, "
+    "corresponding_version, last_lock_version, executor_id, run_id, join_set_id, "
+    "join_set_closing, result_kind::text, intermittent_event_count, ffqn, max_retries, "
+    "retry_exp_backoff::text, created_at, first_scheduled_at";
+
+struct ExecutionState {
+  std::string execution_id;
+  core::PendingState pending_state;
+  Version corresponding_version;
+  std::string ffqn;
+  core::InputContentDigest digest;
+  uint32_t intermittent_event_count = 0;
+  std::optional<Version> last_lock_version;
+  std::optional<core::LockedBy> last_lock;
+  std::optional<uint32_t> max_retries;
+  std::optional<core::Duration> retry_exp_backoff;
+  DateTime created_at;
+  DateTime first_scheduled_at;
+
+  bool IsFinished() const { return pending_state.IsFinished(); }
+  Version NextVersion() const { return corresponding_version.Increment(); }
+};
+
+Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int row, int col0 = 0);
+
+Result<std::string, DbErrorWriteNonRetriable> EncodeEvent(const core::ExecutionRequest& event);
+Result<core::ExecutionRequest, DbErrorGeneric> DecodeEvent(std::string_view json,
+                                                           std::string_view execution_id,
+                                                           int64_t version);
+template <class T>
+Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const T& value);
+template <class T>
+Result<T, DbErrorGeneric> DecodeJson(std::string_view json, std::string_view what);
+
+// SELECT list + FROM of responses (9 columns) for DecodeResponseRow;
+// callers append WHERE/ORDER BY on alias `r`.
+inline constexpr std::string_view kResponseSelect =
+    "SELECT r.idx, r.created_at, r.join_set_id, r.delay_id, r.delay_success, "
+    "r.child_execution_id, r.finished_version, r.child_result::text, l.json_value::text "
+    "FROM t_join_set_response r LEFT JOIN t_execution_log l "
+    "ON r.child_result IS NULL AND l.execution_id = r.child_execution_id "
+    "AND l.version = r.finished_version AND l.variant = 'finished' ";
+
+Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res, int row,
+                                                             std::string_view execution_id);
+
+// bytea text form ("\x" + lowercase hex) of a digest, and back.
+std::string DigestParam(const core::InputContentDigest& digest);
+Result<core::InputContentDigest, DbErrorGeneric> DecodeDigest(std::string_view text,
+                                                              std::string_view execution_id);
+
+inline int64_t TimeColumn(DateTime t) { return ToMicros(t); }
+inline DateTime TimeFromColumn(int64_t micros) { return DateTimeFromMicros(micros); }
+
+template <class T>
+Result<T, DbErrorGeneric> ParseColumn(std::string_view text, std::string_view what) {
+  auto parsed = T::Parse(text);
+  if (!parsed) {
+    return Unexpected(DbErrorGeneric::Uncategorized("corrupt " + std::string(what) + " `" +
+                                                    std::string(text) +
+                                                    "`: " + parsed.error().message));
+  }
+  return std::move(*parsed);
+}
+
+}  // namespace stele::storage::postgres::internal

@@ -1,0 +1,105 @@
+// PostgresConnection: every role of the storage contract (DbExecutor,
+// DbConnection, DbExternalApi, DbConnectionTest) over one Store. Each call
+// is one logical operation on one pooled connection: writes are one
+// transaction (journal.h has the rules), multi-query reads one snapshot.
+// Split by concern: write.cc (appends, creation, responses, locking,
+// backtraces, upgrade), read.cc (point reads, timers, lists), wait.cc
+// (notification-based waits).
+//
+// Threading: safe for concurrent use; holds no state of its own.
+// Ownership: shares the Store with the pool (postgres_pool.h).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "storage/db_external_api.h"
+#include "storage/postgres/store.h"
+
+namespace stele::storage::postgres::internal {
+
+class PostgresConnection final : public DbConnectionTest {
+ public:
+  explicit PostgresConnection(std::shared_ptr<Store> store) : store_(std::move(store)) {}
+
+  // DbExecutor
+  Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingByFfqns(
+      uint32_t batch_size, DateTime pending_at_or_sooner,
+      const std::vector<core::FunctionFqn>& ffqns, DateTime created_at,
+      const core::ComponentId& component_id, const core::ExecutorId& executor_id,
+      DateTime lock_expires_at, const core::RunId& run_id,
+      const core::ComponentRetryConfig& retry_config) override;
+  Result<std::vector<LockedExecution>, DbErrorGeneric> LockPendingByComponentId(
+      uint32_t batch_size, DateTime pending_at_or_sooner, const core::ComponentId& component_id,
+      DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
+      const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) override;
+  Result<LockedExecution, DbErrorWrite> LockOne(
+      DateTime created_at, const core::ComponentId& component_id, const ExecutionId& execution_id,
+      const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
+      DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) override;
+  Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
+                                       const AppendRequest& req) override;
+  Result<Version, DbErrorWrite> AppendBatchRespondToParent(
+      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+      DateTime current_time) override;
+  void WaitForPendingByFfqn(DateTime pending_at_or_sooner,
+                            const std::vector<core::FunctionFqn>& ffqns,
+                            const WaitOptions& wait) override;
+  void WaitForPendingByComponentId(DateTime pending_at_or_sooner,
+                                   const core::ComponentId& component_id,
+                                   const WaitOptions& wait) override;
+  Result<core::ExecutionEvent, DbErrorRead> GetLastExecutionEvent(
+      const ExecutionId& execution_id) override;
+
+  // DbConnection
+  Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::DelayId& delay_id, bool ok) override;
+  Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
+                                            const std::vector<AppendRequest>& batch,
+                                            const ExecutionId& execution_id,
+                                            Version version) override;
+  Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests) override;
+  Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
+                                                              Version version) override;
+  Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;
+  Result<std::vector<ExpiredTimer>, DbErrorGeneric> GetExpiredTimers(DateTime at) override;
+  Result<Version, DbErrorWrite> Create(const CreateRequest& req) override;
+  Result<std::vector<core::JoinSetResponseEventOuter>, DbErrorReadWithTimeout>
+  SubscribeToNextResponses(const ExecutionId& execution_id, uint32_t start_idx,
+                           const WaitOptions& wait) override;
+  Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout> WaitForFinishedResult(
+      const ExecutionId& execution_id, const std::optional<WaitOptions>& wait) override;
+  Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
+  Result<void, DbErrorWrite> AppendBacktraceBatch(
+      const std::vector<core::BacktraceInfo>& batch) override;
+
+  // DbExternalApi
+  Result<core::BacktraceInfo, DbErrorRead> GetBacktrace(const ExecutionId& execution_id,
+                                                        BacktraceFilter filter) override;
+  Result<std::vector<ExecutionWithState>, DbErrorGeneric> ListExecutions(
+      const std::optional<core::FunctionFqn>& ffqn, bool top_level_only,
+      const core::ExecutionListPagination& pagination) override;
+  Result<std::vector<core::ExecutionEvent>, DbErrorRead> ListExecutionEvents(
+      const ExecutionId& execution_id, Version since, Version::Type max_length,
+      bool include_backtrace_id) override;
+  Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
+      const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) override;
+  Result<void, DbErrorWrite> UpgradeExecutionComponent(
+      const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
+      const core::InputContentDigest& new_digest) override;
+
+  // DbConnectionTest
+  Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,
+                                            const core::JoinSetResponseEvent& response) override;
+  Result<ExecutionLog, DbErrorRead> Get(const ExecutionId& execution_id) override;
+
+ private:
+  std::shared_ptr<Store> store_;
+};
+
+}  // namespace stele::storage::postgres::internal

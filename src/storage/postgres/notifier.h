@@ -1,0 +1,140 @@
+// Wake-ups of the PostgreSQL backend (reference/obelisk.md §3.3), in and
+// across processes.
+//
+// Every write transaction queues its notices (new pending work, a new
+// response, a finished execution) with pg_notify on channel `channel` in
+// the same transaction, so PostgreSQL delivers them only if and after it
+// commits. Each pool keeps one LISTEN connection (Listener) whose thread
+// fans incoming notices out to the waiters of that pool; the pool's own
+// commits are also fanned out locally right after COMMIT, without the
+// round trip through the server.
+//
+// Notices are hints: a woken waiter re-queries the database. Every wait is
+// also bounded by a poll interval, so a notice lost with a dropped listener
+// connection costs at most one interval; after the listener reconnects it
+// wakes every waiter once (whatever happened meanwhile is re-checked).
+//
+// A Waiter is registered before its owner checks the database, so a commit
+// lands either before the check (and is seen) or after the registration
+// (and wakes it).
+//
+// Threading: thread-safe. A Waiter is waited on by the thread that made it.
+// Ownership: the Notifier holds shared_ptrs of registered waiters; a
+// Registration unregisters on destruction.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/cancellation.h"
+#include "base/time.h"
+#include "storage/postgres/pg_conn.h"
+
+namespace stele::storage::postgres::internal {
+
+// One notice. Keys: "f:<ffqn>" and "d:<digest hex>" (pending work; carry
+// scheduled_at and the writer's current_time), "r:<execution id>" (new
+// response), "x:<execution id>" (finished).
+struct Notice {
+  std::string key;
+  DateTime scheduled_at;
+  DateTime current_time;
+};
+
+// pg_notify payload of a batch of notices and back ("key|sched|cur" lines).
+std::string EncodeNotices(const std::vector<Notice>& notices);
+std::vector<Notice> DecodeNotices(std::string_view payload);
+
+enum class WaitEnd { kNotified, kTimeout, kCancelled, kClosed };
+
+class Waiter {
+ public:
+  // Blocks until woken, closed, cancelled or `until`. A wake that arrived
+  // before the call counts (and is consumed).
+  WaitEnd Wait(std::chrono::steady_clock::time_point until);
+
+ private:
+  friend class Notifier;
+  friend class Registration;
+  Waiter(std::vector<std::string> keys, std::optional<DateTime> pending_at_or_sooner)
+      : keys_(std::move(keys)), pending_at_or_sooner_(pending_at_or_sooner) {}
+  void Wake(bool closed, bool cancelled);
+
+  const std::vector<std::string> keys_;
+  const std::optional<DateTime> pending_at_or_sooner_;  // pending waiters only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool notified_ = false;   // guarded by mu_
+  bool closed_ = false;     // guarded by mu_
+  bool cancelled_ = false;  // guarded by mu_
+};
+
+class Notifier {
+ public:
+  void Notify(const std::vector<Notice>& notices);
+  // Wakes every registered waiter (after a listener reconnect).
+  void WakeAll();
+  // Releases every waiter (kClosed) now and every waiter registered later.
+  void Close();
+
+ private:
+  friend class Registration;
+  void Register(const std::shared_ptr<Waiter>& waiter);
+  void Unregister(const std::shared_ptr<Waiter>& waiter);
+
+  std::mutex mu_;
+  bool closed_ = false;                                                         // guarded by mu_
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Waiter>>> keys_;  // guarded by mu_
+};
+
+// A registered waiter for the scope of one wait call; also watches the
+// wait's cancellation token.
+class Registration {
+ public:
+  Registration(Notifier& notifier, std::vector<std::string> keys,
+               std::optional<DateTime> pending_at_or_sooner,
+               const std::optional<CancellationToken>& cancel);
+  ~Registration();
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+  Waiter& waiter() { return *waiter_; }
+
+ private:
+  Notifier& notifier_;
+  std::shared_ptr<Waiter> waiter_;
+  std::optional<CancellationToken> cancel_;
+  uint64_t cancel_id_ = 0;
+};
+
+// The LISTEN connection of one pool and its thread. Reconnects with a
+// backoff while the server is unreachable.
+class Listener {
+ public:
+  Listener(std::string conninfo, std::string channel, Notifier& notifier);
+  ~Listener();  // stops the thread
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  void Stop();
+  // Whether the LISTEN is live right now (waiters poll faster otherwise).
+  bool healthy() const { return healthy_.load(); }
+
+ private:
+  void Run();
+  const std::string conninfo_;
+  const std::string channel_;
+  Notifier& notifier_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> healthy_{false};
+  std::thread thread_;
+};
+
+}  // namespace stele::storage::postgres::internal

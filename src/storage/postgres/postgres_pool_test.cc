@@ -1,0 +1,221 @@
+// Tests of what is specific to the PostgreSQL backend (the contract itself
+// is covered by the conformance suite): migrations, reconnection, errors
+// when the server is down, NOTIFY across pools, and SKIP LOCKED across
+// pools. Skips without STELE_TEST_POSTGRES_URL (scripts/with_postgres.sh).
+#include "storage/postgres/postgres_pool.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "storage/postgres/pg_conn.h"
+#include "storage/postgres/schema.h"
+#include "storage/postgres/test_database.h"
+#include "storage/testing/conformance_util.h"
+
+namespace stele::storage::postgres {
+namespace {
+
+using conformance::CreateReq;
+using conformance::FinishedReq;
+using conformance::kT0;
+using conformance::LockPendingA;
+using conformance::Must;
+using conformance::NewId;
+using conformance::OkResult;
+using conformance::Runner;
+using internal::PgConn;
+using namespace std::chrono_literals;
+
+class PostgresPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto admin = testing::AdminConninfo();
+    if (!admin) GTEST_SKIP() << testing::UnavailableReason();
+    admin_ = *admin;
+  }
+  void TearDown() override {
+    for (const auto& name : databases_) testing::DropDatabase(name);
+  }
+  // An empty database (no schema): its conninfo.
+  std::string EmptyDatabase() {
+    const std::string name =
+        "stele_unit_" + std::to_string(::getpid()) + "_" + std::to_string(databases_.size());
+    auto admin = Admin();
+    (void)admin->ExecScript("DROP DATABASE IF EXISTS " + name);
+    EXPECT_TRUE(admin->ExecScript("CREATE DATABASE " + name).has_value());
+    databases_.push_back(name);
+    return Must(testing::WithDatabase(admin_, name));
+  }
+  std::unique_ptr<PgConn> Admin() {
+    auto conn = PgConn::Connect(admin_);
+    EXPECT_TRUE(conn.has_value()) << (conn ? "" : conn.error().message);
+    return conn ? std::move(*conn) : nullptr;
+  }
+  std::string admin_;
+  std::vector<std::string> databases_;
+};
+
+int64_t CountMigrations(const std::string& conninfo) {
+  auto conn = PgConn::Connect(conninfo);
+  EXPECT_TRUE(conn.has_value());
+  auto res = (*conn)->Exec("SELECT COUNT(*) FROM t_metadata");
+  EXPECT_TRUE(res.has_value());
+  return res->Int(0, 0);
+}
+
+TEST_F(PostgresPoolTest, MigrationsAreIdempotent) {
+  const std::string conninfo = EmptyDatabase();
+  for (int i = 0; i < 3; ++i) {
+    auto pool = PostgresPool::Open(PostgresOptions{.conninfo = conninfo});
+    ASSERT_TRUE(pool.has_value()) << pool.error().ToString();
+    (*pool)->Close();
+  }
+  EXPECT_EQ(CountMigrations(conninfo), internal::kLatestSchemaVersion);
+}
+
+TEST_F(PostgresPoolTest, ConcurrentOpenersMigrateOnce) {
+  const std::string conninfo = EmptyDatabase();
+  std::atomic<int> opened{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      auto pool = PostgresPool::Open(PostgresOptions{.conninfo = conninfo});
+      EXPECT_TRUE(pool.has_value()) << (pool ? "" : pool.error().ToString());
+      if (pool) ++opened;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(opened.load(), 4);
+  EXPECT_EQ(CountMigrations(conninfo), internal::kLatestSchemaVersion);
+}
+
+TEST_F(PostgresPoolTest, ServerDownIsAClearGenericError) {
+  // Port 1 on loopback: nothing listens there.
+  auto pool =
+      PostgresPool::Open(PostgresOptions{.conninfo = "host=127.0.0.1 port=1 connect_timeout=2"});
+  ASSERT_FALSE(pool.has_value());
+  EXPECT_EQ(pool.error().kind(), DbErrorGeneric::Kind::kUncategorized);
+  EXPECT_NE(pool.error().reason().find("cannot connect to PostgreSQL"), std::string::npos)
+      << pool.error().ToString();
+}
+
+TEST_F(PostgresPoolTest, ReconnectsAfterTerminateBackend) {
+  const std::string conninfo = EmptyDatabase();
+  auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo, .max_connections = 2}));
+  auto db = Must(pool->ConnectionTest());
+  Must(db->Create(CreateReq(NewId(), kT0)));
+  // Kill every session of the database (the pooled ones and the listener).
+  auto admin = Admin();
+  const std::string dbname = databases_.back();
+  auto killed = admin->Exec(
+      "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1",
+      internal::Params().Text(dbname));
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_GE(killed->Int(0, 0), 1);
+  std::this_thread::sleep_for(100ms);
+  // The dead idle connection is replaced transparently.
+  ExecutionId id = NewId();
+  EXPECT_TRUE(db->Create(CreateReq(id, kT0)).has_value());
+  EXPECT_TRUE(db->GetPendingState(id).has_value());
+}
+
+TEST_F(PostgresPoolTest, NotifyWakesAWaiterOfAnotherPool) {
+  const std::string conninfo = EmptyDatabase();
+  // Polling so slow that only a notification can wake the waiter in time.
+  PostgresOptions options{.conninfo = conninfo, .poll_interval = 60s};
+  auto waiter_pool = Must(PostgresPool::Open(options));
+  auto writer_pool = Must(PostgresPool::Open(options));
+  auto waiter = Must(waiter_pool->Connection());
+  auto writer = Must(writer_pool->Connection());
+  ExecutionId id = NewId();
+  Runner runner = Runner::New();
+  Must(writer->Create(CreateReq(id, kT0)));
+  auto executor = Must(writer_pool->DbExecConn());
+  auto locked = Must(LockPendingA(*executor, 1, kT0, runner, kT0 + 10s));
+  ASSERT_EQ(locked.size(), 1u);
+  std::this_thread::sleep_for(200ms);  // the waiter's listener is up
+
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(
+        writer->Append(id, locked[0].next_version, FinishedReq(kT0 + 1s, OkResult())).has_value());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto result = waiter->WaitForFinishedResult(id, WaitOptions::For(30s));
+  finisher.join();
+  EXPECT_TRUE(result.has_value()) << result.error().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+
+  // Pending work too.
+  auto waiting_executor = Must(waiter_pool->DbExecConn());
+  std::thread creator([&] {
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(writer->Create(CreateReq(NewId(), kT0)).has_value());
+  });
+  const auto start2 = std::chrono::steady_clock::now();
+  waiting_executor->WaitForPendingByFfqn(kT0, {conformance::FfqnA()}, WaitOptions::For(30s));
+  creator.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start2, 10s);
+}
+
+TEST_F(PostgresPoolTest, TwoPoolsNeverLockOneExecutionTwice) {
+  const std::string conninfo = EmptyDatabase();
+  PostgresOptions options{.conninfo = conninfo, .max_connections = 4};
+  auto pool_a = Must(PostgresPool::Open(options));
+  auto pool_b = Must(PostgresPool::Open(options));
+  constexpr int kExecutions = 300;
+  {
+    auto db = Must(pool_a->Connection());
+    for (int i = 0; i < kExecutions; ++i) Must(db->Create(CreateReq(NewId(), kT0)));
+  }
+  std::mutex mu;
+  std::vector<ExecutionId> all;
+  std::vector<std::thread> threads;
+  for (PostgresPool* pool : {pool_a.get(), pool_b.get()}) {
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, pool] {
+        auto executor = Must(pool->DbExecConn());
+        Runner runner = Runner::New();
+        while (true) {
+          auto locked = LockPendingA(*executor, 7, kT0, runner, kT0 + 60s);
+          ASSERT_TRUE(locked.has_value()) << locked.error().ToString();
+          if (locked->empty()) return;
+          std::lock_guard lock(mu);
+          for (const auto& l : *locked) all.push_back(l.execution_id);
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> unique;
+  for (const auto& id : all) unique.insert(id.ToString());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kExecutions));
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kExecutions));
+}
+
+TEST_F(PostgresPoolTest, PoolIsBounded) {
+  const std::string conninfo = EmptyDatabase();
+  auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo, .max_connections = 2}));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      auto db = Must(pool->Connection());
+      for (int i = 0; i < 20; ++i) EXPECT_TRUE(db->Create(CreateReq(NewId(), kT0)).has_value());
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto admin = Admin();
+  auto count = admin->Exec("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1",
+                           internal::Params().Text(databases_.back()));
+  ASSERT_TRUE(count.has_value());
+  // Two pooled connections plus the listener.
+  EXPECT_LE(count->Int(0, 0), 3);
+}
+
+}  // namespace
+}  // namespace stele::storage::postgres

@@ -1,0 +1,192 @@
+#include "storage/postgres/schema.h"
+
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace stele::storage::postgres::internal {
+
+namespace {
+
+// An arbitrary constant naming the migration advisory lock ("stele" in hex).
+constexpr const char* kMigrationLockKey = "7374656c65";
+
+constexpr std::string_view kCreateMetadata = R"sql(
+CREATE TABLE IF NOT EXISTS t_metadata (
+  id bigserial PRIMARY KEY,
+  schema_version bigint NOT NULL CHECK (schema_version > 0),
+  created_at bigint NOT NULL
+);
+)sql";
+
+// V1: the initial schema; the same tables and hot-path indexes as the
+// SQLite backend (storage/sqlite/schema.cc explains each index), plus
+// t_state.response_count: the per-execution response sequence. It is
+// advanced under the parent's row lock, so response cursors follow the
+// order in which writers took that lock, never commit timing.
+constexpr std::string_view kMigrationV1 = R"sql(
+CREATE TABLE t_execution_log (
+  execution_id text NOT NULL,
+  version bigint NOT NULL CHECK (version >= 0),
+  created_at bigint NOT NULL,
+  json_value json NOT NULL,
+  variant text NOT NULL,
+  join_set_id text,
+  history_event_type text
+    GENERATED ALWAYS AS (json_value #>> '{history_event,event,type}') STORED,
+  PRIMARY KEY (execution_id, version)
+);
+CREATE INDEX idx_t_execution_log_join_next
+  ON t_execution_log (execution_id, join_set_id)
+  WHERE history_event_type = 'join_next';
+
+CREATE TABLE t_join_set_response (
+  execution_id text NOT NULL,
+  idx bigint NOT NULL CHECK (idx >= 0),
+  created_at bigint NOT NULL,
+  join_set_id text NOT NULL,
+  delay_id text,
+  delay_success boolean,
+  child_execution_id text,
+  finished_version bigint CHECK (finished_version >= 0),
+  child_result json,
+  CHECK ((delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL
+          AND finished_version IS NOT NULL)),
+  PRIMARY KEY (execution_id, idx)
+);
+CREATE INDEX idx_t_join_set_response_join_set
+  ON t_join_set_response (execution_id, join_set_id, idx);
+CREATE UNIQUE INDEX idx_t_join_set_response_child
+  ON t_join_set_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_delay
+  ON t_join_set_response (delay_id) WHERE delay_id IS NOT NULL;
+
+CREATE TABLE t_state (
+  -- "C": ids and ffqns order bytewise, as in the other backends, whatever
+  -- the database's default collation.
+  execution_id text COLLATE "C" NOT NULL PRIMARY KEY,
+  is_top_level boolean NOT NULL,
+  corresponding_version bigint NOT NULL CHECK (corresponding_version >= 0),
+  ffqn text COLLATE "C" NOT NULL,
+  created_at bigint NOT NULL,
+  component_id_input_digest bytea NOT NULL CHECK (length(component_id_input_digest) = 32),
+  first_scheduled_at bigint NOT NULL,
+  pending_expires_finished bigint NOT NULL,
+  state text NOT NULL
+    CHECK (state IN ('pending_at', 'locked', 'blocked_by_join_set', 'finished')),
+  updated_at bigint NOT NULL,
+  intermittent_event_count bigint NOT NULL CHECK (intermittent_event_count >= 0),
+  max_retries bigint CHECK (max_retries >= 0),
+  retry_exp_backoff json,
+  last_lock_version bigint CHECK (last_lock_version >= 0),
+  executor_id text,
+  run_id text,
+  join_set_id text,
+  join_set_closing boolean,
+  result_kind json,
+  response_count bigint NOT NULL DEFAULT 0 CHECK (response_count >= 0)
+);
+CREATE INDEX idx_t_state_pending_ffqn
+  ON t_state (ffqn, pending_expires_finished, execution_id) WHERE state = 'pending_at';
+CREATE INDEX idx_t_state_pending_digest
+  ON t_state (component_id_input_digest, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at';
+CREATE INDEX idx_t_state_expired_locks
+  ON t_state (pending_expires_finished) WHERE state = 'locked';
+CREATE INDEX idx_t_state_created_at ON t_state (created_at, execution_id);
+CREATE INDEX idx_t_state_ffqn_created_at ON t_state (ffqn, created_at, execution_id);
+CREATE INDEX idx_t_state_top_created_at
+  ON t_state (created_at, execution_id) WHERE is_top_level;
+CREATE INDEX idx_t_state_top_ffqn_created_at
+  ON t_state (ffqn, created_at, execution_id) WHERE is_top_level;
+CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);
+
+CREATE TABLE t_delay (
+  execution_id text NOT NULL,
+  join_set_id text NOT NULL,
+  delay_id text NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (execution_id, join_set_id, delay_id)
+);
+CREATE INDEX idx_t_delay_expires_at ON t_delay (expires_at);
+
+CREATE TABLE t_backtrace (
+  seq bigserial NOT NULL,
+  execution_id text NOT NULL,
+  component_id json NOT NULL,
+  version_min_including bigint NOT NULL CHECK (version_min_including >= 0),
+  version_max_excluding bigint NOT NULL CHECK (version_max_excluding >= 0),
+  wasm_backtrace json NOT NULL,
+  PRIMARY KEY (execution_id, version_min_including, version_max_excluding)
+);
+)sql";
+
+struct Migration {
+  int64_t version;
+  std::string_view sql;
+};
+// Append new migrations at the end; never edit a released one.
+constexpr Migration kMigrations[] = {
+    {1, kMigrationV1},
+};
+static_assert(std::size(kMigrations) == kLatestSchemaVersion);
+
+}  // namespace
+
+Result<int64_t, DbErrorGeneric> ReadSchemaVersion(PgConn& conn) {
+  auto exists = conn.Exec("SELECT to_regclass('t_metadata') IS NOT NULL");
+  if (!exists) return Unexpected(exists.error().ToGeneric());
+  if (!exists->Bool(0, 0)) return int64_t{0};
+  auto version = conn.Exec("SELECT COALESCE(MAX(schema_version), 0) FROM t_metadata");
+  if (!version) return Unexpected(version.error().ToGeneric());
+  return version->Int(0, 0);
+}
+
+Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now) {
+  if (auto begun = conn.ExecScript("BEGIN"); !begun) return Unexpected(begun.error().ToGeneric());
+  auto body = [&]() -> Result<void, DbErrorGeneric> {
+    // Held until COMMIT/ROLLBACK: a second migrator waits here and then
+    // sees the first one's schema version.
+    if (auto locked = conn.ExecScript(std::string("SELECT pg_advisory_xact_lock(x'") +
+                                      kMigrationLockKey + "'::bigint)");
+        !locked) {
+      return Unexpected(locked.error().ToGeneric());
+    }
+    if (auto created = conn.ExecScript(std::string(kCreateMetadata)); !created) {
+      return Unexpected(created.error().ToGeneric());
+    }
+    STELE_ASSIGN_OR_RETURN(int64_t current, ReadSchemaVersion(conn));
+    if (current > kLatestSchemaVersion) {
+      return Unexpected(DbErrorGeneric::Uncategorized(
+          "database has schema version " + std::to_string(current) +
+          ", newer than the newest this build knows (" + std::to_string(kLatestSchemaVersion) +
+          "); refusing to open it — upgrade Stele"));
+    }
+    for (const Migration& migration : kMigrations) {
+      if (migration.version <= current) continue;
+      if (auto applied = conn.ExecScript(std::string(migration.sql)); !applied) {
+        return Unexpected(DbErrorGeneric::Uncategorized("migration to schema version " +
+                                                        std::to_string(migration.version) +
+                                                        " failed: " + applied.error().message));
+      }
+      auto recorded =
+          conn.Exec("INSERT INTO t_metadata (schema_version, created_at) VALUES ($1, $2)",
+                    Params().Int(migration.version).Int(ToMicros(now)));
+      if (!recorded) return Unexpected(recorded.error().ToGeneric());
+    }
+    return {};
+  };
+  auto result = body();
+  if (!result) {
+    (void)conn.ExecScript("ROLLBACK");
+    return result;
+  }
+  if (auto committed = conn.ExecScript("COMMIT"); !committed) {
+    return Unexpected(committed.error().ToGeneric());
+  }
+  return {};
+}
+
+}  // namespace stele::storage::postgres::internal

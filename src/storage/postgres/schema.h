@@ -1,0 +1,35 @@
+// Schema of the PostgreSQL backend and its numbered, forward-only
+// migrations (like storage/sqlite/schema.h). Column types are native:
+//   - instants: bigint microseconds since the Unix epoch (see
+//     docs/postgres.md: exact round trip of every core DateTime, the same
+//     integer arithmetic as the SQLite backend, no session time zone);
+//   - events, results, backtraces: json — not jsonb, which reorders object
+//     keys: a record's field order is part of the value (the conformance
+//     test EventsPreserveRecordFieldOrder) and must survive the round trip;
+//   - versions, cursors, counters: bigint with CHECK (>= 0);
+//   - component digests: bytea; flags: boolean.
+//
+// Threading: Migrate runs on the connection it is given.
+#pragma once
+
+#include <cstdint>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "storage/db_errors.h"
+#include "storage/postgres/pg_conn.h"
+
+namespace stele::storage::postgres::internal {
+
+inline constexpr int64_t kLatestSchemaVersion = 1;
+
+// Brings the database to kLatestSchemaVersion in one transaction. Opening
+// twice (or from many processes at once) is a no-op after the first: a
+// transaction-scoped advisory lock serialises concurrent migrators.
+// Refuses a schema newer than this build.
+Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now);
+
+// The schema version recorded in t_metadata (0 on an empty database).
+Result<int64_t, DbErrorGeneric> ReadSchemaVersion(PgConn& conn);
+
+}  // namespace stele::storage::postgres::internal

@@ -59,7 +59,11 @@ trap 'exit 143' TERM
 # A free port: ask the kernel for one, then let the server take it (a
 # retry covers the small window in which someone else could grab it).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  else
+    echo $((20000 + RANDOM % 40000))  # a taken port fails the start; the loop retries
+  fi
 }
 for attempt in 1 2 3 4 5; do
   port="$(free_port)"

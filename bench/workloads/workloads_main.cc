@@ -1,0 +1,72 @@
+// stele_workloads [warmup] [W1] [W2] [W3] [W4] [W5] [idle]: the benchmark
+// workloads of ../shared/reference/workloads.md (all by default). Knobs are
+// the environment variables named there, plus STELE_BENCH_REPEAT (3) and
+// STELE_BENCH_DIR (scratch directory). Run through scripts/bench.sh.
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/workloads/workloads.h"
+
+namespace {
+
+using stele::bench::Knobs;
+using stele::bench::Metrics;
+
+void Report(const std::string& workload, const std::vector<Metrics>& runs) {
+  if (runs.empty()) return;
+  for (const auto& [name, first] : runs.front()) {
+    std::vector<double> values;
+    for (const auto& run : runs) values.push_back(run.at(name).value);
+    const double median = stele::bench::Percentile(values, 50);
+    const double lo = stele::bench::Percentile(values, 0);
+    const double hi = stele::bench::Percentile(values, 100);
+    std::printf("stele %s %s %.3f %s\n", workload.c_str(), name.c_str(), median,
+                first.unit.c_str());
+    if (runs.size() > 1) {
+      std::printf("stele %s %s_range %.3f-%.3f %s\n", workload.c_str(), name.c_str(), lo, hi,
+                  first.unit.c_str());
+    }
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--w5-engine") == 0) {
+    return stele::bench::W5EngineMain(argc, argv);
+  }
+  const Knobs knobs = Knobs::FromEnv(argv[0]);
+  if (argc >= 2 && std::strcmp(argv[1], "--idle-probe") == 0) {
+    auto metrics = stele::bench::RunIdle(knobs);
+    std::printf("rss mib=%.3f\n", metrics.at("rss").value);
+    return 0;
+  }
+  const std::map<std::string, std::function<Metrics(const Knobs&)>> workloads = {
+      {"W1", stele::bench::RunW1}, {"W2", stele::bench::RunW2},
+      {"W3", stele::bench::RunW3}, {"W4", stele::bench::RunW4},
+      {"W5", stele::bench::RunW5}, {"idle", stele::bench::RunIdleInFreshProcess},
+  };
+  std::vector<std::string> selected;
+  for (int i = 1; i < argc; ++i) selected.emplace_back(argv[i]);
+  if (selected.empty()) selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};
+  for (const auto& name : selected) {
+    if (name == "warmup") {
+      stele::bench::RunWarmup(knobs);  // not reported
+      continue;
+    }
+    auto it = workloads.find(name);
+    if (it == workloads.end()) {
+      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W2 W3 W4 W5 idle)\n", name.c_str());
+      return 2;
+    }
+    std::vector<Metrics> runs;
+    for (uint32_t r = 0; r < knobs.repeat; ++r) runs.push_back(it->second(knobs));
+    Report(name, runs);
+  }
+  return 0;
+}

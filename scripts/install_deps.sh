@@ -12,6 +12,10 @@ packages=(
   libgtest-dev libgmock-dev                      # unit, conformance and crash tests
   libbenchmark-dev                               # bench/
   sqlite3                                        # inspecting databases in docs and tests
+  libcpp-httplib-dev libssl-dev                  # HTTP/JSON API server and CLI client
+  libtomlplusplus-dev                            # stele.toml config
+  libcurl4-openssl-dev                           # HTTP client host function of wasm activities
+  clang lld wasi-libc libclang-rt-14-dev-wasm32  # building wasm guests (sdk/, examples/wasm)
 )
 
 missing=()

@@ -1,0 +1,21 @@
+// ServerMain: the entry point of `stele server ...`, called by the CLI.
+//
+// argv[0] is "server", argv[1] is the subcommand:
+//   run     [--config PATH]   load the config (built-in defaults when PATH
+//                             is the default ./stele.toml and it does not
+//                             exist), open the database, start the
+//                             executors and serve the HTTP API until
+//                             SIGTERM/SIGINT, then shut down gracefully.
+//   verify  [--config PATH]   load and validate the config and every
+//                             component; print the errors; do not serve.
+// Returns the process exit code (0 success, 1 failure, 2 usage error).
+//
+// Threading: call from the main thread only (it installs signal handling
+// for SIGTERM/SIGINT while `run` serves). Ownership: nothing escapes.
+#pragma once
+
+namespace stele::server {
+
+int ServerMain(int argc, char** argv);
+
+}  // namespace stele::server

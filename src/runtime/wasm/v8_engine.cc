@@ -1,0 +1,806 @@
+// The V8 implementation of wasm_engine.h (V8 10.2 from Debian's libnode108;
+// V8's own API only, no Node environment).
+//
+// Isolates: one per thread (thread_local), created on first use and shared
+// (shared_ptr) by the instances made on that thread, so an instance outliving
+// its thread keeps its isolate. Every entry into an isolate takes a v8::Locker,
+// which makes an instance usable from any thread (one at a time) and lets a
+// host function call back into its guest (Lockers are recursive).
+//
+// Compiled code is shared: a module is compiled once (on the compiling
+// thread's isolate) into a v8::CompiledWasmModule, which every isolate turns
+// into its own WasmModuleObject (cached per isolate) without recompiling.
+//
+// Interrupts: Isolate::TerminateExecution, requested by Interrupt(), by the
+// watchdog for a wall-clock budget or by a CancellationToken. The state
+// machine in InterruptState makes sure that a termination only ever hits the
+// call it was meant for, and is cancelled before the isolate runs anything
+// else. Host errors also terminate (rather than throw) so that no guest code
+// — e.g. a wasm catch_all — can swallow them.
+//
+// Flags: exception handling and threads are disabled (--no-experimental-wasm-
+// eh/-threads) so that a guest cannot catch a JS exception (stack overflow)
+// nor use shared memory; the wasm trap handler is not enabled, so bounds are
+// checked explicitly and no 10 GiB guard region is reserved per memory (which
+// would limit the number of live instances and conflict with ASan).
+
+#include <libplatform/libplatform.h>
+#include <v8.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "runtime/wasm/module_check.h"
+#include "runtime/wasm/wasm_engine.h"
+#include "runtime/wasm/watchdog.h"
+
+namespace stele::wasm {
+namespace {
+
+using Kind = WasmError::Kind;
+
+constexpr int kMaxFrames = 64;
+
+WasmError Error(Kind kind, std::string message) { return WasmError::Make(kind, std::move(message)); }
+
+v8::Platform* Platform() {
+  static v8::Platform* platform = [] {
+    const char flags[] = "--no-experimental-wasm-eh --no-experimental-wasm-threads";
+    v8::V8::SetFlagsFromString(flags, sizeof(flags) - 1);
+    // Leaked on purpose: V8 cannot be re-initialised, and disposing it during
+    // static destruction would race with threads still holding isolates.
+    v8::Platform* p = v8::platform::NewDefaultPlatform().release();
+    v8::V8::InitializePlatform(p);
+    STELE_CHECK(v8::V8::Initialize(), "V8 initialisation failed");
+    return p;
+  }();
+  return platform;
+}
+
+std::string ToStdString(v8::Isolate* isolate, v8::Local<v8::Value> value) {
+  if (value.IsEmpty()) return {};
+  v8::String::Utf8Value utf8(isolate, value);
+  return *utf8 ? std::string(*utf8, static_cast<size_t>(utf8.length())) : std::string();
+}
+
+std::vector<std::string> WasmFrames(v8::Isolate* isolate, v8::Local<v8::StackTrace> trace) {
+  std::vector<std::string> frames;
+  if (trace.IsEmpty()) return frames;
+  for (int i = 0; i < trace->GetFrameCount(); ++i) {
+    v8::Local<v8::StackFrame> frame = trace->GetFrame(isolate, static_cast<uint32_t>(i));
+    if (!frame->IsWasm()) continue;
+    std::string name = ToStdString(isolate, frame->GetFunctionName());
+    // V8 prints names from the `name` section as "$name"; without one it
+    // gives "$func<index>" or nothing (then the column is the byte offset of
+    // the call site in the module).
+    if (!name.empty() && name[0] == '$') name.erase(0, 1);
+    if (name.empty()) name = "wasm-function@" + std::to_string(frame->GetColumn());
+    frames.push_back(std::move(name));
+  }
+  return frames;
+}
+
+// One isolate with one context, for the instances of one thread.
+class IsolateHolder {
+ public:
+  IsolateHolder() {
+    allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+    v8::Isolate::CreateParams params;
+    params.array_buffer_allocator = allocator_.get();
+    isolate_ = v8::Isolate::New(params);
+    v8::Locker locker(isolate_);
+    v8::Isolate::Scope isolate_scope(isolate_);
+    v8::HandleScope handles(isolate_);
+    isolate_->SetCaptureStackTraceForUncaughtExceptions(true, kMaxFrames);
+    v8::Local<v8::Context> context = v8::Context::New(isolate_);
+    v8::Context::Scope context_scope(context);
+    v8::Local<v8::Object> wasm =
+        context->Global()
+            ->Get(context, v8::String::NewFromUtf8Literal(isolate_, "WebAssembly"))
+            .ToLocalChecked()
+            .As<v8::Object>();
+    v8::Local<v8::Function> ctor =
+        wasm->Get(context, v8::String::NewFromUtf8Literal(isolate_, "Instance"))
+            .ToLocalChecked()
+            .As<v8::Function>();
+    context_.Reset(isolate_, context);
+    instance_ctor_.Reset(isolate_, ctor);
+  }
+
+  ~IsolateHolder() {
+    {
+      v8::Locker locker(isolate_);
+      v8::Isolate::Scope isolate_scope(isolate_);
+      modules_.clear();
+      instance_ctor_.Reset();
+      context_.Reset();
+    }
+    v8::platform::NotifyIsolateShutdown(Platform(), isolate_);
+    isolate_->Dispose();
+  }
+
+  IsolateHolder(const IsolateHolder&) = delete;
+  IsolateHolder& operator=(const IsolateHolder&) = delete;
+
+  v8::Isolate* isolate() const { return isolate_; }
+  v8::Local<v8::Context> context() const { return context_.Get(isolate_); }
+  v8::Local<v8::Function> instance_ctor() const { return instance_ctor_.Get(isolate_); }
+
+  // Runs pending foreground tasks (V8 posts some, e.g. for tier-up and GC)
+  // so that they do not pile up. Called with the isolate locked.
+  void PumpTasks() {
+    for (int i = 0; i < 8 && v8::platform::PumpMessageLoop(Platform(), isolate_); ++i) {
+    }
+  }
+
+  // The isolate's module object for a compiled module (cached while the
+  // module lives). Called with the isolate locked and a HandleScope open.
+  v8::MaybeLocal<v8::WasmModuleObject> ModuleObject(
+      const std::shared_ptr<const WasmModule>& module, const v8::CompiledWasmModule& compiled);
+
+ private:
+  struct CachedModule {
+    std::weak_ptr<const WasmModule> module;
+    v8::Global<v8::WasmModuleObject> object;
+  };
+
+  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator_;
+  v8::Isolate* isolate_ = nullptr;
+  v8::Global<v8::Context> context_;
+  v8::Global<v8::Function> instance_ctor_;
+  std::unordered_map<const WasmModule*, CachedModule> modules_;
+  size_t prune_at_ = 64;
+};
+
+v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
+    const std::shared_ptr<const WasmModule>& module, const v8::CompiledWasmModule& compiled) {
+  auto it = modules_.find(module.get());
+  if (it != modules_.end()) {
+    // The address may have been reused by a new module: compare owners.
+    if (!it->second.module.owner_before(module) && !module.owner_before(it->second.module)) {
+      return it->second.object.Get(isolate_);
+    }
+    modules_.erase(it);
+  }
+  v8::Local<v8::WasmModuleObject> object;
+  if (!v8::WasmModuleObject::FromCompiledModule(isolate_, compiled).ToLocal(&object)) return {};
+  if (modules_.size() >= prune_at_) {
+    std::erase_if(modules_, [](const auto& entry) { return entry.second.module.expired(); });
+    prune_at_ = std::max<size_t>(64, modules_.size() * 2);
+  }
+  modules_.emplace(module.get(), CachedModule{module, v8::Global<v8::WasmModuleObject>(isolate_, object)});
+  return object;
+}
+
+std::shared_ptr<IsolateHolder> ThreadIsolate() {
+  thread_local std::shared_ptr<IsolateHolder> holder;
+  if (!holder) {
+    Platform();
+    holder = std::make_shared<IsolateHolder>();
+  }
+  return holder;
+}
+
+// Enters an isolate for the scope: lock, isolate, handles, context.
+class Entered {
+ public:
+  explicit Entered(IsolateHolder& holder)
+      : locker_(holder.isolate()),
+        isolate_scope_(holder.isolate()),
+        handles_(holder.isolate()),
+        context_(holder.context()),
+        context_scope_(context_) {}
+  v8::Local<v8::Context> context() const { return context_; }
+
+ private:
+  v8::Locker locker_;
+  v8::Isolate::Scope isolate_scope_;
+  v8::HandleScope handles_;
+  v8::Local<v8::Context> context_;
+  v8::Context::Scope context_scope_;
+};
+
+class V8Module final : public WasmModule {
+ public:
+  V8Module(CheckedModule&& checked, v8::CompiledWasmModule compiled)
+      : compiled_(std::move(compiled)) {
+    Describe(std::move(checked));
+  }
+  const v8::CompiledWasmModule& compiled() const { return compiled_; }
+
+ private:
+  v8::CompiledWasmModule compiled_;
+};
+
+// Who may stop a running call, and how: see the file comment.
+class InterruptState {
+ public:
+  explicit InterruptState(v8::Isolate* isolate) : isolate_(isolate) {}
+
+  // Sticky: stops the running call and every later one.
+  void InterruptAll() {
+    std::lock_guard lock(mu_);
+    sticky_ = true;
+    if (running_) Deliver("interrupted");
+  }
+  // Stops call `generation` if it still runs.
+  void InterruptCall(uint64_t generation, const char* reason) {
+    std::lock_guard lock(mu_);
+    if (running_ && generation_ == generation) Deliver(reason);
+  }
+  // Terminates the running call on behalf of a host error (no reason: the
+  // host error is reported instead).
+  void TerminateForHostError() {
+    std::lock_guard lock(mu_);
+    if (running_ && !delivered_) {
+      delivered_ = true;
+      isolate_->TerminateExecution();
+    }
+  }
+  // Begins an outermost call; returns its generation, or nullopt when the
+  // instance was interrupted for good.
+  std::optional<uint64_t> Begin() {
+    std::lock_guard lock(mu_);
+    if (sticky_) return std::nullopt;
+    running_ = true;
+    reason_.clear();
+    return ++generation_;
+  }
+  // Ends the outermost call (isolate locked): no termination may outlive it.
+  // Returns the interrupt reason, empty when not interrupted.
+  std::string End() {
+    std::lock_guard lock(mu_);
+    running_ = false;
+    if (delivered_) {
+      isolate_->CancelTerminateExecution();
+      delivered_ = false;
+    }
+    return std::move(reason_);
+  }
+
+ private:
+  void Deliver(const char* reason) {
+    if (reason_.empty()) reason_ = reason;
+    if (!delivered_) {
+      delivered_ = true;
+      isolate_->TerminateExecution();
+    }
+  }
+
+  std::mutex mu_;
+  v8::Isolate* const isolate_;
+  bool running_ = false;
+  bool sticky_ = false;
+  bool delivered_ = false;
+  uint64_t generation_ = 0;
+  std::string reason_;
+};
+
+class V8Instance;
+
+struct HostBinding {
+  V8Instance* instance;
+  const HostFunction* function;
+  std::string qualified_name;
+};
+
+class V8Instance final : public WasmInstance {
+ public:
+  V8Instance(std::shared_ptr<IsolateHolder> holder, std::shared_ptr<const V8Module> module,
+             std::shared_ptr<const ImportTable> imports)
+      : holder_(std::move(holder)),
+        module_(std::move(module)),
+        imports_(std::move(imports)),
+        interrupt_(std::make_shared<InterruptState>(holder_->isolate())) {}
+
+  ~V8Instance() override {
+    Entered entered(*holder_);
+    functions_.clear();
+    memory_.Reset();
+    exports_.Reset();
+  }
+
+  Result<void, WasmError> Init(std::shared_ptr<const WasmModule> shared_module);
+
+  Result<std::vector<Value>, WasmError> Call(std::string_view export_name,
+                                             std::span<const Value> args,
+                                             const CallBudget& budget) override;
+  void Interrupt() override { interrupt_->InterruptAll(); }
+  bool poisoned() const override { return poisoned_; }
+  Result<std::vector<uint8_t>, WasmError> ReadBytes(uint32_t ptr, uint32_t len) override {
+    Entered entered(*holder_);
+    return ReadLocked(ptr, len);
+  }
+  Result<void, WasmError> WriteBytes(uint32_t ptr, std::span<const uint8_t> bytes) override {
+    Entered entered(*holder_);
+    return WriteLocked(ptr, bytes);
+  }
+  uint64_t MemorySize() override {
+    Entered entered(*holder_);
+    return MemoryLocked().size();
+  }
+  const WasmModule& module() const override { return *module_; }
+
+  // Isolate entered by the caller from here on.
+  std::span<uint8_t> MemoryLocked();
+  Result<std::vector<uint8_t>, WasmError> ReadLocked(uint32_t ptr, uint32_t len);
+  Result<void, WasmError> WriteLocked(uint32_t ptr, std::span<const uint8_t> bytes);
+  Result<std::vector<Value>, WasmError> CallLocked(std::string_view export_name,
+                                                   std::span<const Value> args);
+  std::vector<std::string> CurrentBacktrace();
+  static void HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info);
+
+ private:
+  WasmError Classify(v8::TryCatch& try_catch);
+
+  std::shared_ptr<IsolateHolder> holder_;
+  std::shared_ptr<const V8Module> module_;
+  std::shared_ptr<const ImportTable> imports_;
+  std::shared_ptr<InterruptState> interrupt_;
+  std::vector<std::unique_ptr<HostBinding>> bindings_;
+  v8::Global<v8::Object> exports_;
+  v8::Global<v8::WasmMemoryObject> memory_;
+  std::map<std::string, v8::Global<v8::Function>, std::less<>> functions_;
+  bool poisoned_ = false;
+  int depth_ = 0;
+  // The first failure of a host function (or of a guest call it made) during
+  // the running outermost call; it wins over the termination it caused.
+  std::optional<WasmError> host_error_;
+};
+
+class V8HostCall final : public HostCall {
+ public:
+  explicit V8HostCall(V8Instance& instance) : instance_(instance) {}
+  Result<std::vector<uint8_t>, WasmError> ReadBytes(uint32_t ptr, uint32_t len) override {
+    return instance_.ReadLocked(ptr, len);
+  }
+  Result<void, WasmError> WriteBytes(uint32_t ptr, std::span<const uint8_t> bytes) override {
+    return instance_.WriteLocked(ptr, bytes);
+  }
+  uint64_t MemorySize() override { return instance_.MemoryLocked().size(); }
+  Result<std::vector<Value>, WasmError> CallExport(std::string_view name,
+                                                   std::span<const Value> args) override {
+    return instance_.CallLocked(name, args);
+  }
+  std::vector<std::string> Backtrace() override { return instance_.CurrentBacktrace(); }
+
+ private:
+  V8Instance& instance_;
+};
+
+v8::Local<v8::Value> ToV8(v8::Isolate* isolate, const Value& v) {
+  switch (v.type) {
+    case ValType::kI32: return v8::Integer::New(isolate, v.AsI32());
+    case ValType::kI64: return v8::BigInt::New(isolate, v.AsI64());
+    case ValType::kF32: return v8::Number::New(isolate, static_cast<double>(v.AsF32()));
+    case ValType::kF64: return v8::Number::New(isolate, v.AsF64());
+  }
+  return v8::Undefined(isolate);
+}
+
+std::optional<Value> FromV8(v8::Local<v8::Context> context, ValType type,
+                            v8::Local<v8::Value> v) {
+  switch (type) {
+    case ValType::kI32: {
+      if (!v->IsNumber()) return std::nullopt;
+      int32_t i = 0;
+      if (!v->Int32Value(context).To(&i)) return std::nullopt;
+      return Value::I32(i);
+    }
+    case ValType::kI64:
+      if (!v->IsBigInt()) return std::nullopt;
+      return Value::I64(v.As<v8::BigInt>()->Int64Value());
+    case ValType::kF32:
+      if (!v->IsNumber()) return std::nullopt;
+      return Value::F32(static_cast<float>(v.As<v8::Number>()->Value()));
+    case ValType::kF64:
+      if (!v->IsNumber()) return std::nullopt;
+      return Value::F64(v.As<v8::Number>()->Value());
+  }
+  return std::nullopt;
+}
+
+Result<void, WasmError> CheckArgs(const FuncType& type, std::span<const Value> args,
+                                  std::string_view what) {
+  bool ok = args.size() == type.params.size();
+  for (size_t i = 0; ok && i < args.size(); ++i) ok = args[i].type == type.params[i];
+  if (ok) return {};
+  std::string got = "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i > 0) got += ", ";
+    got += ValTypeName(args[i].type);
+  }
+  return Unexpected(Error(Kind::kBadArguments, std::string(what) + " expects " +
+                                                   type.ToString() + ", got " + got + ")"));
+}
+
+Result<void, WasmError> V8Instance::Init(std::shared_ptr<const WasmModule> shared_module) {
+  Entered entered(*holder_);
+  v8::Isolate* isolate = holder_->isolate();
+  v8::Local<v8::Context> context = entered.context();
+
+  v8::Local<v8::Object> import_object = v8::Object::New(isolate);
+  for (const ImportSignature& imp : module_->imports()) {
+    std::string qualified = imp.module + "." + imp.name;
+    const HostFunction* fn = imports_ ? imports_->Find(imp.module, imp.name) : nullptr;
+    if (fn == nullptr) {
+      return Unexpected(Error(Kind::kLinkError, "no host function for import " + qualified));
+    }
+    if (fn->type != imp.type) {
+      return Unexpected(Error(Kind::kLinkError, "host function " + qualified + " has type " +
+                                                    fn->type.ToString() + ", the module imports " +
+                                                    imp.type.ToString()));
+    }
+    bindings_.push_back(std::make_unique<HostBinding>(HostBinding{this, fn, qualified}));
+    v8::Local<v8::String> module_name =
+        v8::String::NewFromUtf8(isolate, imp.module.data(), v8::NewStringType::kNormal,
+                                static_cast<int>(imp.module.size()))
+            .ToLocalChecked();
+    v8::Local<v8::Value> existing;
+    v8::Local<v8::Object> namespace_object;
+    if (import_object->Get(context, module_name).ToLocal(&existing) && existing->IsObject()) {
+      namespace_object = existing.As<v8::Object>();
+    } else {
+      namespace_object = v8::Object::New(isolate);
+      if (!import_object->Set(context, module_name, namespace_object).FromMaybe(false)) {
+        return Unexpected(Error(Kind::kOutOfResources, "cannot build the import object"));
+      }
+    }
+    v8::Local<v8::Function> function;
+    if (!v8::Function::New(context, &V8Instance::HostCallback,
+                           v8::External::New(isolate, bindings_.back().get()))
+             .ToLocal(&function)) {
+      return Unexpected(Error(Kind::kOutOfResources, "cannot create host function " + qualified));
+    }
+    if (!namespace_object
+             ->Set(context,
+                   v8::String::NewFromUtf8(isolate, imp.name.data(), v8::NewStringType::kNormal,
+                                           static_cast<int>(imp.name.size()))
+                       .ToLocalChecked(),
+                   function)
+             .FromMaybe(false)) {
+      return Unexpected(Error(Kind::kOutOfResources, "cannot build the import object"));
+    }
+  }
+
+  v8::TryCatch try_catch(isolate);
+  v8::Local<v8::WasmModuleObject> module_object;
+  if (!holder_->ModuleObject(shared_module, module_->compiled()).ToLocal(&module_object)) {
+    return Unexpected(Error(Kind::kOutOfResources, "cannot load the compiled module"));
+  }
+  v8::Local<v8::Value> argv[] = {module_object, import_object};
+  std::optional<uint64_t> generation = interrupt_->Begin();  // the start function may run
+  STELE_CHECK(generation.has_value(), "new instance interrupted");
+  v8::MaybeLocal<v8::Object> maybe_instance = holder_->instance_ctor()->NewInstance(context, 2, argv);
+  std::string reason = interrupt_->End();
+  v8::Local<v8::Object> instance;
+  if (!maybe_instance.ToLocal(&instance)) {
+    if (host_error_) return Unexpected(std::move(*host_error_));
+    WasmError error = Classify(try_catch);
+    if (error.kind == Kind::kTrap) {
+      // A trap of the start function, or a link failure V8 found.
+      std::string message = ToStdString(isolate, try_catch.Exception());
+      if (message.rfind("LinkError", 0) == 0) error.kind = Kind::kLinkError;
+      if (message.find("Out of memory") != std::string::npos) error.kind = Kind::kOutOfResources;
+    }
+    return Unexpected(std::move(error));
+  }
+  v8::Local<v8::Value> exports;
+  if (!instance->Get(context, v8::String::NewFromUtf8Literal(isolate, "exports")).ToLocal(&exports) ||
+      !exports->IsObject()) {
+    return Unexpected(Error(Kind::kLinkError, "instance without exports"));
+  }
+  exports_.Reset(isolate, exports.As<v8::Object>());
+  v8::Local<v8::Value> memory;
+  if (exports.As<v8::Object>()
+          ->Get(context, v8::String::NewFromUtf8Literal(isolate, "memory"))
+          .ToLocal(&memory) &&
+      memory->IsWasmMemoryObject()) {
+    memory_.Reset(isolate, memory.As<v8::WasmMemoryObject>());
+  }
+  return {};
+}
+
+std::span<uint8_t> V8Instance::MemoryLocked() {
+  if (memory_.IsEmpty()) return {};
+  v8::Local<v8::ArrayBuffer> buffer = memory_.Get(holder_->isolate())->Buffer();
+  return {static_cast<uint8_t*>(buffer->Data()), buffer->ByteLength()};
+}
+
+Result<std::vector<uint8_t>, WasmError> V8Instance::ReadLocked(uint32_t ptr, uint32_t len) {
+  std::span<uint8_t> memory = MemoryLocked();
+  if (memory.empty() && memory_.IsEmpty()) {
+    return Unexpected(Error(Kind::kTrap, "the module exports no memory"));
+  }
+  if (uint64_t{ptr} + len > memory.size()) {
+    return Unexpected(Error(Kind::kTrap, "memory read [" + std::to_string(ptr) + ", +" +
+                                             std::to_string(len) + ") out of bounds (" +
+                                             std::to_string(memory.size()) + " bytes)"));
+  }
+  return std::vector<uint8_t>(memory.begin() + ptr, memory.begin() + ptr + len);
+}
+
+Result<void, WasmError> V8Instance::WriteLocked(uint32_t ptr, std::span<const uint8_t> bytes) {
+  std::span<uint8_t> memory = MemoryLocked();
+  if (memory.empty() && memory_.IsEmpty()) {
+    return Unexpected(Error(Kind::kTrap, "the module exports no memory"));
+  }
+  if (uint64_t{ptr} + bytes.size() > memory.size()) {
+    return Unexpected(Error(Kind::kTrap, "memory write [" + std::to_string(ptr) + ", +" +
+                                             std::to_string(bytes.size()) + ") out of bounds (" +
+                                             std::to_string(memory.size()) + " bytes)"));
+  }
+  std::copy(bytes.begin(), bytes.end(), memory.begin() + ptr);
+  return {};
+}
+
+std::vector<std::string> V8Instance::CurrentBacktrace() {
+  v8::Isolate* isolate = holder_->isolate();
+  v8::HandleScope handles(isolate);
+  return WasmFrames(isolate, v8::StackTrace::CurrentStackTrace(isolate, kMaxFrames));
+}
+
+WasmError V8Instance::Classify(v8::TryCatch& try_catch) {
+  v8::Isolate* isolate = holder_->isolate();
+  if (try_catch.HasTerminated()) return Error(Kind::kInterrupted, "interrupted");
+  v8::Local<v8::Value> exception = try_catch.Exception();
+  std::string text = ToStdString(isolate, exception);
+  WasmError error = Error(Kind::kTrap, text);
+  if (exception->IsNativeError() && text.rfind("RangeError: Maximum call stack size exceeded", 0) == 0) {
+    error.kind = Kind::kStackOverflow;
+  }
+  // "RuntimeError: divide by zero" -> "divide by zero".
+  const std::string prefix = "RuntimeError: ";
+  if (error.message.rfind(prefix, 0) == 0) error.message = error.message.substr(prefix.size());
+  v8::Local<v8::Message> message = try_catch.Message();
+  if (!message.IsEmpty()) error.backtrace = WasmFrames(isolate, message->GetStackTrace());
+  return error;
+}
+
+Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view export_name,
+                                                             std::span<const Value> args) {
+  const ExportedFunction* exported = module_->FindExport(export_name);
+  if (exported == nullptr) {
+    return Unexpected(Error(Kind::kNoSuchExport,
+                            "no exported function " + std::string(export_name)));
+  }
+  STELE_TRY(CheckArgs(exported->type, args, "export " + exported->name));
+  v8::Isolate* isolate = holder_->isolate();
+  v8::HandleScope handles(isolate);
+  v8::Local<v8::Context> context = holder_->context();
+
+  auto found = functions_.find(export_name);
+  if (found == functions_.end()) {
+    v8::Local<v8::Value> fn;
+    if (!exports_.Get(isolate)
+             ->Get(context, v8::String::NewFromUtf8(isolate, exported->name.data(),
+                                                    v8::NewStringType::kNormal,
+                                                    static_cast<int>(exported->name.size()))
+                                .ToLocalChecked())
+             .ToLocal(&fn) ||
+        !fn->IsFunction()) {
+      return Unexpected(Error(Kind::kNoSuchExport, "export " + exported->name + " is not a function"));
+    }
+    found = functions_.emplace(exported->name, v8::Global<v8::Function>(isolate, fn.As<v8::Function>())).first;
+  }
+  std::vector<v8::Local<v8::Value>> argv;
+  argv.reserve(args.size());
+  for (const Value& a : args) argv.push_back(ToV8(isolate, a));
+
+  v8::TryCatch try_catch(isolate);
+  ++depth_;
+  v8::MaybeLocal<v8::Value> maybe_result = found->second.Get(isolate)->Call(
+      context, v8::Undefined(isolate), static_cast<int>(argv.size()), argv.data());
+  --depth_;
+  v8::Local<v8::Value> result;
+  if (!maybe_result.ToLocal(&result)) {
+    WasmError error = Classify(try_catch);
+    // A nested call (from a host function) must unwind its caller too.
+    if (depth_ > 0 && try_catch.HasTerminated()) try_catch.ReThrow();
+    if (!host_error_) host_error_ = error;
+    return Unexpected(std::move(error));
+  }
+  std::vector<Value> results;
+  const std::vector<ValType>& types = exported->type.results;
+  if (types.size() == 1) {
+    std::optional<Value> v = FromV8(context, types[0], result);
+    if (!v) return Unexpected(Error(Kind::kTrap, "unexpected result of " + exported->name));
+    results.push_back(*v);
+  } else if (types.size() > 1) {
+    if (!result->IsArray()) return Unexpected(Error(Kind::kTrap, "unexpected results of " + exported->name));
+    v8::Local<v8::Array> array = result.As<v8::Array>();
+    for (uint32_t i = 0; i < types.size(); ++i) {
+      v8::Local<v8::Value> element;
+      std::optional<Value> v;
+      if (array->Get(context, i).ToLocal(&element)) v = FromV8(context, types[i], element);
+      if (!v) return Unexpected(Error(Kind::kTrap, "unexpected results of " + exported->name));
+      results.push_back(*v);
+    }
+  }
+  return results;
+}
+
+Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_name,
+                                                       std::span<const Value> args,
+                                                       const CallBudget& budget) {
+  if (poisoned_) {
+    return Unexpected(Error(Kind::kPoisoned, "the instance failed before and must be discarded"));
+  }
+  if (depth_ > 0) {
+    return Unexpected(Error(Kind::kBadArguments, "Call from inside a host function: use HostCall::CallExport"));
+  }
+  Entered entered(*holder_);
+  // Argument errors leave the instance usable: check before starting.
+  const ExportedFunction* exported = module_->FindExport(export_name);
+  if (exported == nullptr) {
+    return Unexpected(Error(Kind::kNoSuchExport, "no exported function " + std::string(export_name)));
+  }
+  STELE_TRY(CheckArgs(exported->type, args, "export " + exported->name));
+
+  std::optional<uint64_t> generation = interrupt_->Begin();
+  if (!generation) {
+    interrupt_->End();
+    poisoned_ = true;
+    return Unexpected(Error(Kind::kInterrupted, "interrupted"));
+  }
+  std::weak_ptr<InterruptState> weak = interrupt_;
+  uint64_t watchdog_id = 0;
+  if (budget.wall_clock) {
+    std::string reason = "wall-clock budget of " + std::to_string(budget.wall_clock->count()) +
+                         " ms exceeded";
+    watchdog_id = Watchdog::Process().Arm(
+        Watchdog::Clock::now() + *budget.wall_clock, [weak, gen = *generation, reason] {
+          if (auto state = weak.lock()) state->InterruptCall(gen, reason.c_str());
+        });
+  }
+  uint64_t cancel_id = 0;
+  if (budget.cancel) {
+    cancel_id = budget.cancel->OnCancel([weak, gen = *generation] {
+      if (auto state = weak.lock()) state->InterruptCall(gen, "cancelled");
+    });
+  }
+
+  host_error_.reset();
+  Result<std::vector<Value>, WasmError> result = CallLocked(export_name, args);
+
+  if (cancel_id != 0) budget.cancel->Unregister(cancel_id);
+  if (watchdog_id != 0) Watchdog::Process().Disarm(watchdog_id);
+  std::string reason = interrupt_->End();
+  holder_->PumpTasks();
+
+  // A host error terminates the guest, but a guest that returns before
+  // V8's next termination check still returns a value: the error wins.
+  if (result && !host_error_) return result;
+  poisoned_ = true;
+  WasmError error = result ? *host_error_ : std::move(result.error());
+  if (host_error_ && host_error_->kind != Kind::kInterrupted) {
+    error = std::move(*host_error_);
+  } else if (error.kind == Kind::kInterrupted || !reason.empty()) {
+    error.kind = Kind::kInterrupted;
+    error.message = reason.empty() ? "interrupted" : reason;
+  }
+  host_error_.reset();
+  return Unexpected(std::move(error));
+}
+
+void V8Instance::HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  auto* binding = static_cast<HostBinding*>(info.Data().As<v8::External>()->Value());
+  V8Instance& self = *binding->instance;
+  v8::Isolate* isolate = info.GetIsolate();
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  const FuncType& type = binding->function->type;
+
+  // After a host error the guest runs on only until V8's next termination
+  // check: it may not reach the host again.
+  if (self.host_error_) {
+    self.interrupt_->TerminateForHostError();
+    return;
+  }
+  auto fail = [&](WasmError error) {
+    if (error.backtrace.empty()) error.backtrace = self.CurrentBacktrace();
+    if (!self.host_error_) self.host_error_ = std::move(error);
+    // Terminate rather than throw: guest code cannot catch a termination.
+    self.interrupt_->TerminateForHostError();
+  };
+
+  std::vector<Value> args;
+  args.reserve(type.params.size());
+  for (size_t i = 0; i < type.params.size(); ++i) {
+    std::optional<Value> v = FromV8(context, type.params[i], info[static_cast<int>(i)]);
+    if (!v) return fail(Error(Kind::kHostError, "bad argument " + std::to_string(i) + " to " +
+                                                    binding->qualified_name));
+    args.push_back(*v);
+  }
+  V8HostCall call(self);
+  Result<std::vector<Value>, WasmError> result = binding->function->fn(call, args);
+  if (!result) return fail(std::move(result.error()));
+  // A failed guest call inside the host function poisons the whole call even
+  // when the host function ignored it.
+  if (self.host_error_) return fail(*self.host_error_);
+  const std::vector<Value>& values = *result;
+  bool ok = values.size() == type.results.size();
+  for (size_t i = 0; ok && i < values.size(); ++i) ok = values[i].type == type.results[i];
+  if (!ok) {
+    return fail(Error(Kind::kHostError, "host function " + binding->qualified_name +
+                                            " returned values not matching " + type.ToString()));
+  }
+  if (values.size() == 1) {
+    info.GetReturnValue().Set(ToV8(isolate, values[0]));
+  } else if (values.size() > 1) {
+    std::vector<v8::Local<v8::Value>> elements;
+    for (const Value& v : values) elements.push_back(ToV8(isolate, v));
+    info.GetReturnValue().Set(v8::Array::New(isolate, elements.data(), elements.size()));
+  }
+}
+
+class V8Engine final : public WasmEngine {
+ public:
+  Result<std::shared_ptr<const WasmModule>, WasmError> Compile(std::span<const uint8_t> bytes,
+                                                               const ModuleLimits& limits) override;
+  Result<std::unique_ptr<WasmInstance>, WasmError> Instantiate(
+      std::shared_ptr<const WasmModule> module, std::shared_ptr<const ImportTable> imports) override;
+  std::string EngineId() const override {
+    Platform();
+    return std::string("v8 ") + v8::V8::GetVersion();
+  }
+
+ private:
+  std::mutex mu_;
+  // Compiled modules by digest and memory cap, while someone holds them.
+  std::map<std::string, std::weak_ptr<const V8Module>> cache_;
+};
+
+Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
+    std::span<const uint8_t> bytes, const ModuleLimits& limits) {
+  STELE_ASSIGN_OR_RETURN(CheckedModule checked, CheckModule(bytes, limits));
+  const std::string key = checked.digest + "/" +
+                          std::to_string(checked.memory_max_pages.value_or(0));
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      if (std::shared_ptr<const V8Module> cached = it->second.lock()) return cached;
+    }
+  }
+  std::shared_ptr<IsolateHolder> holder = ThreadIsolate();
+  Entered entered(*holder);
+  v8::Isolate* isolate = holder->isolate();
+  v8::TryCatch try_catch(isolate);
+  v8::Local<v8::WasmModuleObject> object;
+  if (!v8::WasmModuleObject::Compile(
+           isolate, v8::MemorySpan<const uint8_t>(checked.engine_bytes.data(),
+                                                  checked.engine_bytes.size()))
+           .ToLocal(&object)) {
+    std::string message = ToStdString(isolate, try_catch.Exception());
+    const std::string prefix = "CompileError: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    return Unexpected(Error(Kind::kInvalidModule, message));
+  }
+  checked.engine_bytes.clear();
+  checked.engine_bytes.shrink_to_fit();
+  auto module = std::make_shared<const V8Module>(std::move(checked), object->GetCompiledModule());
+  std::lock_guard lock(mu_);
+  std::erase_if(cache_, [](const auto& entry) { return entry.second.expired(); });
+  cache_[key] = module;
+  return std::shared_ptr<const WasmModule>(module);
+}
+
+Result<std::unique_ptr<WasmInstance>, WasmError> V8Engine::Instantiate(
+    std::shared_ptr<const WasmModule> module, std::shared_ptr<const ImportTable> imports) {
+  auto v8_module = std::dynamic_pointer_cast<const V8Module>(module);
+  STELE_CHECK(v8_module != nullptr, "Instantiate: module compiled by another engine");
+  auto instance = std::make_unique<V8Instance>(ThreadIsolate(), v8_module, std::move(imports));
+  STELE_TRY(instance->Init(std::move(module)));
+  return std::unique_ptr<WasmInstance>(std::move(instance));
+}
+
+}  // namespace
+
+std::shared_ptr<WasmEngine> CreateV8Engine() {
+  static std::shared_ptr<WasmEngine> engine = std::make_shared<V8Engine>();
+  return engine;
+}
+
+}  // namespace stele::wasm

@@ -1,4 +1,4 @@
-# stele_add_wasm_guest(<name> KIND workflow|activity SOURCES <c/cc files>)
+# stele_add_wasm_guest(<name> KIND workflow|activity SOURCES <c/cc files> [DEFINES X=1 ...])
 # Builds <binary dir>/<name>.wasm with Debian's clang and wasm-ld and
 # defines the custom target stele_wasm_<name> (property WASM_FILE = path).
 #   workflow: --target=wasm32, freestanding, no libc; imports only "stele".
@@ -20,7 +20,7 @@ else()
 endif()
 
 function(stele_add_wasm_guest name)
-  cmake_parse_arguments(ARG "" "KIND" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "KIND" "SOURCES;DEFINES" ${ARGN})
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}.wasm)
   set(objects)
   if(ARG_KIND STREQUAL "workflow")
@@ -35,8 +35,11 @@ function(stele_add_wasm_guest name)
     get_filename_component(base ${src} NAME_WE)
     set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}_${base}.o)
     set(lang_flags)
+    foreach(def ${ARG_DEFINES})
+      list(APPEND lang_flags -D${def})
+    endforeach()
     if(src MATCHES "\\.(cc|cpp)$")
-      set(lang_flags -x c++ -std=c++17 -fno-exceptions -fno-rtti)
+      list(APPEND lang_flags -x c++ -std=c++17 -fno-exceptions -fno-rtti)
     endif()
     add_custom_command(OUTPUT ${obj}
       COMMAND ${STELE_WASM_CLANG} ${cflags} ${lang_flags} -Wall -Wextra -I${STELE_SDK_DIR}

@@ -1,0 +1,108 @@
+#include "runtime/wasm_host/wasm_activity_worker.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "base/log.h"
+#include "runtime/wasm_host/guest_abi.h"
+
+namespace stele::runtime::wasm_host {
+
+namespace {
+
+using wasm::WasmError;
+
+void LogOutput(const std::string& execution_id, const WasiState& state) {
+  auto emit = [&](const std::string& text, const char* stream) {
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      STELE_LOG(kInfo, execution_id << " [" << stream << "] " << std::string_view(text).substr(pos, end - pos));
+      pos = end + 1;
+    }
+  };
+  emit(state.stdout_text, "stdout");
+  emit(state.stderr_text, "stderr");
+  if (state.dropped_bytes > 0) {
+    STELE_LOG(kWarn, execution_id << ": " << state.dropped_bytes << " bytes of output dropped");
+  }
+}
+
+}  // namespace
+
+WasmActivityWorker::WasmActivityWorker(std::shared_ptr<const WasmComponent> component,
+                                       WasmActivityOptions options)
+    : component_(std::move(component)), options_(std::move(options)), ffqns_(component_->Ffqns()) {}
+
+executor::WorkerResult WasmActivityWorker::Run(executor::WorkerContext ctx) {
+  const DeclaredFunction* fn = component_->Find(ctx.ffqn);
+  if (fn == nullptr) {
+    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,
+                                         "component " + component_->component_id.ToString() +
+                                             " does not export " + ctx.ffqn.ToString());
+  }
+  auto state = std::make_shared<WasiState>();
+  state->config = options_.wasi;
+  auto table = std::make_shared<wasm::ImportTable>();
+  AddWasiImports(*table, state);
+
+  const std::string id = ctx.execution_id.ToString();
+  auto trap = [&](const WasmError& error) {
+    std::string reason = error.message;
+    if (state->exit_code) reason = "activity called proc_exit(" + std::to_string(*state->exit_code) + ")";
+    return executor::WorkerResult::Err(ctx.version,
+                                       executor::ActivityTrap{reason, error.ToString(), std::nullopt});
+  };
+  auto failed = [&](const WasmError& error) {
+    LogOutput(id, *state);
+    if (error.kind == WasmError::Kind::kInterrupted) {
+      return executor::WorkerResult::Err(ctx.version, executor::TemporaryTimeout{});
+    }
+    if (error.kind == WasmError::Kind::kOutOfResources) {
+      return executor::WorkerResult::Err(ctx.version, executor::LimitReached{error.ToString()});
+    }
+    return trap(error);
+  };
+
+  auto instance = component_->engine->Instantiate(component_->module, table);
+  if (!instance) return failed(instance.error());
+  wasm::WasmInstance& guest = **instance;
+  const wasm::CallBudget budget{std::nullopt, ctx.cancel};
+  if (component_->module->FindExport("_initialize") != nullptr) {
+    auto init = guest.Call("_initialize", {}, budget);
+    if (!init) return failed(init.error());
+  }
+  const std::string params = ctx.params.dump();
+  auto ptr = PlaceInGuest(guest, params);
+  if (!ptr) return failed(ptr.error());
+  const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(*ptr)),
+                              wasm::Value::I32(static_cast<int32_t>(params.size()))};
+  auto called = guest.Call(fn->export_name, args, budget);
+  if (!called) return failed(called.error());
+  LogOutput(id, *state);
+
+  if (called->size() != 1 || (*called)[0].type != wasm::ValType::kI64) {
+    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
+                                         "export `" + fn->export_name + "` must return one i64");
+  }
+  uint64_t packed = static_cast<uint64_t>((*called)[0].AsI64());
+  auto bytes = guest.ReadBytes(PackedPtr(packed), PackedLen(packed));
+  if (!bytes) {
+    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
+                                         "result out of guest memory: " + bytes.error().ToString());
+  }
+  auto value = ParseExportResult(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!value) {
+    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
+                                         value.error());
+  }
+  if (auto* err = std::get_if<core::ReturnValueErr>(&*value); err && options_.retry_on_err) {
+    return executor::WorkerResult::Err(ctx.version,
+                                       executor::ActivityReturnedError{std::move(*err), {}, {}});
+  }
+  return executor::WorkerResult::Ok(std::move(*value), ctx.version);
+}
+
+}  // namespace stele::runtime::wasm_host

@@ -1,0 +1,51 @@
+// WasmActivityWorker: runs the activities of one wasm component (built
+// against wasi-libc, docs/guest_abi.md §5) as an executor::Worker. Each
+// attempt gets a fresh instance with the WASI subset of wasi_host.h; a
+// reactor's `_initialize` is called first, then the export with the params
+// JSON. Output to stdout/stderr is logged with the execution id.
+//
+// Mapping of one attempt (as runtime/native/activity_worker.h):
+//   {"ok": v}                         WorkerOk(v)
+//   {"err": e}, retry_on_err          ActivityReturnedError(e): retried, then e
+//   {"err": e}, !retry_on_err         WorkerOk(err e), final at once
+//   trap, proc_exit, stack overflow   ActivityTrap(reason, detail = backtrace)
+//   ctx.cancel fired (lock deadline, shutdown, cancel)
+//                                     TemporaryTimeout (the executor records the
+//                                     timeout or the cancellation)
+//   result not {"ok"|"err": v}        FatalError kResultParsingError
+//   engine out of resources           LimitReached (not counted)
+// HTTP client host functions are not provided yet (docs/guest_abi.md §6).
+//
+// Threading: Run is called concurrently; the worker is immutable.
+// Ownership: shares the component.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "executor/worker.h"
+#include "runtime/wasm_host/wasi_host.h"
+#include "runtime/wasm_host/wasm_component.h"
+
+namespace stele::runtime::wasm_host {
+
+struct WasmActivityOptions {
+  bool retry_on_err = true;
+  WasiConfig wasi;
+};
+
+class WasmActivityWorker final : public executor::Worker {
+ public:
+  // REQUIRES: component->kind == GuestKind::kActivity.
+  WasmActivityWorker(std::shared_ptr<const WasmComponent> component, WasmActivityOptions options);
+
+  executor::WorkerResult Run(executor::WorkerContext ctx) override;
+  const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
+
+ private:
+  std::shared_ptr<const WasmComponent> component_;
+  WasmActivityOptions options_;
+  std::vector<core::FunctionFqn> ffqns_;
+};
+
+}  // namespace stele::runtime::wasm_host

@@ -1,0 +1,132 @@
+#include "runtime/wasm_host/wasm_workflow_worker.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "base/log.h"
+#include "runtime/wasm_host/guest_abi.h"
+#include "runtime/wasm_host/workflow_host.h"
+
+namespace stele::runtime::wasm_host {
+
+namespace {
+
+namespace wf = runtime::workflow;
+using wasm::WasmError;
+
+// Keeps the watchdog's view of an instance for exactly its lifetime.
+class WatchScope {
+ public:
+  WatchScope(GuestWatchdog& watchdog, wasm::WasmInstance* instance)
+      : watchdog_(watchdog), handle_(watchdog.Watch(instance)) {}
+  ~WatchScope() { watchdog_.Unwatch(handle_); }
+  WatchScope(const WatchScope&) = delete;
+  WatchScope& operator=(const WatchScope&) = delete;
+  uint64_t handle() const { return handle_; }
+
+ private:
+  GuestWatchdog& watchdog_;
+  uint64_t handle_;
+};
+
+}  // namespace
+
+WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> component,
+                                       WasmWorkflowWorkerDeps deps)
+    : component_(std::move(component)),
+      deps_(std::move(deps)),
+      ffqns_(component_->Ffqns()),
+      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {}
+
+executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
+  const DeclaredFunction* fn = component_->Find(ctx.ffqn);
+  if (fn == nullptr) {
+    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,
+                                         "component " + component_->component_id.ToString() +
+                                             " does not export " + ctx.ffqn.ToString());
+  }
+  const std::string params = ctx.params.dump();
+  const CancellationToken cancel = ctx.cancel;
+  wf::WorkflowRun run(std::move(ctx), wf::WorkflowRunDeps{deps_.db.get(), deps_.clock, deps_.functions},
+                      deps_.run_options);
+  // Declared before the instance: the instance's import table points at it.
+  WorkflowHost host(&run, component_->component_id);
+
+  auto instance = component_->engine->Instantiate(component_->module, host.Imports());
+  if (!instance) {
+    if (instance.error().IsRetryable()) {
+      return executor::WorkerResult::Err(run.version(),
+                                         executor::LimitReached{instance.error().ToString()});
+    }
+    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kCannotInstantiate,
+                                         instance.error().ToString());
+  }
+  wasm::WasmInstance& guest = **instance;
+
+  auto finish_backtraces = [&] {
+    if (!deps_.store_backtraces) return;
+    auto traces = host.TakeBacktraces();
+    if (traces.empty()) return;
+    if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
+      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << run.execution_id().ToString()
+                                  << " failed: " << stored.error().ToString());
+    }
+  };
+
+  Result<std::vector<wasm::Value>, WasmError> called = Unexpected(WasmError{});
+  {
+    WatchScope watch(*watchdog_, &guest);
+    host.SetWatchdog(watchdog_.get(), watch.handle());
+    auto ptr = PlaceInGuest(guest, params);
+    if (!ptr) {
+      called = Unexpected(std::move(ptr.error()));
+    } else {
+      const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(*ptr)),
+                                  wasm::Value::I32(static_cast<int32_t>(params.size()))};
+      called = guest.Call(fn->export_name, args, wasm::CallBudget{std::nullopt, cancel});
+    }
+    host.SetWatchdog(nullptr, 0);
+  }
+  finish_backtraces();
+
+  if (!called) {
+    const WasmError& error = called.error();
+    if (auto interruption = host.interruption()) return run.ToWorkerResult(*interruption);
+    switch (error.kind) {
+      case WasmError::Kind::kInterrupted:
+        if (cancel.IsCancelled()) {
+          return run.ToWorkerResult(wf::Interruption{wf::Interruption::Kind::kCancelled,
+                                                     "the run was cancelled", std::nullopt});
+        }
+        STELE_LOG(kInfo, run.execution_id().ToString()
+                             << ": guest computed longer than " << deps_.guest_slice.count()
+                             << " ms without a host call; interrupted, will be retried");
+        return executor::WorkerResult::Err(run.version(), executor::TemporaryTimeout{});
+      case WasmError::Kind::kStackOverflow:
+      case WasmError::Kind::kOutOfResources:
+        return executor::WorkerResult::Err(run.version(), executor::LimitReached{error.ToString()});
+      default:
+        return run.Trap(error.message, error.ToString());
+    }
+  }
+
+  if (called->size() != 1 || (*called)[0].type != wasm::ValType::kI64) {
+    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
+                                         "export `" + fn->export_name + "` must return one i64");
+  }
+  uint64_t packed = static_cast<uint64_t>((*called)[0].AsI64());
+  auto bytes = guest.ReadBytes(PackedPtr(packed), PackedLen(packed));
+  if (!bytes) {
+    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
+                                         "result out of guest memory: " + bytes.error().ToString());
+  }
+  auto value = ParseExportResult(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!value) {
+    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
+                                         value.error());
+  }
+  return run.Finish(std::move(*value));
+}
+
+}  // namespace stele::runtime::wasm_host

@@ -1,0 +1,356 @@
+#include "runtime/wasm_host/workflow_host.h"
+
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "core/duration.h"
+#include "core/json.h"
+#include "runtime/wasm_host/guest_abi.h"
+
+namespace stele::runtime::wasm_host {
+
+namespace {
+
+namespace wf = runtime::workflow;
+using wasm::FuncType;
+using wasm::HostCall;
+using wasm::ValType;
+using wasm::Value;
+using wasm::WasmError;
+using Args = std::span<const Value>;
+using HostResult = Result<std::vector<Value>, WasmError>;
+using Kind = wf::Interruption::Kind;
+
+constexpr ValType I = ValType::kI32;
+constexpr ValType L = ValType::kI64;
+
+uint32_t U32(const Value& v) { return static_cast<uint32_t>(v.AsI32()); }
+uint64_t U64(const Value& v) { return static_cast<uint64_t>(v.AsI64()); }
+HostResult StatusResult(Status s) {
+  return std::vector<Value>{Value::I32(static_cast<int32_t>(s))};
+}
+
+core::HistoryEventScheduleAt InMillis(uint64_t millis) {
+  if (millis == 0) return core::HistoryEventScheduleAt::Now();
+  return core::HistoryEventScheduleAt::In(core::Duration::FromMillis(millis));
+}
+
+LogLevel ToLogLevel(int32_t level) {
+  switch (level) {
+    case 0: return LogLevel::kTrace;
+    case 1: return LogLevel::kDebug;
+    case 2: return LogLevel::kInfo;
+    case 3: return LogLevel::kWarn;
+    default: return LogLevel::kError;
+  }
+}
+
+// Every host function: entry/exit bookkeeping around `body`.
+template <class Body>
+wasm::HostFn Bind(WorkflowHost* host, Body body) {
+  return [host, body = std::move(body)](HostCall& call, Args args) -> HostResult {
+    host->Enter(call);
+    HostResult result = body(*host, call, args);
+    host->Leave();
+    return result;
+  };
+}
+
+// Reads a string argument; an out-of-bounds pointer is the guest's trap.
+#define STELE_READ(var, call, ptr, len) \
+  STELE_ASSIGN_OR_RETURN(std::string var, (call).ReadString(U32(ptr), U32(len)))
+
+Result<core::FunctionFqn, WasmError> ParseFfqn(WorkflowHost& host, const std::string& text) {
+  auto ffqn = core::FunctionFqn::Parse(text);
+  if (ffqn) return std::move(*ffqn);
+  host.Interrupt(Kind::kImportedFunctionCallError,
+                 "invalid ffqn `" + text + "`: " + ffqn.error().message);
+  return Unexpected(host.Abort());
+}
+
+Result<core::JoinSetId, WasmError> ParseJoinSet(WorkflowHost& host, const std::string& text) {
+  auto id = core::JoinSetId::Parse(text);
+  if (id) return std::move(*id);
+  host.Interrupt(Kind::kConstraintViolation, "invalid join set `" + text + "`");
+  return Unexpected(host.Abort());
+}
+
+Result<core::Params, WasmError> ParseParams(WorkflowHost& host, const std::string& text,
+                                            const std::string& ffqn) {
+  core::Json params = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (params.is_discarded() || !params.is_array()) {
+    host.Interrupt(Kind::kImportedFunctionCallError,
+                   "params of " + ffqn + " must be a JSON array, got `" + text.substr(0, 200) + "`");
+    return Unexpected(host.Abort());
+  }
+  return params;
+}
+
+// Value of an engine call, or the abort error after an interruption.
+template <class T>
+Result<T, WasmError> Take(WorkflowHost& host, Result<T, wf::Interruption> result) {
+  if (!result) return Unexpected(host.Abort());
+  return std::move(*result);
+}
+
+HostResult Call(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(ffqn_text, c, a[0], a[1]);
+  STELE_READ(params_text, c, a[2], a[3]);
+  STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(auto value, Take(host, host.run().Call(ffqn, std::move(params))));
+  auto [status, payload] = ResultPayload(value);
+  STELE_TRY(WriteOut(c, U32(a[4]), payload));
+  return StatusResult(status);
+}
+
+HostResult JoinSetCreate(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_ASSIGN_OR_RETURN(auto id, Take(host, host.run().CreateJoinSet()));
+  STELE_TRY(WriteOut(c, U32(a[0]), id.ToString()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult JoinSetCreateNamed(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(name, c, a[0], a[1]);
+  auto created = host.run().CreateNamedJoinSet(name);
+  if (!created) return Unexpected(host.Abort());
+  if (!*created) {
+    std::string message =
+        created->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
+            ? "invalid join set name `" + name + "`: use ASCII letters, digits, '-' and '/'"
+            : "a join set named `" + name + "` exists already";
+    STELE_TRY(WriteOut(c, U32(a[2]), message));
+    return StatusResult(Status::kErr);
+  }
+  STELE_TRY(WriteOut(c, U32(a[2]), (**created).ToString()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult Submit(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(js_text, c, a[0], a[1]);
+  STELE_READ(ffqn_text, c, a[2], a[3]);
+  STELE_READ(params_text, c, a[4], a[5]);
+  STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
+  STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(auto child,
+                         Take(host, host.run().SubmitChild(join_set, ffqn, std::move(params))));
+  STELE_TRY(WriteOut(c, U32(a[6]), child.ToString()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult SubmitDelay(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(js_text, c, a[0], a[1]);
+  STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
+  STELE_ASSIGN_OR_RETURN(auto delay,
+                         Take(host, host.run().SubmitDelay(join_set, InMillis(U64(a[2])))));
+  STELE_TRY(WriteOut(c, U32(a[3]), delay.ToString()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(js_text, c, a[0], a[1]);
+  STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
+  std::optional<core::FunctionFqn> requested;
+  if (U32(a[3]) != 0) {
+    STELE_READ(ffqn_text, c, a[2], a[3]);
+    STELE_ASSIGN_OR_RETURN(requested, ParseFfqn(host, ffqn_text));
+  }
+  auto next = host.run().JoinNext(join_set, requested);
+  if (!next) return Unexpected(host.Abort());
+  auto write = [&](const wf::JoinSetResponseValue& value) -> Result<Status, WasmError> {
+    if (const auto* child = std::get_if<wf::ChildResponse>(&value)) {
+      STELE_TRY(WriteOut(c, U32(a[4]), child->child_execution_id.ToString()));
+      auto [status, payload] = ResultPayload(child->result);
+      STELE_TRY(WriteOut(c, U32(a[5]), payload));
+      return status;
+    }
+    const auto& delay = std::get<wf::DelayResponse>(value);
+    STELE_TRY(WriteOut(c, U32(a[4]), delay.delay_id.ToString()));
+    if (delay.ok) {
+      STELE_TRY(WriteOut(c, U32(a[5]), "null"));
+      return Status::kOk;
+    }
+    STELE_TRY(WriteOut(c, U32(a[5]), R"({"kind":"cancelled","reason":"delay cancelled","detail":null})"));
+    return Status::kFailed;
+  };
+  if (*next) {
+    STELE_ASSIGN_OR_RETURN(Status status, write(**next));
+    return StatusResult(status);
+  }
+  const auto& error = next->error();
+  if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
+    STELE_TRY(WriteOut(c, U32(a[5]), "\"every submission of " + js_text + " was awaited already\""));
+    return StatusResult(Status::kAllProcessed);
+  }
+  if (error.actual) STELE_TRY(write(*error.actual));
+  return StatusResult(Status::kMismatch);
+}
+
+HostResult JoinSetClose(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(js_text, c, a[0], a[1]);
+  STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
+  if (!host.run().CloseJoinSet(join_set)) return Unexpected(host.Abort());
+  return StatusResult(Status::kOk);
+}
+
+HostResult Get(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(ffqn_text, c, a[0], a[1]);
+  STELE_READ(id_text, c, a[2], a[3]);
+  STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
+  auto child = core::ExecutionIdDerived::Parse(id_text);
+  if (!child) {
+    STELE_TRY(WriteOut(c, U32(a[4]), "\"invalid child execution id\""));
+    return StatusResult(Status::kNotFound);
+  }
+  auto result = host.run().Get(*child, ffqn);
+  if (!result) {
+    bool mismatch = result.error().kind == wf::GetError::Kind::kFunctionMismatch;
+    core::Json message = mismatch ? "child " + id_text + " runs another function"
+                                  : "child " + id_text + " is not among the processed responses";
+    STELE_TRY(WriteOut(c, U32(a[4]), message.dump()));
+    return StatusResult(mismatch ? Status::kMismatch : Status::kNotFound);
+  }
+  auto [status, payload] = ResultPayload(*result);
+  STELE_TRY(WriteOut(c, U32(a[4]), payload));
+  return StatusResult(status);
+}
+
+HostResult Sleep(WorkflowHost& host, HostCall&, Args a) {
+  auto slept = host.run().Sleep(InMillis(U64(a[0])));
+  if (!slept) return Unexpected(host.Abort());
+  return StatusResult(slept->has_value() ? Status::kOk : Status::kFailed);
+}
+
+HostResult Schedule(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(ffqn_text, c, a[0], a[1]);
+  STELE_READ(params_text, c, a[2], a[3]);
+  STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
+  STELE_ASSIGN_OR_RETURN(
+      auto id, Take(host, host.run().Schedule(InMillis(U64(a[4])), ffqn, std::move(params))));
+  STELE_TRY(WriteOut(c, U32(a[5]), id.ToString()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult Stub(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(ffqn_text, c, a[0], a[1]);
+  STELE_READ(id_text, c, a[2], a[3]);
+  STELE_READ(value_text, c, a[5], a[6]);
+  STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
+  auto target = core::ExecutionIdDerived::Parse(id_text);
+  if (!target) {
+    host.Interrupt(Kind::kImportedFunctionCallError,
+                   "stub target `" + id_text + "` is not a child execution id");
+    return Unexpected(host.Abort());
+  }
+  auto value = StubValue(a[4].AsI32(), value_text);
+  if (!value) {
+    host.Interrupt(Kind::kImportedFunctionCallError, value.error());
+    return Unexpected(host.Abort());
+  }
+  auto stubbed = host.run().Stub(ffqn, *target, std::move(*value));
+  if (!stubbed) return Unexpected(host.Abort());
+  return StatusResult(*stubbed ? Status::kOk : Status::kErr);
+}
+
+HostResult RandomU64(WorkflowHost& host, HostCall&, Args a) {
+  STELE_ASSIGN_OR_RETURN(uint64_t v, Take(host, host.run().RandomU64(U64(a[0]), U64(a[1]))));
+  return std::vector<Value>{Value::I64(static_cast<int64_t>(v))};
+}
+
+HostResult RandomU64Inclusive(WorkflowHost& host, HostCall&, Args a) {
+  STELE_ASSIGN_OR_RETURN(uint64_t v,
+                         Take(host, host.run().RandomU64Inclusive(U64(a[0]), U64(a[1]))));
+  return std::vector<Value>{Value::I64(static_cast<int64_t>(v))};
+}
+
+HostResult RandomString(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_ASSIGN_OR_RETURN(auto s, Take(host, host.run().RandomString(U32(a[0]), U32(a[1]))));
+  STELE_TRY(WriteOut(c, U32(a[2]), s));
+  return StatusResult(Status::kOk);
+}
+
+HostResult Log(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(message, c, a[1], a[2]);
+  host.run().Log(ToLogLevel(a[0].AsI32()), message);
+  return std::vector<Value>{};
+}
+
+#undef STELE_READ
+
+}  // namespace
+
+std::shared_ptr<const wasm::ImportTable> WorkflowHost::Imports() {
+  auto table = std::make_shared<wasm::ImportTable>();
+  const std::string m(kImportModule);
+  auto add = [&](const char* name, FuncType type, auto body) {
+    table->Add(m, name, std::move(type), Bind(this, body));
+  };
+  add("call", {{I, I, I, I, I}, {I}}, Call);
+  add("join_set_create", {{I}, {I}}, JoinSetCreate);
+  add("join_set_create_named", {{I, I, I}, {I}}, JoinSetCreateNamed);
+  add("submit", {{I, I, I, I, I, I, I}, {I}}, Submit);
+  add("submit_delay", {{I, I, L, I}, {I}}, SubmitDelay);
+  add("join_next", {{I, I, I, I, I, I}, {I}}, JoinNext);
+  add("join_set_close", {{I, I}, {I}}, JoinSetClose);
+  add("get", {{I, I, I, I, I}, {I}}, Get);
+  add("sleep", {{L}, {I}}, Sleep);
+  add("schedule", {{I, I, I, I, L, I}, {I}}, Schedule);
+  add("stub", {{I, I, I, I, I, I, I}, {I}}, Stub);
+  add("random_u64", {{L, L}, {L}}, RandomU64);
+  add("random_u64_inclusive", {{L, L}, {L}}, RandomU64Inclusive);
+  add("random_string", {{I, I, I}, {I}}, RandomString);
+  add("log", {{I, I, I}, {}}, Log);
+  return table;
+}
+
+std::optional<wf::Interruption> WorkflowHost::interruption() const {
+  if (own_interruption_) return own_interruption_;
+  if (run_ != nullptr) return run_->interruption();
+  return std::nullopt;
+}
+
+void WorkflowHost::Interrupt(Kind kind, std::string reason) {
+  if (!own_interruption_ && !(run_ && run_->interruption())) {
+    own_interruption_ = wf::Interruption{kind, std::move(reason), {}};
+  }
+}
+
+WasmError WorkflowHost::Abort() const {
+  auto i = interruption();
+  return WasmError::Make(WasmError::Kind::kHostError,
+                         "workflow interrupted: " + (i ? i->ToString() : std::string("unknown")));
+}
+
+void WorkflowHost::Enter(HostCall& call) {
+  ++host_calls_;
+  if (watchdog_ != nullptr) watchdog_->Pause(watch_handle_);
+  pending_backtrace_.reset();
+  if (run_ == nullptr || run_->IsReplaying()) return;
+  core::WasmBacktrace trace;
+  for (auto& name : call.Backtrace()) {
+    trace.frames.push_back(core::FrameInfo{component_id_.name, std::move(name), {}});
+  }
+  pending_backtrace_.emplace(run_->version(), std::move(trace));
+}
+
+void WorkflowHost::Leave() {
+  if (watchdog_ != nullptr) watchdog_->Resume(watch_handle_);
+  if (!pending_backtrace_ || run_ == nullptr) return;
+  auto [before, trace] = std::move(*pending_backtrace_);
+  pending_backtrace_.reset();
+  core::Version after = run_->version();
+  if (after > before) {
+    backtraces_.push_back(
+        core::BacktraceInfo{run_->execution_id(), component_id_, before, after, std::move(trace)});
+  }
+}
+
+wasm::ModuleLimits WorkflowModuleLimits(uint32_t max_memory_pages) {
+  WorkflowHost signatures(nullptr, core::ComponentId::DummyWorkflow());
+  return signatures.Imports()->AsLimits(max_memory_pages);
+}
+
+}  // namespace stele::runtime::wasm_host

@@ -135,42 +135,27 @@ class IsolateHolder {
     }
   }
 
-  // The isolate's module object for a compiled module (cached while the
-  // module lives). Called with the isolate locked and a HandleScope open.
-  v8::MaybeLocal<v8::WasmModuleObject> ModuleObject(
-      const std::shared_ptr<const WasmModule>& module, const v8::CompiledWasmModule& compiled);
+  // The isolate's module object for a compiled module (cached: compiled
+  // modules live as long as the process, see V8Engine). Called with the
+  // isolate locked and a HandleScope open.
+  v8::MaybeLocal<v8::WasmModuleObject> ModuleObject(const v8::CompiledWasmModule* compiled);
 
  private:
-  struct CachedModule {
-    std::weak_ptr<const WasmModule> module;
-    v8::Global<v8::WasmModuleObject> object;
-  };
 
   std::unique_ptr<v8::ArrayBuffer::Allocator> allocator_;
   v8::Isolate* isolate_ = nullptr;
   v8::Global<v8::Context> context_;
   v8::Global<v8::Function> instance_ctor_;
-  std::unordered_map<const WasmModule*, CachedModule> modules_;
-  size_t prune_at_ = 64;
+  std::unordered_map<const v8::CompiledWasmModule*, v8::Global<v8::WasmModuleObject>> modules_;
 };
 
 v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
-    const std::shared_ptr<const WasmModule>& module, const v8::CompiledWasmModule& compiled) {
-  auto it = modules_.find(module.get());
-  if (it != modules_.end()) {
-    // The address may have been reused by a new module: compare owners.
-    if (!it->second.module.owner_before(module) && !module.owner_before(it->second.module)) {
-      return it->second.object.Get(isolate_);
-    }
-    modules_.erase(it);
-  }
+    const v8::CompiledWasmModule* compiled) {
+  auto it = modules_.find(compiled);
+  if (it != modules_.end()) return it->second.Get(isolate_);
   v8::Local<v8::WasmModuleObject> object;
-  if (!v8::WasmModuleObject::FromCompiledModule(isolate_, compiled).ToLocal(&object)) return {};
-  if (modules_.size() >= prune_at_) {
-    std::erase_if(modules_, [](const auto& entry) { return entry.second.module.expired(); });
-    prune_at_ = std::max<size_t>(64, modules_.size() * 2);
-  }
-  modules_.emplace(module.get(), CachedModule{module, v8::Global<v8::WasmModuleObject>(isolate_, object)});
+  if (!v8::WasmModuleObject::FromCompiledModule(isolate_, *compiled).ToLocal(&object)) return {};
+  modules_.emplace(compiled, v8::Global<v8::WasmModuleObject>(isolate_, object));
   return object;
 }
 
@@ -204,14 +189,14 @@ class Entered {
 
 class V8Module final : public WasmModule {
  public:
-  V8Module(CheckedModule&& checked, v8::CompiledWasmModule compiled)
-      : compiled_(std::move(compiled)) {
+  V8Module(CheckedModule&& checked, const v8::CompiledWasmModule* compiled)
+      : compiled_(compiled) {
     Describe(std::move(checked));
   }
-  const v8::CompiledWasmModule& compiled() const { return compiled_; }
+  const v8::CompiledWasmModule* compiled() const { return compiled_; }
 
  private:
-  v8::CompiledWasmModule compiled_;
+  const v8::CompiledWasmModule* compiled_;  // owned by V8Engine, never freed
 };
 
 // Who may stop a running call, and how: see the file comment.
@@ -302,7 +287,7 @@ class V8Instance final : public WasmInstance {
     exports_.Reset();
   }
 
-  Result<void, WasmError> Init(std::shared_ptr<const WasmModule> shared_module);
+  Result<void, WasmError> Init();
 
   Result<std::vector<Value>, WasmError> Call(std::string_view export_name,
                                              std::span<const Value> args,
@@ -416,7 +401,7 @@ Result<void, WasmError> CheckArgs(const FuncType& type, std::span<const Value> a
                                                    type.ToString() + ", got " + got + ")"));
 }
 
-Result<void, WasmError> V8Instance::Init(std::shared_ptr<const WasmModule> shared_module) {
+Result<void, WasmError> V8Instance::Init() {
   Entered entered(*holder_);
   v8::Isolate* isolate = holder_->isolate();
   v8::Local<v8::Context> context = entered.context();
@@ -467,7 +452,7 @@ Result<void, WasmError> V8Instance::Init(std::shared_ptr<const WasmModule> share
 
   v8::TryCatch try_catch(isolate);
   v8::Local<v8::WasmModuleObject> module_object;
-  if (!holder_->ModuleObject(shared_module, module_->compiled()).ToLocal(&module_object)) {
+  if (!holder_->ModuleObject(module_->compiled()).ToLocal(&module_object)) {
     return Unexpected(Error(Kind::kOutOfResources, "cannot load the compiled module"));
   }
   v8::Local<v8::Value> argv[] = {module_object, import_object};
@@ -747,9 +732,18 @@ class V8Engine final : public WasmEngine {
   }
 
  private:
+  struct Compiled {
+    // Never freed: compiled code is per distinct module bytes (a component
+    // version) and is wanted for the life of the process; the isolates'
+    // module objects are keyed by this pointer, which is never reused.
+    const v8::CompiledWasmModule* compiled = nullptr;
+    std::weak_ptr<const V8Module> module;  // the description, while held
+  };
+
+  // Compiling holds the lock: compilations are rare, and two threads must
+  // not compile the same bytes twice (one copy would have to be destroyed).
   std::mutex mu_;
-  // Compiled modules by digest and memory cap, while someone holds them.
-  std::map<std::string, std::weak_ptr<const V8Module>> cache_;
+  std::map<std::string, Compiled> cache_;  // by digest and memory cap
 };
 
 Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
@@ -757,33 +751,33 @@ Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
   STELE_ASSIGN_OR_RETURN(CheckedModule checked, CheckModule(bytes, limits));
   const std::string key = checked.digest + "/" +
                           std::to_string(checked.memory_max_pages.value_or(0));
-  {
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
-      if (std::shared_ptr<const V8Module> cached = it->second.lock()) return cached;
+  std::lock_guard lock(mu_);
+  Compiled& entry = cache_[key];
+  if (std::shared_ptr<const V8Module> cached = entry.module.lock()) return cached;
+  if (entry.compiled == nullptr) {
+    std::shared_ptr<IsolateHolder> holder = ThreadIsolate();
+    Entered entered(*holder);
+    v8::Isolate* isolate = holder->isolate();
+    v8::TryCatch try_catch(isolate);
+    v8::Local<v8::WasmModuleObject> object;
+    if (!v8::WasmModuleObject::Compile(
+             isolate, v8::MemorySpan<const uint8_t>(checked.engine_bytes.data(),
+                                                    checked.engine_bytes.size()))
+             .ToLocal(&object)) {
+      cache_.erase(key);
+      std::string message = ToStdString(isolate, try_catch.Exception());
+      const std::string prefix = "CompileError: ";
+      if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+      return Unexpected(Error(Kind::kInvalidModule, message));
     }
-  }
-  std::shared_ptr<IsolateHolder> holder = ThreadIsolate();
-  Entered entered(*holder);
-  v8::Isolate* isolate = holder->isolate();
-  v8::TryCatch try_catch(isolate);
-  v8::Local<v8::WasmModuleObject> object;
-  if (!v8::WasmModuleObject::Compile(
-           isolate, v8::MemorySpan<const uint8_t>(checked.engine_bytes.data(),
-                                                  checked.engine_bytes.size()))
-           .ToLocal(&object)) {
-    std::string message = ToStdString(isolate, try_catch.Exception());
-    const std::string prefix = "CompileError: ";
-    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
-    return Unexpected(Error(Kind::kInvalidModule, message));
+    // Constructed in place from the returned prvalue: no copy of the
+    // shared_ptr happens in our code.
+    entry.compiled = new v8::CompiledWasmModule(object->GetCompiledModule());
   }
   checked.engine_bytes.clear();
   checked.engine_bytes.shrink_to_fit();
-  auto module = std::make_shared<const V8Module>(std::move(checked), object->GetCompiledModule());
-  std::lock_guard lock(mu_);
-  std::erase_if(cache_, [](const auto& entry) { return entry.second.expired(); });
-  cache_[key] = module;
+  auto module = std::make_shared<const V8Module>(std::move(checked), entry.compiled);
+  entry.module = module;
   return std::shared_ptr<const WasmModule>(module);
 }
 
@@ -792,7 +786,7 @@ Result<std::unique_ptr<WasmInstance>, WasmError> V8Engine::Instantiate(
   auto v8_module = std::dynamic_pointer_cast<const V8Module>(module);
   STELE_CHECK(v8_module != nullptr, "Instantiate: module compiled by another engine");
   auto instance = std::make_unique<V8Instance>(ThreadIsolate(), v8_module, std::move(imports));
-  STELE_TRY(instance->Init(std::move(module)));
+  STELE_TRY(instance->Init());
   return std::unique_ptr<WasmInstance>(std::move(instance));
 }
 

@@ -90,6 +90,7 @@ class IsolateHolder {
     v8::Isolate::CreateParams params;
     params.array_buffer_allocator = allocator_.get();
     isolate_ = v8::Isolate::New(params);
+    isolate_->SetData(0, this);
     v8::Locker locker(isolate_);
     v8::Isolate::Scope isolate_scope(isolate_);
     v8::HandleScope handles(isolate_);
@@ -114,6 +115,7 @@ class IsolateHolder {
       v8::Locker locker(isolate_);
       v8::Isolate::Scope isolate_scope(isolate_);
       modules_.clear();
+      host_functions_.clear();
       instance_ctor_.Reset();
       context_.Reset();
     }
@@ -126,6 +128,27 @@ class IsolateHolder {
 
   v8::Isolate* isolate() const { return isolate_; }
   v8::Local<v8::Context> context() const { return context_.Get(isolate_); }
+
+  // The function that stands for import number `index` of whichever instance
+  // is innermost in active(). Made once per isolate: creating functions per
+  // instance costs far more than the rest of an instantiation.
+  v8::MaybeLocal<v8::Function> HostFunction(uint32_t index, v8::FunctionCallback callback) {
+    while (host_functions_.size() <= index) {
+      v8::Local<v8::Function> fn;
+      const uint32_t i = static_cast<uint32_t>(host_functions_.size());
+      if (!v8::Function::New(context(), callback, v8::Integer::NewFromUnsigned(isolate_, i))
+               .ToLocal(&fn)) {
+        return {};
+      }
+      host_functions_.emplace_back(isolate_, fn);
+    }
+    return host_functions_[index].Get(isolate_);
+  }
+  // The instances running guest code on this isolate, innermost last.
+  std::vector<void*>& active() { return active_; }
+  static IsolateHolder* From(v8::Isolate* isolate) {
+    return static_cast<IsolateHolder*>(isolate->GetData(0));
+  }
   v8::Local<v8::Function> instance_ctor() const { return instance_ctor_.Get(isolate_); }
 
   // Runs pending foreground tasks (V8 posts some, e.g. for tier-up and GC)
@@ -147,6 +170,8 @@ class IsolateHolder {
   v8::Global<v8::Context> context_;
   v8::Global<v8::Function> instance_ctor_;
   std::unordered_map<const v8::CompiledWasmModule*, v8::Global<v8::WasmModuleObject>> modules_;
+  std::vector<v8::Global<v8::Function>> host_functions_;
+  std::vector<void*> active_;
 };
 
 v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
@@ -434,8 +459,7 @@ Result<void, WasmError> V8Instance::Init() {
       }
     }
     v8::Local<v8::Function> function;
-    if (!v8::Function::New(context, &V8Instance::HostCallback,
-                           v8::External::New(isolate, bindings_.back().get()))
+    if (!holder_->HostFunction(static_cast<uint32_t>(bindings_.size() - 1), &V8Instance::HostCallback)
              .ToLocal(&function)) {
       return Unexpected(Error(Kind::kOutOfResources, "cannot create host function " + qualified));
     }
@@ -458,7 +482,9 @@ Result<void, WasmError> V8Instance::Init() {
   v8::Local<v8::Value> argv[] = {module_object, import_object};
   std::optional<uint64_t> generation = interrupt_->Begin();  // the start function may run
   STELE_CHECK(generation.has_value(), "new instance interrupted");
+  holder_->active().push_back(this);
   v8::MaybeLocal<v8::Object> maybe_instance = holder_->instance_ctor()->NewInstance(context, 2, argv);
+  holder_->active().pop_back();
   std::string reason = interrupt_->End();
   v8::Local<v8::Object> instance;
   if (!maybe_instance.ToLocal(&instance)) {
@@ -576,8 +602,10 @@ Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view ex
 
   v8::TryCatch try_catch(isolate);
   ++depth_;
+  holder_->active().push_back(this);
   v8::MaybeLocal<v8::Value> maybe_result = found->second.Get(isolate)->Call(
       context, v8::Undefined(isolate), static_cast<int>(argv.size()), argv.data());
+  holder_->active().pop_back();
   --depth_;
   v8::Local<v8::Value> result;
   if (!maybe_result.ToLocal(&result)) {
@@ -671,9 +699,13 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
 }
 
 void V8Instance::HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  auto* binding = static_cast<HostBinding*>(info.Data().As<v8::External>()->Value());
-  V8Instance& self = *binding->instance;
   v8::Isolate* isolate = info.GetIsolate();
+  IsolateHolder* holder = IsolateHolder::From(isolate);
+  STELE_CHECK(!holder->active().empty(), "host function called with no active instance");
+  V8Instance& self = *static_cast<V8Instance*>(holder->active().back());
+  const uint32_t index = info.Data().As<v8::Uint32>()->Value();
+  STELE_CHECK(index < self.bindings_.size(), "host function index out of range");
+  HostBinding* binding = self.bindings_[index].get();
   v8::Local<v8::Context> context = isolate->GetCurrentContext();
   const FuncType& type = binding->function->type;
 

@@ -681,7 +681,9 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
   if (cancel_id != 0) budget.cancel->Unregister(cancel_id);
   if (watchdog_id != 0) Watchdog::Process().Disarm(watchdog_id);
   std::string reason = interrupt_->End();
-  holder_->PumpTasks();
+  // Not from inside another instance's host function: tasks must not run
+  // while guest code is on the stack.
+  if (holder_->active().empty()) holder_->PumpTasks();
 
   // A host error terminates the guest, but a guest that returns before
   // V8's next termination check still returns a value: the error wins.
@@ -825,8 +827,10 @@ Result<std::unique_ptr<WasmInstance>, WasmError> V8Engine::Instantiate(
 }  // namespace
 
 std::shared_ptr<WasmEngine> CreateV8Engine() {
-  static std::shared_ptr<WasmEngine> engine = std::make_shared<V8Engine>();
-  return engine;
+  // Leaked on purpose, like V8 itself: it owns the compiled modules, which
+  // instances on other threads may still use during static destruction.
+  static auto* engine = new std::shared_ptr<WasmEngine>(std::make_shared<V8Engine>());
+  return *engine;
 }
 
 }  // namespace stele::wasm

@@ -246,6 +246,36 @@ TEST_F(WasmEngineTest, HostErrorAbortsTheGuest) {
   EXPECT_EQ(instance->Call("after_fail", {}).error().kind, Kind::kPoisoned);
 }
 
+TEST_F(WasmEngineTest, AGuestFailureInsideAHostFunctionFailsTheOuterCall) {
+  HostState state;
+  auto imports = HostImports(&state);
+  // "log" re-enters the guest: a missing export and bad arguments are
+  // ordinary errors; then a nested call that fails (its host function
+  // errs), which the host function swallows.
+  imports->Add("env", "log", kLogType,
+               [](HostCall& call, std::span<const Value>) -> Result<std::vector<Value>, WasmError> {
+                 auto missing = call.CallExport("no_such_export", {});
+                 if (missing.has_value() || missing.error().kind != WasmError::Kind::kNoSuchExport) {
+                   return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kNoSuchExport"));
+                 }
+                 std::vector<Value> args;  // bad arity: kBadArguments, also ordinary
+                 auto bad = call.CallExport("stele_alloc", args);
+                 if (bad.has_value() || bad.error().kind != WasmError::Kind::kBadArguments) {
+                   return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kBadArguments"));
+                 }
+                 // Swallowing a guest trap must not let the outer call succeed.
+                 (void)call.CallExport("call_fail", {});
+                 return std::vector<Value>{};
+               });
+  auto instance = Instantiate(*engine_->Compile(ReadGuest("host"), imports->AsLimits()), imports);
+  auto r = instance->Call("greet", {});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().kind, Kind::kHostError);
+  EXPECT_EQ(r.error().message, "host says no to 7");
+  EXPECT_EQ(state.fail_calls, 1);
+  EXPECT_TRUE(instance->poisoned());
+}
+
 TEST_F(WasmEngineTest, MissingOrMistypedHostFunctionIsALinkError) {
   HostState state;
   auto imports = HostImports(&state);

@@ -1,0 +1,312 @@
+// End-to-end tests of wasm workflows and activities on real SQLite files
+// with the real executors, V8 and guests compiled by clang
+// (testdata/*.c, built by this folder's CMakeLists.txt).
+#include <chrono>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/wasm_host/wasm_host_test_util.h"
+
+namespace stele::runtime::wasm_host::testing {
+namespace {
+
+namespace wf = runtime::workflow;
+using core::Json;
+
+std::shared_ptr<const WasmComponent> Workflows(WasmComponentLimits limits = {}) {
+  return LoadOrDie(STELE_TEST_WORKFLOWS_WASM, "test_workflows", GuestKind::kWorkflow, limits);
+}
+std::shared_ptr<const WasmComponent> Activities() {
+  return LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
+}
+
+Json OkJson(const core::SupportedFunctionReturnValue& v) {
+  const auto* ok = std::get_if<core::ReturnValueOk>(&v);
+  EXPECT_NE(ok, nullptr) << "not ok";
+  if (ok == nullptr || !ok->ok) return nullptr;
+  return *ok->ok;
+}
+const core::FinishedExecutionError* Failure(const core::SupportedFunctionReturnValue& v) {
+  return std::get_if<core::FinishedExecutionError>(&v);
+}
+
+class WasmHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir(); }
+  void TearDown() override {
+    env_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  Env& Start(EnvConfig config) {
+    if (!config.workflows) config.workflows = Workflows();
+    env_ = std::make_unique<Env>(dir_, std::move(config));
+    return *env_;
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Env> env_;
+};
+
+TEST_F(WasmHostTest, HelloCallsANativeActivityAndSleeps) {
+  EnvConfig config;
+  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&, const Json& p) -> ActivityResult {
+    return Json("hi, " + p.at(0).get<std::string>());
+  };
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.hello", Json::array({"Ada"}));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("hi, Ada"));
+  // The call and the sleep each wrote events from a host call outside replay.
+  auto trace = env.api().GetBacktrace(id, storage::BacktraceFilter::Last());
+  ASSERT_TRUE(trace) << trace.error().ToString();
+  EXPECT_FALSE(trace->wasm_backtrace.frames.empty());
+  EXPECT_EQ(trace->component_id.name, "test_workflows");
+}
+
+TEST_F(WasmHostTest, HelloCallsAWasmActivity) {
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.hello", Json::array({"Ada"}));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("hello, Ada"));
+}
+
+TEST_F(WasmHostTest, FanOutWithAJoinSet) {
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.fan-out", Json::array({5}));
+  // 1 + 4 + 9 + 16 + 25; the guest also checked that a sixth join_next
+  // reports STELE_ALL_PROCESSED.
+  EXPECT_EQ(OkJson(env.Await(id)), Json(55));
+}
+
+TEST_F(WasmHostTest, BothBlockingStrategiesWriteTheSameHistory) {
+  auto id = core::ExecutionId::Generate();
+  std::vector<std::vector<core::HistoryEvent>> histories;
+  for (auto strategy : {wf::BlockingStrategy::kAwait, wf::BlockingStrategy::kInterrupt}) {
+    auto dir = MakeTempDir();
+    {
+      EnvConfig config;
+      config.workflows = Workflows();
+      config.activities = Activities();
+      config.strategy = strategy;
+      Env env(dir, std::move(config));
+      env.Submit("testing:wasm/wf.fan-out", Json::array({3}), id);
+      EXPECT_EQ(OkJson(env.Await(id)), Json(14));
+      histories.push_back(NormalisedHistory(env.Events(id)));
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  ASSERT_EQ(histories.size(), 2u);
+  EXPECT_FALSE(histories[0].empty());
+  EXPECT_EQ(histories[0], histories[1]);
+}
+
+TEST_F(WasmHostTest, DurableSleepWakes) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.sleep", Json::array({50}));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("slept"));
+}
+
+TEST_F(WasmHostTest, WorkflowImportingWasiIsRejectedAtLoad) {
+  auto loaded = LoadWasmComponentFile(wasm::CreateV8Engine(), STELE_TEST_WASI_WORKFLOW_WASM,
+                                      "wasi_workflow", GuestKind::kWorkflow);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find("wasi_snapshot_preview1"), std::string::npos) << loaded.error();
+  EXPECT_NE(loaded.error().find("no WASI"), std::string::npos) << loaded.error();
+}
+
+TEST_F(WasmHostTest, InfiniteLoopIsInterruptedAndRetriedNotFinished) {
+  EnvConfig config;
+  config.guest_slice = std::chrono::milliseconds(100);
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.loop", Json::array());
+  EXPECT_TRUE(env.WaitUntil(
+      [&] { return CountEvents<core::TemporarilyTimedOut>(env.Events(id)) >= 2; }));
+  EXPECT_GE(env.workflow_worker().watchdog().interrupts(), 2u);
+  EXPECT_EQ(CountEvents<core::Finished>(env.Events(id)), 0u);
+}
+
+TEST_F(WasmHostTest, WorkflowTrapIsFinalWithTheBacktrace) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.trap", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("workflow trap"), std::string::npos) << *failure->reason;
+  ASSERT_TRUE(failure->detail);
+  EXPECT_NE(failure->detail->find("deep_trap"), std::string::npos) << *failure->detail;
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 0u);
+}
+
+TEST_F(WasmHostTest, ActivityTrapIsRetriedThenFinal) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 2;
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/act.trap", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 2u);
+}
+
+TEST_F(WasmHostTest, ActivityErrIsRetriedThenIsTheResult) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 1;
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/act.err", Json::array());
+  auto result = env.Await(id);
+  const auto* err = std::get_if<core::ReturnValueErr>(&result);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->err, Json("no luck"));
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 1u);
+}
+
+TEST_F(WasmHostTest, ActivityProcExitIsATrap) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 0;
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/act.exit", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("proc_exit(3)"), std::string::npos) << *failure->reason;
+}
+
+TEST_F(WasmHostTest, ActivitySeesConfiguredEnvironment) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_options.wasi.env = {{"STELE_TEST", "yes"}};
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/act.env", Json::array());
+  EXPECT_EQ(OkJson(env.Await(id)), Json("yes"));
+}
+
+TEST_F(WasmHostTest, ActivityLoopTimesOutAtTheLockDeadline) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 0;
+  config.activity_lock = std::chrono::milliseconds(200);
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/act.loop", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kTimedOut);
+}
+
+TEST_F(WasmHostTest, MemoryGrowthBeyondTheCapFailsCleanly) {
+  EnvConfig config;
+  config.workflows = Workflows(WasmComponentLimits{.max_memory_pages = 4});
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.memory", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("workflow trap"), std::string::npos) << *failure->reason;
+}
+
+TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
+  core::ExecutionId id = core::ExecutionId::Generate();
+  std::string child;
+  {
+    EnvConfig config;
+    config.activities = Activities();
+    config.stubs = {"testing:wasm/stub.approve"};
+    Env& env = Start(std::move(config));
+    env.Submit("testing:wasm/wf.two-calls", Json::array(), id);
+    // Blocked on the stub: the prefix is greet, then the stub call.
+    ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
+    // Backtraces name the guest function that made the host call. They are
+    // stored when the run ends (a warm run ends when its lease does).
+    std::optional<core::BacktraceInfo> trace;
+    ASSERT_TRUE(env.WaitUntil([&] {
+      auto got = env.api().GetBacktrace(id, storage::BacktraceFilter::Last());
+      if (got) trace = *got;
+      return got.has_value();
+    }));
+    bool named = false;
+    for (const auto& frame : trace->wasm_backtrace.frames) named |= frame.func_name == "place_the_call";
+    EXPECT_TRUE(named);
+    for (const auto& e : env.Events(id)) {
+      if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+        if (const auto* req = std::get_if<core::HistoryJoinSetRequest>(&h->event)) {
+          if (req->join_set_id.name().find("approve") != std::string::npos) {
+            if (const auto* c = std::get_if<core::ChildExecutionRequest>(&req->request)) {
+              child = c->child_execution_id.ToString();
+            }
+          }
+        }
+      }
+    }
+    ASSERT_FALSE(child.empty());
+    env_.reset();
+  }
+  EnvConfig config;
+  config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_V2_WASM, "test_workflows", GuestKind::kWorkflow);
+  config.activities = Activities();
+  config.stubs = {"testing:wasm/stub.approve"};
+  Env& env = Start(std::move(config));
+  ASSERT_TRUE(env.engine().Stub(child, ExecutionResult::Ok(Json(true))));
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kNondeterminismDetected);
+}
+
+TEST_F(WasmHostTest, HumanApprovalCompletedByStub) {
+  EnvConfig config;
+  config.stubs = {"testing:wasm/stub.approve"};
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.approval", Json::array({100}));
+  ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
+  auto children = env.api().ListExecutions(
+      core::FunctionFqn::Parse("testing:wasm/stub.approve").value(), false,
+      core::ExecutionListPagination{});
+  ASSERT_TRUE(children);
+  ASSERT_EQ(children->size(), 1u);
+  ASSERT_TRUE(env.engine().Stub(children->front().execution_id.ToString(),
+                                ExecutionResult::Ok(Json(true))));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("approved"));
+}
+
+TEST_F(WasmHostTest, RandomValuesAreInRange) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.random", Json::array());
+  Json values = OkJson(env.Await(id));
+  ASSERT_TRUE(values.is_array());
+  EXPECT_LT(values[0].get<uint64_t>(), 1000000u);
+  EXPECT_EQ(values[1], Json(5));
+  EXPECT_EQ(values[2].get<std::string>().size(), 8u);
+}
+
+TEST_F(WasmHostTest, MalformedFfqnFromTheGuestFailsTheWorkflowClearly) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.bad-ffqn", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("not an ffqn"), std::string::npos) << *failure->reason;
+}
+
+TEST_F(WasmHostTest, MalformedResultIsAResultParsingError) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.bad-result", Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("result parsing"), std::string::npos) << *failure->reason;
+}
+
+}  // namespace
+}  // namespace stele::runtime::wasm_host::testing

@@ -1,0 +1,512 @@
+#include "cli/args.h"
+
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "core/function_fqn.h"
+#include "core/ids.h"
+
+namespace stele::cli {
+namespace {
+
+// Every flag of every command, with whether it takes a value. One table for
+// all commands, so that flags may precede the command words (`stele --json
+// execution list`); which command accepts which flag is checked afterwards.
+struct FlagSpec {
+  std::string_view name;
+  bool takes_value;
+};
+constexpr FlagSpec kFlags[] = {
+    {"api-url", true},     {"token", true},        {"json", false},       {"help", false},
+    {"version", false},    {"id", true},           {"follow", false},     {"scheduled-at", true},
+    {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
+    {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
+    {"since-version", true},
+};
+
+// Files given as `@FILE` larger than this are refused: params are meant for
+// one request body, not for streaming data sets.
+constexpr std::streamsize kMaxArgFileBytes = 16 << 20;
+
+struct Tokens {
+  std::vector<std::string> positionals;
+  std::map<std::string, std::string, std::less<>> flags;  // value "" for boolean flags
+  bool help = false;
+};
+
+Unexpected<UsageError> Usage(std::string message) { return Unexpected(UsageError{std::move(message)}); }
+
+const FlagSpec* FindFlag(std::string_view name) {
+  for (const FlagSpec& f : kFlags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+Result<Tokens, UsageError> Tokenize(const std::vector<std::string>& args) {
+  Tokens t;
+  bool flags_ended = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& tok = args[i];
+    if (flags_ended || tok.size() < 2 || tok[0] != '-') {
+      t.positionals.push_back(tok);
+      continue;
+    }
+    if (tok == "--") {
+      flags_ended = true;
+      continue;
+    }
+    if (tok == "-h") {
+      t.help = true;
+      continue;
+    }
+    std::string name;
+    std::optional<std::string> value;
+    if (tok == "-f") {
+      name = "follow";
+    } else if (tok.rfind("--", 0) == 0) {
+      std::string_view body = std::string_view(tok).substr(2);
+      size_t eq = body.find('=');
+      name = std::string(body.substr(0, eq));
+      if (eq != std::string_view::npos) value = std::string(body.substr(eq + 1));
+    } else {
+      return Usage("unknown flag `" + tok + "`");
+    }
+    const FlagSpec* spec = FindFlag(name);
+    if (spec == nullptr) return Usage("unknown flag `--" + name + "`");
+    if (name == "help") {
+      if (value) return Usage("flag `--help` takes no value");
+      t.help = true;
+      continue;
+    }
+    if (spec->takes_value && !value) {
+      if (i + 1 >= args.size()) return Usage("flag `--" + name + "` needs a value");
+      value = args[++i];
+    } else if (!spec->takes_value && value) {
+      return Usage("flag `--" + name + "` takes no value");
+    }
+    if (!t.flags.emplace(name, value.value_or("")).second) {
+      return Usage("flag `--" + name + "` given twice");
+    }
+  }
+  return t;
+}
+
+Result<uint64_t, UsageError> ParseUnsigned(std::string_view flag, const std::string& text,
+                                           uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max) {
+    return Usage("`--" + std::string(flag) + "` expects an integer in [" + std::to_string(min) +
+                 ", " + std::to_string(max) + "], got `" + text + "`");
+  }
+  return v;
+}
+
+// Reads `@FILE` or returns the text itself.
+Result<std::string, UsageError> ArgText(std::string_view what, const std::string& arg) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  std::string path = arg.substr(1);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Usage("cannot read " + std::string(what) + " file `" + path + "`");
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<std::streamsize>(text.size()) > kMaxArgFileBytes) {
+      return Usage(std::string(what) + " file `" + path + "` is larger than 16 MiB");
+    }
+  }
+  return text;
+}
+
+Result<nlohmann::json, UsageError> ParseJsonArg(std::string_view what, const std::string& arg) {
+  STELE_ASSIGN_OR_RETURN(std::string text, ArgText(what, arg));
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return Usage(std::string(what) + " is not valid JSON: " + e.what());
+  }
+}
+
+Result<void, UsageError> CheckExecutionId(const std::string& text) {
+  auto id = core::ExecutionId::Parse(text);
+  if (!id) return Usage("invalid execution id `" + text + "`: " + id.error().message);
+  return {};
+}
+
+// Visible ASCII only: a token ends up in an HTTP header.
+bool IsValidToken(std::string_view token) {
+  if (token.empty()) return false;
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// Accepts http(s)://host[:port][/]; the API lives at the root, so a path is
+// almost certainly a mistake.
+Result<void, UsageError> CheckApiUrl(const std::string& url) {
+  std::string_view rest = url;
+  if (rest.rfind("http://", 0) == 0) {
+    rest.remove_prefix(7);
+  } else if (rest.rfind("https://", 0) == 0) {
+    rest.remove_prefix(8);
+  } else {
+    return Usage("API URL `" + url + "` must start with http:// or https://");
+  }
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos) {
+    return Usage("API URL `" + url + "` has a path; give only scheme, host and port");
+  }
+  std::string_view host = rest;
+  std::optional<std::string_view> port;
+  if (!rest.empty() && rest.front() == '[') {  // [IPv6]
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return Usage("API URL `" + url + "` has an unclosed `[`");
+    host = rest.substr(1, close - 1);
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return Usage("API URL `" + url + "` is malformed");
+      port = after.substr(1);
+    }
+  } else if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  if (host.empty()) return Usage("API URL `" + url + "` has no host");
+  for (char c : host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || (c == ':' && rest.front() == '[');
+    if (!ok) return Usage("API URL `" + url + "` has a malformed host");
+  }
+  if (port) {
+    uint64_t p = 0;
+    auto [ptr, ec] = std::from_chars(port->data(), port->data() + port->size(), p);
+    if (port->empty() || ec != std::errc() || ptr != port->data() + port->size() || p == 0 ||
+        p > 65535) {
+      return Usage("API URL `" + url + "` has an invalid port");
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- help texts
+
+constexpr std::string_view kGlobalHelp =
+    "Global flags (accepted anywhere):\n"
+    "  --api-url URL   server address (default http://127.0.0.1:5005, env STELE_API_URL)\n"
+    "  --token TOKEN   bearer token (env STELE_TOKEN)\n"
+    "  --json          machine-readable output: one JSON document per line\n"
+    "  -h, --help      show help\n";
+
+constexpr std::string_view kExitCodesHelp =
+    "Exit codes: 0 ok, 1 execution finished with an error, 2 usage error or request\n"
+    "rejected as malformed, 3 not found, 4 server or connection error, 5 conflict,\n"
+    "6 unauthorized, 7 timed out waiting for the result.\n";
+
+struct CommandHelp {
+  std::string_view path;  // "execution submit"
+  std::string_view synopsis;
+  std::string_view body;
+};
+
+constexpr CommandHelp kCommandHelp[] = {
+    {"execution submit", "stele execution submit FFQN PARAMS_JSON [--id ID] [--scheduled-at TIME] [--follow]",
+     "Submits an execution of FFQN (ns:pkg/ifc.fn) with PARAMS_JSON, a JSON array\n"
+     "(or @FILE holding one). Prints the execution id.\n"
+     "  --id ID             client-chosen execution id (E_<ULID>); resubmitting the\n"
+     "                      same id with equal params is idempotent, different params\n"
+     "                      are a conflict (exit 5)\n"
+     "  --scheduled-at TIME first run not before TIME (RFC 3339)\n"
+     "  -f, --follow        stream state changes until finished; exit 1 if the\n"
+     "                      execution finished with an error\n"},
+    {"execution get", "stele execution get ID [--follow]",
+     "Shows the state and, when finished, the result of an execution.\n"
+     "  -f, --follow   stream state changes until finished; exit 1 if the\n"
+     "                 execution finished with an error\n"},
+    {"execution result", "stele execution result ID [--timeout SECONDS]",
+     "Waits up to SECONDS (default 0: do not wait) for the execution to finish and\n"
+     "prints its result. Exit 1 if it finished with an error, 7 if still running.\n"},
+    {"execution list",
+     "stele execution list [--ffqn-prefix P] [--id-prefix P] [--show-derived] [--hide-finished]\n"
+     "                     [--cursor C] [--direction older|newer] [--length N]",
+     "Lists executions, newest first. Prints the cursor of the next page when\n"
+     "there is one; pass it to --cursor to continue.\n"},
+    {"execution events", "stele execution events ID [--since-version N] [--length N]",
+     "Prints the event log of an execution.\n"},
+    {"execution responses", "stele execution responses ID [--cursor N] [--length N]",
+     "Prints the responses (child results, fired delays) delivered to an execution.\n"},
+    {"execution cancel", "stele execution cancel ID",
+     "Cancels an activity execution (E_...) or a delay (Delay_...). Prints the outcome.\n"},
+    {"execution stub", "stele execution stub ID RESULT_JSON",
+     "Writes the result of a stub activity execution. RESULT_JSON is {\"ok\": VALUE}\n"
+     "or {\"err\": VALUE} (or @FILE holding one). Idempotent for an equal result;\n"
+     "a different result is a conflict (exit 5).\n"},
+    {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
+};
+
+std::string HelpFor(std::string_view path) {
+  std::ostringstream out;
+  for (const CommandHelp& h : kCommandHelp) {
+    if (h.path == path) {
+      out << "Usage: " << h.synopsis << "\n\n" << h.body << "\n" << kGlobalHelp << "\n" << kExitCodesHelp;
+      return out.str();
+    }
+  }
+  // A group: list its commands.
+  out << "Usage: stele " << path << " COMMAND [ARGS...]\n\nCommands:\n";
+  for (const CommandHelp& h : kCommandHelp) {
+    if (h.path.rfind(std::string(path) + " ", 0) == 0) out << "  " << h.synopsis << "\n";
+  }
+  out << "\n" << kGlobalHelp << "\nRun `stele " << path << " COMMAND --help` for details.\n";
+  return out.str();
+}
+
+bool IsKnownPath(std::string_view path) {
+  for (const CommandHelp& h : kCommandHelp) {
+    if (h.path == path) return true;
+  }
+  return false;
+}
+
+struct CommandSpec {
+  std::string_view path;
+  CommandKind kind;
+  size_t positionals;
+  std::vector<std::string_view> flags;  // besides the global ones
+};
+
+const std::vector<CommandSpec>& CommandSpecs() {
+  static const std::vector<CommandSpec> specs = {
+      {"execution submit", CommandKind::kExecutionSubmit, 2, {"id", "follow", "scheduled-at"}},
+      {"execution get", CommandKind::kExecutionGet, 1, {"follow"}},
+      {"execution result", CommandKind::kExecutionResult, 1, {"timeout"}},
+      {"execution list", CommandKind::kExecutionList, 0,
+       {"ffqn-prefix", "id-prefix", "show-derived", "hide-finished", "cursor", "direction", "length"}},
+      {"execution events", CommandKind::kExecutionEvents, 1, {"since-version", "length"}},
+      {"execution responses", CommandKind::kExecutionResponses, 1, {"cursor", "length"}},
+      {"execution cancel", CommandKind::kExecutionCancel, 1, {}},
+      {"execution stub", CommandKind::kExecutionStub, 2, {}},
+      {"component list", CommandKind::kComponentList, 0, {}},
+  };
+  return specs;
+}
+
+std::optional<std::string> Flag(const Tokens& t, std::string_view name) {
+  auto it = t.flags.find(name);
+  if (it == t.flags.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
+                                     const std::vector<std::string>& pos, Command& cmd) {
+  switch (spec.kind) {
+    case CommandKind::kExecutionSubmit: {
+      auto fqn = core::FunctionFqn::Parse(pos[0]);
+      if (!fqn) return Usage("invalid function name `" + pos[0] + "`: " + fqn.error().message);
+      cmd.ffqn = pos[0];
+      STELE_ASSIGN_OR_RETURN(cmd.params, ParseJsonArg("PARAMS_JSON", pos[1]));
+      if (!cmd.params.is_array()) return Usage("PARAMS_JSON must be a JSON array, e.g. '[1, \"two\"]'");
+      if (auto id = Flag(t, "id")) {
+        auto parsed = core::ExecutionId::Parse(*id);
+        if (!parsed || !parsed->IsTopLevel()) {
+          return Usage("`--id` expects a top-level execution id E_<ULID>, got `" + *id + "`");
+        }
+        cmd.execution_id = *id;
+      }
+      if (auto at = Flag(t, "scheduled-at")) {
+        if (at->empty()) return Usage("`--scheduled-at` needs a time (RFC 3339)");
+        cmd.scheduled_at = *at;
+      }
+      cmd.follow = Flag(t, "follow").has_value();
+      return {};
+    }
+    case CommandKind::kExecutionGet:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      cmd.follow = Flag(t, "follow").has_value();
+      return {};
+    case CommandKind::kExecutionResult:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      if (auto v = Flag(t, "timeout")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t s, ParseUnsigned("timeout", *v, 0, 86400));
+        cmd.timeout_seconds = static_cast<uint32_t>(s);
+      }
+      return {};
+    case CommandKind::kExecutionList: {
+      ListFilters& f = cmd.list;
+      f.ffqn_prefix = Flag(t, "ffqn-prefix");
+      f.execution_id_prefix = Flag(t, "id-prefix");
+      f.show_derived = Flag(t, "show-derived").has_value();
+      f.hide_finished = Flag(t, "hide-finished").has_value();
+      f.cursor = Flag(t, "cursor");
+      if (f.cursor && f.cursor->empty()) return Usage("`--cursor` needs a value");
+      if (auto d = Flag(t, "direction")) {
+        if (*d != "older" && *d != "newer") {
+          return Usage("`--direction` expects `older` or `newer`, got `" + *d + "`");
+        }
+        f.direction = *d;
+      }
+      if (auto v = Flag(t, "length")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("length", *v, 1, 100000));
+        f.length = static_cast<uint32_t>(n);
+      }
+      return {};
+    }
+    case CommandKind::kExecutionEvents:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      if (auto v = Flag(t, "since-version")) {
+        STELE_ASSIGN_OR_RETURN(cmd.since_version, ParseUnsigned("since-version", *v, 0, UINT32_MAX));
+      }
+      if (auto v = Flag(t, "length")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("length", *v, 1, 100000));
+        cmd.length = static_cast<uint32_t>(n);
+      }
+      return {};
+    case CommandKind::kExecutionResponses:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      if (auto v = Flag(t, "cursor")) {
+        STELE_TRY(ParseUnsigned("cursor", *v, 0, UINT32_MAX));
+        cmd.cursor = *v;
+      }
+      if (auto v = Flag(t, "length")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("length", *v, 1, 100000));
+        cmd.length = static_cast<uint32_t>(n);
+      }
+      return {};
+    case CommandKind::kExecutionCancel:
+      if (pos[0].rfind("Delay_", 0) == 0) {
+        auto id = core::DelayId::Parse(pos[0]);
+        if (!id) return Usage("invalid delay id `" + pos[0] + "`: " + id.error().message);
+        cmd.cancel_is_delay = true;
+      } else {
+        STELE_TRY(CheckExecutionId(pos[0]));
+      }
+      cmd.execution_id = pos[0];
+      return {};
+    case CommandKind::kExecutionStub: {
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      STELE_ASSIGN_OR_RETURN(cmd.stub_result, ParseJsonArg("RESULT_JSON", pos[1]));
+      const nlohmann::json& r = cmd.stub_result;
+      if (!r.is_object() || r.size() != 1 || (!r.contains("ok") && !r.contains("err"))) {
+        return Usage("RESULT_JSON must be {\"ok\": VALUE} or {\"err\": VALUE}");
+      }
+      return {};
+    }
+    case CommandKind::kComponentList:
+    case CommandKind::kHelp:
+    case CommandKind::kVersion:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string TopLevelHelp() {
+  std::ostringstream out;
+  out << "stele: client of a Stele server, and the server itself.\n\n"
+         "Usage:\n"
+         "  stele server run|verify [--config FILE]\n";
+  for (const CommandHelp& h : kCommandHelp) out << "  " << h.synopsis << "\n";
+  out << "  stele help [COMMAND...]\n  stele --version\n\n"
+      << kGlobalHelp << "\n"
+      << kExitCodesHelp << "\nRun `stele COMMAND --help` for details (docs/cli.md).\n";
+  return out.str();
+}
+
+Result<Command, UsageError> ParseArgs(const std::vector<std::string>& args, const EnvLookup& env) {
+  STELE_ASSIGN_OR_RETURN(Tokens t, Tokenize(args));
+  Command cmd;
+
+  // Global options first: a bad URL or token is reported whatever the command.
+  if (auto url = Flag(t, "api-url")) {
+    cmd.global.api_url = *url;
+  } else if (auto from_env = env("STELE_API_URL"); from_env && !from_env->empty()) {
+    cmd.global.api_url = *from_env;
+  }
+  STELE_TRY(CheckApiUrl(cmd.global.api_url));
+  if (auto token = Flag(t, "token")) {
+    if (!IsValidToken(*token)) return Usage("`--token` must be non-empty visible ASCII");
+    cmd.global.token = *token;
+  } else if (auto from_env = env("STELE_TOKEN"); from_env && !from_env->empty()) {
+    if (!IsValidToken(*from_env)) return Usage("STELE_TOKEN must be visible ASCII");
+    cmd.global.token = *from_env;
+  }
+  cmd.global.json = Flag(t, "json").has_value();
+
+  std::vector<std::string> pos = t.positionals;
+  if (!pos.empty() && pos[0] == "help") {
+    t.help = true;
+    pos.erase(pos.begin());
+  }
+  if (pos.empty()) {
+    if (Flag(t, "version")) {
+      cmd.kind = CommandKind::kVersion;
+      return cmd;
+    }
+    if (t.help) {
+      cmd.kind = CommandKind::kHelp;
+      cmd.help_text = TopLevelHelp();
+      return cmd;
+    }
+    return Usage("missing command; run `stele --help`");
+  }
+  if (Flag(t, "version")) return Usage("`--version` takes no command");
+  if (pos[0] == "server") {
+    return Usage("`server` must come first: stele server run|verify [--config FILE]");
+  }
+  if (pos[0] != "execution" && pos[0] != "component") {
+    return Usage("unknown command `" + pos[0] + "`; run `stele --help`");
+  }
+  if (pos.size() == 1) {
+    if (t.help) {
+      cmd.kind = CommandKind::kHelp;
+      cmd.help_text = HelpFor(pos[0]);
+      return cmd;
+    }
+    return Usage("missing subcommand of `" + pos[0] + "`; run `stele " + pos[0] + " --help`");
+  }
+  std::string path = pos[0] + " " + pos[1];
+  if (!IsKnownPath(path)) {
+    return Usage("unknown command `" + path + "`; run `stele " + pos[0] + " --help`");
+  }
+  if (t.help) {
+    cmd.kind = CommandKind::kHelp;
+    cmd.help_text = HelpFor(path);
+    return cmd;
+  }
+  const CommandSpec* spec = nullptr;
+  for (const CommandSpec& s : CommandSpecs()) {
+    if (s.path == path) spec = &s;
+  }
+  STELE_CHECK(spec != nullptr, "every known path has a CommandSpec");
+  for (const auto& [name, value] : t.flags) {
+    if (name == "api-url" || name == "token" || name == "json") continue;
+    bool allowed = false;
+    for (std::string_view f : spec->flags) allowed = allowed || f == name;
+    if (!allowed) return Usage("`stele " + path + "` has no flag `--" + name + "`");
+  }
+  pos.erase(pos.begin(), pos.begin() + 2);
+  if (pos.size() != spec->positionals) {
+    std::string synopsis;
+    for (const CommandHelp& h : kCommandHelp) {
+      if (h.path == path) synopsis = std::string(h.synopsis);
+    }
+    return Usage(std::string(pos.size() < spec->positionals ? "missing" : "too many") +
+                 " arguments; usage: " + synopsis);
+  }
+  cmd.kind = spec->kind;
+  STELE_TRY(FillCommand(*spec, t, pos, cmd));
+  return cmd;
+}
+
+}  // namespace stele::cli

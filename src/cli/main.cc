@@ -1,0 +1,38 @@
+// The `stele` executable: `stele server ...` runs the server (composition
+// root in src/server), everything else is the HTTP client (cli/commands.h).
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/commands.h"
+
+#if STELE_CLI_HAS_SERVER
+#include "server/server_main.h"
+#endif
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "server") {
+#if STELE_CLI_HAS_SERVER
+    return stele::server::ServerMain(argc - 1, argv + 1);
+#else
+    std::cerr << "stele server: not built yet (this build has no src/server)\n";
+    return 4;
+#endif
+  }
+  // A reader that closes our stdout early (`stele execution list | head`)
+  // must not kill us with SIGPIPE halfway through a request.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  int code = stele::cli::CliMain(args, env, std::cout, std::cerr);
+  std::cout.flush();
+  return code;
+}

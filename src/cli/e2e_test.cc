@@ -381,6 +381,31 @@ size_t Count(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::count(v.begin(), v.end(), x));
 }
 
+// The binary without a server: help, version and usage errors.
+TEST(E2eBinary, HelpVersionAndUsage) {
+  CliRun help = RunStele({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos) << help.out;
+  CliRun sub = RunStele({"execution", "submit", "--help"});
+  EXPECT_EQ(sub.code, 0);
+  EXPECT_NE(sub.out.find("--follow"), std::string::npos) << sub.out;
+  CliRun version = RunStele({"--version"});
+  EXPECT_EQ(version.code, 0);
+  EXPECT_EQ(version.out.rfind("stele ", 0), 0u) << version.out;
+  CliRun server_help = RunStele({"server", "--help"});
+  EXPECT_EQ(server_help.code, 0) << server_help.err;
+  EXPECT_NE(server_help.out.find("run"), std::string::npos) << server_help.out;
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {}, {"bogus"}, {"server", "bogus"}, {"execution", "get", "E_1"}, {"--json"}}) {
+    CliRun r = RunStele(args);
+    EXPECT_EQ(r.code, 2) << (args.empty() ? "" : args[0]) << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(r.err.empty());
+  }
+  // A bad URL from the environment is a usage error too.
+  EXPECT_EQ(RunStele({"component", "list"}, {{"STELE_API_URL", "127.0.0.1:5005"}}).code, 2);
+}
+
 TEST_F(E2eTest, SubmitGetResult) {
   START_SERVER();
   std::string id = Submit(kEcho, R"(["hi"])");
@@ -463,11 +488,18 @@ TEST_F(E2eTest, FailedExecutionsExitWithOne) {
 TEST_F(E2eTest, FollowStreamsStateChangesToCompletion) {
   START_SERVER();
   WriteFile(dir_ / "hold", "");
-  CliRun follow;
-  std::thread t([&] { follow = Cli({"execution", "submit", kSlow, "[]", "--follow"}); });
+  std::string held = Submit(kSlow, "[]");
   ASSERT_TRUE(WaitFor([&] { return RunCount() >= 1; })) << server_.Log();
+  CliRun follow;
+  std::thread t([&] { follow = Cli({"execution", "get", held, "--follow"}); });
+  // The follower has printed the locked state once its SSE stream is open.
+  bool streaming = WaitFor([&] {
+    auto metrics = Http().Get("/metrics");
+    return metrics && metrics->body.find("stele_follow_streams 1") != std::string::npos;
+  });
   fs::remove(dir_ / "hold");
   t.join();
+  ASSERT_TRUE(streaming) << server_.Log();
   EXPECT_EQ(follow.code, 0) << follow.err;
   EXPECT_NE(follow.out.find("state: locked"), std::string::npos) << follow.out;
   EXPECT_NE(follow.out.find("state: finished"), std::string::npos) << follow.out;

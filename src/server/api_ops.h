@@ -1,0 +1,30 @@
+// The HTTP operations beyond submit/status/result/list (api_ops.cc):
+// events, responses, cancel, stub, upgrade, backtrace, components, follow
+// (SSE), healthz, metrics. Internal to src/server.
+//
+// Threading: handlers run on httplib's worker threads; they only use the
+// thread-safe parts of ServerImpl.
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+
+#include "base/result.h"
+#include "core/json.h"
+#include "core/pending_state.h"
+#include "server/api_util.h"
+#include "server/server_impl.h"
+
+namespace stele::server::api {
+
+using Handler = Result<core::Json, ApiError> (*)(ServerImpl& d, const httplib::Request& req);
+// Runs `h` and replies 200 with its JSON, or with its error (api.cc).
+httplib::Server::Handler Wrap(ServerImpl& d, Handler h);
+
+// {"status": "pending_at"|"locked"|"blocked_by_join_set"|"finished", ...} (api.cc).
+core::Json PendingStateToJson(const core::PendingState& state);
+
+void InstallOperationRoutes(ServerImpl& d, const std::string& id_path);
+
+}  // namespace stele::server::api

@@ -1,0 +1,141 @@
+// Helpers of the HTTP handlers (api_util.h).
+#include "server/api_util.h"
+
+#include <charconv>
+
+#include "core/json_codec.h"
+
+namespace stele::server::api {
+
+ApiError Validation(std::string message) { return {400, "validation", std::move(message)}; }
+ApiError NotFound(std::string message) { return {404, "not_found", std::move(message)}; }
+ApiError Conflict(std::string message) { return {409, "conflict", std::move(message)}; }
+ApiError Unavailable(std::string message) {
+  return {503, "database_unavailable", std::move(message)};
+}
+
+ApiError FromWrite(const storage::DbErrorWrite& e, std::string_view what) {
+  switch (e.kind()) {
+    case storage::DbErrorWrite::Kind::kNotFound:
+      return NotFound(std::string(what) + ": not found");
+    case storage::DbErrorWrite::Kind::kGeneric:
+      return Unavailable(std::string(what) + ": " + e.ToString());
+    case storage::DbErrorWrite::Kind::kNonRetriable: break;
+  }
+  if (e.IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kValidationFailed)) {
+    return Validation(std::string(what) + ": " + e.ToString());
+  }
+  return Conflict(std::string(what) + ": " + e.ToString());
+}
+
+ApiError FromRead(const storage::DbErrorRead& e, std::string_view what) {
+  if (e.IsNotFound()) return NotFound(std::string(what) + ": no such execution");
+  return Unavailable(std::string(what) + ": " + e.ToString());
+}
+
+ApiError FromGeneric(const storage::DbErrorGeneric& e, std::string_view what) {
+  return Unavailable(std::string(what) + ": " + e.ToString());
+}
+
+void ReplyJson(httplib::Response& res, int status, const core::Json& body) {
+  res.status = status;
+  res.set_content(core::SerializeJson(body) + "\n", "application/json");
+}
+
+void ReplyError(httplib::Response& res, const ApiError& error) {
+  core::Json body = {{"error", {{"kind", error.kind}, {"message", error.message}}}};
+  ReplyJson(res, error.status, body);
+}
+
+Result<core::Json, ApiError> ParseBodyObject(const httplib::Request& req) {
+  if (req.body.empty()) return Unexpected(Validation("request body is empty: expected a JSON object"));
+  auto json = core::ParseJson(req.body);
+  if (!json) return Unexpected(Validation("malformed JSON body: " + json.error().message));
+  if (!json->is_object()) {
+    return Unexpected(Validation(std::string("expected a JSON object, got ") + json->type_name()));
+  }
+  return std::move(*json);
+}
+
+Result<void, ApiError> CheckKeys(const core::Json& body,
+                                 std::initializer_list<std::string_view> allowed) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    bool known = false;
+    for (auto key : allowed) known = known || it.key() == key;
+    if (!known) {
+      std::string list;
+      for (auto key : allowed) list += (list.empty() ? "" : ", ") + std::string(key);
+      return Unexpected(Validation("unknown field `" + it.key() + "` (accepted: " + list + ")"));
+    }
+  }
+  return {};
+}
+
+Result<core::ExecutionId, ApiError> PathExecutionId(const httplib::Request& req) {
+  std::string text = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+  if (text.size() > 512) return Unexpected(Validation("execution id is too long"));
+  auto id = core::ExecutionId::Parse(text);
+  if (!id) {
+    return Unexpected(Validation("invalid execution id `" + text +
+                                 "` (expected E_<ULID> or a child id): " + id.error().message));
+  }
+  return std::move(*id);
+}
+
+Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,
+                                                    const std::string& name, uint64_t min,
+                                                    uint64_t max) {
+  if (!req.has_param(name.c_str())) return std::optional<uint64_t>();
+  std::string text = req.get_param_value(name.c_str());
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+    return Unexpected(Validation("query parameter `" + name + "`: expected a whole number, got `" +
+                                 text + "`"));
+  }
+  if (value < min || value > max) {
+    return Unexpected(Validation("query parameter `" + name + "` must be between " +
+                                 std::to_string(min) + " and " + std::to_string(max)));
+  }
+  return std::optional<uint64_t>(value);
+}
+
+Result<bool, ApiError> QueryBool(const httplib::Request& req, const std::string& name,
+                                 bool fallback) {
+  if (!req.has_param(name.c_str())) return fallback;
+  std::string text = req.get_param_value(name.c_str());
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  return Unexpected(Validation("query parameter `" + name + "`: expected true or false, got `" +
+                               text + "`"));
+}
+
+core::Json ResultToJson(const core::SupportedFunctionReturnValue& value) {
+  if (const auto* ok = std::get_if<core::ReturnValueOk>(&value)) {
+    return {{"ok", ok->ok ? *ok->ok : core::Json(nullptr)}};
+  }
+  if (const auto* err = std::get_if<core::ReturnValueErr>(&value)) {
+    return {{"err", err->err ? *err->err : core::Json(nullptr)}};
+  }
+  const auto& failure = std::get<core::FinishedExecutionError>(value);
+  core::Json error = {{"kind", std::string(core::ExecutionFailureKindName(failure.kind))}};
+  if (failure.reason) error["reason"] = *failure.reason;
+  if (failure.detail) error["detail"] = *failure.detail;
+  return {{"execution_error", error}};
+}
+
+Result<core::SupportedFunctionReturnValue, ApiError> ResultFromJson(const core::Json& json) {
+  if (!json.is_object() || json.size() != 1 || (!json.contains("ok") && !json.contains("err"))) {
+    return Unexpected(Validation("`result` must be {\"ok\": value} or {\"err\": value}"));
+  }
+  if (json.contains("ok")) {
+    const auto& v = json["ok"];
+    return core::SupportedFunctionReturnValue(
+        core::ReturnValueOk{v.is_null() ? std::nullopt : std::optional<core::Json>(v)});
+  }
+  const auto& v = json["err"];
+  return core::SupportedFunctionReturnValue(
+      core::ReturnValueErr{v.is_null() ? std::nullopt : std::optional<core::Json>(v)});
+}
+
+}  // namespace stele::server::api

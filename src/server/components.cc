@@ -1,0 +1,103 @@
+// Loading of components, one function per kind.
+#include "server/components.h"
+
+#include <openssl/sha.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/json_codec.h"
+
+namespace stele::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::workflow::FunctionKind;
+
+ConfigError ErrorAt(const ComponentConfig& c, const std::string& file, std::string key,
+                    std::string message) {
+  return ConfigError{file, c.line, std::string(ComponentKindName(c.kind)) + "." + key,
+                     "component `" + c.name + "`: " + std::move(message)};
+}
+
+// The declared functions in canonical JSON: part of a digest, so changing a
+// declaration makes a new component version.
+std::string FunctionsText(const std::vector<core::FunctionSignature>& functions) {
+  core::Json array = core::Json::array();
+  for (const auto& f : functions) array.push_back(core::FunctionSignatureToJson(f));
+  return core::SerializeJson(array);
+}
+
+Result<LoadedComponent, ConfigError> LoadStub(const ComponentConfig& c, const std::string& file) {
+  (void)file;
+  LoadedComponent out;
+  out.config = c;
+  out.kind = FunctionKind::kActivityStub;
+  out.functions = c.functions;
+  out.component_id = core::ComponentId{core::ComponentType::kActivityStub, c.name,
+                                       Sha256Digest("stub\n" + FunctionsText(c.functions))};
+  return out;
+}
+
+Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const std::string& file) {
+  // runtime/exec (ExecActivityWorker) is not part of this build yet.
+  return Unexpected(ErrorAt(c, file, "command",
+                            "[[activity_exec]] is not supported yet: this build has no exec "
+                            "activity runtime (runtime/exec)"));
+}
+
+Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(c.location, ec)) {
+    return Unexpected(ErrorAt(c, file, "location", "no such file `" + c.location + "`"));
+  }
+  return Unexpected(ErrorAt(c, file, "location",
+                            std::string("[[") + std::string(ComponentKindName(c.kind)) +
+                                "]] is not supported yet: this build has no WebAssembly "
+                                "runtime (runtime/wasm_host)"));
+}
+
+}  // namespace
+
+core::InputContentDigest Sha256Digest(std::string_view bytes) {
+  core::InputContentDigest::Bytes digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest.data());
+  return core::InputContentDigest(digest);
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  auto digest = Sha256Digest(bytes);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : digest.bytes()) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerConfig& config,
+                                                                  const std::string& file) {
+  std::vector<LoadedComponent> out;
+  ConfigErrors errors;
+  for (const auto& c : config.components) {
+    Result<LoadedComponent, ConfigError> loaded = Unexpected(ConfigError{});
+    switch (c.kind) {
+      case ComponentKind::kActivityStub: loaded = LoadStub(c, file); break;
+      case ComponentKind::kActivityExec: loaded = LoadExec(c, file); break;
+      case ComponentKind::kWorkflowWasm:
+      case ComponentKind::kActivityWasm: loaded = LoadWasm(c, file); break;
+    }
+    if (loaded) {
+      out.push_back(std::move(*loaded));
+    } else {
+      errors.push_back(std::move(loaded.error()));
+    }
+  }
+  if (!errors.empty()) return Unexpected(std::move(errors));
+  return out;
+}
+
+}  // namespace stele::server

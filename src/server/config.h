@@ -1,0 +1,130 @@
+// ServerConfig: the parsed and validated stele.toml (every key is
+// documented in docs/config.md).
+//
+// LoadConfig reads the file, interpolates `${VAR}` in every string value,
+// rejects unknown keys and bad values (each error names the key and its
+// line), resolves relative paths against the config file's folder and
+// checks what can be checked without loading components (names, ffqns,
+// type strings, duplicate ffqns across components). Loading the
+// components themselves (wasm files, commands) is components.h's job.
+//
+// Threading: pure functions; ServerConfig is a plain value.
+// Ownership: plain values.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "core/function_type.h"
+
+namespace stele::server {
+
+// Looks up an environment variable for `${VAR}` interpolation.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup ProcessEnv();
+
+struct ApiConfig {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 5005;  // 0: any free port (tests)
+  // Bearer token auth: at most one of these is set; both empty = no auth.
+  std::optional<std::string> token;
+  std::optional<std::string> token_sha256;  // 64 lowercase hex
+  size_t max_body_bytes = 1024 * 1024;
+  uint16_t max_list_length = 1000;
+  std::chrono::seconds max_result_wait{60};
+  std::chrono::seconds max_follow{3600};
+};
+
+struct DatabaseConfig {
+  // Exactly one is used; sqlite is the default.
+  std::optional<std::string> sqlite;  // absolute path after loading
+  std::optional<std::string> postgres;
+  bool sqlite_synchronous_full = true;
+};
+
+struct ExecutorDefaults {
+  uint32_t batch_size = 5;
+  std::chrono::milliseconds tick_sleep{200};
+  std::chrono::milliseconds lock_expiry{1000};
+  uint32_t max_concurrency = 64;
+  uint32_t max_workflow_concurrency = 64;
+};
+
+struct WatcherConfig {
+  std::chrono::milliseconds tick_sleep{100};
+  std::chrono::milliseconds leeway{500};
+  bool enabled = true;
+};
+
+enum class ComponentKind { kWorkflowWasm, kActivityWasm, kActivityExec, kActivityStub };
+std::string_view ComponentKindName(ComponentKind kind);  // the TOML table name
+
+struct ComponentConfig {
+  ComponentKind kind = ComponentKind::kActivityStub;
+  std::string name;
+  int line = 0;  // of the [[table]] header, for errors found after parsing
+  // wasm: the file (absolute after loading).
+  std::string location;
+  // exec: argv; argv[0] resolved against the config folder when relative
+  // and containing '/'.
+  std::vector<std::string> command;
+  std::optional<std::string> working_dir;
+  std::vector<std::string> env_allow;
+  std::map<std::string, std::string> env;
+  size_t max_stdout_bytes = 1024 * 1024;
+  size_t max_stderr_bytes = 64 * 1024;
+  bool retry_on_err = false;
+  // Declared functions (exec, stub; optional for wasm, which declares its own).
+  std::vector<core::FunctionSignature> functions;
+  // Retry and executor tuning; nullopt: the [executor] defaults.
+  std::optional<uint32_t> max_retries;
+  std::chrono::milliseconds retry_backoff{100};
+  std::optional<std::chrono::milliseconds> lock_expiry;
+  std::optional<uint32_t> batch_size;
+  bool blocking_strategy_await = false;  // workflows: "await" | "interrupt" (default)
+};
+
+struct ServerConfig {
+  std::string config_dir;  // absolute folder relative paths were resolved against
+  std::string data_dir;    // absolute
+  ApiConfig api;
+  DatabaseConfig database;
+  ExecutorDefaults executor;
+  WatcherConfig watcher;
+  std::vector<ComponentConfig> components;
+};
+
+// One problem, located: "stele.toml:12: [[activity_exec]].command: expected
+// an array of strings".
+struct ConfigError {
+  std::string file;
+  int line = 0;  // 0: no line (file-level)
+  std::string key;
+  std::string message;
+  std::string ToString() const;
+};
+using ConfigErrors = std::vector<ConfigError>;
+std::string FormatErrors(const ConfigErrors& errors);
+
+// Parses TOML text. `file` names the source in errors; relative paths are
+// resolved against `config_dir` (absolute).
+Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std::string& file,
+                                               const std::string& config_dir,
+                                               const EnvLookup& env);
+// Reads and parses `path`. When `missing_ok` and the file does not exist,
+// returns the built-in defaults relative to the current directory.
+Result<ServerConfig, ConfigErrors> LoadConfig(const std::string& path, bool missing_ok,
+                                              const EnvLookup& env);
+
+// "100ms", "10s", "5m", "1h", "250us" (whole numbers). Errors name the
+// accepted forms.
+Result<std::chrono::milliseconds, std::string> ParseDurationText(std::string_view text);
+
+}  // namespace stele::server

@@ -1,0 +1,335 @@
+// Config parsing: defaults, every section, ${ENV}, unknown keys and bad
+// values (each error names the key and the line), relative paths,
+// duplicate ffqns, and the component loaders' "not supported yet" errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server/components.h"
+#include "server/config.h"
+
+namespace stele::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+EnvLookup FakeEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    if (name == "STELE_TEST_TOKEN") return std::string("s3cret");
+    if (name == "STELE_TEST_DIR") return std::string("/srv/stele");
+    return std::nullopt;
+  };
+}
+
+Result<ServerConfig, ConfigErrors> Parse(std::string_view text) {
+  return ParseConfig(text, "stele.toml", "/etc/stele", FakeEnv());
+}
+
+ConfigErrors Errors(std::string_view text) {
+  auto parsed = Parse(text);
+  EXPECT_FALSE(parsed.has_value()) << "expected errors for:\n" << text;
+  return parsed ? ConfigErrors{} : parsed.error();
+}
+
+// The single error of `text`, checked to name `key` and `line`.
+ConfigError OneError(std::string_view text, std::string_view key, int line) {
+  ConfigErrors errors = Errors(text);
+  EXPECT_THAT(errors, SizeIs(1)) << FormatErrors(errors);
+  if (errors.empty()) return {};
+  EXPECT_EQ(errors[0].key, key) << errors[0].ToString();
+  EXPECT_EQ(errors[0].line, line) << errors[0].ToString();
+  EXPECT_THAT(errors[0].ToString(), HasSubstr("stele.toml:" + std::to_string(line) + ":"));
+  return errors[0];
+}
+
+TEST(ConfigTest, EmptyFileGivesDefaults) {
+  auto config = Parse("");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->api.listen_host, "127.0.0.1");
+  EXPECT_EQ(config->api.listen_port, 5005);
+  EXPECT_FALSE(config->api.token);
+  EXPECT_EQ(config->data_dir, "/etc/stele/.stele");
+  EXPECT_EQ(config->database.sqlite, "/etc/stele/.stele/stele.sqlite");
+  EXPECT_FALSE(config->database.postgres);
+  EXPECT_TRUE(config->components.empty());
+}
+
+TEST(ConfigTest, FullConfigIsParsed) {
+  auto config = Parse(R"(
+data_dir = "data"
+[api]
+listen = "0.0.0.0:8080"
+token = "${STELE_TEST_TOKEN}"
+max_body_bytes = 2048
+[database]
+sqlite = "db/x.sqlite"
+sqlite_synchronous = "normal"
+[executor]
+batch_size = 7
+tick_sleep = "50ms"
+lock_expiry = "2s"
+max_concurrency = 3
+[watcher]
+tick_sleep = "1s"
+leeway = "0ms"
+[[activity_exec]]
+name = "greeter"
+command = ["./bin/greet.sh", "--loud"]
+working_dir = "work"
+env_allow = ["PATH"]
+env = { GREETING = "hi ${STELE_TEST_DIR}" }
+max_retries = 2
+retry_backoff = "1m"
+lock_expiry = "30s"
+retry_on_err = true
+[[activity_exec.functions]]
+ffqn = "demo:greet/api.hello"
+params = [{ name = "who", type = "string" }]
+return_type = "result<string, string>"
+[[activity_stub]]
+name = "approvals"
+[[activity_stub.functions]]
+ffqn = "demo:approve/api.approve"
+[[workflow_wasm]]
+name = "flow"
+location = "/abs/flow.wasm"
+blocking_strategy = "await"
+)");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->data_dir, "/etc/stele/data");
+  EXPECT_EQ(config->api.listen_host, "0.0.0.0");
+  EXPECT_EQ(config->api.listen_port, 8080);
+  EXPECT_EQ(config->api.token, "s3cret");
+  EXPECT_EQ(config->api.max_body_bytes, 2048u);
+  EXPECT_EQ(config->database.sqlite, "/etc/stele/db/x.sqlite");
+  EXPECT_FALSE(config->database.sqlite_synchronous_full);
+  EXPECT_EQ(config->executor.batch_size, 7u);
+  EXPECT_EQ(config->executor.tick_sleep, std::chrono::milliseconds(50));
+  EXPECT_EQ(config->executor.lock_expiry, std::chrono::milliseconds(2000));
+  EXPECT_EQ(config->executor.max_concurrency, 3u);
+  EXPECT_EQ(config->watcher.tick_sleep, std::chrono::milliseconds(1000));
+  EXPECT_EQ(config->watcher.leeway, std::chrono::milliseconds(0));
+  ASSERT_THAT(config->components, SizeIs(3));
+  // Sections are read in a fixed order: workflow_wasm, activity_wasm, activity_exec, activity_stub.
+  const ComponentConfig& flow = config->components[0];
+  EXPECT_EQ(flow.kind, ComponentKind::kWorkflowWasm);
+  EXPECT_EQ(flow.location, "/abs/flow.wasm");
+  EXPECT_TRUE(flow.blocking_strategy_await);
+  const ComponentConfig& exec = config->components[1];
+  EXPECT_EQ(exec.kind, ComponentKind::kActivityExec);
+  EXPECT_EQ(exec.command, (std::vector<std::string>{"/etc/stele/bin/greet.sh", "--loud"}));
+  EXPECT_EQ(exec.working_dir, "/etc/stele/work");
+  EXPECT_EQ(exec.env_allow, std::vector<std::string>{"PATH"});
+  EXPECT_EQ(exec.env.at("GREETING"), "hi /srv/stele");
+  EXPECT_EQ(exec.max_retries, 2u);
+  EXPECT_EQ(exec.retry_backoff, std::chrono::milliseconds(60000));
+  EXPECT_EQ(exec.lock_expiry, std::chrono::milliseconds(30000));
+  EXPECT_TRUE(exec.retry_on_err);
+  ASSERT_THAT(exec.functions, SizeIs(1));
+  EXPECT_EQ(exec.functions[0].ffqn.ToString(), "demo:greet/api.hello");
+  ASSERT_THAT(exec.functions[0].params, SizeIs(1));
+  EXPECT_EQ(exec.functions[0].params[0].name, "who");
+  EXPECT_EQ(exec.functions[0].params[0].type.ToString(), "string");
+  ASSERT_TRUE(exec.functions[0].return_type);
+  const ComponentConfig& stub = config->components[2];
+  EXPECT_EQ(stub.kind, ComponentKind::kActivityStub);
+  EXPECT_EQ(stub.name, "approvals");
+}
+
+TEST(ConfigTest, BareCommandNameIsKeptForPathLookup) {
+  auto config = Parse(R"(
+[[activity_exec]]
+name = "e"
+command = ["sh", "-c", "echo"]
+functions = [{ ffqn = "a:b/c.d" }]
+)");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->components[0].command[0], "sh");
+}
+
+TEST(ConfigTest, SyntaxErrorNamesTheLine) {
+  ConfigErrors errors = Errors("[api]\nlisten = \"x\n");
+  ASSERT_THAT(errors, SizeIs(1));
+  EXPECT_EQ(errors[0].line, 2);
+  EXPECT_THAT(errors[0].message, HasSubstr("TOML syntax error"));
+}
+
+TEST(ConfigTest, UnknownKeysAreErrorsWithKeyAndLine) {
+  OneError("[api]\nlisten = \"127.0.0.1:1\"\nlistne = \"x\"\n", "api.listne", 3);
+  OneError("\n\nbogus = 1\n", "bogus", 3);
+  OneError("[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", colour = \"red\" }]\n",
+           "activity_stub[0].functions[0].colour", 3);
+  // Retry keys do not exist on stubs (they never run).
+  OneError("[[activity_stub]]\nname = \"s\"\nmax_retries = 1\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
+           "activity_stub[0].max_retries", 3);
+  // Workflows are not retried by count.
+  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nmax_retries = 1\n",
+           "workflow_wasm[0].max_retries", 4);
+}
+
+TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
+  EXPECT_THAT(OneError("[api]\nlisten = \"localhost\"\n", "api.listen", 2).message,
+              HasSubstr("HOST:PORT"));
+  EXPECT_THAT(OneError("[api]\nlisten = 5005\n", "api.listen", 2).message,
+              HasSubstr("expected a string"));
+  EXPECT_THAT(OneError("[api]\ntoken_sha256 = \"abc\"\n", "api.token_sha256", 2).message,
+              HasSubstr("64 hex"));
+  OneError("[executor]\nbatch_size = 0\n", "executor.batch_size", 2);
+  EXPECT_THAT(OneError("[executor]\n\ntick_sleep = \"10 parsecs\"\n", "executor.tick_sleep", 3).message,
+              HasSubstr("invalid duration"));
+  OneError("[watcher]\nenabled = \"yes\"\n", "watcher.enabled", 2);
+  OneError("[database]\nsqlite = \"a\"\npostgres = \"postgresql://x\"\n", "database.postgres", 3);
+  OneError("[database]\nsqlite = \":memory:\"\n", "database.sqlite", 2);
+  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nblocking_strategy = \"spin\"\n",
+           "workflow_wasm[0].blocking_strategy", 4);
+  OneError("api = 3\n", "api", 1);
+  OneError("activity_stub = 3\n", "activity_stub", 1);
+}
+
+TEST(ConfigTest, MissingRequiredKeysAreNamed) {
+  OneError("\n[[activity_exec]]\nname = \"e\"\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
+           "activity_exec[0].command", 2);
+  OneError("[[activity_stub]]\nname = \"s\"\n", "activity_stub[0].functions", 1);
+  OneError("[[activity_stub]]\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n", "activity_stub[0].name", 1);
+  OneError("[[workflow_wasm]]\nname = \"w\"\n", "workflow_wasm[0].location", 1);
+}
+
+TEST(ConfigTest, FunctionDeclarationsAreValidated) {
+  EXPECT_THAT(OneError("[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"not an ffqn\" }]\n",
+                       "activity_stub[0].functions[0].ffqn", 3)
+                  .message,
+              HasSubstr("invalid ffqn"));
+  EXPECT_THAT(OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = "
+                       "\"a:b/c.d\"\nparams = [{ name = \"x\", type = \"list<\" }]\n",
+                       "activity_stub[0].functions[0].params[0].type", 5)
+                  .message,
+              HasSubstr("invalid type"));
+  OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
+           "params = [{ name = \"x\", type = \"u8\" }, { name = \"x\", type = \"u8\" }]\n",
+           "activity_stub[0].functions[0].params[1].name", 5);
+  OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
+           "return_type = \"record {\"\n",
+           "activity_stub[0].functions[0].return_type", 5);
+}
+
+TEST(ConfigTest, DuplicateFfqnsAndNamesAcrossComponentsAreErrors) {
+  ConfigErrors errors = Errors(R"(
+[[activity_stub]]
+name = "one"
+functions = [{ ffqn = "a:b/c.d" }]
+[[activity_stub]]
+name = "two"
+functions = [{ ffqn = "a:b/c.d" }]
+[[activity_stub]]
+name = "one"
+functions = [{ ffqn = "a:b/c.e" }]
+)");
+  ASSERT_THAT(errors, SizeIs(2)) << FormatErrors(errors);
+  EXPECT_THAT(errors[0].message, HasSubstr("`a:b/c.d` is declared by components `one` and `two`"));
+  EXPECT_EQ(errors[0].line, 5);
+  EXPECT_THAT(errors[1].message, HasSubstr("duplicate component name `one`"));
+  EXPECT_EQ(errors[1].line, 8);
+}
+
+TEST(ConfigTest, EnvInterpolation) {
+  auto config = Parse("data_dir = \"${STELE_TEST_DIR}/x$$y\"\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->data_dir, "/srv/stele/x$y");
+  EXPECT_THAT(OneError("[api]\ntoken = \"${STELE_NOT_SET_ANYWHERE}\"\n", "api.token", 2).message,
+              HasSubstr("`STELE_NOT_SET_ANYWHERE` is not set"));
+  EXPECT_THAT(OneError("data_dir = \"${UNTERMINATED\"\n", "data_dir", 1).message,
+              HasSubstr("unterminated"));
+  EXPECT_THAT(OneError("data_dir = \"${BAD-NAME}\"\n", "data_dir", 1).message,
+              HasSubstr("invalid environment variable name"));
+}
+
+TEST(ConfigTest, ErrorsAreAllReportedSortedByLine) {
+  ConfigErrors errors = Errors("a = 1\n[api]\nlisten = 1\n[executor]\nbatch_size = -1\n");
+  ASSERT_THAT(errors, SizeIs(3)) << FormatErrors(errors);
+  EXPECT_EQ(errors[0].line, 1);
+  EXPECT_EQ(errors[1].line, 3);
+  EXPECT_EQ(errors[2].line, 5);
+}
+
+TEST(ConfigTest, DurationText) {
+  EXPECT_EQ(*ParseDurationText("250ms"), std::chrono::milliseconds(250));
+  EXPECT_EQ(*ParseDurationText("3s"), std::chrono::milliseconds(3000));
+  EXPECT_EQ(*ParseDurationText("2h"), std::chrono::milliseconds(7'200'000));
+  for (const char* bad : {"", "ms", "1", "1.5s", "-1s", "1 s", "1d", "99999999999999999999h"}) {
+    EXPECT_FALSE(ParseDurationText(bad).has_value()) << bad;
+  }
+}
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stele_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigFileTest, RelativePathsAreRelativeToTheConfigFolder) {
+  std::string path = Write("stele.toml", "[database]\nsqlite = \"sub/db.sqlite\"\n");
+  auto config = LoadConfig(path, false, FakeEnv());
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->database.sqlite, (dir_ / "sub/db.sqlite").lexically_normal().string());
+  EXPECT_EQ(config->data_dir, (dir_ / ".stele").lexically_normal().string());
+}
+
+TEST_F(ConfigFileTest, MissingFile) {
+  std::string path = (dir_ / "nope.toml").string();
+  auto missing = LoadConfig(path, false, FakeEnv());
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_THAT(FormatErrors(missing.error()), HasSubstr("does not exist"));
+  auto defaults = LoadConfig(path, true, FakeEnv());
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->api.listen_port, 5005);
+  EXPECT_FALSE(LoadConfig(dir_.string(), false, FakeEnv()).has_value());  // a directory
+}
+
+TEST_F(ConfigFileTest, StubComponentsLoadWithStableDigests) {
+  std::string text =
+      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u8\" }]\n";
+  auto config = LoadConfig(Write("a.toml", text), false, FakeEnv());
+  ASSERT_TRUE(config.has_value());
+  auto first = LoadComponents(*config, "a.toml");
+  auto second = LoadComponents(*config, "a.toml");
+  ASSERT_TRUE(first.has_value());
+  ASSERT_THAT(*first, SizeIs(1));
+  EXPECT_EQ((*first)[0].component_id.input_digest, (*second)[0].component_id.input_digest);
+  EXPECT_FALSE((*first)[0].make_worker);
+  // Another declaration is another component version.
+  auto other = LoadConfig(Write("b.toml", text + "\n"), false, FakeEnv());
+  auto changed = ParseConfig(
+      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u16\" }]\n",
+      "c.toml", dir_.string(), FakeEnv());
+  ASSERT_TRUE(changed.has_value());
+  EXPECT_NE((*LoadComponents(*changed, "c.toml"))[0].component_id.input_digest,
+            (*first)[0].component_id.input_digest);
+}
+
+TEST_F(ConfigFileTest, WasmLocationMustExist) {
+  auto config = LoadConfig(
+      Write("w.toml", "[[activity_wasm]]\nname = \"a\"\nlocation = \"missing.wasm\"\n"), false,
+      FakeEnv());
+  ASSERT_TRUE(config.has_value());
+  auto loaded = LoadComponents(*config, "w.toml");
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_THAT(FormatErrors(loaded.error()), HasSubstr("no such file"));
+  EXPECT_EQ(loaded.error()[0].line, 1);
+}
+
+}  // namespace
+}  // namespace stele::server

@@ -1,0 +1,185 @@
+// Server: wiring of storage, registry, executors, watcher and the HTTP
+// listener (composition modelled on runtime/native/engine.cc).
+#include "server/server.h"
+
+#include <filesystem>
+
+#include "base/log.h"
+#include "server/server_impl.h"
+#include "storage/sqlite/sqlite_pool.h"
+#if STELE_SERVER_HAVE_POSTGRES
+#include "storage/postgres/postgres_pool.h"
+#endif
+
+namespace stele::server {
+
+namespace {
+
+namespace wf = runtime::workflow;
+
+Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfig& config) {
+  if (config.database.postgres) {
+#if STELE_SERVER_HAVE_POSTGRES
+    storage::postgres::PostgresOptions options;
+    options.conninfo = *config.database.postgres;
+    auto pool = storage::postgres::PostgresPool::Open(options);
+    if (!pool) return Unexpected("cannot open PostgreSQL database: " + pool.error().ToString());
+    return std::unique_ptr<storage::DbPool>(std::move(*pool));
+#else
+    return Unexpected(std::string("[database] postgres: this build has no PostgreSQL backend"));
+#endif
+  }
+  storage::sqlite::SqliteOptions options;
+  options.path = *config.database.sqlite;
+  options.synchronous = config.database.sqlite_synchronous_full
+                            ? storage::sqlite::SqliteOptions::Synchronous::kFull
+                            : storage::sqlite::SqliteOptions::Synchronous::kNormal;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(options.path).parent_path(), ec);
+  if (ec) {
+    return Unexpected("cannot create the folder of the SQLite database `" + options.path +
+                      "`: " + ec.message());
+  }
+  auto pool = storage::sqlite::SqlitePool::Open(options);
+  if (!pool) {
+    return Unexpected("cannot open SQLite database `" + options.path +
+                      "`: " + pool.error().ToString());
+  }
+  return std::unique_ptr<storage::DbPool>(std::move(*pool));
+}
+
+Result<void, std::string> StartExecutors(ServerImpl& d) {
+  const auto& defaults = d.config.executor;
+  d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
+  d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
+  WorkerEnv env{d.pool.get(), d.clock, &d.registry};
+  std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  for (auto& component : d.components) {
+    if (!component.make_worker) continue;  // stubs
+    auto worker = component.make_worker(env);
+    if (!worker) {
+      return Unexpected("component `" + component.config.name + "`: " + worker.error());
+    }
+    bool workflow = component.kind == wf::FunctionKind::kWorkflow;
+    const ComponentConfig& c = component.config;
+    executor::ExecutorOptions exec;
+    exec.batch_size = c.batch_size.value_or(defaults.batch_size);
+    exec.lock_expiry = c.lock_expiry.value_or(defaults.lock_expiry);
+    exec.tick_sleep = defaults.tick_sleep;
+    exec.component_id = component.component_id;
+    std::optional<uint32_t> max_retries = workflow ? std::nullopt : c.max_retries;
+    if (!workflow && !c.max_retries) max_retries = 5;
+    exec.retry_config = core::ComponentRetryConfig{
+        max_retries, core::Duration::FromMillis(static_cast<uint64_t>(c.retry_backoff.count()))};
+    exec.concurrency_limiter = workflow ? d.workflow_limiter : d.limiter;
+    if (!workflow) exec.cancel_registry = d.cancels;
+    auto db = d.pool->DbExecConn();
+    if (!db) return Unexpected("cannot connect to the database: " + db.error().ToString());
+    tasks.push_back(
+        std::make_unique<executor::ExecTask>(*worker, std::move(*db), *d.clock, exec));
+  }
+  if (d.config.watcher.enabled) {
+    auto conn = d.pool->Connection();
+    if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
+    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(
+        std::move(*conn), *d.clock,
+        executor::ExpiredTimersWatcherOptions{d.config.watcher.tick_sleep,
+                                              d.config.watcher.leeway});
+  }
+  for (auto& task : tasks) task->Start();
+  if (d.watcher) d.watcher->Start();
+  d.tasks = std::move(tasks);
+  return {};
+}
+
+void StopAll(ServerImpl& d) {
+  {
+    std::lock_guard lock(d.mu);
+    if (d.stopped) return;
+    d.stopped = true;
+  }
+  d.stopping = true;
+  d.http.stop();
+  if (d.http_thread.joinable()) d.http_thread.join();
+  for (auto& task : d.tasks) task->Stop();
+  d.tasks.clear();
+  if (d.watcher) d.watcher->Stop();
+  d.watcher.reset();
+  d.api.reset();
+  if (d.pool) d.pool->Close();
+  d.stopped_cv.notify_all();
+}
+
+}  // namespace
+
+Server::Server(std::unique_ptr<ServerImpl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
+                                                           std::vector<LoadedComponent> components,
+                                                           ServerHooks hooks) {
+  auto impl = std::make_unique<ServerImpl>();
+  ServerImpl& d = *impl;
+  d.config = std::move(config);
+  d.clock = hooks.clock ? hooks.clock : &SystemClock::Instance();
+  for (auto& extra : hooks.extra_components) components.push_back(std::move(extra));
+  for (const auto& component : components) {
+    for (const auto& f : component.functions) {
+      if (d.registry.Find(f.ffqn)) {
+        return Unexpected("function `" + f.ffqn.ToString() + "` is exported by two components");
+      }
+      d.registry.Add(f.ffqn, wf::FunctionInfo{component.component_id, component.kind});
+      d.signatures.emplace(f.ffqn, f);
+    }
+  }
+  d.components = std::move(components);
+
+  auto pool = OpenPool(d.config);
+  if (!pool) return Unexpected(pool.error());
+  d.pool = std::move(*pool);
+  auto api = d.pool->ExternalApiConn();
+  if (!api) {
+    d.pool->Close();
+    return Unexpected("cannot connect to the database: " + api.error().ToString());
+  }
+  d.api = std::move(*api);
+
+  InstallRoutes(d);
+  const auto& listen = d.config.api;
+  if (listen.listen_port == 0) {
+    d.port = d.http.bind_to_any_port(listen.listen_host);
+  } else {
+    d.port = d.http.bind_to_port(listen.listen_host, listen.listen_port) ? listen.listen_port : -1;
+  }
+  if (d.port <= 0) {
+    d.api.reset();
+    d.pool->Close();
+    return Unexpected("cannot listen on " + listen.listen_host + ":" +
+                      std::to_string(listen.listen_port) + " (address in use or not local?)");
+  }
+  // Executors start after the bind, so a server that cannot listen does no work.
+  if (auto started = StartExecutors(d); !started) {
+    StopAll(d);
+    return Unexpected(started.error());
+  }
+  d.http_thread = std::thread([&d] { d.http.listen_after_bind(); });
+  STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.port << " with "
+                                                << d.components.size() << " component(s)");
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+int Server::port() const { return impl_->port; }
+
+void Server::Wait() {
+  std::unique_lock lock(impl_->mu);
+  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void Server::Stop() {
+  if (impl_) StopAll(*impl_);
+}
+
+storage::DbPool& Server::pool() { return *impl_->pool; }
+
+}  // namespace stele::server

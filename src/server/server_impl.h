@@ -1,0 +1,66 @@
+// ServerImpl: the running server's state, shared by the composition code
+// (server.cc) and the HTTP handlers (api*.cc). Internal to src/server.
+//
+// Threading: everything below is set up before the listener starts and is
+// read-only afterwards, except the atomics and what is guarded by `mu`.
+// The storage connection and the registries are thread-safe.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "core/function_type.h"
+#include "executor/cancel_registry.h"
+#include "executor/concurrency_limiter.h"
+#include "executor/exec_task.h"
+#include "executor/expired_timers_watcher.h"
+#include "runtime/workflow/function_registry.h"
+#include "server/components.h"
+#include "server/config.h"
+#include "storage/db_pool.h"
+
+namespace stele::server {
+
+class ServerImpl {
+ public:
+  ServerConfig config;
+  const Clock* clock = nullptr;
+  std::unique_ptr<storage::DbPool> pool;
+  std::shared_ptr<storage::DbExternalApi> api;
+  runtime::workflow::MapFunctionRegistry registry;
+  // Declared signatures by ffqn (only functions with a declaration).
+  std::map<core::FunctionFqn, core::FunctionSignature> signatures;
+  std::vector<LoadedComponent> components;
+  std::shared_ptr<executor::CancelRegistry> cancels = executor::CancelRegistry::Create();
+  std::shared_ptr<executor::ConcurrencyLimiter> limiter;
+  std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter;
+  std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  std::unique_ptr<executor::ExpiredTimersWatcher> watcher;
+
+  httplib::Server http;
+  std::thread http_thread;
+  int port = 0;
+  std::atomic<bool> stopping{false};  // ends follow streams and result waits
+
+  std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;  // guarded by mu
+
+  // Counters for /metrics.
+  std::mutex metrics_mu;
+  std::map<int, uint64_t> responses_by_status;  // guarded by metrics_mu
+  std::atomic<uint64_t> follow_streams{0};
+};
+
+// Registers every route of docs/api.md on `impl.http` (api.cc).
+void InstallRoutes(ServerImpl& impl);
+
+}  // namespace stele::server

@@ -388,10 +388,8 @@ TEST_F(WasmEngineTest, InterruptBeforeTheCallIsSticky) {
 TEST_F(WasmEngineTest, CancellationTokenInterruptsTheGuest) {
   auto instance = Instantiate(CompileBasic());
   CancellationToken token;
-  std::thread canceller([token] {
-    std::this_thread::sleep_for(20ms);  // let the guest enter its loop (not needed for correctness)
-    token.Cancel();
-  });
+  // Cancelled before or during the call: either way the call stops.
+  std::thread canceller([token] { token.Cancel(); });
   auto r = instance->Call("spin", {}, CallBudget{std::nullopt, token});
   canceller.join();
   ASSERT_FALSE(r.has_value());

@@ -218,9 +218,9 @@ struct HostFunction {
   HostFn fn;
 };
 
-// Host functions by (module, name). Copied into nothing: an instance keeps a
-// shared_ptr to the table it was instantiated with, so captured state lives
-// as long as the instance.
+// Host functions by (module, name). An instance keeps a shared_ptr to the
+// table it was instantiated with, so state captured by the functions lives
+// as long as the instance. The table must not change while instances use it.
 struct ImportTable {
   std::map<std::pair<std::string, std::string>, HostFunction, std::less<>> functions;
 
@@ -245,8 +245,10 @@ class WasmInstance {
   virtual ~WasmInstance() = default;
 
   // Calls an exported function. Errors: kNoSuchExport, kBadArguments (the
-  // instance stays usable), kTrap, kInterrupted, kStackOverflow, kHostError,
-  // kOutOfResources (the instance is poisoned), kPoisoned.
+  // instance stays usable), kTrap, kInterrupted, kStackOverflow,
+  // kOutOfResources, or the error a host function returned, as is (the
+  // instance is poisoned), kPoisoned. Not from inside a host function of
+  // this instance (use HostCall::CallExport).
   virtual Result<std::vector<Value>, WasmError> Call(std::string_view export_name,
                                                      std::span<const Value> args,
                                                      const CallBudget& budget = {}) = 0;

@@ -22,6 +22,7 @@
 #include "core/pending_state.h"
 #include "core/version.h"
 #include "storage/db_errors.h"
+#include "storage/row_json.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/requests.h"
 
@@ -54,14 +55,11 @@ struct ExecutionState {
 
 Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int row, int col0 = 0);
 
-Result<std::string, DbErrorWriteNonRetriable> EncodeEvent(const core::ExecutionRequest& event);
-Result<core::ExecutionRequest, DbErrorGeneric> DecodeEvent(std::string_view json,
-                                                           std::string_view execution_id,
-                                                           int64_t version);
-template <class T>
-Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const T& value);
-template <class T>
-Result<T, DbErrorGeneric> DecodeJson(std::string_view json, std::string_view what);
+// The JSON columns' codec is shared by both SQL backends (storage/row_json.h).
+using storage::DecodeEvent;
+using storage::DecodeJson;
+using storage::EncodeEvent;
+using storage::EncodeJson;
 
 // SELECT list + FROM of responses (9 columns) for DecodeResponseRow;
 // callers append WHERE/ORDER BY on alias `r`.

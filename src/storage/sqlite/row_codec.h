@@ -35,6 +35,7 @@
 #include "core/pending_state.h"
 #include "core/version.h"
 #include "storage/db_errors.h"
+#include "storage/row_json.h"
 #include "storage/requests.h"
 #include "storage/sqlite/sqlite_handle.h"
 
@@ -78,17 +79,11 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const Statement& stmt);
 
 // Events ---------------------------------------------------------------------
 
-// JSON text of an event. ValidationFailed when it cannot be represented
-// (e.g. a string that is not UTF-8).
-Result<std::string, DbErrorWriteNonRetriable> EncodeEvent(const core::ExecutionRequest& event);
-Result<core::ExecutionRequest, DbErrorGeneric> DecodeEvent(std::string_view json,
-                                                           std::string_view execution_id,
-                                                           int64_t version);
-// Generic JSON text of any core value with a ToJson (same failure mode).
-template <class T>
-Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const T& value);
-template <class T>
-Result<T, DbErrorGeneric> DecodeJson(std::string_view json, std::string_view what);
+// The JSON columns' codec is shared by both SQL backends (storage/row_json.h).
+using storage::DecodeEvent;
+using storage::DecodeJson;
+using storage::EncodeEvent;
+using storage::EncodeJson;
 
 // Responses ------------------------------------------------------------------
 

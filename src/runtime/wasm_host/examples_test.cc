@@ -1,0 +1,115 @@
+// Runs the example guests of examples/wasm (C and C++ workflows, wasi-libc
+// activities) end to end, so that the examples stay working.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/wasm_host/wasm_host_test_util.h"
+
+namespace stele::runtime::wasm_host::testing {
+namespace {
+
+using core::Json;
+
+std::string Example(const char* name) { return std::string(STELE_EXAMPLES_WASM_DIR) + "/" + name + "_t.wasm"; }
+
+std::shared_ptr<const WasmComponent> Load(const char* name, GuestKind kind) {
+  return LoadOrDie(Example(name).c_str(), name, kind);
+}
+
+class WasmExamplesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir(); }
+  void TearDown() override {
+    env_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Env> env_;
+};
+
+TEST_F(WasmExamplesTest, Hello) {
+  EnvConfig config;
+  config.workflows = Load("hello_workflow", GuestKind::kWorkflow);
+  config.activities = Load("hello_activity", GuestKind::kActivity);
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  auto id = env_->Submit("demo:hello/api.welcome", Json::array({"Ada"}));
+  EXPECT_EQ(env_->Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("hello, Ada")}));
+}
+
+TEST_F(WasmExamplesTest, FanOutInCpp) {
+  EnvConfig config;
+  config.workflows = Load("fan_out", GuestKind::kWorkflow);
+  config.activities = Load("square_activity", GuestKind::kActivity);
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  auto id = env_->Submit("math:squares/api.sum-of-squares", Json::array({4}));
+  EXPECT_EQ(env_->Await(id), core::SupportedFunctionReturnValue(
+                                 core::ReturnValueOk{Json{{"n", 4}, {"sum_of_squares", 30}}}));
+}
+
+TEST_F(WasmExamplesTest, DurableSleep) {
+  EnvConfig config;
+  config.workflows = Load("durable_sleep", GuestKind::kWorkflow);
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  auto id = env_->Submit("demo:reminder/api.remind", Json::array({0, "Bob"}));
+  EXPECT_EQ(env_->Await(id),
+            core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("time to stretch, Bob")}));
+}
+
+TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipment) {
+  EnvConfig config;
+  config.workflows = Load("order_saga", GuestKind::kWorkflow);
+  auto calls = std::make_shared<std::vector<std::string>>();
+  auto record = [calls](std::string step, Json value) -> ActivityFn {
+    return [calls, step, value](ActivityContext&, const Json&) -> ActivityResult {
+      calls->push_back(step);
+      return value;
+    };
+  };
+  config.native_activities["shop:payments/card.charge"] = record("charge", Json{{"payment", "P-1"}});
+  config.native_activities["shop:payments/card.refund"] = record("refund", Json(true));
+  config.native_activities["shop:stock/items.reserve"] = record("reserve", Json{{"reservation", "R-1"}});
+  config.native_activities["shop:stock/items.release"] = record("release", Json(true));
+  config.native_activities["shop:shipping/parcels.ship"] =
+      [calls](ActivityContext&, const Json& p) -> ActivityResult {
+    if (p.at(1).get<std::string>().empty()) return Unexpected(Json("no shipping address"));
+    calls->push_back("ship");
+    return Json{{"tracking", "T-1"}};
+  };
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  auto placed = env_->Submit("shop:orders/saga.place-order", Json::array({"A-1", 4999, "teapot", "Baker St"}));
+  EXPECT_EQ(env_->Await(placed), core::SupportedFunctionReturnValue(core::ReturnValueOk{
+                                      Json{{"order", "A-1"}, {"tracking", "T-1"}}}));
+  auto failed = env_->Submit("shop:orders/saga.place-order", Json::array({"A-2", 4999, "teapot", ""}));
+  auto result = env_->Await(failed, std::chrono::seconds(60));
+  const auto* err = std::get_if<core::ReturnValueErr>(&result);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->err, Json({{"failed_step", "ship"}}));
+  // Compensations ran in reverse order after the failed shipment.
+  ASSERT_GE(calls->size(), 2u);
+  EXPECT_EQ((*calls)[calls->size() - 2], "release");
+  EXPECT_EQ((*calls)[calls->size() - 1], "refund");
+}
+
+TEST_F(WasmExamplesTest, HumanApproval) {
+  EnvConfig config;
+  config.workflows = Load("human_approval", GuestKind::kWorkflow);
+  config.stubs = {"demo:expenses/manager.approve"};
+  config.native_activities["demo:expenses/bank.pay"] = [](ActivityContext&, const Json&) -> ActivityResult {
+    return Json("paid");
+  };
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  auto id = env_->Submit("demo:expenses/flow.expense", Json::array({120, "Ada"}));
+  ASSERT_TRUE(env_->WaitUntil([&] { return env_->StateName(id) == "BlockedByJoinSet"; }));
+  auto children = env_->api().ListExecutions(Ffqn("demo:expenses/manager.approve"), false,
+                                              core::ExecutionListPagination{});
+  ASSERT_TRUE(children);
+  ASSERT_EQ(children->size(), 1u);
+  ASSERT_TRUE(env_->engine().Stub(children->front().execution_id.ToString(),
+                                  ExecutionResult::Ok(Json(true))));
+  EXPECT_EQ(env_->Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("paid")}));
+}
+
+}  // namespace
+}  // namespace stele::runtime::wasm_host::testing

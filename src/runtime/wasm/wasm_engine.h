@@ -45,8 +45,9 @@
 
 namespace stele::wasm {
 
-// The MVP number types; reference and vector types are rejected in exported
-// and imported signatures (a module may still use them internally).
+// The MVP number types. An import whose signature uses reference or vector
+// types is rejected; an export using them is left out of exports() (it
+// cannot be called); a module may use them internally.
 enum class ValType : uint8_t { kI32, kI64, kF32, kF64 };
 
 std::string_view ValTypeName(ValType type);

@@ -48,6 +48,13 @@ constexpr const char* kSlow = "e2e:test/exec.slow";
 
 extern "C" char** environ;
 
+// The binary under test: STELE_E2E_BINARY overrides the one CMake built
+// (to run these tests against another build of `stele`).
+std::string SteleBinary() {
+  const char* path = std::getenv("STELE_E2E_BINARY");
+  return path != nullptr && *path != '\0' ? path : STELE_BINARY;
+}
+
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
@@ -100,7 +107,7 @@ struct CliRun {
 // Runs `stele args...`, capturing stdout and stderr; killed after `limit`.
 CliRun RunStele(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
                 std::chrono::milliseconds limit = kWait) {
-  args.insert(args.begin(), STELE_BINARY);
+  args.insert(args.begin(), SteleBinary());
   std::vector<std::string> envs = ChildEnv(env);
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(envs);
@@ -160,7 +167,7 @@ class ServerProcess {
   ::testing::AssertionResult Start(const fs::path& config, const fs::path& log) {
     log_ = log;
     log_offset_ = fs::exists(log) ? fs::file_size(log) : 0;
-    std::vector<std::string> args = {STELE_BINARY, "server", "run", "--config", config.string()};
+    std::vector<std::string> args = {SteleBinary(), "server", "run", "--config", config.string()};
     std::vector<std::string> envs = ChildEnv({});
     std::vector<char*> argv = CStrings(args);
     std::vector<char*> envp = CStrings(envs);

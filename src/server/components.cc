@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "core/json_codec.h"
+#if STELE_SERVER_HAVE_EXEC
+#include "runtime/exec/exec_activity_worker.h"
+#endif
 
 namespace stele::server {
 
@@ -42,10 +45,57 @@ Result<LoadedComponent, ConfigError> LoadStub(const ComponentConfig& c, const st
 }
 
 Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const std::string& file) {
-  // runtime/exec (ExecActivityWorker) is not part of this build yet.
+#if STELE_SERVER_HAVE_EXEC
+  std::error_code ec;
+  const std::string& program = c.command.at(0);
+  // The program's bytes are part of the digest when it is a file we can
+  // read (a bare name is looked up in PATH at run time).
+  std::string program_bytes;
+  if (program.find('/') != std::string::npos) {
+    if (!fs::is_regular_file(program, ec)) {
+      return Unexpected(ErrorAt(c, file, "command", "no such program `" + program + "`"));
+    }
+    std::ifstream in(program, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    program_bytes = buffer.str();
+  }
+  if (c.working_dir && !fs::is_directory(*c.working_dir, ec)) {
+    return Unexpected(ErrorAt(c, file, "working_dir", "no such folder `" + *c.working_dir + "`"));
+  }
+  runtime::exec::ExecActivityConfig exec;
+  exec.functions = c.functions;
+  exec.argv = c.command;
+  exec.working_dir = c.working_dir.value_or(std::string());
+  exec.env_allow_list = c.env_allow;
+  exec.env = c.env;
+  exec.max_stdout_bytes = c.max_stdout_bytes;
+  exec.max_stderr_bytes = c.max_stderr_bytes;
+  exec.retry_on_err = c.retry_on_err;
+  // Validate now, so `verify` reports a bad config; the server creates its
+  // own worker at start (the env snapshot is taken then).
+  auto probe = runtime::exec::ExecActivityWorker::Create(exec);
+  if (!probe) return Unexpected(ErrorAt(c, file, "command", probe.error()));
+  std::string digest_input = "exec\n";
+  for (const auto& arg : c.command) digest_input += arg + '\0';
+  digest_input += FunctionsText(c.functions) + '\0' + program_bytes;
+  LoadedComponent out;
+  out.config = c;
+  out.kind = FunctionKind::kActivity;
+  out.functions = c.functions;
+  out.component_id =
+      core::ComponentId{core::ComponentType::kActivityExec, c.name, Sha256Digest(digest_input)};
+  out.make_worker = [exec](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    auto worker = runtime::exec::ExecActivityWorker::Create(exec);
+    if (!worker) return Unexpected(worker.error());
+    return std::shared_ptr<executor::Worker>(std::move(*worker));
+  };
+  return out;
+#else
   return Unexpected(ErrorAt(c, file, "command",
                             "[[activity_exec]] is not supported yet: this build has no exec "
                             "activity runtime (runtime/exec)"));
+#endif
 }
 
 Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const std::string& file) {

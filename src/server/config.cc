@@ -475,6 +475,9 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     } else if (!r.Get("command")) {
       r.Error(c.line, "command", "missing (argv array: [\"./script.sh\", \"arg\"])");
     }
+    // Default: the config folder, so relative paths in scripts behave the
+    // same whatever folder the server was started from.
+    c.working_dir = config.config_dir;
     if (auto dir = r.String("working_dir")) c.working_dir = Resolve(config.config_dir, *dir);
     if (auto allow = r.StringArray("env_allow")) c.env_allow = std::move(*allow);
     if (const toml::node* env = r.Get("env")) {

@@ -75,12 +75,12 @@ struct ComponentConfig {
   // exec: argv; argv[0] resolved against the config folder when relative
   // and containing '/'.
   std::vector<std::string> command;
-  std::optional<std::string> working_dir;
+  std::optional<std::string> working_dir;  // exec: default the config folder
   std::vector<std::string> env_allow;
   std::map<std::string, std::string> env;
   size_t max_stdout_bytes = 1024 * 1024;
   size_t max_stderr_bytes = 64 * 1024;
-  bool retry_on_err = false;
+  bool retry_on_err = true;  // an `err` result is retried while retries remain
   // Declared functions (exec, stub; optional for wasm, which declares its own).
   std::vector<core::FunctionSignature> functions;
   // Retry and executor tuning; nullopt: the [executor] defaults.

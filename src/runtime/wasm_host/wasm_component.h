@@ -3,7 +3,17 @@
 // ComponentId (type, name, sha256 of the file). The server calls
 // LoadWasmComponentFile once per configured component and then builds the
 // worker with MakeWasmWorkflowWorker / MakeWasmActivityWorker
-// (wasm_workflow_worker.h, wasm_activity_worker.h).
+// (wasm_workflow_worker.h, wasm_activity_worker.h):
+//
+//   auto engine = wasm::CreateV8Engine();
+//   auto wf = LoadWasmComponentFile(engine, "hello.wasm", "hello", GuestKind::kWorkflow);
+//   wf.value()->RegisterIn(registry);                 // before any run starts
+//   auto worker = std::make_shared<WasmWorkflowWorker>(*wf, WasmWorkflowWorkerDeps{
+//       shared_db_connection, &clock, &registry, run_options});
+//   // ExecTask(worker, pool->DbExecConn(), clock, {.component_id = (*wf)->component_id,
+//   //          .retry_config = {std::nullopt, backoff}, ...})
+//   auto act = LoadWasmComponentFile(engine, "greet.wasm", "greet", GuestKind::kActivity);
+//   auto activity_worker = std::make_shared<WasmActivityWorker>(*act, WasmActivityOptions{});
 //
 // Threading: a WasmComponent is immutable and shared by the workers and
 // threads that run it. Ownership: shared_ptr; it keeps the engine and the
@@ -22,6 +32,7 @@
 #include "core/function_fqn.h"
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm_host/guest_abi.h"
+#include "runtime/workflow/function_registry.h"
 
 namespace stele::runtime::wasm_host {
 
@@ -41,6 +52,9 @@ struct WasmComponent {
 
   std::vector<core::FunctionFqn> Ffqns() const;
   const DeclaredFunction* Find(const core::FunctionFqn& ffqn) const;
+  // Adds every declared function to the registry the workflows consult
+  // (kWorkflow or kActivity, with this component's id).
+  void RegisterIn(workflow::MapFunctionRegistry& registry) const;
 };
 
 // Compiles `bytes` as a component named `name` ([A-Za-z0-9_-]+). Errors are

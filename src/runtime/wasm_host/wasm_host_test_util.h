@@ -124,9 +124,7 @@ class Env {
                     {core::ComponentId{core::ComponentType::kActivityStub, "native_stubs", {}},
                      workflow::FunctionKind::kActivityStub});
     }
-    for (const auto& f : config_.workflows->Ffqns()) {
-      registry_.Add(f, {config_.workflows->component_id, workflow::FunctionKind::kWorkflow});
-    }
+    config_.workflows->RegisterIn(registry_);
     if (config_.activities) {
       for (const auto& f : config_.activities->Ffqns()) {
         if (!native.count(f.ToString())) {

@@ -310,3 +310,19 @@ TEST_F(WasmHostTest, MalformedResultIsAResultParsingError) {
 
 }  // namespace
 }  // namespace stele::runtime::wasm_host::testing
+
+namespace stele::runtime::wasm_host::testing {
+namespace {
+
+TEST_F(WasmHostTest, GuestPointerOutsideMemoryIsAWorkflowTrap) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.oob", core::Json::array());
+  auto result = env.Await(id);
+  const auto* failure = Failure(result);
+  ASSERT_NE(failure, nullptr);
+  ASSERT_TRUE(failure->reason);
+  EXPECT_NE(failure->reason->find("workflow trap"), std::string::npos) << *failure->reason;
+}
+
+}  // namespace
+}  // namespace stele::runtime::wasm_host::testing

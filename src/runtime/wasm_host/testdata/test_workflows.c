@@ -149,3 +149,11 @@ int bad_result(stele_str params, stele_buf* result) {
   stele_buf_addc(result, "{broken");
   return STELE_OK;
 }
+
+/* Hostile: hands the host a string outside linear memory. */
+STELE_WORKFLOW("testing:wasm/wf.oob", oob, "", "string")
+int oob(stele_str params, stele_buf* result) {
+  stele_out out = {0, 0};
+  (void)result;
+  return stele__call((const char*)(uintptr_t)0xfffffff0u, 64, params.ptr, params.len, &out);
+}

@@ -6,7 +6,8 @@
 # Each source is compiled with -O2; the link step gets no -O: with binaryen
 # installed clang would run wasm-opt on it, which strips the `name` section
 # that backtraces need. STELE_WASM_GUESTS is TRUE when the toolchain exists.
-include_guard(GLOBAL)
+# No include_guard: STELE_WASM_GUESTS is a directory-scoped variable, so every
+# including folder must run this (find_program results are cached).
 
 find_program(STELE_WASM_CLANG NAMES clang-14 clang)
 find_program(STELE_WASM_LD NAMES wasm-ld-14 wasm-ld)

@@ -237,8 +237,11 @@ void PrintEvents(const json& body, const char* list_key, std::ostream& out) {
                                                     : item;
     std::string lead = Field(item, "version");
     if (lead.empty()) lead = Field(item, "cursor");
-    out << std::left << std::setw(6) << lead << std::setw(26) << Field(item, "created_at")
-        << std::setw(24) << EventType(event) << Shorten(event.dump()) << "\n";
+    std::string type = EventType(event);
+    // The payload without repeating the type: {"locked": {...}} -> {...}.
+    const json& payload = event.is_object() && event.size() == 1 ? event.begin().value() : event;
+    out << std::left << std::setw(6) << lead << " " << std::setw(27) << Field(item, "created_at")
+        << " " << std::setw(24) << type << " " << Shorten(payload.dump(), 160) << "\n";
   }
   if (body.is_object()) {
     if (std::string next = Field(body, "next_cursor"); !next.empty()) {

@@ -3,6 +3,7 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,11 @@
 #include "core/json_codec.h"
 #if STELE_SERVER_HAVE_EXEC
 #include "runtime/exec/exec_activity_worker.h"
+#endif
+#if STELE_SERVER_HAVE_WASM
+#include "runtime/wasm_host/wasm_activity_worker.h"
+#include "runtime/wasm_host/wasm_component.h"
+#include "runtime/wasm_host/wasm_workflow_worker.h"
 #endif
 
 namespace stele::server {
@@ -98,15 +104,104 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
 #endif
 }
 
+#if STELE_SERVER_HAVE_WASM
+// One engine per process (the adapter keeps compiled modules for it).
+std::shared_ptr<wasm::WasmEngine> Engine() {
+  static std::shared_ptr<wasm::WasmEngine> engine = wasm::CreateV8Engine();
+  return engine;
+}
+
+// The guest's own declarations as signatures; a declaration in the config
+// for the same ffqn wins (it may add types the guest left out).
+Result<std::vector<core::FunctionSignature>, std::string> Signatures(
+    const runtime::wasm_host::WasmComponent& component, const ComponentConfig& c) {
+  std::vector<core::FunctionSignature> out;
+  for (const auto& declared : component.functions) {
+    auto configured = std::find_if(c.functions.begin(), c.functions.end(),
+                                   [&](const auto& f) { return f.ffqn == declared.ffqn; });
+    if (configured != c.functions.end()) {
+      out.push_back(*configured);
+      continue;
+    }
+    core::FunctionSignature sig{declared.ffqn, {}, std::nullopt};
+    for (const auto& [name, type] : declared.param_list) {
+      auto desc = core::TypeDesc::Parse(type);
+      if (!desc) {
+        return Unexpected("function `" + declared.ffqn.ToString() + "` declares parameter `" +
+                          name + "` of invalid type `" + type + "`: " + desc.error());
+      }
+      sig.params.push_back(core::ParamSpec{name, *desc});
+    }
+    if (!declared.return_type.empty()) {
+      auto desc = core::TypeDesc::Parse(declared.return_type);
+      if (!desc) {
+        return Unexpected("function `" + declared.ffqn.ToString() + "` declares an invalid return type `" +
+                          declared.return_type + "`: " + desc.error());
+      }
+      sig.return_type = *desc;
+    }
+    out.push_back(std::move(sig));
+  }
+  for (const auto& f : c.functions) {
+    if (!component.Find(f.ffqn)) {
+      return Unexpected("`functions` declares `" + f.ffqn.ToString() +
+                        "`, which the component does not export");
+    }
+  }
+  return out;
+}
+#endif
+
 Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const std::string& file) {
   std::error_code ec;
   if (!fs::is_regular_file(c.location, ec)) {
     return Unexpected(ErrorAt(c, file, "location", "no such file `" + c.location + "`"));
   }
+#if STELE_SERVER_HAVE_WASM
+  namespace wh = runtime::wasm_host;
+  bool workflow = c.kind == ComponentKind::kWorkflowWasm;
+  auto component = wh::LoadWasmComponentFile(Engine(), c.location, c.name,
+                                             workflow ? wh::GuestKind::kWorkflow
+                                                      : wh::GuestKind::kActivity);
+  if (!component) return Unexpected(ErrorAt(c, file, "location", component.error()));
+  auto signatures = Signatures(**component, c);
+  if (!signatures) return Unexpected(ErrorAt(c, file, "functions", signatures.error()));
+  LoadedComponent out;
+  out.config = c;
+  out.kind = workflow ? FunctionKind::kWorkflow : FunctionKind::kActivity;
+  out.functions = std::move(*signatures);
+  out.component_id = (*component)->component_id;
+  std::shared_ptr<const wh::WasmComponent> loaded = *component;
+  if (workflow) {
+    out.make_worker = [loaded, c](const WorkerEnv& env)
+        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      auto conn = env.pool->Connection();
+      if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
+      wh::WasmWorkflowWorkerDeps deps;
+      deps.db = std::shared_ptr<storage::DbConnection>(std::move(*conn));
+      deps.clock = env.clock;
+      deps.functions = env.registry;
+      deps.run_options.blocking_strategy = c.blocking_strategy_await
+                                               ? runtime::workflow::BlockingStrategy::kAwait
+                                               : runtime::workflow::BlockingStrategy::kInterrupt;
+      deps.run_options.lock_extension = c.lock_expiry.value_or(env.default_lock_expiry);
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<wh::WasmWorkflowWorker>(loaded, std::move(deps)));
+    };
+  } else {
+    out.make_worker = [loaded](const WorkerEnv&)
+        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<wh::WasmActivityWorker>(loaded, wh::WasmActivityOptions{}));
+    };
+  }
+  return out;
+#else
   return Unexpected(ErrorAt(c, file, "location",
                             std::string("[[") + std::string(ComponentKindName(c.kind)) +
                                 "]] is not supported yet: this build has no WebAssembly "
                                 "runtime (runtime/wasm_host)"));
+#endif
 }
 
 }  // namespace

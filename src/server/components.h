@@ -32,6 +32,7 @@ struct WorkerEnv {
   storage::DbPool* pool = nullptr;
   const Clock* clock = nullptr;
   const runtime::workflow::FunctionRegistry* registry = nullptr;
+  std::chrono::milliseconds default_lock_expiry{1000};  // [executor] lock_expiry
 };
 
 using WorkerFactory =

@@ -1,0 +1,85 @@
+// ExecActivityWorker: activities implemented by a host command, run once
+// per attempt (docs/exec_activities.md is the user-facing contract).
+//
+// Per attempt the command `argv` is spawned (process.h: no shell, own process
+// group, nothing inherited but the configured environment) with
+//   STELE_FFQN=<ffqn>  STELE_EXECUTION_ID=<id>  STELE_ATTEMPT=<1-based n>
+// added to its environment; the params JSON array is written to its stdin,
+// which is then closed. Its stdout must be `{"ok": v}` or `{"err": v}`
+// (whitespace around it allowed) and its exit status 0. Mapping:
+//   {"ok": v}                   WorkerOk(ReturnValueOk) — v checked against
+//                               the declared return type, mismatch = trap
+//   {"err": v}, retry_on_err and the attempt can be retried
+//                               ActivityReturnedError (retried)
+//   {"err": v} otherwise        WorkerOk(ReturnValueErr) (the final result)
+//   non-zero exit, death by signal, stdout not {"ok"}/{"err"} JSON,
+//   output over a cap, executable missing   ActivityTrap (retried, then final)
+//   ctx.cancel fired            the group is killed and reaped; returns
+//                               FatalError(kCancelled), which the executor
+//                               records as the timeout, the shutdown unlock
+//                               or the (already committed) cancellation
+//   params not matching the declared param types   FatalError(kParamsParsingError)
+// Stderr lines are logged at info level, tagged with the execution id; the
+// tail of stderr is the detail of a trap.
+//
+// Threading: Run is thread-safe (no mutable state); each call blocks its
+// executor thread until the process ends or ctx.cancel fires.
+// Ownership: the worker owns its config; share it as shared_ptr<Worker>.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "core/function_type.h"
+#include "executor/worker.h"
+
+namespace stele::runtime::exec {
+
+struct ExecActivityConfig {
+  // The functions this command serves (at least one, distinct ffqns). One
+  // command may serve several: it tells them apart by STELE_FFQN.
+  std::vector<core::FunctionSignature> functions;
+  // The command; argv[0] is a path, or a name searched in the PATH of the
+  // child's environment (see process.h). Non-empty.
+  std::vector<std::string> argv;
+  // Where it runs; empty: the server's working directory.
+  std::string working_dir;
+  // Names whose values are copied from the server's environment when the
+  // worker is created (absent names are skipped).
+  std::vector<std::string> env_allow_list;
+  // Fixed values; they win over allow-listed ones. STELE_FFQN,
+  // STELE_EXECUTION_ID and STELE_ATTEMPT are reserved.
+  std::map<std::string, std::string> env;
+  std::size_t max_stdout_bytes = 1 << 20;
+  std::size_t max_stderr_bytes = 64 << 10;
+  // An `err` result is retried (while retries remain) rather than final.
+  bool retry_on_err = true;
+};
+
+class ExecActivityWorker : public executor::Worker {
+ public:
+  // Validates the config (see the field comments; env names non-empty
+  // without '=' or NUL, caps > 0) and snapshots the allow-listed
+  // environment.
+  static Result<std::shared_ptr<ExecActivityWorker>, std::string> Create(ExecActivityConfig config);
+
+  executor::WorkerResult Run(executor::WorkerContext ctx) override;
+  const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
+
+  const ExecActivityConfig& config() const { return config_; }
+
+ private:
+  ExecActivityWorker(ExecActivityConfig config, std::vector<std::string> base_env);
+  const core::FunctionSignature* Find(const core::FunctionFqn& ffqn) const;
+
+  const ExecActivityConfig config_;
+  // "NAME=value" of the allow list and the fixed env, without the STELE_ ones.
+  const std::vector<std::string> base_env_;
+  std::vector<core::FunctionFqn> ffqns_;
+};
+
+}  // namespace stele::runtime::exec

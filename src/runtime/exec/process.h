@@ -19,8 +19,9 @@
 //     moves itself to another group or session (setsid, setpgid) escapes
 //     this; that is documented, not prevented.
 // The leader is always reaped before RunProcess returns (no zombies of
-// ours). Stragglers are the leader's children, not ours; once killed they
-// are reaped by whoever inherits them.
+// ours). Stragglers are the leader's children, not ours: SIGKILL is
+// asynchronous, so they may still be finishing their exit when RunProcess
+// returns, and they are reaped by whoever inherits them.
 //
 // Threading: RunProcess blocks the calling thread; any number of threads may
 // run processes concurrently. SIGPIPE from writing to a closed stdin is

@@ -2,7 +2,7 @@
 
 namespace stele::storage {
 
-DbErrorGeneric DbErrorGeneric::Uncategorized(std::string reason, std::source_location loc) {
+DbErrorGeneric DbErrorGeneric::Uncategorized(std::string reason, SourceLocation loc) {
   return DbErrorGeneric(Kind::kUncategorized, std::move(reason), loc);
 }
 

@@ -11,10 +11,10 @@
 // error only through the explicit constructor.
 #pragma once
 
-#include <source_location>
 #include <string>
 #include <variant>
 
+#include "base/source_location.h"
 #include "core/version.h"
 
 namespace stele::storage {
@@ -23,12 +23,12 @@ class DbErrorGeneric {
  public:
   enum class Kind { kUncategorized, kClose };
   static DbErrorGeneric Uncategorized(std::string reason,
-                                      std::source_location loc = std::source_location::current());
+                                      SourceLocation loc = SourceLocation::current());
   static DbErrorGeneric Close() { return DbErrorGeneric(Kind::kClose, "database was closed", {}); }
 
   Kind kind() const { return kind_; }
   const std::string& reason() const { return reason_; }
-  const std::source_location& location() const { return loc_; }
+  const SourceLocation& location() const { return loc_; }
   // "database error: <reason>" | "database was closed"
   std::string ToString() const;
   // Equality ignores the source location.
@@ -37,11 +37,11 @@ class DbErrorGeneric {
   }
 
  private:
-  DbErrorGeneric(Kind kind, std::string reason, std::source_location loc)
+  DbErrorGeneric(Kind kind, std::string reason, SourceLocation loc)
       : kind_(kind), reason_(std::move(reason)), loc_(loc) {}
   Kind kind_;
   std::string reason_;
-  std::source_location loc_;
+  SourceLocation loc_;
 };
 
 class DbErrorWriteNonRetriable {

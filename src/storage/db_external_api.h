@@ -40,6 +40,11 @@ class DbExternalApi : public DbConnection {
   virtual Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
       const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) = 0;
 
+  // How many executions are in each pending state. A consistent snapshot;
+  // its cost grows with the store (a scan on SQLite), so callers cache it
+  // (the server's /metrics does). Errors: Generic.
+  virtual Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() = 0;
+
   // Moves an unfinished execution from component digest `old_digest` to
   // `new_digest`. Errors: NotFound; NonRetriable when the current digest is
   // not `old_digest` (Conflict) or the execution is finished (IllegalState).

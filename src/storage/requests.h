@@ -103,6 +103,15 @@ struct ExpiredDelay {
 };
 using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay>;
 
+// Executions per pending state (children included), for monitoring.
+struct ExecutionCounts {
+  uint64_t pending_at = 0;
+  uint64_t locked = 0;
+  uint64_t blocked_by_join_set = 0;
+  uint64_t finished = 0;
+  friend bool operator==(const ExecutionCounts&, const ExecutionCounts&) = default;
+};
+
 struct ExecutionWithState {
   ExecutionId execution_id;
   core::FunctionFqn ffqn;

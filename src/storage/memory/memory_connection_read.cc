@@ -159,6 +159,24 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> MemoryConnection::ListExe
   return events;
 }
 
+Result<ExecutionCounts, DbErrorGeneric> MemoryConnection::CountExecutionsByState() {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  ExecutionCounts counts;
+  for (const auto& [id, journal] : state_->journals) {
+    std::visit(
+        [&](const auto& s) {
+          using S = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<S, core::PendingStatePendingAt>) ++counts.pending_at;
+          if constexpr (std::is_same_v<S, core::PendingStateLocked>) ++counts.locked;
+          if constexpr (std::is_same_v<S, core::PendingStateBlockedByJoinSet>) ++counts.blocked_by_join_set;
+          if constexpr (std::is_same_v<S, core::PendingStateFinished>) ++counts.finished;
+        },
+        journal.pending_state().value);
+  }
+  return counts;
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> MemoryConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   std::lock_guard lock(state_->mu);

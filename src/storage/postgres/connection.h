@@ -89,6 +89,7 @@ class PostgresConnection final : public DbConnectionTest {
       bool include_backtrace_id) override;
   Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
       const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) override;
+  Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() override;
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;

@@ -282,6 +282,24 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> PostgresConnection::List
       });
 }
 
+Result<ExecutionCounts, DbErrorGeneric> PostgresConnection::CountExecutionsByState() {
+  return store_->Read<ExecutionCounts, DbErrorGeneric>(
+      false, [&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
+        STELE_ASSIGN_OR_RETURN(PgResult res,
+                               Q(db, "SELECT state, COUNT(*) FROM t_state GROUP BY state", Params()));
+        ExecutionCounts counts;
+        for (int row = 0; row < res.rows(); ++row) {
+          std::string_view state = res.Text(row, 0);
+          auto count = static_cast<uint64_t>(res.Int(row, 1));
+          if (state == "pending_at") counts.pending_at += count;
+          if (state == "locked") counts.locked += count;
+          if (state == "blocked_by_join_set") counts.blocked_by_join_set += count;
+          if (state == "finished") counts.finished += count;
+        }
+        return counts;
+      });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> PostgresConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read<std::vector<ResponseWithCursor>, DbErrorRead>(

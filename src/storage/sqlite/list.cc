@@ -96,6 +96,32 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> SqliteConnection::ListEx
       });
 }
 
+namespace {
+
+// Adds `count` to the field of `counts` named by a t_state.state value.
+void AddCount(ExecutionCounts& counts, std::string_view state, uint64_t count) {
+  if (state == "pending_at") counts.pending_at += count;
+  if (state == "locked") counts.locked += count;
+  if (state == "blocked_by_join_set") counts.blocked_by_join_set += count;
+  if (state == "finished") counts.finished += count;
+}
+
+}  // namespace
+
+Result<ExecutionCounts, DbErrorGeneric> SqliteConnection::CountExecutionsByState() {
+  return store_->Read([&](Connection& db) -> Result<ExecutionCounts, DbErrorGeneric> {
+    STELE_ASSIGN_OR_RETURN(Statement stmt,
+                           db.Prepare("SELECT state, COUNT(*) FROM t_state GROUP BY state"));
+    ExecutionCounts counts;
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      AddCount(counts, stmt.Text(0), static_cast<uint64_t>(stmt.Int64(1)));
+    }
+    return counts;
+  });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> SqliteConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read([&](Connection& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {

@@ -81,6 +81,7 @@ struct SqliteStats {
   uint64_t ops_committed = 0;           // logical ops whose effects committed
   uint64_t ops_rolled_back = 0;         // logical ops rolled back to their savepoint
   uint64_t max_ops_in_transaction = 0;  // largest group commit so far
+  uint64_t unsynced_commits = 0;        // lock-only commits without fsync (writer.h)
   uint64_t queued_ops = 0;              // waiting for the writer right now
   // SQLite statement counters over all connections (reads included): VM
   // steps, steps of full scans, sorts, automatic indexes.

@@ -313,6 +313,36 @@ TEST_F(SqliteTest, WaitForPendingReturnsAtOnceOrOnCommit) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+// Under synchronous=FULL a commit that only takes locks skips its fsync
+// (writer.h, "Unsynced lock commits"); everything else stays synced, and
+// the connection returns to FULL for the next such commit.
+TEST_F(SqliteTest, LockOnlyCommitsSkipTheFsyncOthersDoNot) {
+  SqliteOptions options = Options();
+  options.synchronous = SqliteOptions::Synchronous::kFull;
+  Open(options);
+  const auto id = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(id, T(0))));
+  EXPECT_EQ(pool().stats().unsynced_commits, 0u) << "a submission is synced";
+  auto locked = db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1), core::ComponentId::DummyActivity(),
+                                        core::ExecutorId::Generate(), T(10), core::RunId::Generate(),
+                                        core::ComponentRetryConfig::Zero());
+  ASSERT_TRUE(locked);
+  ASSERT_EQ(locked->size(), 1u);
+  EXPECT_EQ(pool().stats().unsynced_commits, 1u) << "a lock is not";
+  ASSERT_TRUE(db().Create(NewCreate(core::ExecutionId::Generate(), T(2))));
+  EXPECT_EQ(pool().stats().unsynced_commits, 1u) << "synced again after it";
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_execution_log"), 3);
+}
+
+TEST_F(SqliteTest, NormalSynchronousHasNoUnsyncedCommitsToCount) {
+  Open();  // synchronous=NORMAL: every commit is already unsynced
+  ASSERT_TRUE(db().Create(NewCreate(core::ExecutionId::Generate(), T(0))));
+  ASSERT_TRUE(db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1), core::ComponentId::DummyActivity(),
+                                      core::ExecutorId::Generate(), T(10), core::RunId::Generate(),
+                                      core::ComponentRetryConfig::Zero()));
+  EXPECT_EQ(pool().stats().unsynced_commits, 0u);
+}
+
 TEST_F(SqliteTest, ReadsAreServedWhileTheWriterIsBusy) {
   Open();
   auto id = core::ExecutionId::Generate();

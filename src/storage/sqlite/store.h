@@ -33,7 +33,7 @@ namespace stele::storage::sqlite::internal {
 template <class T, class E, class F>
 class TypedWriteOp final : public WriteOp {
  public:
-  explicit TypedWriteOp(F fn) : fn_(std::move(fn)) {}
+  TypedWriteOp(F fn, bool needs_sync) : fn_(std::move(fn)), needs_sync_(needs_sync) {}
 
   bool Run(WriteContext& context) override {
     try {
@@ -50,9 +50,11 @@ class TypedWriteOp final : public WriteOp {
     promise_.set_value(Result<T, E>(Unexpected(error)));
   }
   std::future<Result<T, E>> Future() { return promise_.get_future(); }
+  bool needs_sync() const override { return needs_sync_; }
 
  private:
   F fn_;
+  bool needs_sync_;
   std::optional<Result<T, E>> result_;
   std::promise<Result<T, E>> promise_;
 };
@@ -69,12 +71,13 @@ class Store {
   // constructible from DbErrorGeneric.
   template <class T, class E, class F>
   Result<T, E> Write(F&& fn) {
-    auto op = std::make_unique<TypedWriteOp<T, E, std::decay_t<F>>>(std::forward<F>(fn));
-    std::future<Result<T, E>> future = op->Future();
-    if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
-      return Unexpected(std::move(submitted).error());
-    }
-    return future.get();
+    return Submit<T, E>(std::forward<F>(fn), /*needs_sync=*/true);
+  }
+  // Write for an op that only takes locks: its commit may skip the fsync
+  // (writer.h, "Unsynced lock commits").
+  template <class T, class E, class F>
+  Result<T, E> WriteLock(F&& fn) {
+    return Submit<T, E>(std::forward<F>(fn), /*needs_sync=*/false);
   }
 
   // Runs `fn(Connection&) -> Result<T, E>` in one read transaction.
@@ -92,6 +95,16 @@ class Store {
   bool IsClosed();
 
  private:
+  template <class T, class E, class F>
+  Result<T, E> Submit(F&& fn, bool needs_sync) {
+    auto op = std::make_unique<TypedWriteOp<T, E, std::decay_t<F>>>(std::forward<F>(fn), needs_sync);
+    std::future<Result<T, E>> future = op->Future();
+    if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
+      return Unexpected(std::move(submitted).error());
+    }
+    return future.get();
+  }
+
   Store(std::unique_ptr<QueryCounters> counters, std::unique_ptr<Checkpointer> checkpointer,
         std::unique_ptr<Connection> writer_connection,
         std::vector<std::unique_ptr<Connection>> read_connections, const SqliteOptions& options);

@@ -16,7 +16,9 @@ Writer::Writer(std::unique_ptr<Connection> connection, const SqliteOptions& opti
       notifier_(notifier),
       checkpointer_(checkpointer),
       capacity_(std::max<size_t>(options.queue_capacity, 1)),
-      max_ops_per_transaction_(std::max<size_t>(options.max_ops_per_transaction, 1)) {
+      max_ops_per_transaction_(std::max<size_t>(options.max_ops_per_transaction, 1)),
+      sync_commits_(options.synchronous == SqliteOptions::Synchronous::kFull),
+      connection_synced_(sync_commits_) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -50,14 +52,16 @@ SqliteStats Writer::stats() const {
   stats.ops_committed = ops_committed_.load();
   stats.ops_rolled_back = ops_rolled_back_.load();
   stats.max_ops_in_transaction = max_ops_in_transaction_.load();
+  stats.unsynced_commits = unsynced_commits_.load();
   std::lock_guard lock(mu_);
   stats.queued_ops = queue_.size();
   return stats;
 }
 
-std::unique_ptr<WriteOp> Writer::TryPop() {
+std::unique_ptr<WriteOp> Writer::TryPop(bool only_unsynced) {
   std::lock_guard lock(mu_);
   if (queue_.empty()) return nullptr;
+  if (only_unsynced && queue_.front()->needs_sync()) return nullptr;
   std::unique_ptr<WriteOp> op = std::move(queue_.front());
   queue_.pop_front();
   not_full_.notify_one();
@@ -79,6 +83,13 @@ void Writer::Loop() {
     if (checkpointer_ != nullptr) checkpointer_->CheckpointInlineIfLarge(*connection_);
     RunTransaction(std::move(first));
   }
+}
+
+Result<void, DbErrorGeneric> Writer::SetSynced(bool synced) {
+  if (synced == connection_synced_) return {};
+  STELE_TRY(connection_->Exec(synced ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  connection_synced_ = synced;
+  return {};
 }
 
 void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
@@ -108,7 +119,16 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
     return stmt.Run();
   };
 
+  // Unsynced only when the first op allows it; later ops join only if
+  // they allow it too (see "Unsynced lock commits" in writer.h).
+  const bool synced = sync_commits_ && first->needs_sync();
   ops.push_back(std::move(first));
+  if (sync_commits_) {
+    if (auto level = SetSynced(synced); !level) {
+      fail_all(level.error());
+      return;
+    }
+  }
   if (auto begin = exec("BEGIN IMMEDIATE"); !begin) {
     fail_all(begin.error());
     return;
@@ -152,7 +172,7 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
 
   if (!run_one(0)) return;
   while (ops.size() < max_ops_per_transaction_) {
-    std::unique_ptr<WriteOp> next = TryPop();
+    std::unique_ptr<WriteOp> next = TryPop(/*only_unsynced=*/sync_commits_ && !synced);
     if (!next) break;
     ops.push_back(std::move(next));
     if (!run_one(ops.size() - 1)) return;
@@ -163,6 +183,7 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
     return;
   }
   transactions_committed_.fetch_add(1);
+  if (sync_commits_ && !synced) unsynced_commits_.fetch_add(1);
   uint64_t kept_count = static_cast<uint64_t>(std::count(kept.begin(), kept.end(), true));
   ops_committed_.fetch_add(kept_count);
   ops_rolled_back_.fetch_add(ops.size() - kept_count);

@@ -110,6 +110,18 @@ TEST_P(ListTest, ListExecutionsReportsTheCurrentState) {
                                          kT0, kT0 + 3s, ComponentB().input_digest}));
 }
 
+TEST_P(ListTest, CountExecutionsByStateCountsEveryExecution) {
+  EXPECT_EQ(Must(db().CountExecutionsByState()), ExecutionCounts{});
+  Must(db().Create(CreateReq(NewId(), kT0)));
+  Must(db().Create(CreateReq(NewId(), kT0)));
+  ExecutionId finished = NewId();
+  Version v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(finished, v, FinishedReq(kT0 + 1s, OkResult())));
+  CreateLocked(db(), NewId(), kT0, Runner::New(), kT0 + 10s);
+  EXPECT_EQ(Must(db().CountExecutionsByState()),
+            (ExecutionCounts{.pending_at = 2, .locked = 1, .blocked_by_join_set = 0, .finished = 1}));
+}
+
 TEST_P(ListTest, ListExecutionEventsHonoursSinceAndMaxLength) {
   ExecutionId id = NewId();
   Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);

@@ -322,6 +322,10 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
     return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
                    [&] { return inner_->ListResponses(execution_id, pagination); });
   }
+  Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() override {
+    return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
+                   [&] { return inner_->CountExecutionsByState(); });
+  }
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override {

@@ -89,9 +89,10 @@ struct EngineOptions {
   std::chrono::milliseconds workflow_retry_backoff{100};
   // Longest wait of an idle executor before it looks for work again.
   std::chrono::milliseconds tick_sleep{200};
-  // Expired-timers watcher: tick and lateness tolerated before a lock is
-  // taken over or a due timer fired by it.
-  std::chrono::milliseconds watcher_tick{100};
+  // Expired-timers watcher: its tick bounds how late a durable sleep ends
+  // (one indexed query per tick); the leeway is how late an expired lock
+  // must be before the watcher takes it over (delays fire on time).
+  std::chrono::milliseconds watcher_tick{10};
   std::chrono::milliseconds watcher_leeway{500};
   // Start the watcher with the executors (tests drive it by hand).
   bool start_watcher = true;

@@ -222,6 +222,7 @@ Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime n
   }
   const DateTime lock_expires_at = now + options_.lock_expiry;
   const auto batch = static_cast<uint32_t>(permits.size());
+  const auto lock_started = std::chrono::steady_clock::now();
   auto locked = options_.locking_strategy == LockingStrategy::kByFfqn
                     ? db_->LockPendingByFfqns(batch, now, worker_->ExportedFunctions(), now,
                                               options_.component_id, options_.executor_id,
@@ -229,6 +230,7 @@ Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime n
                     : db_->LockPendingByComponentId(batch, now, options_.component_id, now,
                                                     options_.executor_id, lock_expires_at, run_id,
                                                     options_.retry_config);
+  stats_.lock.Record(std::chrono::steady_clock::now() - lock_started);
   if (!locked) return Unexpected(std::move(locked).error());
   STELE_CHECK(locked->size() <= permits.size(), "locked more executions than the batch size");
   for (size_t i = 0; i < locked->size(); ++i) {
@@ -301,7 +303,9 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
     STELE_LOG(kInfo, id << ": discarding the result of a run unlocked at shutdown");
   } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down,
                                       cancel_requested)) {
+    const auto record_started = std::chrono::steady_clock::now();
     auto applied = RecordOutcome(*write);
+    stats_.record.Record(std::chrono::steady_clock::now() - record_started);
     if (applied && cancel_requested && *applied != ApplyStatus::kWritten) {
       STELE_LOG(kInfo, id << ": cancelled while running; the worker's " << result.ToString()
                           << " is not recorded");

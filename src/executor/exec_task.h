@@ -79,6 +79,7 @@
 #include "core/retry_config.h"
 #include "executor/cancel_registry.h"
 #include "executor/concurrency_limiter.h"
+#include "executor/latency_histogram.h"
 #include "executor/outcome.h"
 #include "executor/worker.h"
 #include "executor/worker_pool.h"
@@ -143,6 +144,8 @@ class ExecTask {
   void Stop();
 
   const ExecutorOptions& options() const { return options_; }
+  // Latencies of the storage calls, for monitoring (thread-safe).
+  const ExecTaskStats& stats() const { return stats_; }
 
   // --- Test hooks: deterministic ticks driven by a ManualClock. ---
 
@@ -190,6 +193,7 @@ class ExecTask {
   const std::shared_ptr<ConcurrencyLimiter> limiter_;
   const bool enforce_deadlines_;
   internal::WorkerThreadPool pool_;
+  ExecTaskStats stats_;
 
   mutable std::mutex mu_;
   std::condition_variable runs_changed_;                     // a run finished or the set changed

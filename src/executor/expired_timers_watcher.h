@@ -1,9 +1,10 @@
 // ExpiredTimersWatcher: the safety net of reference/obelisk.md §2.10. Every
-// `tick_sleep` it reads the timers expired at `at = now - leeway` (the
-// leeway lets a live run that is about to write win) and
-//   - fires each due delay: AppendDelayResponse(at, ok) — which unblocks
-//     a parent waiting on it; a delay already answered is skipped;
-//   - settles each expired lock (ComputeExpiredLockOutcome): a workflow that
+// `tick_sleep` it reads the expired timers and
+//   - fires each delay due at `now`: AppendDelayResponse(now, ok) — which
+//     unblocks a parent waiting on it; a delay already answered is skipped
+//     (no leeway: nobody else fires a delay, so waiting only adds lateness);
+//   - settles each lock expired at `at = now - leeway` (the leeway lets a
+//     live run that is about to write win; ComputeExpiredLockOutcome): a workflow that
 //     made progress is Unlocked(at, "made progress"); otherwise the run
 //     is timed out — TemporarilyTimedOut(at + backoff) while retries remain,
 //     else Finished(ExecutionError{timed_out}) together with the parent's
@@ -12,7 +13,8 @@
 //
 // Threading: Start/Stop from one controlling thread; TickForTest must not
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
-// thread-safe (it only uses the thread-safe connection).
+// thread-safe (it only uses the thread-safe connection) and may write from
+// up to `parallel_writes` short-lived threads of its own during a pass.
 // Ownership: owns its connection and thread; the Clock must outlive it.
 // Stop (or destroy) it before closing the pool.
 #pragma once
@@ -31,10 +33,15 @@
 namespace stele::executor {
 
 struct ExpiredTimersWatcherOptions {
-  // Pause between ticks.
-  std::chrono::milliseconds tick_sleep{100};
-  // Subtracted from now: a timer is handled only once it is this late.
+  // Pause between ticks: bounds how late a delay fires (each tick is one
+  // indexed query, two with a leeway).
+  std::chrono::milliseconds tick_sleep{10};
+  // Subtracted from now for locks: an expired lock is settled only once it
+  // is this late. Delays fire on time.
   std::chrono::milliseconds leeway{500};
+  // Timers handled at once (threads of a busy tick): concurrent writes
+  // share commits, so a burst of due timers costs a few fsyncs, not one each.
+  uint32_t parallel_writes = 16;
 };
 
 struct WatcherTickProgress {
@@ -48,6 +55,11 @@ struct WatcherTickProgress {
 // fail the pass (Generic).
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage::DbConnection& db,
                                                                          DateTime at);
+// The watcher's pass: delays due at `now`, locks expired at `now - lock_leeway`,
+// up to `parallel_writes` of them written concurrently.
+Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
+    storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
+    uint32_t parallel_writes);
 
 class ExpiredTimersWatcher {
  public:

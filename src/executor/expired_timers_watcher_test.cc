@@ -61,6 +61,20 @@ class WatcherTest : public BackendTest {
     return pending->scheduled_at;
   }
   static WatcherTickProgress Progress(uint32_t locks, uint32_t delays) { return {locks, delays}; }
+  // The locked workflow `parent` (at version 1) submits `delay` (due at
+  // kT0 + 10s) to `join_set` and awaits it, unloading at once.
+  void BlockOnDelay(const ExecutionId& parent, const core::JoinSetId& join_set,
+                    const core::DelayId& delay) {
+    Must(db().AppendBatch(
+        kT0,
+        {{kT0, core::HistoryEventRequest{core::HistoryJoinSetCreate{join_set}}},
+         {kT0, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                   join_set, core::DelayRequest{delay, kT0 + 10s,
+                                                core::HistoryEventScheduleAt::In(
+                                                    core::Duration::FromSecs(10))}}}},
+         {kT0, core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
+        parent, Version(2)));
+  }
 };
 
 TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
@@ -170,20 +184,13 @@ TEST_P(WatcherTest, DueDelayIsFiredAndUnblocksTheParent) {
   const core::JoinSetId join_set =
       core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
   const core::DelayId delay(parent, join_set, 1);
-  Must(db().AppendBatch(
-      kT0,
-      {{kT0, core::HistoryEventRequest{core::HistoryJoinSetCreate{join_set}}},
-       {kT0, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                 join_set, core::DelayRequest{delay, kT0 + 10s,
-                                              core::HistoryEventScheduleAt::In(
-                                                  core::Duration::FromSecs(10))}}}},
-       {kT0, core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
-      parent, Version(2)));
+  BlockOnDelay(parent, join_set, delay);
   EXPECT_EQ(Log(parent).pending_state.StateName(), "BlockedByJoinSet");
   auto watcher = NewWatcher(500ms);
 
-  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 10s)), Progress(0, 0)) << "not due within leeway";
-  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 10500ms)), Progress(0, 1));
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 9999ms)), Progress(0, 0)) << "not due yet";
+  // The lock leeway does not apply to delays: they fire when due.
+  EXPECT_EQ(Must(watcher->TickForTest(kT0 + 10s)), Progress(0, 1));
   const storage::ExecutionLog log = Log(parent);
   ASSERT_EQ(log.responses.size(), 1u);
   EXPECT_EQ(log.responses[0].created_at, kT0 + 10s);
@@ -191,6 +198,47 @@ TEST_P(WatcherTest, DueDelayIsFiredAndUnblocksTheParent) {
             (core::JoinSetResponseEvent{join_set, core::DelayFinished{delay, true}}));
   EXPECT_EQ(ScheduledAt(parent), kT0 + 10s);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 20s)), Progress(0, 0)) << "fired once";
+}
+
+// A burst of due timers is handled by concurrent writes (they share
+// commits); each is still answered exactly once.
+TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {
+  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
+  const core::JoinSetId join_set =
+      core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
+  constexpr int kSleepers = 40;
+  constexpr int kHangers = 10;
+  std::vector<ExecutionId> sleepers;
+  for (int i = 0; i < kSleepers; ++i) {
+    const ExecutionId parent = ExecutionId::Generate();
+    Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
+    Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
+                      core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
+    const core::DelayId delay(parent, join_set, 1);
+    BlockOnDelay(parent, join_set, delay);
+    sleepers.push_back(parent);
+  }
+  std::vector<ExecutionId> hangers;
+  for (int i = 0; i < kHangers; ++i) {
+    const ExecutionId id = ExecutionId::Generate();
+    Must(db().Create(CreateReq(id, kT0)));
+    Must(db().LockOne(kT0, core::ComponentId::DummyActivity(), id, core::RunId::Generate(),
+                      Version(1), core::ExecutorId::Generate(), kT0 + 1s,
+                      Retries(3u, 1s)));
+    hangers.push_back(id);
+  }
+
+  const auto at = kT0 + 10s;
+  EXPECT_EQ(Must(HandleExpiredTimers(db(), at, 500ms, 8)), Progress(kHangers, kSleepers));
+  for (const ExecutionId& parent : sleepers) {
+    EXPECT_EQ(Log(parent).responses.size(), 1u) << parent.ToString();
+    EXPECT_EQ(ScheduledAt(parent), at);
+  }
+  for (const ExecutionId& id : hangers) {
+    EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, at - 500ms + 1s);
+  }
+  EXPECT_EQ(Must(HandleExpiredTimers(db(), at + 10s, 500ms, 8)), Progress(0, 0))
+      << "each answered once";
 }
 
 TEST_P(WatcherTest, WatcherLosesCleanlyToAWorkerThatWroteMeanwhile) {

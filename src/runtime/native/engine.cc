@@ -279,9 +279,11 @@ Result<void, Error> Engine::Start() {
   if (d.options.start_watcher) {
     auto conn = d.pool->Connection();
     if (!conn) return Unexpected(Error::Storage("cannot connect: " + conn.error().ToString()));
-    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(
-        std::move(*conn), *d.clock,
-        executor::ExpiredTimersWatcherOptions{d.options.watcher_tick, d.options.watcher_leeway});
+    executor::ExpiredTimersWatcherOptions watcher_options;
+    watcher_options.tick_sleep = d.options.watcher_tick;
+    watcher_options.leeway = d.options.watcher_leeway;
+    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), *d.clock,
+                                                                 watcher_options);
   }
   for (auto& task : tasks) task->Start();
   if (d.watcher) d.watcher->Start();

@@ -230,10 +230,11 @@ void RunState::Apply(const core::HistoryEvent& event) {
             ++state.submissions;
             Submission submission = std::visit(
                 Overloaded{[](const core::DelayRequest& delay) {
-                             return Submission{delay.delay_id, std::nullopt};
+                             return Submission{delay.delay_id, std::nullopt, delay.expires_at};
                            },
                            [](const core::ChildExecutionRequest& child) {
-                             return Submission{child.child_execution_id, child.target_ffqn};
+                             return Submission{child.child_execution_id, child.target_ffqn,
+                                               std::nullopt};
                            }},
                 request.request);
             std::string id = IdText(submission.id);
@@ -266,7 +267,8 @@ core::HistoryJoinNext RunState::JoinNextKey(const core::JoinSetId& join_set,
   const bool known = it != responses_by_join_set_.end() && it->second.size() >= k;
   // A run that will unload gives up its lease at once so the response
   // makes the execution pending immediately; a warm run keeps it.
-  const bool unloads = !known && options.blocking_strategy == BlockingStrategy::kInterrupt;
+  const bool unloads = !known && (options.blocking_strategy == BlockingStrategy::kInterrupt ||
+                                  OnlyDelaysBeyondLease(state));
   return core::HistoryJoinNext{join_set, unloads ? Now() : lock_expires_at_,
                                std::move(requested_ffqn), closing};
 }
@@ -276,8 +278,16 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
   JoinSetState* state = FindJoinSet(join_set);
   STELE_CHECK(state != nullptr && state->join_nexts > 0, "AwaitJoinNextResponse without JoinNext");
   const uint64_t k = state->join_nexts;
-  STELE_TRY(Flush());
-  STELE_TRY(WaitForResponses(join_set, k));
+  auto known = responses_by_join_set_.find(join_set);
+  if (known != responses_by_join_set_.end() && known->second.size() >= k) {
+    // Nothing to wait for: the JoinNext joins the batch like any
+    // non-blocking event (a fan-in over responses that already arrived
+    // costs one commit, not one per child).
+    STELE_TRY(MaybeFlush());
+  } else {
+    STELE_TRY(Flush());
+    STELE_TRY(WaitForResponses(join_set, k));
+  }
   return Consume(*state, responses_by_join_set_[join_set][k - 1]);
 }
 
@@ -289,7 +299,8 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
   };
   if (have()) return {};
   const std::string awaiting = "awaiting a response in join set " + join_set.ToString();
-  if (options.blocking_strategy == BlockingStrategy::kInterrupt) {
+  if (options.blocking_strategy == BlockingStrategy::kInterrupt ||
+      OnlyDelaysBeyondLease(FindJoinSet(join_set))) {
     return Interrupt(Interruption::Kind::kBlocked, awaiting);
   }
   using Steady = std::chrono::steady_clock;
@@ -322,6 +333,14 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
       return Interrupt(Interruption::Kind::kBlocked, awaiting + " (warm wait ended)");
     }
   }
+}
+
+bool RunState::OnlyDelaysBeyondLease(const JoinSetState* state) const {
+  if (state == nullptr || state->unconsumed.empty()) return false;
+  for (const auto& [id, submission] : state->unconsumed) {
+    if (!submission.delay_expires_at || *submission.delay_expires_at <= lock_expires_at_) return false;
+  }
+  return true;
 }
 
 JoinSetResponseValue RunState::Consume(JoinSetState& state, size_t response_idx) {

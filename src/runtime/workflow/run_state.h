@@ -30,6 +30,7 @@ namespace stele::runtime::workflow::internal {
 struct Submission {
   std::variant<core::ExecutionIdDerived, core::DelayId> id;
   std::optional<core::FunctionFqn> ffqn;  // children only
+  std::optional<DateTime> delay_expires_at;  // delays only
 };
 
 struct JoinSetState {
@@ -116,6 +117,10 @@ class RunState {
   // Waits (kAwait) until the join set has `k` responses or the lease /
   // warm-wait bound ends (kBlocked).
   Result<void, Interruption> WaitForResponses(const core::JoinSetId& join_set, uint64_t k);
+  // Whether everything `state` awaits is a delay expiring after the lease:
+  // a warm wait could not end before the lease does (short of a cancel),
+  // so even a kAwait run unloads at once and frees its executor slot.
+  bool OnlyDelaysBeyondLease(const JoinSetState* state) const;
   JoinSetResponseValue Consume(JoinSetState& state, size_t response_idx);
 
   std::vector<std::pair<core::HistoryEvent, core::Version>> history_;

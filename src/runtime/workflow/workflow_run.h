@@ -48,9 +48,12 @@
 // Batching. Non-blocking events (JoinSetCreate, Persist, child and delay
 // submissions with the children's Created, Schedule with its Created, Stub)
 // are kept in memory, at most non_blocking_event_batching of them, and
-// written in the transaction of the next blocking write (a JoinNext, a
-// direct call, a sleep, a join-set close, Finish). A submission and the
-// JoinNext that awaits it therefore cost one commit. Deviation from Obelisk,
+// written in the transaction of the next blocking write (a JoinNext that
+// must wait, a direct call, a sleep, a join-set close, Finish). A
+// submission and the JoinNext that awaits it therefore cost one commit. A
+// JoinNext whose response is already known does not block: it is batched
+// too, so draining a join set whose responses have arrived costs one
+// commit in all. Deviation from Obelisk,
 // which batches only under kAwait: we batch under both strategies; the
 // events and their order are the same, only fewer commits are chained.
 // A lost cache (crash) is harmless: the next run replays to the same point

@@ -87,6 +87,28 @@ TEST_P(WorkflowRunTest, Sleep2HappyPath) {
             "o:1-sleep");
 }
 
+TEST_P(WorkflowRunTest, SleepBeyondTheLeaseUnloadsAtOnceUnderEitherStrategy) {
+  auto env = Env([](WorkflowRun& run) {
+    WF_TRY(auto slept, run.Sleep(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));
+    return run.Finish(OkValue(slept.has_value()));
+  });
+  env->CreateWorkflow(id_);
+  env->Round();
+  // Waiting warm could not see the delay before the lease ends, so even a
+  // kAwait run gives its lease up at once and frees the executor slot.
+  std::optional<core::HistoryJoinNext> join_next;
+  for (const auto& event : env->Log(id_).events) {
+    const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+    if (history == nullptr) continue;
+    if (const auto* next = std::get_if<core::HistoryJoinNext>(&history->event)) join_next = *next;
+  }
+  ASSERT_TRUE(join_next.has_value());
+  EXPECT_EQ(join_next->run_expires_at, kT0);
+  EXPECT_EQ(env->Log(id_).pending_state.StateName(), "BlockedByJoinSet");
+  ASSERT_TRUE(env->RunToCompletion(id_, 100, 10s));
+  EXPECT_EQ(OkJson(env->Result(id_)), core::Json(true));
+}
+
 TEST_P(WorkflowRunTest, CancelledSleepReturnsErr) {
   auto env = Env([](WorkflowRun& run) {
     WF_TRY(auto slept, run.Sleep(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));

@@ -25,4 +25,31 @@
 
 #define STELE_ACTIVITY(ffqn, fn, params, ret) STELE__DECLARE("activity", ffqn, fn, params, ret)
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- HTTP client (import module "stele_http", docs/guest_abi.md §5.1) ------ */
+__attribute__((import_module("stele_http"), import_name("request")))
+int32_t stele__http_request(const char* request, uint32_t request_len, stele_out* out);
+
+/* Sends the request described by `request_json`:
+ *   {"method": "GET", "url": "https://...", "headers": {"name": "value"},
+ *    "body": "text", "timeout_ms": 5000}     (only "url" is required)
+ * STELE_OK: `*response` is {"status": 200, "headers": [["name", "value"]...],
+ * "body": "text"} (any HTTP status, redirects not followed).
+ * STELE_ERR: `*response` is a message (transport error, host not allowed,
+ * malformed request, response too large). Every request is recorded on
+ * the attempt's event as an HTTP client trace. */
+static inline int stele_http_request(stele_str request_json, stele_str* response) {
+  stele_out out = {0, 0};
+  int32_t status = stele__http_request(request_json.ptr, request_json.len, &out);
+  if (response) *response = stele_out_str(out);
+  return status;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* STELE_ACTIVITY_H */

@@ -29,10 +29,12 @@
 
 #include <atomic>
 #include <mutex>
-#include <unordered_map>
+#include <string>
+#include <vector>
 
 #include "base/check.h"
 #include "runtime/wasm/module_check.h"
+#include "runtime/wasm/v8_isolate.h"
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm/watchdog.h"
 
@@ -40,24 +42,13 @@ namespace stele::wasm {
 namespace {
 
 using Kind = WasmError::Kind;
-
-constexpr int kMaxFrames = 64;
+using internal::Entered;
+using internal::IsolateHolder;
+using internal::kMaxFrames;
+using internal::Platform;
+using internal::ThreadIsolate;
 
 WasmError Error(Kind kind, std::string message) { return WasmError::Make(kind, std::move(message)); }
-
-v8::Platform* Platform() {
-  static v8::Platform* platform = [] {
-    const char flags[] = "--no-experimental-wasm-eh --no-experimental-wasm-threads";
-    v8::V8::SetFlagsFromString(flags, sizeof(flags) - 1);
-    // Leaked on purpose: V8 cannot be re-initialised, and disposing it during
-    // static destruction would race with threads still holding isolates.
-    v8::Platform* p = v8::platform::NewDefaultPlatform().release();
-    v8::V8::InitializePlatform(p);
-    STELE_CHECK(v8::V8::Initialize(), "V8 initialisation failed");
-    return p;
-  }();
-  return platform;
-}
 
 std::string ToStdString(v8::Isolate* isolate, v8::Local<v8::Value> value) {
   if (value.IsEmpty()) return {};
@@ -81,136 +72,6 @@ std::vector<std::string> WasmFrames(v8::Isolate* isolate, v8::Local<v8::StackTra
   }
   return frames;
 }
-
-// One isolate with one context, for the instances of one thread.
-class IsolateHolder {
- public:
-  IsolateHolder() {
-    allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());
-    v8::Isolate::CreateParams params;
-    params.array_buffer_allocator = allocator_.get();
-    isolate_ = v8::Isolate::New(params);
-    isolate_->SetData(0, this);
-    v8::Locker locker(isolate_);
-    v8::Isolate::Scope isolate_scope(isolate_);
-    v8::HandleScope handles(isolate_);
-    isolate_->SetCaptureStackTraceForUncaughtExceptions(true, kMaxFrames);
-    v8::Local<v8::Context> context = v8::Context::New(isolate_);
-    v8::Context::Scope context_scope(context);
-    v8::Local<v8::Object> wasm =
-        context->Global()
-            ->Get(context, v8::String::NewFromUtf8Literal(isolate_, "WebAssembly"))
-            .ToLocalChecked()
-            .As<v8::Object>();
-    v8::Local<v8::Function> ctor =
-        wasm->Get(context, v8::String::NewFromUtf8Literal(isolate_, "Instance"))
-            .ToLocalChecked()
-            .As<v8::Function>();
-    context_.Reset(isolate_, context);
-    instance_ctor_.Reset(isolate_, ctor);
-  }
-
-  ~IsolateHolder() {
-    {
-      v8::Locker locker(isolate_);
-      v8::Isolate::Scope isolate_scope(isolate_);
-      modules_.clear();
-      host_functions_.clear();
-      instance_ctor_.Reset();
-      context_.Reset();
-    }
-    v8::platform::NotifyIsolateShutdown(Platform(), isolate_);
-    isolate_->Dispose();
-  }
-
-  IsolateHolder(const IsolateHolder&) = delete;
-  IsolateHolder& operator=(const IsolateHolder&) = delete;
-
-  v8::Isolate* isolate() const { return isolate_; }
-  v8::Local<v8::Context> context() const { return context_.Get(isolate_); }
-
-  // The function that stands for import number `index` of whichever instance
-  // is innermost in active(). Made once per isolate: creating functions per
-  // instance costs far more than the rest of an instantiation.
-  v8::MaybeLocal<v8::Function> HostFunction(uint32_t index, v8::FunctionCallback callback) {
-    while (host_functions_.size() <= index) {
-      v8::Local<v8::Function> fn;
-      const uint32_t i = static_cast<uint32_t>(host_functions_.size());
-      if (!v8::Function::New(context(), callback, v8::Integer::NewFromUnsigned(isolate_, i))
-               .ToLocal(&fn)) {
-        return {};
-      }
-      host_functions_.emplace_back(isolate_, fn);
-    }
-    return host_functions_[index].Get(isolate_);
-  }
-  // The instances running guest code on this isolate, innermost last.
-  std::vector<void*>& active() { return active_; }
-  static IsolateHolder* From(v8::Isolate* isolate) {
-    return static_cast<IsolateHolder*>(isolate->GetData(0));
-  }
-  v8::Local<v8::Function> instance_ctor() const { return instance_ctor_.Get(isolate_); }
-
-  // Runs pending foreground tasks (V8 posts some, e.g. for tier-up and GC)
-  // so that they do not pile up. Called with the isolate locked.
-  void PumpTasks() {
-    for (int i = 0; i < 8 && v8::platform::PumpMessageLoop(Platform(), isolate_); ++i) {
-    }
-  }
-
-  // The isolate's module object for a compiled module (cached: compiled
-  // modules live as long as the process, see V8Engine). Called with the
-  // isolate locked and a HandleScope open.
-  v8::MaybeLocal<v8::WasmModuleObject> ModuleObject(const v8::CompiledWasmModule* compiled);
-
- private:
-
-  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator_;
-  v8::Isolate* isolate_ = nullptr;
-  v8::Global<v8::Context> context_;
-  v8::Global<v8::Function> instance_ctor_;
-  std::unordered_map<const v8::CompiledWasmModule*, v8::Global<v8::WasmModuleObject>> modules_;
-  std::vector<v8::Global<v8::Function>> host_functions_;
-  std::vector<void*> active_;
-};
-
-v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
-    const v8::CompiledWasmModule* compiled) {
-  auto it = modules_.find(compiled);
-  if (it != modules_.end()) return it->second.Get(isolate_);
-  v8::Local<v8::WasmModuleObject> object;
-  if (!v8::WasmModuleObject::FromCompiledModule(isolate_, *compiled).ToLocal(&object)) return {};
-  modules_.emplace(compiled, v8::Global<v8::WasmModuleObject>(isolate_, object));
-  return object;
-}
-
-std::shared_ptr<IsolateHolder> ThreadIsolate() {
-  thread_local std::shared_ptr<IsolateHolder> holder;
-  if (!holder) {
-    Platform();
-    holder = std::make_shared<IsolateHolder>();
-  }
-  return holder;
-}
-
-// Enters an isolate for the scope: lock, isolate, handles, context.
-class Entered {
- public:
-  explicit Entered(IsolateHolder& holder)
-      : locker_(holder.isolate()),
-        isolate_scope_(holder.isolate()),
-        handles_(holder.isolate()),
-        context_(holder.context()),
-        context_scope_(context_) {}
-  v8::Local<v8::Context> context() const { return context_; }
-
- private:
-  v8::Locker locker_;
-  v8::Isolate::Scope isolate_scope_;
-  v8::HandleScope handles_;
-  v8::Local<v8::Context> context_;
-  v8::Context::Scope context_scope_;
-};
 
 class V8Module final : public WasmModule {
  public:

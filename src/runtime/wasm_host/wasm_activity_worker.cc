@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "runtime/wasm_host/guest_abi.h"
+#include "runtime/wasm_host/http_host.h"
 
 namespace stele::runtime::wasm_host {
 
@@ -47,18 +48,22 @@ executor::WorkerResult WasmActivityWorker::Run(executor::WorkerContext ctx) {
   state->config = options_.wasi;
   auto table = std::make_shared<wasm::ImportTable>();
   AddWasiImports(*table, state);
+  auto http = std::make_shared<HttpState>();
+  http->config = options_.http;
+  http->cancel = ctx.cancel;
+  AddHttpImports(*table, http);
 
   const std::string id = ctx.execution_id.ToString();
   auto trap = [&](const WasmError& error) {
     std::string reason = error.message;
     if (state->exit_code) reason = "activity called proc_exit(" + std::to_string(*state->exit_code) + ")";
     return executor::WorkerResult::Err(ctx.version,
-                                       executor::ActivityTrap{reason, error.ToString(), std::nullopt});
+                                       executor::ActivityTrap{reason, error.ToString(), TakeTraces(*http)});
   };
   auto failed = [&](const WasmError& error) {
     LogOutput(id, *state);
     if (error.kind == WasmError::Kind::kInterrupted) {
-      return executor::WorkerResult::Err(ctx.version, executor::TemporaryTimeout{});
+      return executor::WorkerResult::Err(ctx.version, executor::TemporaryTimeout{TakeTraces(*http)});
     }
     if (error.kind == WasmError::Kind::kOutOfResources) {
       return executor::WorkerResult::Err(ctx.version, executor::LimitReached{error.ToString()});
@@ -100,9 +105,9 @@ executor::WorkerResult WasmActivityWorker::Run(executor::WorkerContext ctx) {
   }
   if (auto* err = std::get_if<core::ReturnValueErr>(&*value); err && options_.retry_on_err) {
     return executor::WorkerResult::Err(ctx.version,
-                                       executor::ActivityReturnedError{std::move(*err), {}, {}});
+                                       executor::ActivityReturnedError{std::move(*err), {}, TakeTraces(*http)});
   }
-  return executor::WorkerResult::Ok(std::move(*value), ctx.version);
+  return executor::WorkerResult::Ok(std::move(*value), ctx.version, TakeTraces(*http));
 }
 
 }  // namespace stele::runtime::wasm_host

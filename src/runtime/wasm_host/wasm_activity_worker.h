@@ -14,7 +14,9 @@
 //                                     timeout or the cancellation)
 //   result not {"ok"|"err": v}        FatalError kResultParsingError
 //   engine out of resources           LimitReached (not counted)
-// HTTP client host functions are not provided yet (docs/guest_abi.md §6).
+// The HTTP client host function (http_host.h) is imported as
+// stele_http.request; the attempt's requests are recorded as
+// HttpClientTraces on the event that records the attempt.
 //
 // Threading: Run is called concurrently; the worker is immutable.
 // Ownership: shares the component.
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "executor/worker.h"
+#include "runtime/wasm_host/http_host.h"
 #include "runtime/wasm_host/wasi_host.h"
 #include "runtime/wasm_host/wasm_component.h"
 
@@ -32,6 +35,7 @@ namespace stele::runtime::wasm_host {
 struct WasmActivityOptions {
   bool retry_on_err = true;
   WasiConfig wasi;
+  HttpClientConfig http;
 };
 
 class WasmActivityWorker final : public executor::Worker {

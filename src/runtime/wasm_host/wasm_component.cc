@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "runtime/wasm_host/http_host.h"
 #include "runtime/wasm_host/wasi_host.h"
 #include "runtime/wasm_host/workflow_host.h"
 
@@ -36,6 +37,7 @@ namespace {
 wasm::ModuleLimits ActivityModuleLimits(uint32_t max_memory_pages) {
   wasm::ImportTable table;
   AddWasiImports(table, std::make_shared<WasiState>());
+  AddHttpImports(table, std::make_shared<HttpState>());
   return table.AsLimits(max_memory_pages);
 }
 

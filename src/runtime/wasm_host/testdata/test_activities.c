@@ -12,6 +12,17 @@ STELE_ACTIVITY("testing:wasm/act.err", err_act, "", "string")
 STELE_ACTIVITY("testing:wasm/act.loop", loop_act, "", "string")
 STELE_ACTIVITY("testing:wasm/act.env", env_act, "", "string")
 STELE_ACTIVITY("testing:wasm/act.exit", exit_act, "", "string")
+STELE_ACTIVITY("testing:wasm/act.fetch", fetch_act, "request: string", "string")
+
+/* params: [request JSON as a string]; ok: the response JSON as a string,
+ * err: the host's message. */
+int fetch_act(stele_str params, stele_buf* result) {
+  stele_str request = stele_json_string(stele_json_at(params, 0));
+  stele_str response;
+  int status = stele_http_request(request, &response);
+  stele_buf_add_json_string(result, response);
+  return status == STELE_OK ? STELE_OK : STELE_ERR;
+}
 
 int greet(stele_str params, stele_buf* result) {
   stele_str name = stele_json_string(stele_json_at(params, 0));

@@ -1,6 +1,7 @@
-/* Workflows for the wasm_host tests. Compiled twice: VARIANT=1 (default)
- * and VARIANT=2, which changes `two-calls` inside its recorded prefix (the
- * nondeterminism test). */
+/* Workflows for the wasm_host tests. Compiled three times: VARIANT=1
+ * (default); VARIANT=2 changes `two-calls` inside its recorded prefix (the
+ * nondeterminism test); VARIANT=3 changes it only after the prefix (an
+ * upgrade that replays and continues). */
 #include "stele_workflow.h"
 
 #ifndef VARIANT
@@ -97,16 +98,19 @@ int two_calls(stele_str params, stele_buf* result) {
   (void)params;
   stele_str a, b;
   place_the_call("testing:wasm/act.greet", &a);
-#if VARIANT == 1
-  place_the_call("testing:wasm/stub.approve", &b); /* the recorded prefix ends here */
-#else
+#if VARIANT == 2
   place_the_call("testing:wasm/act.square", &b); /* code changed inside the prefix */
+#else
+  place_the_call("testing:wasm/stub.approve", &b); /* the recorded prefix ends here */
 #endif
   place_the_call("testing:wasm/act.greet", &b);
   stele_buf_addc(result, "[");
   stele_buf_add(result, a);
   stele_buf_addc(result, ",");
   stele_buf_add(result, b);
+#if VARIANT == 3
+  stele_buf_addc(result, ",\"v3\"");
+#endif
   stele_buf_addc(result, "]");
   return STELE_OK;
 }

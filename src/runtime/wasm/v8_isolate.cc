@@ -1,0 +1,96 @@
+#include "runtime/wasm/v8_isolate.h"
+
+#include "base/check.h"
+
+namespace stele::wasm::internal {
+
+v8::Platform* Platform() {
+  static v8::Platform* platform = [] {
+    const char flags[] = "--no-experimental-wasm-eh --no-experimental-wasm-threads";
+    v8::V8::SetFlagsFromString(flags, sizeof(flags) - 1);
+    // Leaked on purpose: V8 cannot be re-initialised, and disposing it during
+    // static destruction would race with threads still holding isolates.
+    v8::Platform* p = v8::platform::NewDefaultPlatform().release();
+    v8::V8::InitializePlatform(p);
+    STELE_CHECK(v8::V8::Initialize(), "V8 initialisation failed");
+    return p;
+  }();
+  return platform;
+}
+
+IsolateHolder::IsolateHolder() {
+  allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+  v8::Isolate::CreateParams params;
+  params.array_buffer_allocator = allocator_.get();
+  isolate_ = v8::Isolate::New(params);
+  isolate_->SetData(0, this);
+  v8::Locker locker(isolate_);
+  v8::Isolate::Scope isolate_scope(isolate_);
+  v8::HandleScope handles(isolate_);
+  isolate_->SetCaptureStackTraceForUncaughtExceptions(true, kMaxFrames);
+  v8::Local<v8::Context> context = v8::Context::New(isolate_);
+  v8::Context::Scope context_scope(context);
+  v8::Local<v8::Object> wasm =
+      context->Global()
+          ->Get(context, v8::String::NewFromUtf8Literal(isolate_, "WebAssembly"))
+          .ToLocalChecked()
+          .As<v8::Object>();
+  v8::Local<v8::Function> ctor =
+      wasm->Get(context, v8::String::NewFromUtf8Literal(isolate_, "Instance"))
+          .ToLocalChecked()
+          .As<v8::Function>();
+  context_.Reset(isolate_, context);
+  instance_ctor_.Reset(isolate_, ctor);
+}
+
+IsolateHolder::~IsolateHolder() {
+  {
+    v8::Locker locker(isolate_);
+    v8::Isolate::Scope isolate_scope(isolate_);
+    modules_.clear();
+    host_functions_.clear();
+    instance_ctor_.Reset();
+    context_.Reset();
+  }
+  v8::platform::NotifyIsolateShutdown(Platform(), isolate_);
+  isolate_->Dispose();
+}
+
+v8::MaybeLocal<v8::Function> IsolateHolder::HostFunction(uint32_t index, v8::FunctionCallback callback) {
+  while (host_functions_.size() <= index) {
+    v8::Local<v8::Function> fn;
+    const uint32_t i = static_cast<uint32_t>(host_functions_.size());
+    if (!v8::Function::New(context(), callback, v8::Integer::NewFromUnsigned(isolate_, i))
+             .ToLocal(&fn)) {
+      return {};
+    }
+    host_functions_.emplace_back(isolate_, fn);
+  }
+  return host_functions_[index].Get(isolate_);
+}
+
+void IsolateHolder::PumpTasks() {
+  for (int i = 0; i < 8 && v8::platform::PumpMessageLoop(Platform(), isolate_); ++i) {
+  }
+}
+
+v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
+    const v8::CompiledWasmModule* compiled) {
+  auto it = modules_.find(compiled);
+  if (it != modules_.end()) return it->second.Get(isolate_);
+  v8::Local<v8::WasmModuleObject> object;
+  if (!v8::WasmModuleObject::FromCompiledModule(isolate_, *compiled).ToLocal(&object)) return {};
+  modules_.emplace(compiled, v8::Global<v8::WasmModuleObject>(isolate_, object));
+  return object;
+}
+
+std::shared_ptr<IsolateHolder> ThreadIsolate() {
+  thread_local std::shared_ptr<IsolateHolder> holder;
+  if (!holder) {
+    Platform();
+    holder = std::make_shared<IsolateHolder>();
+  }
+  return holder;
+}
+
+}  // namespace stele::wasm::internal

@@ -1,5 +1,6 @@
 // The `stele` executable: `stele server ...` runs the server (composition
-// root in src/server), everything else is the HTTP client (cli/commands.h).
+// root in src/server), `stele db ...` checks its database (src/server/
+// db_main.cc), everything else is the HTTP client (cli/commands.h).
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -20,6 +21,14 @@ int main(int argc, char** argv) {
     return stele::server::ServerMain(argc - 1, argv + 1);
 #else
     std::cerr << "stele server: not built yet (this build has no src/server)\n";
+    return 4;
+#endif
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "db") {
+#if STELE_CLI_HAS_SERVER
+    return stele::server::DbMain(argc - 1, argv + 1);
+#else
+    std::cerr << "stele db: not built yet (this build has no src/server)\n";
     return 4;
 #endif
   }

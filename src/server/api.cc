@@ -292,7 +292,9 @@ void InstallRoutes(ServerImpl& d) {
   auto& http = d.http;
   http.set_payload_max_length(d.config.api.max_body_bytes);
   http.set_pre_routing_handler([&d](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/healthz" || IsUiPath(d, req.path)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     if (!Authorized(d, req)) {
       res.set_header("WWW-Authenticate", "Bearer");
       ReplyError(res, ApiError{401, "unauthorized",
@@ -334,6 +336,7 @@ void InstallRoutes(ServerImpl& d) {
   http.Get(kIdPath, api::Wrap(d, GetExecution));
   http.Get(std::string(kIdPath) + "/result", api::Wrap(d, GetResult));
   api::InstallOperationRoutes(d, kIdPath);
+  InstallUiRoutes(d);
 }
 
 }  // namespace stele::server

@@ -2,6 +2,8 @@
 // backtrace, components, follow, healthz, metrics.
 #include "server/api_ops.h"
 
+#include <chrono>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -250,8 +252,63 @@ void Healthz(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   ReplyJson(res, 200, {{"status", "ok"}});
 }
 
+// Prometheus histogram lines of `h` (seconds) with the label `labels`.
+void WriteHistogram(std::ostringstream& out, const std::string& name, const std::string& labels,
+                    const executor::LatencyHistogram::Snapshot& h) {
+  uint64_t cumulative = 0;
+  const auto& bounds = executor::LatencyHistogram::kBoundsMicros;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += h.counts[i];
+    out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\""
+        << static_cast<double>(bounds[i]) / 1e6 << "\"} " << cumulative << "\n";
+  }
+  out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\"+Inf\"} " << h.count
+      << "\n";
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out << name << "_sum" << braces << " " << static_cast<double>(h.sum_micros) / 1e6 << "\n"
+      << name << "_count" << braces << " " << h.count << "\n";
+}
+
+// Executions by state, re-read at most every few seconds: the count scans
+// the state table, and scrapers poll.
+void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
+  constexpr auto kMaxAge = std::chrono::seconds(5);
+  std::optional<storage::ExecutionCounts> counts;
+  {
+    std::lock_guard lock(d.metrics_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!d.execution_counts || now - d.execution_counts_at > kMaxAge) {
+      if (auto fresh = d.api->CountExecutionsByState()) {
+        d.execution_counts = *fresh;
+        d.execution_counts_at = now;
+      }
+    }
+    counts = d.execution_counts;
+  }
+  if (!counts) return;  // the database is unavailable: no stale figures
+  out << "# HELP stele_executions Executions by pending state (refreshed every 5 s).\n"
+      << "# TYPE stele_executions gauge\n"
+      << "stele_executions{state=\"pending_at\"} " << counts->pending_at << "\n"
+      << "stele_executions{state=\"locked\"} " << counts->locked << "\n"
+      << "stele_executions{state=\"blocked_by_join_set\"} " << counts->blocked_by_join_set << "\n"
+      << "stele_executions{state=\"finished\"} " << counts->finished << "\n";
+}
+
 void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   std::ostringstream out;
+  WriteExecutionCounts(d, out);
+  out << "# HELP stele_lock_latency_seconds One locking round of an executor (LockPending*).\n"
+      << "# TYPE stele_lock_latency_seconds histogram\n";
+  for (const auto& task : d.tasks) {
+    WriteHistogram(out, "stele_lock_latency_seconds",
+                   "component=\"" + task->options().component_id.name + "\"", task->stats().lock.Take());
+  }
+  out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries included).\n"
+      << "# TYPE stele_record_latency_seconds histogram\n";
+  for (const auto& task : d.tasks) {
+    WriteHistogram(out, "stele_record_latency_seconds",
+                   "component=\"" + task->options().component_id.name + "\"", task->stats().record.Take());
+  }
   out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
       << "# TYPE stele_http_responses_total counter\n";
   {

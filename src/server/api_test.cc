@@ -505,6 +505,11 @@ TEST_F(ApiTest, ComponentsHealthzMetrics) {
   EXPECT_THAT(metrics->body, HasSubstr("stele_components 3"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_http_responses_total{code=\"200\"}"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_sqlite_queued_ops"));
+  EXPECT_THAT(metrics->body, HasSubstr("stele_executions{state=\"pending_at\"}"));
+  EXPECT_THAT(metrics->body, HasSubstr("stele_executions{state=\"finished\"}"));
+  EXPECT_THAT(metrics->body, HasSubstr("# TYPE stele_lock_latency_seconds histogram"));
+  EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_lock_latency_seconds_bucket\\{component=\"[a-z_]+\",le=\"\\+Inf\"\\} [1-9]"));
+  EXPECT_THAT(metrics->body, HasSubstr("stele_record_latency_seconds_count"));
 }
 
 TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {

@@ -44,6 +44,9 @@ void ReplyJson(httplib::Response& res, int status, const core::Json& body) {
 
 void ReplyError(httplib::Response& res, const ApiError& error) {
   core::Json body = {{"error", {{"kind", error.kind}, {"message", error.message}}}};
+  // A database error is transient (the retry policy of a Generic error):
+  // tell clients when to try again.
+  if (error.status == 503) res.set_header("Retry-After", "1");
   ReplyJson(res, error.status, body);
 }
 

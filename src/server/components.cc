@@ -189,10 +189,14 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
           std::make_shared<wh::WasmWorkflowWorker>(loaded, std::move(deps)));
     };
   } else {
-    out.make_worker = [loaded](const WorkerEnv&)
+    wh::WasmActivityOptions options;
+    options.retry_on_err = c.retry_on_err;
+    options.wasi.args = c.args;
+    options.wasi.env.assign(c.env.begin(), c.env.end());
+    options.http.allowed_hosts = c.allowed_hosts;
+    out.make_worker = [loaded, options](const WorkerEnv&)
         -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      return std::shared_ptr<executor::Worker>(
-          std::make_shared<wh::WasmActivityWorker>(loaded, wh::WasmActivityOptions{}));
+      return std::shared_ptr<executor::Worker>(std::make_shared<wh::WasmActivityWorker>(loaded, options));
     };
   }
   return out;

@@ -40,6 +40,7 @@ struct ApiConfig {
   uint16_t max_list_length = 1000;
   std::chrono::seconds max_result_wait{60};
   std::chrono::seconds max_follow{3600};
+  bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
 };
 
 struct DatabaseConfig {
@@ -58,7 +59,7 @@ struct ExecutorDefaults {
 };
 
 struct WatcherConfig {
-  std::chrono::milliseconds tick_sleep{100};
+  std::chrono::milliseconds tick_sleep{10};
   std::chrono::milliseconds leeway{500};
   bool enabled = true;
 };
@@ -77,7 +78,11 @@ struct ComponentConfig {
   std::vector<std::string> command;
   std::optional<std::string> working_dir;  // exec: default the config folder
   std::vector<std::string> env_allow;
+  // exec: added to the allowed environment; wasm activities: their whole
+  // WASI environment.
   std::map<std::string, std::string> env;
+  std::vector<std::string> args;           // wasm activities: WASI argv after the name
+  std::vector<std::string> allowed_hosts;  // wasm activities: HTTP allow-list; empty = any
   size_t max_stdout_bytes = 1024 * 1024;
   size_t max_stderr_bytes = 64 * 1024;
   bool retry_on_err = true;  // an `err` result is retried while retries remain

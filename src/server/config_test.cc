@@ -57,6 +57,26 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
   EXPECT_TRUE(config->components.empty());
 }
 
+// Regression (tests/fuzz/config): toml++ 3.3 reaches __builtin_unreachable()
+// on a non-ASCII character in a bare key; it is refused before parsing.
+// Non-ASCII stays allowed in strings (all four kinds) and comments.
+TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
+  ConfigError error = OneError("[api]\nlisten = \"127.0.0.1:1\"\n[[activity_exec\xca\x99unctions]]\n", "", 3);
+  EXPECT_THAT(error.message, HasSubstr("non-ASCII"));
+  OneError("data_dir\xc3\xa9 = \"x\"\n", "", 1);
+  auto config = Parse(
+      "# caf\xc3\xa9\n"
+      "data_dir = \"/tmp/caf\xc3\xa9 \\\" \xc3\xa9\"  # \xc3\xa9\n"
+      "[api]\n"
+      "listen = '127.0.0.1:1' # '\xc3\xa9\n"
+      "[\"caf\xc3\xa9\"]\n"
+      "a = \"\"\"\xc3\xa9\n\xc3\xa9\"\"\"\"\n"
+      "b = '''\xc3\xa9''\xc3\xa9'''\n");
+  // The unknown table is an error of its own; no non-ASCII complaint.
+  ASSERT_FALSE(config.has_value());
+  EXPECT_THAT(FormatErrors(config.error()), ::testing::Not(HasSubstr("non-ASCII")));
+}
+
 TEST(ConfigTest, FullConfigIsParsed) {
   auto config = Parse(R"(
 data_dir = "data"
@@ -187,6 +207,29 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
            "workflow_wasm[0].blocking_strategy", 4);
   OneError("api = 3\n", "api", 1);
   OneError("activity_stub = 3\n", "activity_stub", 1);
+}
+
+TEST(ConfigTest, WasmActivityEnvArgsAndAllowedHosts) {
+  auto config = Parse(
+      "[[activity_wasm]]\nname = \"a\"\nlocation = \"a.wasm\"\nenv = { MODE = \"test\" }\n"
+      "args = [\"-v\"]\nallowed_hosts = [\"api.example.com\", \"*.cdn.example.com:443\"]\n"
+      "retry_on_err = false\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  const ComponentConfig& c = config->components.at(0);
+  EXPECT_EQ(c.env.at("MODE"), "test");
+  EXPECT_EQ(c.args, std::vector<std::string>{"-v"});
+  EXPECT_EQ(c.allowed_hosts, (std::vector<std::string>{"api.example.com", "*.cdn.example.com:443"}));
+  EXPECT_FALSE(c.retry_on_err);
+  const std::string head = "[[activity_wasm]]\nname = \"a\"\nlocation = \"a.wasm\"\n";
+  EXPECT_THAT(OneError(head + "allowed_hosts = [\"http://x.test/\"]\n", "activity_wasm[0].allowed_hosts", 4)
+                  .message,
+              HasSubstr("not a host pattern"));
+  OneError(head + "allowed_hosts = [\"\"]\n", "activity_wasm[0].allowed_hosts", 4);
+  OneError(head + "allowed_hosts = \"x.test\"\n", "activity_wasm[0].allowed_hosts", 4);
+  OneError(head + "env = [\"A=b\"]\n", "activity_wasm[0].env", 4);
+  // Workflows get no environment and no network.
+  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nallowed_hosts = [\"x\"]\n",
+           "workflow_wasm[0].allowed_hosts", 4);
 }
 
 TEST(ConfigTest, MissingRequiredKeysAreNamed) {

@@ -2,6 +2,10 @@
 // listener (composition modelled on runtime/native/engine.cc).
 #include "server/server.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "base/log.h"
@@ -16,6 +20,20 @@ namespace stele::server {
 namespace {
 
 namespace wf = runtime::workflow;
+
+// SQLite says only "unable to open database file" when the file or its
+// folder (which must hold the -wal and -shm files) cannot be written: name
+// the actual cause, a read-only file, folder or file system.
+std::string WritabilityHint(const std::string& path) {
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  for (const std::string& p : {path, folder}) {
+    if (::access(p.c_str(), F_OK) == 0 && ::access(p.c_str(), W_OK) != 0) {
+      return " — `" + p + "` is not writable (" + std::strerror(errno) +
+             "); the database needs write access to the file and its folder";
+    }
+  }
+  return "";
+}
 
 Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfig& config) {
   if (config.database.postgres) {
@@ -43,7 +61,7 @@ Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfi
   auto pool = storage::sqlite::SqlitePool::Open(options);
   if (!pool) {
     return Unexpected("cannot open SQLite database `" + options.path +
-                      "`: " + pool.error().ToString());
+                      "`: " + pool.error().ToString() + WritabilityHint(options.path));
   }
   return std::unique_ptr<storage::DbPool>(std::move(*pool));
 }
@@ -81,10 +99,11 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   if (d.config.watcher.enabled) {
     auto conn = d.pool->Connection();
     if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
-    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(
-        std::move(*conn), *d.clock,
-        executor::ExpiredTimersWatcherOptions{d.config.watcher.tick_sleep,
-                                              d.config.watcher.leeway});
+    executor::ExpiredTimersWatcherOptions watcher_options;
+    watcher_options.tick_sleep = d.config.watcher.tick_sleep;
+    watcher_options.leeway = d.config.watcher.leeway;
+    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), *d.clock,
+                                                                 watcher_options);
   }
   for (auto& task : tasks) task->Start();
   if (d.watcher) d.watcher->Start();

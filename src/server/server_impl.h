@@ -9,10 +9,12 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -57,10 +59,17 @@ class ServerImpl {
   // Counters for /metrics.
   std::mutex metrics_mu;
   std::map<int, uint64_t> responses_by_status;  // guarded by metrics_mu
+  std::optional<storage::ExecutionCounts> execution_counts;  // guarded by metrics_mu
+  std::chrono::steady_clock::time_point execution_counts_at;  // guarded by metrics_mu
   std::atomic<uint64_t> follow_streams{0};
 };
 
 // Registers every route of docs/api.md on `impl.http` (api.cc).
 void InstallRoutes(ServerImpl& impl);
+
+// The web UI at /ui/ when `[api] ui` is on (ui_routes.cc); IsUiPath tells the
+// auth check which paths are the UI's static files (they need no token).
+void InstallUiRoutes(ServerImpl& impl);
+bool IsUiPath(const ServerImpl& impl, const std::string& path);
 
 }  // namespace stele::server

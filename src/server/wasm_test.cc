@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/json_codec.h"
 #include "server/components.h"
@@ -68,6 +70,103 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
   EXPECT_GE((*core::ParseJson(responses->body))["responses"].size(), 1u);
   (*server)->Stop();
   std::filesystem::remove_all(dir);
+}
+
+// Upgrading a blocked workflow to new code through the API: replay on code
+// that changed only after the recorded prefix continues; on code that
+// changed inside it, the execution ends with nondeterminism detected.
+class WasmUpgradeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / "stele_server_upgrade_test";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // Starts a server (on the same database each time) with workflow variant `v`.
+  void StartWith(int variant) {
+    if (server_) server_->Stop();
+    server_.reset();
+    std::string wasm_dir = STELE_SERVER_TEST_WASM_DIR;
+    std::string toml =
+        "data_dir = \"" + dir_.string() + "\"\n[api]\nlisten = \"127.0.0.1:0\"\n"
+        "[executor]\ntick_sleep = \"20ms\"\nlock_expiry = \"5s\"\n"
+        "[watcher]\nleeway = \"0ms\"\n"
+        "[[workflow_wasm]]\nname = \"two\"\nlocation = \"" + wasm_dir + "/server_two_calls_v" +
+        std::to_string(variant) + ".wasm\"\n"
+        "[[activity_wasm]]\nname = \"acts\"\nlocation = \"" + wasm_dir + "/server_test_activities.wasm\"\n"
+        "[[activity_stub]]\nname = \"stubs\"\n"
+        "[[activity_stub.functions]]\nffqn = \"testing:wasm/stub.approve\"\n"
+        "params = [{ name = \"x\", type = \"string\" }]\nreturn_type = \"result<bool, string>\"\n";
+    auto config = ParseConfig(toml, "stele.toml", dir_.string(), ProcessEnv());
+    ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+    auto components = LoadComponents(*config, "stele.toml");
+    ASSERT_TRUE(components.has_value()) << FormatErrors(components.error());
+    auto started = Server::Start(std::move(*config), std::move(*components));
+    ASSERT_TRUE(started.has_value()) << started.error();
+    server_ = std::move(*started);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(60, 0);
+  }
+  Json GetJson(const std::string& path) {
+    auto res = client_->Get(path.c_str());
+    EXPECT_TRUE(res);
+    return res ? *core::ParseJson(res->body) : Json();
+  }
+  int Put(const std::string& path, const Json& body) {
+    auto res = client_->Put(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    return res ? res->status : 0;
+  }
+  // Submits two-calls and waits until it blocks on the stub.
+  std::string SubmitAndBlock() {
+    auto res = client_->Post("/v1/executions", R"({"ffqn": "testing:wasm/wf.two-calls", "params": []})",
+                             "application/json");
+    EXPECT_TRUE(res && res->status == 201);
+    std::string id = (*core::ParseJson(res->body))["execution_id"];
+    for (int i = 0; i < 600; ++i) {
+      if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "blocked_by_join_set") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(GetJson("/v1/executions/" + id)["pending_state"]["status"], "blocked_by_join_set");
+    return id;
+  }
+  std::string StubChild(const std::string& id) {
+    Json list = GetJson("/v1/executions?show_derived=true&ffqn_prefix=testing:wasm/stub&execution_id_prefix=" + id);
+    EXPECT_EQ(list["executions"].size(), 1u) << list.dump();
+    return list["executions"].empty() ? "" : list["executions"][0]["execution_id"].get<std::string>();
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(WasmUpgradeTest, UpgradedExecutionReplaysOnTheNewCodeOrReportsNondeterminism) {
+  StartWith(1);
+  const std::string compatible = SubmitAndBlock();
+  const std::string diverging = SubmitAndBlock();
+  const std::string v1 = GetJson("/v1/executions/" + compatible)["component_digest"];
+
+  StartWith(3);
+  std::string v3 = GetJson("/v1/components")["components"][0]["digest"];
+  ASSERT_NE(v1, v3);
+  EXPECT_EQ(Put("/v1/executions/" + compatible + "/upgrade", {{"old_digest", v1}, {"new_digest", v3}}), 200);
+  EXPECT_EQ(Put("/v1/executions/" + StubChild(compatible) + "/stub", {{"result", {{"ok", true}}}}), 200);
+  Json done = GetJson("/v1/executions/" + compatible + "/result?timeout=60");
+  ASSERT_TRUE(done["result"].contains("ok")) << done.dump();
+  EXPECT_EQ(done["result"]["ok"].back(), "v3") << "ran the new code after the replayed prefix";
+
+  StartWith(2);
+  std::string v2 = GetJson("/v1/components")["components"][0]["digest"];
+  EXPECT_EQ(Put("/v1/executions/" + diverging + "/upgrade", {{"old_digest", v1}, {"new_digest", v2}}), 200);
+  EXPECT_EQ(Put("/v1/executions/" + StubChild(diverging) + "/stub", {{"result", {{"ok", true}}}}), 200);
+  Json failed = GetJson("/v1/executions/" + diverging + "/result?timeout=60");
+  ASSERT_TRUE(failed["result"].contains("execution_error")) << failed.dump();
+  EXPECT_EQ(failed["result"]["execution_error"]["kind"], "nondeterminism_detected") << failed.dump();
 }
 
 #else

@@ -1,0 +1,219 @@
+// The HTTP API against hostile input (docs/reliability.md): limits answer
+// with their clear error and leave the database untouched; ids, ffqns and
+// query parameters carrying SQL fragments are a 400 (or simply match
+// nothing), values carrying them round-trip exactly; the bearer token
+// guards every endpoint but /healthz.
+#include <gmock/gmock.h>
+
+#include <cctype>
+
+#include "server/reliability_test_util.h"
+
+namespace stele::server {
+namespace {
+
+using core::Json;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using testing::kAny;
+using testing::kEcho;
+
+const std::vector<std::string>& Hostile() {
+  static const std::vector<std::string> values = {
+      "'", "\"", "'; DROP TABLE t_state;--", "' OR 1=1 --", "' OR '1'='1", "\\", "\\'",
+      std::string("nul\0inside", 10), "%", "_", "$1", "?1", "\u00e9\u4e2d\U0001F600", ");--"};
+  return values;
+}
+
+// Every byte but [A-Za-z0-9] as %XX, so the value reaches the server intact.
+std::string PercentEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+class HttpLimitsTest : public testing::ServerTest {
+ protected:
+  void SetUp() override {
+    testing::ServerTest::SetUp();
+    ASSERT_TRUE(StartServer("max_body_bytes = 4096\nmax_list_length = 50\n"));
+  }
+  size_t CountExecutions() {
+    return Body(Get("/v1/executions?length=50&show_derived=true"))["executions"].size();
+  }
+};
+
+TEST_F(HttpLimitsTest, BodyOverTheLimitIs413AndWritesNothing) {
+  auto res = Post("/v1/executions", {{"ffqn", kEcho}, {"params", {std::string(5000, 'x')}}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_EQ(ErrorKind(res), "too_large");
+  EXPECT_EQ(CountExecutions(), 0u);
+  // Just under the limit passes.
+  auto ok = Post("/v1/executions", {{"ffqn", kEcho}, {"params", {std::string(3900, 'x')}}});
+  EXPECT_EQ(ok->status, 201) << ok->body;
+  EXPECT_EQ(CountExecutions(), 1u);
+}
+
+TEST_F(HttpLimitsTest, ListLengthOverTheLimitIs400) {
+  auto res = Get("/v1/executions?length=51");
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(ErrorKind(res), "validation");
+  EXPECT_THAT(ErrorMessage(res), HasSubstr("length"));
+  EXPECT_EQ(Get("/v1/executions?length=50")->status, 200);
+  const std::string id = core::ExecutionId::Generate().ToString();
+  ASSERT_EQ(Post("/v1/executions", {{"ffqn", kEcho}, {"params", {"x"}}, {"execution_id", id}})
+                ->status,
+            201);
+  EXPECT_EQ(Get("/v1/executions/" + id + "/events?length=1001")->status, 400);
+  EXPECT_EQ(Get("/v1/executions/" + id + "/responses?length=1001")->status, 400);
+  EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=100000")->status, 400);
+}
+
+TEST_F(HttpLimitsTest, HeadersAndUriOverTheLimitAreRefused) {
+  httplib::Headers headers = {{"X-Big", std::string(9000, 'h')}};
+  auto big_header = client_->Get("/v1/executions", headers);
+  // httplib refuses a header line over 8 KiB (CPPHTTPLIB_HEADER_MAX_LENGTH)
+  // as a malformed request: 400, or 431 when it gets that far.
+  ASSERT_TRUE(big_header);
+  EXPECT_THAT(big_header->status, ::testing::AnyOf(400, 431));
+  auto long_uri = Get("/v1/executions/E_" + std::string(9000, 'A'));
+  ASSERT_TRUE(long_uri);
+  EXPECT_THAT(long_uri->status, ::testing::AnyOf(400, 414));
+  auto long_id = Get("/v1/executions/E_" + std::string(600, 'A'));
+  EXPECT_EQ(long_id->status, 400);
+  EXPECT_THAT(ErrorMessage(long_id), HasSubstr("too long"));
+  EXPECT_EQ(CountExecutions(), 0u);
+}
+
+class HttpInjectionTest : public testing::ServerTest {
+ protected:
+  void SetUp() override {
+    testing::ServerTest::SetUp();
+    ASSERT_TRUE(StartServer());
+  }
+};
+
+TEST_F(HttpInjectionTest, HostileIdsAndFfqnsAre400AndTouchNothing) {
+  for (const std::string& s : Hostile()) {
+    const std::string escaped = PercentEncode(s);
+    for (const std::string& path :
+         {"/v1/executions/E_" + escaped, "/v1/executions/" + escaped,
+          "/v1/executions/E_" + escaped + "/events", "/v1/executions/E_" + escaped + "/result"}) {
+      auto res = Get(path);
+      ASSERT_TRUE(res) << path;
+      EXPECT_THAT(res->status, ::testing::AnyOf(400, 404)) << path << ": " << res->body;
+    }
+    auto cancel = Put("/v1/executions/E_" + escaped + "/cancel", Json::object());
+    EXPECT_THAT(cancel->status, ::testing::AnyOf(400, 404)) << s;
+    auto delay = Put("/v1/delays/Delay_" + escaped + "/cancel", Json::object());
+    EXPECT_THAT(delay->status, ::testing::AnyOf(400, 404)) << s;
+    auto bad_ffqn = Post("/v1/executions", {{"ffqn", "test:rel/act." + s}, {"params", Json::array()}});
+    // 404 for "_", a legal ffqn character: no such function.
+    EXPECT_THAT(bad_ffqn->status, ::testing::AnyOf(400, 404)) << s << ": " << bad_ffqn->body;
+    auto bad_id = Post("/v1/executions",
+                       {{"ffqn", kAny}, {"params", Json::array()}, {"execution_id", "E_" + s}});
+    EXPECT_EQ(bad_id->status, 400) << s << ": " << bad_id->body;
+    // Filters are compared, never spliced into SQL: they match nothing.
+    auto listed = Get("/v1/executions?ffqn_prefix=" + escaped + "&execution_id_prefix=" + escaped);
+    ASSERT_TRUE(listed);
+    if (listed->status == 200) {
+      EXPECT_THAT(Body(listed)["executions"], SizeIs(0)) << s;
+    } else {
+      EXPECT_EQ(listed->status, 400) << s;
+    }
+  }
+  EXPECT_THAT(Body(Get("/v1/executions?show_derived=true"))["executions"], SizeIs(0));
+}
+
+TEST_F(HttpInjectionTest, HostileValuesRoundTripExactly) {
+  Json object = Json::object();
+  for (const std::string& s : Hostile()) object[s] = s;
+  std::vector<std::pair<std::string, Json>> submitted;
+  for (const std::string& s : Hostile()) submitted.emplace_back("", Json(s));
+  // echo takes a string: the object with hostile keys goes as its JSON text.
+  submitted.emplace_back("", Json(core::SerializeJson(object)));
+  for (auto& [id, value] : submitted) {
+    auto res = Post("/v1/executions", {{"ffqn", kEcho}, {"params", {value}}});
+    ASSERT_EQ(res->status, 201) << res->body;
+    id = Body(res)["execution_id"].get<std::string>();
+  }
+  for (const auto& [id, value] : submitted) {
+    auto res = Get("/v1/executions/" + id + "/result?timeout=30");
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(Body(res)["result"], Json({{"ok", value}})) << id;
+    auto events = Body(Get("/v1/executions/" + id + "/events"))["events"];
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events[0]["event"]["created"]["params"], Json::array({value})) << events[0].dump();
+  }
+  EXPECT_THAT(Body(Get("/v1/executions?length=100"))["executions"], SizeIs(submitted.size()));
+}
+
+class HttpAuthTest : public testing::ServerTest {
+ protected:
+  void SetUp() override {
+    testing::ServerTest::SetUp();
+    ASSERT_TRUE(StartServer("token_sha256 = \"" + Sha256Hex("s3cret") + "\"\n"));
+  }
+};
+
+// Every route but /healthz (and the UI's static files) needs the token;
+// a rejected request reads and writes nothing.
+TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
+  const std::string id = core::ExecutionId::Generate().ToString();
+  auto expect_401 = [](const httplib::Result& res, const std::string& what) {
+    ASSERT_TRUE(res) << what;
+    EXPECT_EQ(res->status, 401) << what << ": " << res->body;
+    EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer") << what;
+  };
+  for (const std::string& token : {std::string(), std::string("wrong"),
+                                   std::string("S3CRET"), std::string("s3cre"),
+                                   Sha256Hex("s3cret")}) {
+    if (token.empty()) {
+      client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    } else {
+      client_->set_bearer_token_auth(token.c_str());
+    }
+    for (const std::string& path :
+         {std::string("/v1/executions"), "/v1/executions/" + id, "/v1/executions/" + id + "/result",
+          "/v1/executions/" + id + "/events", "/v1/executions/" + id + "/responses",
+          "/v1/executions/" + id + "/follow", "/v1/executions/" + id + "/backtrace",
+          std::string("/v1/components"), std::string("/metrics")}) {
+      expect_401(Get(path), token + " GET " + path);
+    }
+    expect_401(Post("/v1/executions", {{"ffqn", kEcho}, {"params", {"x"}}, {"execution_id", id}}),
+               token + " POST");
+    expect_401(Put("/v1/executions/" + id + "/cancel", Json::object()), token + " cancel");
+    expect_401(Put("/v1/executions/" + id + "/stub", {{"result", {{"ok", nullptr}}}}),
+               token + " stub");
+    expect_401(Put("/v1/executions/" + id + "/upgrade", Json::object()), token + " upgrade");
+  }
+  // Other schemes are not accepted either.
+  httplib::Headers basic = {{"Authorization", "Basic czNjcmV0"}};
+  EXPECT_EQ(client_->Get("/v1/executions", basic)->status, 401);
+  EXPECT_EQ(Get("/healthz")->status, 200);
+  client_->set_bearer_token_auth("s3cret");
+  EXPECT_EQ(Get("/v1/executions/" + id)->status, 404) << "nothing was written";
+  EXPECT_THAT(Body(Get("/v1/executions"))["executions"], SizeIs(0));
+}
+
+// Without a `listen` key the server binds to loopback only.
+TEST(HttpListenTest, DefaultListenAddressIsLoopback) {
+  auto config = ParseConfig("", "stele.toml", "/tmp", ProcessEnv());
+  ASSERT_TRUE(config) << FormatErrors(config.error());
+  EXPECT_EQ(config->api.listen_host, "127.0.0.1");
+  EXPECT_FALSE(config->api.token);
+  EXPECT_FALSE(config->api.token_sha256);
+}
+
+}  // namespace
+}  // namespace stele::server

@@ -1,0 +1,47 @@
+// Serves the web UI (docs/ui.md) at /ui/ from the embedded files of
+// ui_assets.h; `/` redirects there. Files are looked up by exact name in a
+// fixed table, so no request can reach the filesystem (no traversal), and
+// unknown names are 404. The pages themselves carry no data: they call the
+// JSON API, which enforces the token, so the UI paths need none.
+#include <string>
+
+#include "server/api_util.h"
+#include "server/server_impl.h"
+#include "server/ui_assets.h"
+
+namespace stele::server {
+
+bool IsUiPath(const ServerImpl& d, const std::string& path) {
+  if (!d.config.api.ui) return false;
+  return path == "/" || path == "/ui" || path.starts_with("/ui/");
+}
+
+void InstallUiRoutes(ServerImpl& d) {
+  if (!d.config.api.ui) return;
+  auto& http = d.http;
+  auto redirect = [](const httplib::Request&, httplib::Response& res) {
+    res.set_redirect("/ui/", 302);
+  };
+  http.Get("/", redirect);
+  http.Get("/ui", redirect);
+  http.Get("/ui/(.*)", [](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1].str();
+    if (name.empty()) name = "index.html";
+    for (size_t i = 0; i < ui::kAssetCount; ++i) {
+      const ui::Asset& a = ui::kAssets[i];
+      if (name == a.path) {
+        res.status = 200;
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Content-Security-Policy",
+                       "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+                       "base-uri 'none'; frame-ancestors 'none'");
+        res.set_content(std::string(a.data, a.size), a.content_type);
+        return;
+      }
+    }
+    api::ReplyError(res, {404, "not_found", "no such UI file: " + req.path});
+  });
+}
+
+}  // namespace stele::server

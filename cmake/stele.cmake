@@ -19,6 +19,17 @@ if(STELE_SANITIZE STREQUAL "address")
   # copy, whose vptr check then rejects every V8-owned object.
   add_compile_options(-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+elseif(STELE_FUZZ)
+  # libFuzzer build (tests/fuzz, docs/reliability.md): every library gets
+  # coverage instrumentation, ASan and UBSan; only the fuzz targets link the
+  # libFuzzer driver (-fsanitize=fuzzer, stele_add_fuzzer). -O1 after the
+  # build type's flags: fuzz throughput and fast builds.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "STELE_FUZZ needs clang (-DCMAKE_CXX_COMPILER=clang++)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=vptr
+                      -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1 -g)
+  add_link_options(-fsanitize=address,undefined)
 elseif(STELE_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
   add_link_options(-fsanitize=thread)

@@ -8,7 +8,7 @@
 # Modules, lowest first:
 #   base, core, storage (files directly in src/storage/), storage/memory,
 #   storage/sqlite, storage/postgres, storage/testing, storage/differential,
-#   storage/stress, executor, runtime, service, server, cli
+#   storage/stress, storage/check, executor, runtime, service, server, cli
 # A file may include its own module and modules below it, except:
 #   - the storage backends (storage/memory, storage/sqlite, storage/postgres)
 #     may include only base, core, storage and themselves, never each other;
@@ -19,6 +19,8 @@
 #     storage/stress (concurrency and crash workloads on every backend) are
 #     test compositions above storage/testing: they may include any storage
 #     module except each other.
+#   - storage/check (the consistency checker of `stele db check`) replays
+#     logs through the memory model; its tests use the stress workload.
 # examples/ and bench/ may include anything and are not checked.
 #
 # Only quoted includes whose first path component names a module count
@@ -42,7 +44,8 @@ cd "${root}"
 find src -type f \( -name '*.h' -o -name '*.cc' \) | LC_ALL=C sort | awk '
 BEGIN {
   n = split("base core storage storage/memory storage/sqlite storage/postgres " \
-            "storage/testing storage/differential storage/stress executor runtime service " \
+            "storage/testing storage/differential storage/stress storage/check executor " \
+            "runtime service " \
             "server cli", \
             order, " ")
   for (i = 1; i <= n; i++) rank[order[i]] = i

@@ -12,10 +12,13 @@ packages=(
   libgtest-dev libgmock-dev                      # unit, conformance and crash tests
   libbenchmark-dev                               # bench/
   sqlite3                                        # inspecting databases in docs and tests
+  jq                                             # the chaos run (tests/chaos) reads API responses
   libcpp-httplib-dev libssl-dev                  # HTTP/JSON API server and CLI client
   libtomlplusplus-dev                            # stele.toml config
   libcurl4-openssl-dev                           # HTTP client host function of wasm activities
   clang lld wasi-libc libclang-rt-14-dev-wasm32  # building wasm guests (sdk/, examples/wasm)
+  libclang-rt-14-dev                             # libFuzzer and the sanitizer runtimes of clang (tests/fuzz)
+  chromium                                       # web UI browser tests (tests/ui; node/npm come with Node.js)
 )
 
 missing=()

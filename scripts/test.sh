@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it:
 #   1. release-ish build with warnings as errors; every ctest label;
 #   2. ASan+UBSan build; the unit, conformance and crash tests;
-#   3. TSan build; the concurrency tests.
+#   3. TSan build; the concurrency tests;
+#   4. clang libFuzzer build of tests/fuzz only; each target fuzzes for 20 s
+#      (scripts/fuzz.sh, label `fuzz`).
 # Installs missing Debian packages first.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,6 +33,8 @@ wrap="bash scripts/with_postgres.sh" run_stage "asan+ubsan" build/ci-asan "unit|
 only="^(stele_storage_concurrency_tests|stele_executor_concurrency_tests)$" \
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests stele_executor_concurrency_tests" \
   run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF
+echo "=== stage: fuzz ==="
+bash scripts/fuzz.sh build/ci-fuzz || failed=1
 
 if [ "$failed" -ne 0 ]; then
   echo "test.sh: FAILED" >&2

@@ -4,10 +4,12 @@
 #   - installs postgresql-15 when missing (apt-get, idempotent);
 #   - initdb in a fresh temp dir, started on a free port on 127.0.0.1 only
 #     (its unix socket stays inside the temp dir), tuned for tests
-#     (fsync off: the cluster is thrown away);
+#     (fsync off: the cluster is thrown away; STELE_POSTGRES_DURABLE=1 keeps
+#     PostgreSQL's durable defaults instead, for benchmarks);
 #   - exports STELE_TEST_POSTGRES_URL (a libpq connection string of the
 #     superuser `postgres`, trust auth), which the PostgreSQL tests use to
-#     create a fresh database per test;
+#     create a fresh database per test, and STELE_TEST_POSTGRES_DATADIR /
+#     STELE_TEST_POSTGRES_RESTART (a command restarting the cluster);
 #   - runs CMD and returns its exit status; the cluster is stopped and its
 #     directory removed on every exit path (trap), failures included.
 # PostgreSQL refuses to run as root: as root, the server runs as the
@@ -65,10 +67,12 @@ free_port() {
     echo $((20000 + RANDOM % 40000))  # a taken port fails the start; the loop retries
   fi
 }
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+if [ "${STELE_POSTGRES_DURABLE:-0}" = 1 ]; then durability=""; fi
 for attempt in 1 2 3 4 5; do
   port="$(free_port)"
   if "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=64MB" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $tmp $durability -c max_connections=400 -c shared_buffers=64MB" \
       start >/dev/null 2>&1; then
     started=1
     break
@@ -81,6 +85,11 @@ if [ "$started" -ne 1 ]; then
 fi
 
 export STELE_TEST_POSTGRES_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+# For tests that restart the server under load (tests/multinode): its data
+# dir and a shell command restarting it (fast shutdown, same options).
+export STELE_TEST_POSTGRES_DATADIR="$tmp/data"
+STELE_TEST_POSTGRES_RESTART="$(printf '%q ' "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -m fast -w -t 60 restart) >/dev/null"
+export STELE_TEST_POSTGRES_RESTART
 echo "with_postgres: PostgreSQL 15 on 127.0.0.1:$port (data in $tmp)" >&2
 set +e
 "$@"

@@ -1,0 +1,387 @@
+#!/usr/bin/env bash
+# chaos.sh STELE_BINARY WASM_DIR — the chaos run of docs/reliability.md.
+#
+# Starts the real `stele server run` on a fresh SQLite database with wasm
+# workflows (fan-out to child activities, durable sleep, the order saga) and
+# exec activities (tiny scripts that log every successful attempt), submits
+# CHAOS_EXECUTIONS executions over the HTTP API (through the CLI, with fixed
+# ids so a resubmission after a kill is idempotent) while SIGKILLing the
+# server at random moments and restarting it, CHAOS_KILLS times. Then it
+# waits for every execution and asserts:
+#   - every submitted execution finished with its expected result (none lost);
+#   - every activity call ran at least once (the side-effect log; more than
+#     once is allowed: at-least-once), none ran that was never requested;
+#   - `stele db check` is clean: gap-free versions, no result recorded twice,
+#     stored states equal to the logs.
+#
+# Environment:
+#   CHAOS_KILLS=10        SIGKILL + restart cycles (50 for the long run)
+#   CHAOS_EXECUTIONS=200  top-level executions submitted
+#   CHAOS_SEED=N          seeds $RANDOM (kill moments, ids); printed
+#   CHAOS_TIME_LIMIT=170  seconds before the run gives up (fails)
+#   CHAOS_MIN_GAP_MS=300 CHAOS_MAX_GAP_MS=2500  time between kills
+#   CHAOS_KEEP=1          keep the work directory (logs, database)
+#   CHAOS_REPORT=FILE     append the figures line to FILE
+#   CHAOS_POSTGRES_URL=URL  run on PostgreSQL instead (a role that may CREATE
+#                         DATABASE, e.g. $STELE_TEST_POSTGRES_URL of
+#                         scripts/with_postgres.sh): a fresh database, dropped
+#                         at the end, and CHAOS_SERVERS servers on it
+#   CHAOS_BACKEND=postgres  the same with $STELE_TEST_POSTGRES_URL (skips
+#                         without it); how ctest's stele_chaos_postgres runs
+#   CHAOS_SERVERS=N       servers sharing the database (default 1 on SQLite,
+#                         2 on PostgreSQL; SQLite allows one); each kill picks
+#                         one at random
+# Exit: 0 pass, 1 fail, 77 skipped (binary, wasm guests or jq missing).
+set -uo pipefail
+
+stele=${1:-}
+wasm_dir=${2:-}
+if [ -z "$stele" ] || [ -z "$wasm_dir" ]; then
+  echo "usage: $0 STELE_BINARY WASM_DIR" >&2
+  exit 2
+fi
+skip() { echo "chaos: SKIPPED: $*"; exit 77; }
+[ -x "$stele" ] || skip "no stele binary at $stele"
+for guest in fan_out durable_sleep order_saga; do
+  [ -f "$wasm_dir/$guest.wasm" ] || skip "wasm guest $wasm_dir/$guest.wasm not built"
+done
+command -v jq >/dev/null || skip "jq not installed"
+stele=$(cd "$(dirname "$stele")" && pwd)/$(basename "$stele")
+wasm_dir=$(cd "$wasm_dir" && pwd)
+
+kills=${CHAOS_KILLS:-10}
+total=${CHAOS_EXECUTIONS:-200}
+time_limit=${CHAOS_TIME_LIMIT:-170}
+min_gap=${CHAOS_MIN_GAP_MS:-300}
+max_gap=${CHAOS_MAX_GAP_MS:-2500}
+seed=${CHAOS_SEED:-$(( $(date +%s%N) % 1000000 ))}
+RANDOM=$seed
+src_dir=$(cd "$(dirname "$0")/../.." && pwd)
+start_s=$(date +%s)
+pg_admin=${CHAOS_POSTGRES_URL:-}
+if [ "${CHAOS_BACKEND:-sqlite}" = postgres ] && [ -z "$pg_admin" ]; then
+  pg_admin=${STELE_TEST_POSTGRES_URL:-}
+  [ -n "$pg_admin" ] || skip "CHAOS_BACKEND=postgres without CHAOS_POSTGRES_URL or STELE_TEST_POSTGRES_URL"
+fi
+if [ -n "$pg_admin" ]; then
+  command -v psql >/dev/null || skip "psql not installed"
+  servers=${CHAOS_SERVERS:-2}
+else
+  servers=1
+fi
+
+work=$(mktemp -d /tmp/stele-chaos.XXXXXX)
+server_pids=()
+submitter_pid=""
+pg_db=""
+cleanup() {
+  [ -n "$submitter_pid" ] && kill "$submitter_pid" 2>/dev/null
+  local pid
+  for pid in "${server_pids[@]}"; do
+    [ -n "$pid" ] || continue
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  if [ -n "$pg_db" ]; then
+    psql "$pg_admin" -q -c "DROP DATABASE IF EXISTS $pg_db WITH (FORCE)" >/dev/null 2>&1
+  fi
+  if [ "${CHAOS_KEEP:-0}" = 1 ]; then
+    echo "chaos: work directory kept: $work"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+log() { echo "chaos [$(( $(date +%s) - start_s ))s]: $*"; }
+fail() {
+  log "FAIL: $*"
+  echo "--- last server log lines:"
+  tail -n 20 "$work"/server.*.err 2>/dev/null | tail -n 40
+  exit 1
+}
+elapsed() { echo $(( $(date +%s) - start_s )); }
+
+# --- activities: exec scripts that record each successful attempt ---------
+effects="$work/side_effects.log"
+: >"$effects"
+cat >"$work/square.sh" <<SH
+#!/bin/sh
+# math:squares/api.square(x) -> x*x; logs the execution id first.
+x=\$(cat | tr -d '[] ')
+echo "\$STELE_EXECUTION_ID" >>"$effects"
+printf '{"ok": %d}\n' \$((x * x))
+SH
+cat >"$work/shop.sh" <<SH
+#!/bin/sh
+# The demo's shop activities (examples/server/shop.sh), logged.
+out=\$("$src_dir/examples/server/shop.sh") || exit \$?
+echo "\$STELE_EXECUTION_ID" >>"$effects"
+printf '%s\n' "\$out"
+SH
+chmod +x "$work/square.sh" "$work/shop.sh"
+
+database_section=""
+backend=sqlite
+if [ -n "$pg_admin" ]; then
+  backend=postgres
+  pg_db="stele_chaos_$$_$RANDOM"
+  psql "$pg_admin" -q -c "CREATE DATABASE $pg_db" >/dev/null || fail "cannot create database $pg_db"
+  case "$pg_admin" in
+    postgres://* | postgresql://*)  # URI: replace the path (the database name)
+      pg_url=$(printf '%s' "$pg_admin" | sed -E "s#^(postgres(ql)?://[^/?]*)(/[^?]*)?#\1/$pg_db#") ;;
+    *) pg_url="$pg_admin dbname=$pg_db" ;;  # key=value: the last dbname wins
+  esac
+  database_section=$(printf '[database]\npostgres = "%s"\n' "$pg_url")
+fi
+
+cfg="$work/chaos.toml"
+cat >"$cfg" <<TOML
+data_dir = "$work/data"
+
+$database_section
+
+[api]
+listen = "127.0.0.1:0"
+
+[executor]
+tick_sleep = "50ms"
+lock_expiry = "2s"
+
+[watcher]
+leeway = "200ms"
+
+[[workflow_wasm]]
+name = "fan_out"
+location = "$wasm_dir/fan_out.wasm"
+blocking_strategy = "await"
+
+[[workflow_wasm]]
+name = "durable_sleep"
+location = "$wasm_dir/durable_sleep.wasm"
+
+[[workflow_wasm]]
+name = "order_saga"
+location = "$wasm_dir/order_saga.wasm"
+
+[[activity_exec]]
+name = "squares"
+command = ["$work/square.sh"]
+env_allow = ["PATH"]
+max_retries = 12
+retry_backoff = "20ms"
+lock_expiry = "3s"
+
+[[activity_exec.functions]]
+ffqn = "math:squares/api.square"
+params = [{ name = "x", type = "u64" }]
+return_type = "u64"
+
+[[activity_exec]]
+name = "shop"
+command = ["$work/shop.sh"]
+env_allow = ["PATH"]
+max_retries = 12
+retry_backoff = "20ms"
+lock_expiry = "3s"
+
+[[activity_exec.functions]]
+ffqn = "shop:payments/card.charge"
+params = [{ name = "order", type = "string" }, { name = "amount", type = "u64" }]
+return_type = "result<record { payment: string }, string>"
+
+[[activity_exec.functions]]
+ffqn = "shop:payments/card.refund"
+params = [{ name = "payment", type = "string" }]
+return_type = "result<bool, string>"
+
+[[activity_exec.functions]]
+ffqn = "shop:stock/items.reserve"
+params = [{ name = "order", type = "string" }, { name = "item", type = "string" }]
+return_type = "result<record { reservation: string }, string>"
+
+[[activity_exec.functions]]
+ffqn = "shop:stock/items.release"
+params = [{ name = "reservation", type = "string" }]
+return_type = "result<bool, string>"
+
+[[activity_exec.functions]]
+ffqn = "shop:shipping/parcels.ship"
+params = [{ name = "order", type = "string" }, { name = "address", type = "string" }]
+return_type = "result<record { tracking: string }, string>"
+TOML
+
+# --- the load: ids, functions, params and expected results -----------------
+crockford=0123456789ABCDEFGHJKMNPQRSTVWXYZ
+new_id() {
+  local t s="" i
+  t=$(date +%s%3N)
+  for ((i = 0; i < 10; i++)); do s=${crockford:$((t % 32)):1}$s; t=$((t / 32)); done
+  for ((i = 0; i < 16; i++)); do s+=${crockford:$((RANDOM % 32)):1}; done
+  echo "E_$s"
+}
+load="$work/load.tsv"   # id \t ffqn \t params \t expected result (jq -cS)
+expected_activities=0
+for ((i = 0; i < total; i++)); do
+  id=$(new_id)
+  case $((i % 4)) in
+    0 | 1)
+      n=$((1 + i % 5))
+      sum=$((n * (n + 1) * (2 * n + 1) / 6))
+      expected_activities=$((expected_activities + n))
+      printf '%s\t%s\t%s\t%s\n' "$id" math:squares/api.sum-of-squares "[$n]" \
+        "{\"ok\":{\"n\":$n,\"sum_of_squares\":$sum}}" ;;
+    2)
+      printf '%s\t%s\t%s\t%s\n' "$id" demo:reminder/api.remind "[1,\"c$i\"]" \
+        "{\"ok\":\"time to stretch, c$i\"}" ;;
+    3)
+      expected_activities=$((expected_activities + 3))
+      printf '%s\t%s\t%s\t%s\n' "$id" shop:orders/saga.place-order \
+        "[\"o$i\",$((10 + i)),\"item$i\",\"addr$i\"]" \
+        "{\"ok\":{\"order\":\"o$i\",\"tracking\":\"T-o$i\"}}" ;;
+  esac
+done >"$load"
+
+# --- the server ------------------------------------------------------------
+# Server i listens on a free port, published in $work/url.i; clients pick
+# any published server (a stale one answers exit 4 and is retried).
+starts=0
+start_server() {
+  local index=$1
+  starts=$((starts + 1))
+  local err="$work/server.$starts.err" port="" i pid
+  "$stele" server run --config "$cfg" >/dev/null 2>"$err" &
+  pid=$!
+  server_pids[index]=$pid
+  for ((i = 0; i < 600; i++)); do
+    port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$err" | head -n 1)
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || fail "server start $starts exited: $(tail -n 5 "$err")"
+    sleep 0.05
+  done
+  [ -n "$port" ] || fail "server start $starts: no port after 30 s"
+  echo "http://127.0.0.1:$port" >"$work/url.$index.tmp" && mv "$work/url.$index.tmp" "$work/url.$index"
+}
+kill_server() {
+  local index=$1
+  kill -9 "${server_pids[index]}" 2>/dev/null
+  wait "${server_pids[index]}" 2>/dev/null
+  server_pids[index]=""
+}
+cli() { "$stele" --api-url "$(cat "$work/url.$((RANDOM % servers))")" "$@"; }
+
+for ((s = 0; s < servers; s++)); do start_server "$s"; done
+log "seed $seed; $backend, $servers server(s); $total executions, $kills kills"
+
+# Submitter: every execution until the server acknowledged it; a kill
+# mid-request is retried with the same id (idempotent).
+submit_all() {
+  local id ffqn params expected rc tries
+  while IFS=$'\t' read -r id ffqn params expected; do
+    tries=0
+    while :; do
+      cli execution submit "$ffqn" "$params" --id "$id" >/dev/null 2>>"$work/submit.err"
+      rc=$?
+      [ $rc -eq 0 ] && break
+      [ $rc -eq 4 ] || { echo "submit $id: exit $rc" >>"$work/submit.fatal"; break; }
+      tries=$((tries + 1))
+      [ $tries -lt 600 ] || { echo "submit $id: gave up" >>"$work/submit.fatal"; break; }
+      sleep 0.05
+    done
+  done <"$load"
+}
+submit_all &
+submitter_pid=$!
+
+# Killer: SIGKILL at random moments while the load is submitted and runs.
+for ((k = 1; k <= kills; k++)); do
+  gap=$((min_gap + RANDOM % (max_gap - min_gap + 1)))
+  sleep "$((gap / 1000)).$(printf '%03d' $((gap % 1000)))"
+  victim=$((RANDOM % servers))
+  kill_server "$victim"
+  echo "kill $k: server $victim after ${gap}ms" >>"$work/kills.log"
+  start_server "$victim"
+  [ "$(elapsed)" -lt "$time_limit" ] || fail "time limit reached during the kills"
+done
+log "$kills kills done"
+wait "$submitter_pid"
+submitter_pid=""
+[ -s "$work/submit.fatal" ] && fail "submission failed: $(head -n 3 "$work/submit.fatal")"
+log "all $total submitted"
+
+# A check beside the live servers while the load still runs: reported, not
+# asserted (an execution that keeps changing for three reads in a row is
+# reported even though nothing is wrong).
+"$stele" db check --config "$cfg" >"$work/db_check_live.out" 2>&1
+live_rc=$?
+[ $live_rc -eq 0 ] || { log "live db check exit $live_rc:"; head -n 5 "$work/db_check_live.out"; }
+
+# --- wait for every execution and compare its result -----------------------
+lost=0
+wrong=0
+finished=0
+while IFS=$'\t' read -r id ffqn params expected; do
+  while :; do
+    out=$(cli --json execution result "$id" --timeout 10 2>>"$work/result.err")
+    rc=$?
+    if [ $rc -eq 0 ] || [ $rc -eq 1 ]; then break; fi
+    if [ "$(elapsed)" -ge "$time_limit" ]; then rc=-1; break; fi
+    sleep 0.1
+  done
+  if [ $rc -eq -1 ]; then
+    lost=$((lost + 1))
+    echo "lost (not finished): $id $ffqn $params" >>"$work/problems.log"
+    continue
+  fi
+  finished=$((finished + 1))
+  got=$(printf '%s' "$out" | jq -cS . 2>/dev/null)
+  want=$(printf '%s' "$expected" | jq -cS .)
+  if [ "$got" != "$want" ]; then
+    wrong=$((wrong + 1))
+    echo "wrong result: $id $ffqn $params: got $out, want $expected" >>"$work/problems.log"
+  fi
+done <"$load"
+log "finished $finished, lost $lost, wrong $wrong"
+
+# Every top-level execution the server knows is one we submitted.
+listed=$(cli --json execution list --length 1000 | jq '.executions | length')
+
+for ((s = 0; s < servers; s++)); do
+  kill -TERM "${server_pids[s]}"
+  wait "${server_pids[s]}" 2>/dev/null
+  server_pids[s]=""
+done
+
+# --- side effects: at least once, never for an unknown execution -----------
+runs=$(wc -l <"$effects")
+unique=$(sort -u "$effects" | wc -l)
+reruns=$((runs - unique))
+
+# --- the consistency checker ------------------------------------------------
+"$stele" db check --config "$cfg" >"$work/db_check.out" 2>&1
+check_rc=$?
+check_summary=$(tail -n 1 "$work/db_check.out")
+
+figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc seconds=$(elapsed)"
+echo "$figures"
+[ -n "${CHAOS_REPORT:-}" ] && echo "$figures" >>"$CHAOS_REPORT"
+
+status=0
+if [ $lost -ne 0 ] || [ $wrong -ne 0 ]; then
+  head -n 10 "$work/problems.log"
+  status=1
+fi
+if [ "$listed" != "$total" ]; then
+  echo "chaos: the server lists $listed top-level executions, $total were submitted"
+  status=1
+fi
+if [ "$unique" -ne "$expected_activities" ]; then
+  echo "chaos: $unique distinct activity executions ran, $expected_activities expected"
+  status=1
+fi
+if [ $check_rc -ne 0 ]; then
+  echo "chaos: stele db check failed:"
+  head -n 20 "$work/db_check.out"
+  status=1
+fi
+[ $status -eq 0 ] && log "PASS" || log "FAIL"
+exit $status

@@ -1,0 +1,169 @@
+// Fuzzes the HTTP/JSON API (docs/api.md) in process: the input is the raw
+// bytes of one HTTP request (possibly malformed), handed to httplib's
+// request processing on a Stream that reads the input and collects the
+// response. httplib parses it and dispatches to the real routes of
+// server/api.cc, api_ops.cc and ui_routes.cc (InstallRoutes), which run on
+// a real SQLite database in a temporary folder. No listener, no executors:
+// submitted executions stay pending. Every response must be a complete
+// HTTP response with a status; 5xx is allowed only for 503 (the database).
+//
+// Registered functions: a workflow fuzz:app/api.wf(a: u8, b: list<string>)
+// -> result<string, string> and an activity fuzz:app/api.act(x: string).
+// The fixed executions E_01KBNHM5FQW81KP5Y3XMNX31K4 (workflow) and
+// E_01ARZ3NDEKTSV4RRFFQ69G5FAV (activity) exist from the start.
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "fuzz_check.h"
+#include "server/server_impl.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace {
+
+using namespace stele;  // NOLINT(google-build-using-namespace): fuzz target
+
+// A connection whose request bytes are the fuzz input.
+class FuzzStream final : public httplib::Stream {
+ public:
+  explicit FuzzStream(std::string_view input) : input_(input) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    size_t n = std::min(size, input_.size());
+    std::memcpy(ptr, input_.data(), n);
+    input_.remove_prefix(n);
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    output_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 40000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 5005;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  const std::string& output() const { return output_; }
+
+ private:
+  std::string_view input_;
+  std::string output_;
+};
+
+// httplib::Server::process_request is protected; a pointer to it taken in
+// a derived class may be applied to the server held by ServerImpl.
+struct ServerAccess : httplib::Server {
+  static auto ProcessRequest() { return &ServerAccess::process_request; }
+};
+
+core::FunctionSignature Signature(std::string_view ffqn,
+                                  std::vector<std::pair<std::string, std::string>> params,
+                                  std::string_view return_type) {
+  core::FunctionSignature sig{*core::FunctionFqn::Parse(ffqn), {}, *core::TypeDesc::Parse(return_type)};
+  for (auto& [name, type] : params) sig.params.push_back({name, *core::TypeDesc::Parse(type)});
+  return sig;
+}
+
+server::ServerImpl& Server() {
+  static server::ServerImpl* d = [] {
+    auto* impl = new server::ServerImpl();
+    char dir_template[] = "/tmp/stele-fuzz-api-XXXXXX";
+    const char* dir = mkdtemp(dir_template);
+    FUZZ_CHECK(dir != nullptr);
+    // The database goes when the process exits (libFuzzer calls exit()).
+    static std::string temp_dir = dir;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir, ec);
+    });
+    impl->config.database.sqlite = std::string(dir) + "/stele.sqlite";
+    impl->config.api.max_result_wait = std::chrono::seconds(0);
+    impl->config.api.max_follow = std::chrono::seconds(0);
+    impl->config.api.max_list_length = 50;
+    impl->config.api.max_body_bytes = 64 * 1024;
+    impl->clock = &SystemClock::Instance();
+
+    server::LoadedComponent wf;
+    wf.config.kind = server::ComponentKind::kWorkflowWasm;
+    wf.config.name = "fuzz_wf";
+    wf.component_id = core::ComponentId::DummyWorkflow();
+    wf.kind = runtime::workflow::FunctionKind::kWorkflow;
+    wf.functions.push_back(
+        Signature("fuzz:app/api.wf", {{"a", "u8"}, {"b", "list<string>"}}, "result<string, string>"));
+    server::LoadedComponent act;
+    act.config.kind = server::ComponentKind::kActivityExec;
+    act.config.name = "fuzz_act";
+    act.component_id = core::ComponentId::DummyActivity();
+    act.kind = runtime::workflow::FunctionKind::kActivity;
+    act.functions.push_back(Signature("fuzz:app/api.act", {{"x", "string"}}, "string"));
+    for (auto* c : {&wf, &act}) {
+      for (const auto& f : c->functions) {
+        impl->registry.Add(f.ffqn, {c->component_id, c->kind});
+        impl->signatures.emplace(f.ffqn, f);
+      }
+      impl->components.push_back(*c);
+    }
+
+    storage::sqlite::SqliteOptions options;
+    options.path = *impl->config.database.sqlite;
+    options.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
+    auto pool = storage::sqlite::SqlitePool::Open(options);
+    FUZZ_CHECK(pool.has_value());
+    impl->pool = std::move(*pool);
+    auto api = impl->pool->ExternalApiConn();
+    FUZZ_CHECK(api.has_value());
+    impl->api = std::move(*api);
+    server::InstallRoutes(*impl);
+    return impl;
+  }();
+  return *d;
+}
+
+std::string Handle(std::string_view request) {
+  FuzzStream stream(request);
+  bool connection_closed = false;
+  (Server().http.*ServerAccess::ProcessRequest())(stream, /*close_connection=*/true,
+                                                  connection_closed, nullptr);
+  return stream.output();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // The fixed executions the seeds refer to.
+  for (const char* body :
+       {R"({"ffqn":"fuzz:app/api.wf","params":[1,["x"]],"execution_id":"E_01KBNHM5FQW81KP5Y3XMNX31K4"})",
+        R"({"ffqn":"fuzz:app/api.act","params":["y"],"execution_id":"E_01ARZ3NDEKTSV4RRFFQ69G5FAV"})"}) {
+    std::string request = "POST /v1/executions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(std::strlen(body)) + "\r\n\r\n" + body;
+    std::string response = Handle(request);
+    FUZZ_CHECK(response.rfind("HTTP/1.1 20", 0) == 0);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string response = Handle(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (response.empty()) return 0;  // httplib gave up on the connection
+  FUZZ_CHECK(response.rfind("HTTP/1.1 ", 0) == 0);
+  FUZZ_CHECK(response.size() >= 12);
+  const int status = std::atoi(response.substr(9, 3).c_str());
+  FUZZ_CHECK(status >= 200 && status < 600);
+  // A 5xx other than 503 (database busy) is a bug in a handler.
+  FUZZ_CHECK(status < 500 || status == 503);
+  return 0;
+}

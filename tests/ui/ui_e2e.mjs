@@ -1,0 +1,298 @@
+// Browser tests of the web UI (docs/ui.md): the real `stele` binary and
+// Debian's headless chromium. Exit 0 = all passed, 1 = a failure, 77 = skipped
+// (no chromium / playwright-core).
+//   node tests/ui/ui_e2e.mjs --stele build/x/src/cli/stele [--wasm-dir build/x/examples/wasm]
+import assert from 'node:assert/strict';
+import { args, loadPlaywright, startServer, launch, until } from './harness.mjs';
+
+const opts = args();
+const pw = await loadPlaywright();
+const XSS = '<img src=x onerror=window.__xss=1>';
+const MISSING = 'E_01ARZ3NDEKTSV4RRFFQ69G5FAV';
+
+let passed = 0, failed = 0, skipped = 0;
+const tests = [];
+const test = (name, fn, { wasm = false } = {}) => tests.push({ name, fn, wasm });
+
+async function finished(srv, id, timeout = 30000) {
+  return until(async () => {
+    const ex = await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}`);
+    return ex.result ? ex : null;
+  }, `${id} to finish`, timeout);
+}
+
+async function childOf(srv, id) {
+  return until(async () => {
+    const r = await srv.request('GET', `/v1/executions?show_derived=true&execution_id_prefix=${encodeURIComponent(id + '.')}`);
+    return r.executions[0];
+  }, `a child of ${id}`);
+}
+
+const submit = async (srv, ffqn, params) => (await srv.request('POST', '/v1/executions', { ffqn, params })).execution_id;
+
+// ---------------------------------------------------------------------------
+
+test('list: newest first, 20 per page, older and newer pages', async ({ srv, page }) => {
+  await page.goto(srv.base + '/');
+  assert.equal(new URL(page.url()).pathname, '/ui/');
+  await page.waitForSelector('#executions tbody tr[data-id]');
+  const ids = () => page.$$eval('#executions tbody tr[data-id]', (rs) => rs.map((r) => r.dataset.id));
+  const first = await ids();
+  assert.equal(first.length, 20);
+  assert.deepEqual([...first].sort().reverse(), first, 'newest first');
+  assert.ok(await page.locator('#executions .badge').first().isVisible());
+  await page.click('#page-older');
+  await until(async () => (await ids())[0] !== first[0], 'the older page');
+  const second = await ids();
+  assert.ok(second.length > 0);
+  assert.ok(second[0] < first[first.length - 1], 'older page holds older ids');
+  await page.click('#page-newer');
+  await until(async () => (await ids())[0] === first[0], 'back to the newest page');
+  assert.deepEqual(await ids(), first);
+});
+
+test('filter: ffqn prefix, id prefix, hide finished, show children', async ({ srv, page, seeded }) => {
+  await page.goto(srv.base + '/ui/#/executions');
+  await page.waitForSelector('#executions tbody tr[data-id]');
+  await page.fill('input[name=ffqn_prefix]', 'demo:slow/');
+  await page.click('#filters button[type=submit]');
+  await until(async () => {
+    const f = await page.$$eval('#executions tbody tr[data-id] td:nth-child(2)', (t) => t.map((x) => x.textContent));
+    return f.length > 0 && f.every((x) => x === 'demo:slow/api.wait');
+  }, 'only demo:slow rows');
+  await page.fill('input[name=ffqn_prefix]', '');
+  await page.fill('input[name=execution_id_prefix]', seeded.xss);
+  await page.click('#filters button[type=submit]');
+  await until(async () => {
+    const r = await page.$$eval('#executions tbody tr[data-id]', (rs) => rs.map((x) => x.dataset.id));
+    return r.length === 1 && r[0] === seeded.xss;
+  }, 'the one id');
+  await page.fill('input[name=execution_id_prefix]', '');
+  await page.check('input[name=hide_finished]');
+  await page.click('#filters button[type=submit]');
+  await until(async () => {
+    const s = await page.$$eval('#executions tbody tr[data-id] .badge', (b) => b.map((x) => x.className));
+    return s.length > 0 && s.every((c) => !c.includes('st-finished'));
+  }, 'no finished rows');
+  if (seeded.child) {
+    await page.uncheck('input[name=hide_finished]');
+    await page.fill('input[name=execution_id_prefix]', seeded.expense);
+    await page.check('input[name=show_derived]');
+    await page.click('#filters button[type=submit]');
+    await until(async () => (await page.$$('#executions tbody tr[data-id]')).length >= 2, 'parent and child rows');
+  }
+});
+
+test('detail: params, result and timeline; user data is rendered as text', async ({ srv, page, seeded }) => {
+  await page.goto(srv.base + '/ui/#/executions?execution_id_prefix=' + seeded.xss);
+  await page.click(`#executions tr[data-id="${seeded.xss}"] a`);
+  await page.waitForSelector('#timeline li.ev-finished');
+  assert.equal(await page.textContent('#exec-id'), seeded.xss);
+  const params = await page.textContent('#params pre');
+  assert.ok(params.includes(XSS), 'the param is shown verbatim: ' + params);
+  assert.ok((await page.textContent('#result')).includes(XSS));
+  assert.equal(await page.locator('#app img').count(), 0, 'no <img> element was created');
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'no handler ran');
+  const kinds = await page.$$eval('#timeline .kind', (k) => k.map((x) => x.textContent));
+  assert.deepEqual([kinds[0], kinds[1], kinds.at(-1)], ['created', 'locked', 'finished']);
+});
+
+test('detail: retries show their reason', async ({ srv, page, seeded }) => {
+  await page.goto(srv.base + '/ui/#/execution/' + seeded.retried);
+  await page.waitForSelector('#timeline li.ev-finished');
+  const text = await page.textContent('#timeline');
+  assert.ok(text.includes('retry'), text);
+  assert.ok(text.includes('reason'), text);
+});
+
+test('follow a running workflow to completion', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [2, 'follow']);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#state .badge');
+  assert.notEqual(await page.getAttribute('#app', 'data-finished'), 'true');
+  await page.waitForSelector('#timeline li[data-version]');
+  await page.waitForSelector('#app[data-finished="true"]', { timeout: 30000 });
+  await until(async () => (await page.textContent('#state .badge')) === 'ok', 'the ok badge');
+  assert.ok((await page.textContent('#result')).includes('time to stretch'));
+  assert.ok((await page.textContent('#timeline')).includes('delay_request'));
+}, { wasm: true });
+
+test('stub an approval from the child page', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:expenses/flow.expense', [42, 'carol']);
+  const child = await childOf(srv, id);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector(`#children li[data-id="${child.execution_id}"] a`);
+  await page.click(`#children li[data-id="${child.execution_id}"] a`);
+  await page.waitForSelector('#stub-form');
+  await page.fill('#stub-value', 'true');
+  await page.click('#stub-form button[type=submit]');
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await until(async () => (await page.textContent('#state .badge')) === 'ok', 'the stubbed child ok');
+  const parent = await finished(srv, id);
+  assert.deepEqual(parent.result, { ok: 'paid 42 to carol' });
+  // The parent's log links the child to its response; a backtrace opens.
+  await page.click('#state ~ a, dd a[href^="#/execution/"]');
+  await page.waitForSelector('#app[data-finished="true"]');
+  const req = page.locator('#timeline li', { hasText: child.execution_id });
+  assert.ok((await req.first().textContent()).includes('response #0'));
+  await page.locator('#timeline button.bt').first().click();
+  await page.waitForSelector('#backtrace ol.frames li, #backtrace .error-box');
+  assert.equal(await page.locator('#backtrace .error-box').count(), 0, await page.textContent('#backtrace'));
+}, { wasm: true });
+
+test('cancel a delay (with confirmation)', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [3600, 'never']);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('button.cancel-delay', { timeout: 30000 });
+  // Declining the confirmation changes nothing.
+  await page.click('button.cancel-delay');
+  await page.click('dialog.confirm [data-confirm=no]');
+  assert.equal(await page.locator('button.cancel-delay').count(), 1);
+  await page.click('button.cancel-delay');
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await until(async () => (await page.locator('button.cancel-delay').count()) === 0, 'the delay answered');
+  await page.waitForSelector('#app[data-finished="true"]', { timeout: 30000 });
+}, { wasm: true });
+
+test('cancel a running activity', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:slow/api.wait', ['to-cancel']);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#cancel');
+  await page.click('#cancel');
+  await page.click('dialog.confirm [data-confirm=yes]');
+  const ex = await finished(srv, id);
+  assert.equal(ex.result.execution_error.kind, 'cancelled');
+  await until(async () => (await page.textContent('#result')).includes('cancelled'), 'the cancelled result');
+});
+
+test('submit from the generated form, with validation', async ({ srv, page }) => {
+  await page.goto(srv.base + '/ui/#/components');
+  const form = page.locator('form.submit[data-ffqn="demo:greet/api.hello"]');
+  await form.waitFor();
+  assert.ok((await page.textContent('section.component[data-name=greeter]')).includes('sha256:'));
+  await form.locator('input[name=who]').fill('form-user');
+  await form.locator('button[type=submit]').click();
+  const link = form.locator('.submit-out a');
+  await link.waitFor();
+  const id = await link.textContent();
+  await finished(srv, id);
+  await link.click();
+  await page.waitForSelector('#app[data-finished="true"]');
+  assert.ok((await page.textContent('#result')).includes('Hello, form-user!'));
+  if (srv.wasm) {
+    // A u64 that is not a number is refused before any request.
+    await page.goto(srv.base + '/ui/#/components');
+    const f2 = page.locator('form.submit[data-ffqn="demo:reminder/api.remind"]');
+    await f2.waitFor();
+    await f2.locator('input[name=seconds]').fill('soon');
+    await f2.locator('input[name=name]').fill('x');
+    await f2.locator('button[type=submit]').click();
+    await f2.locator('.invalid').waitFor();
+    assert.ok((await f2.locator('.invalid').textContent()).includes('seconds'));
+  }
+});
+
+test('trace: a parent and its descendants on one axis', async ({ srv, page, seeded }) => {
+  await page.goto(srv.base + '/ui/#/trace/' + seeded.expense);
+  await page.waitForSelector('#trace .trow');
+  const rows = await page.$$eval('#trace .trow', (r) => r.map((x) => x.dataset.id));
+  assert.equal(rows[0], seeded.expense);
+  assert.ok(rows.length >= 2, 'the child is on the axis');
+  assert.ok(await page.locator('#trace .bar').first().isVisible());
+}, { wasm: true });
+
+test('404 for an unknown execution, page and file', async ({ srv, page }) => {
+  await page.goto(srv.base + '/ui/#/execution/' + MISSING);
+  await page.waitForSelector('.not-found h1');
+  assert.equal(await page.textContent('.not-found h1'), 'Execution not found');
+  await page.goto(srv.base + '/ui/#/nonsense');
+  await page.waitForSelector('.not-found h1');
+  const res = await page.goto(srv.base + '/ui/nope.js');
+  assert.equal(res.status(), 404);
+});
+
+// ---------------------------------------------------------------------------
+
+async function seed(srv) {
+  const s = {};
+  for (let i = 0; i < 25; ++i) await submit(srv, 'demo:greet/api.hello', ['user' + i]);
+  s.xss = await submit(srv, 'demo:greet/api.hello', [XSS]);
+  // A param with a quote makes greet.sh answer err: retried, then failed.
+  s.retried = await submit(srv, 'demo:greet/api.hello', ['say "hi"']);
+  await submit(srv, 'demo:slow/api.wait', ['pending']);
+  if (srv.wasm) {
+    s.expense = await submit(srv, 'demo:expenses/flow.expense', [7, 'dave']);
+    s.child = (await childOf(srv, s.expense)).execution_id;
+  }
+  await finished(srv, s.xss);
+  await finished(srv, s.retried);
+  return s;
+}
+
+async function runAll() {
+  const { chromium } = pw;
+  const srv = await startServer({ stele: opts.stele, wasmDir: opts.wasmDir });
+  const browser = await launch(chromium);
+  try {
+    const seeded = await seed(srv);
+    for (const t of tests) {
+      if (t.wasm && !srv.wasm) {
+        console.log(`skip - ${t.name} (no wasm examples; pass --wasm-dir)`);
+        ++skipped;
+        continue;
+      }
+      const page = await browser.context.newPage();
+      const errors = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      try {
+        await t.fn({ srv, page, seeded });
+        assert.deepEqual(errors, [], 'no uncaught page errors');
+        console.log(`ok - ${t.name}`);
+        ++passed;
+      } catch (e) {
+        console.log(`FAIL - ${t.name}\n  ${e.stack || e}`);
+        ++failed;
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await browser.close();
+    await srv.stop();
+  }
+
+  // With a token: the UI loads without one, the API refuses, the token box fixes it.
+  const TOKEN = 'ui-test-token';
+  const tsrv = await startServer({ stele: opts.stele, wasmDir: null, token: TOKEN });
+  const tb = await launch(chromium);
+  try {
+    await tsrv.request('POST', '/v1/executions', { ffqn: 'demo:greet/api.hello', params: ['tok'] });
+    const page = await tb.context.newPage();
+    await page.goto(tsrv.base + '/ui/');
+    await page.waitForSelector('#executions .error-box');
+    assert.ok((await page.textContent('#executions .error-box')).includes('401'));
+    await page.fill('#token', TOKEN);
+    await page.click('#token-form button');
+    await page.waitForSelector('#executions tbody tr[data-id]');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('stele.token')), TOKEN);
+    await page.reload();
+    await page.waitForSelector('#executions tbody tr[data-id]');
+    console.log('ok - works with an API token');
+    ++passed;
+  } catch (e) {
+    console.log(`FAIL - works with an API token\n  ${e.stack || e}`);
+    ++failed;
+  } finally {
+    await tb.close();
+    await tsrv.stop();
+  }
+}
+
+try {
+  await runAll();
+} catch (e) {
+  console.log('FAIL - setup: ' + (e.stack || e));
+  ++failed;
+}
+console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(failed ? 1 : 0);

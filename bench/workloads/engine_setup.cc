@@ -92,6 +92,9 @@ Knobs Knobs::FromEnv(const std::string& self) {
   k.w5_kill_after_ms = EnvU32("W5_KILL_AFTER_MS", k.w5_kill_after_ms);
   k.w5_down_ms = EnvU32("W5_DOWN_MS", k.w5_down_ms);
   k.repeat = std::max(1u, EnvU32("STELE_BENCH_REPEAT", k.repeat));
+  const char* postgres_url = std::getenv("STELE_BENCH_POSTGRES_URL");
+  if (postgres_url != nullptr) k.postgres_url = postgres_url;
+  k.processes = std::clamp(EnvU32("STELE_BENCH_PROCESSES", k.processes), 1u, 2u);
   const char* dir = std::getenv("STELE_BENCH_DIR");
   k.dir = (dir && *dir) ? dir : (std::filesystem::temp_directory_path() / "stele-workloads");
   std::filesystem::create_directories(k.dir);
@@ -99,11 +102,15 @@ Knobs Knobs::FromEnv(const std::string& self) {
   return k;
 }
 
-Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const std::string& sqlite_path,
+Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const DbTarget& db,
                                                        const std::string& effects_path) {
   EngineOptions options;
-  options.sqlite_path = sqlite_path;
-  options.sqlite_synchronous_full = true;  // durability as shipped
+  if (db.is_postgres()) {
+    STELE_ASSIGN_OR_RETURN(options.pool, pg::OpenPool(db.postgres_conninfo));
+  } else {
+    options.sqlite_path = db.sqlite_path;
+    options.sqlite_synchronous_full = true;  // durability as shipped
+  }
   options.max_concurrency = 4096;           // W1 runs all 2,000 at once
   options.batch_size = 256;
   STELE_ASSIGN_OR_RETURN(auto engine, Engine::Open(options));
@@ -148,25 +155,6 @@ uint64_t CurrentRssBytes() {
   uint64_t size = 0, resident = 0;
   statm >> size >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
-uint64_t FileBytes(const std::string& sqlite_path) {
-  uint64_t total = 0;
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::error_code ec;
-    auto size = std::filesystem::file_size(sqlite_path + suffix, ec);
-    if (!ec) total += size;
-  }
-  return total;
-}
-
-std::string FreshPath(const Knobs& knobs, const std::string& name) {
-  const std::string path = knobs.dir + "/" + name + ".sqlite";
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    std::error_code ec;
-    std::filesystem::remove(path + suffix, ec);
-  }
-  return path;
 }
 
 double Percentile(std::vector<double> values, double p) {

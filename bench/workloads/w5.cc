@@ -1,10 +1,8 @@
 // W5 (recovery): the engine runs in a child process that is SIGKILLed
 // mid-run and restarted; the driver reads the effects file to count steps
-// that ran twice or never. Also the idle probe, which needs a fresh process.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// that ran twice or never. With two processes the second engine process
+// runs throughout (it is not killed: one node of two crashes). Also the
+// idle probe, which needs a fresh process.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/workloads/child_process.h"
 #include "bench/workloads/workloads.h"
 
 namespace stele::bench {
@@ -27,60 +26,6 @@ double WallSeconds() {
       .count();
 }
 
-// A child process running `argv`, its stdout readable line by line.
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& argv) {
-    int fds[2];
-    if (pipe(fds) != 0) std::abort();
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    out_ = fdopen(fds[0], "r");
-  }
-  ~Child() {
-    Kill();
-    if (out_) fclose(out_);
-  }
-
-  // The next line of output, or nullopt at EOF.
-  std::optional<std::string> ReadLine() {
-    char buf[4096];
-    if (!fgets(buf, sizeof(buf), out_)) return std::nullopt;
-    std::string line(buf);
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    return line;
-  }
-  // Reads lines until one starts with `prefix`; returns it.
-  std::optional<std::string> WaitFor(const std::string& prefix) {
-    while (auto line = ReadLine()) {
-      if (line->rfind(prefix, 0) == 0) return line;
-    }
-    return std::nullopt;
-  }
-  void Kill() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-};
-
 std::vector<std::string> ReadLines(const std::string& path) {
   std::vector<std::string> lines;
   std::ifstream in(path);
@@ -90,29 +35,25 @@ std::vector<std::string> ReadLines(const std::string& path) {
   return lines;
 }
 
-double FieldAfter(const std::string& line, const std::string& key) {
-  auto pos = line.find(key + "=");
-  if (pos == std::string::npos) return 0;
-  return std::strtod(line.c_str() + pos + key.size() + 1, nullptr);
-}
-
 }  // namespace
 
 Metrics RunW5(const Knobs& knobs) {
-  const std::string db = FreshPath(knobs, "w5");
+  FreshDb db(knobs, "w5");
   const std::string effects = knobs.dir + "/w5.effects";
   const std::string ids_file = knobs.dir + "/w5.ids";
   std::remove(effects.c_str());
   std::remove(ids_file.c_str());
   auto engine_argv = [&](uint32_t n) {
-    return std::vector<std::string>{knobs.self, "--w5-engine", db, effects, ids_file,
-                                    std::to_string(n), std::to_string(knobs.w5_sleep_ms)};
+    return std::vector<std::string>{knobs.self,      "--w5-engine",     db.target().Encode(),
+                                    effects,         ids_file,          std::to_string(n),
+                                    std::to_string(knobs.w5_sleep_ms)};
   };
+  SecondEngine second(knobs, db.target(), effects);
 
   const double first_submit = WallSeconds();
   double kill_at = 0;
   {
-    Child first(engine_argv(knobs.w5_n));
+    ChildProcess first(engine_argv(knobs.w5_n));
     if (!first.WaitFor("submitted")) {
       std::fprintf(stderr, "W5: the engine process died before acknowledging\n");
       std::exit(1);
@@ -123,11 +64,12 @@ Metrics RunW5(const Knobs& knobs) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(knobs.w5_down_ms));
   const double restart_at = WallSeconds();
-  Child second(engine_argv(0));
-  auto done = second.WaitFor("done");
+  ChildProcess restarted(engine_argv(0));
+  auto done = restarted.WaitFor("done");
   const double done_at = done ? FieldAfter(*done, "at") : WallSeconds();
   const double finished = done ? FieldAfter(*done, "finished") : 0;
-  second.Kill();
+  restarted.Kill();
+  second.Stop();
 
   std::map<std::string, int> ran;
   for (const auto& id : ReadLines(effects)) ++ran[id];
@@ -156,7 +98,7 @@ int W5EngineMain(int argc, char** argv) {
   const std::string db = argv[2], effects = argv[3], ids_file = argv[4];
   const uint32_t n = static_cast<uint32_t>(std::strtoul(argv[5], nullptr, 10));
   const int64_t sleep_ms = std::strtoll(argv[6], nullptr, 10);
-  auto engine = OpenBenchEngine(db, effects);
+  auto engine = OpenBenchEngine(DbTarget::Decode(db), effects);
   if (!engine) {
     std::fprintf(stderr, "w5 engine: %s\n", engine.error().ToString().c_str());
     return 1;
@@ -204,7 +146,7 @@ int W5EngineMain(int argc, char** argv) {
 }
 
 Metrics RunIdleInFreshProcess(const Knobs& knobs) {
-  Child child({knobs.self, "--idle-probe"});
+  ChildProcess child({knobs.self, "--idle-probe"});
   auto line = child.WaitFor("rss");
   return {{"rss", {line ? FieldAfter(*line, "mib") : 0, "MiB"}}};
 }

@@ -1,4 +1,5 @@
-// W1–W4, warm-up and idle: one engine per run, on a fresh SQLite file.
+// W1–W4, warm-up and idle: one engine per run, on a fresh database (plus
+// the second engine process when STELE_BENCH_PROCESSES=2).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,8 +22,8 @@ constexpr auto kResultTimeout = std::chrono::minutes(10);
   std::exit(1);
 }
 
-std::unique_ptr<Engine> MustOpen(const std::string& path, const std::string& effects = "") {
-  auto engine = OpenBenchEngine(path, effects);
+std::unique_ptr<Engine> MustOpen(const DbTarget& db, const std::string& effects = "") {
+  auto engine = OpenBenchEngine(db, effects);
   if (!engine) Die("cannot open engine", engine.error());
   return std::move(*engine);
 }
@@ -74,16 +75,18 @@ FanResult SubmitAndWaitAll(Engine& engine, const char* ffqn, const Json& params,
 }  // namespace
 
 Metrics RunWarmup(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "warmup");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "warmup");
+  SecondEngine second(knobs, db.target());
+  auto engine = MustOpen(db.target());
   auto fan = SubmitAndWaitAll(*engine, kW1, Json::array(), knobs.warmup_n, knobs.warmup_n);
   engine->Stop();
   return {{"elapsed", {fan.elapsed, "s"}}};
 }
 
 Metrics RunW1(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "w1");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "w1");
+  SecondEngine second(knobs, db.target());
+  auto engine = MustOpen(db.target());
   auto fan = SubmitAndWaitAll(*engine, kW1, Json::array(), knobs.w1_n, knobs.w1_conc);
   engine->Stop();
   return {
@@ -91,13 +94,14 @@ Metrics RunW1(const Knobs& knobs) {
       {"elapsed", {fan.elapsed, "s"}},
       {"failed", {static_cast<double>(fan.failed), "wf"}},
       {"peak_rss", {static_cast<double>(PeakRssBytes()) / (1 << 20), "MiB"}},
-      {"disk_per_workflow", {static_cast<double>(FileBytes(path)) / knobs.w1_n, "B"}},
+      {"disk_per_workflow", {static_cast<double>(db.Bytes()) / knobs.w1_n, "B"}},
   };
 }
 
 Metrics RunW2(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "w2");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "w2");
+  SecondEngine second(knobs, db.target());
+  auto engine = MustOpen(db.target());
   const double start = NowSeconds();
   auto id = engine->Submit(kW2, Json::array({knobs.w2_steps}));
   if (!id) Die("submit", id.error());
@@ -109,8 +113,9 @@ Metrics RunW2(const Knobs& knobs) {
 }
 
 Metrics RunW3(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "w3");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "w3");
+  SecondEngine second(knobs, db.target());
+  auto engine = MustOpen(db.target());
   const double start = NowSeconds();
   auto id = engine->Submit(kW3, Json::array({knobs.w3_children}));
   if (!id) Die("submit", id.error());
@@ -122,8 +127,9 @@ Metrics RunW3(const Knobs& knobs) {
 }
 
 Metrics RunW4(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "w4");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "w4");
+  SecondEngine second(knobs, db.target());
+  auto engine = MustOpen(db.target());
   const double start = NowSeconds();
   std::vector<std::string> ids;
   ids.reserve(knobs.w4_n);
@@ -150,8 +156,8 @@ Metrics RunW4(const Knobs& knobs) {
 }
 
 Metrics RunIdle(const Knobs& knobs) {
-  const std::string path = FreshPath(knobs, "idle");
-  auto engine = MustOpen(path);
+  FreshDb db(knobs, "idle");
+  auto engine = MustOpen(db.target());
   auto id = engine->Submit(kW1, Json::array());
   if (!id) Die("submit", id.error());
   MustWait(*engine, *id);

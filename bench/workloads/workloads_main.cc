@@ -1,7 +1,10 @@
 // stele_workloads [warmup] [W1] [W2] [W3] [W4] [W5] [idle]: the benchmark
 // workloads of ../shared/reference/workloads.md (all by default). Knobs are
-// the environment variables named there, plus STELE_BENCH_REPEAT (3) and
-// STELE_BENCH_DIR (scratch directory). Run through scripts/bench.sh.
+// the environment variables named there, plus STELE_BENCH_REPEAT (3),
+// STELE_BENCH_DIR (scratch directory), STELE_BENCH_POSTGRES_URL (run on
+// PostgreSQL: a fresh database per run on that server), STELE_BENCH_PROCESSES
+// (1 or 2 engine processes) and STELE_BENCH_PG_CONNECTIONS (pool size per
+// process, 16). Run through scripts/bench.sh.
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -40,6 +43,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--w5-engine") == 0) {
     return stele::bench::W5EngineMain(argc, argv);
   }
+  if (argc >= 2 && std::strcmp(argv[1], "--engine-only") == 0) {
+    return stele::bench::EngineOnlyMain(argc, argv);
+  }
   const Knobs knobs = Knobs::FromEnv(argv[0]);
   if (argc >= 2 && std::strcmp(argv[1], "--idle-probe") == 0) {
     auto metrics = stele::bench::RunIdle(knobs);
@@ -51,6 +57,18 @@ int main(int argc, char** argv) {
       {"W3", stele::bench::RunW3}, {"W4", stele::bench::RunW4},
       {"W5", stele::bench::RunW5}, {"idle", stele::bench::RunIdleInFreshProcess},
   };
+  if (knobs.postgres_url.empty() && knobs.processes > 1) {
+    std::fprintf(stderr, "STELE_BENCH_PROCESSES=2 needs STELE_BENCH_POSTGRES_URL (one SQLite "
+                         "file serves one process)\n");
+    return 2;
+  }
+  if (knobs.postgres_url.empty()) {
+    std::printf("# backend=sqlite processes=%u\n", knobs.processes);
+  } else {
+    std::printf("# backend=postgres processes=%u %s\n", knobs.processes,
+                stele::bench::pg::ServerSettings(knobs.postgres_url).c_str());
+  }
+  std::fflush(stdout);
   std::vector<std::string> selected;
   for (int i = 1; i < argc; ++i) selected.emplace_back(argv[i]);
   if (selected.empty()) selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};

@@ -1,0 +1,228 @@
+// stele_wasm_bench: what running WebAssembly costs Stele per run.
+//
+//   activity_attempt   instantiate square_activity.wasm with the WASI and
+//                      HTTP imports, `_initialize`, call the export, drop —
+//                      one wasm activity attempt without the database
+//   fanout_e2e         sum-of-squares(n) (examples/wasm/fan_out.cc): n child
+//                      activities submitted to one join set and awaited, on
+//                      SQLite through the real executors
+//   replay             the finished fan-out replayed in a fresh instance from
+//                      its recorded history (no database writes): the cost
+//                      an `interrupt`-strategy workflow pays per wake-up
+//
+// Usage: stele_wasm_bench <dir with the example .wasm files> [n...]
+// Output: `stele wasm <metric> <value> <unit>` lines (BENCHMARKS.md).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "core/ids.h"
+#include "executor/exec_task.h"
+#include "runtime/wasm/wasm_engine.h"
+#include "runtime/wasm_host/guest_abi.h"
+#include "runtime/wasm_host/http_host.h"
+#include "runtime/wasm_host/wasi_host.h"
+#include "runtime/wasm_host/wasm_activity_worker.h"
+#include "runtime/wasm_host/wasm_component.h"
+#include "runtime/wasm_host/wasm_workflow_worker.h"
+#include "runtime/workflow/function_registry.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele::bench {
+namespace {
+
+namespace wh = runtime::wasm_host;
+namespace wf = runtime::workflow;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "stele_wasm_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+template <class R>
+auto Must(R result, const std::string& what) {
+  if (!result) Die(what);
+  return std::move(*result);
+}
+
+void Report(const std::string& metric, double value, const char* unit) {
+  std::printf("stele wasm %s %.1f %s\n", metric.c_str(), value, unit);
+  std::fflush(stdout);
+}
+
+double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
+  const wh::DeclaredFunction* fn = square->Find(core::FunctionFqn::Parse("math:squares/api.square").value());
+  if (fn == nullptr) Die("square_activity.wasm does not export math:squares/api.square");
+  constexpr int kRuns = 2000;
+  auto table = std::make_shared<wasm::ImportTable>();
+  wh::AddWasiImports(*table, std::make_shared<wh::WasiState>());
+  wh::AddHttpImports(*table, std::make_shared<wh::HttpState>());
+  auto once = [&] {
+    auto instance = Must(square->engine->Instantiate(square->module, table), "instantiate");
+    if (!instance->Call("_initialize", {})) Die("_initialize");
+    const std::string params = "[12345]";
+    uint32_t ptr = Must(wh::PlaceInGuest(*instance, params), "params");
+    const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(ptr)),
+                                wasm::Value::I32(static_cast<int32_t>(params.size()))};
+    if (!instance->Call(fn->export_name, args)) Die("call");
+  };
+  for (int i = 0; i < 100; ++i) once();  // warm-up: compile tiers, allocator
+  auto start = Clock::now();
+  for (int i = 0; i < kRuns; ++i) once();
+  Report("activity_attempt", MicrosSince(start) / kRuns, "us/attempt");
+}
+
+// The fan-out on SQLite with one ExecTask per component, as the server runs it.
+struct FanOutWorld {
+  std::shared_ptr<storage::DbPool> pool;
+  wf::MapFunctionRegistry registry;
+  std::shared_ptr<wh::WasmWorkflowWorker> workflow_worker;
+  std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  std::shared_ptr<const wh::WasmComponent> workflows;
+  std::shared_ptr<const wh::WasmComponent> activities;
+
+  FanOutWorld(const std::filesystem::path& db, std::shared_ptr<const wh::WasmComponent> wf_component,
+              std::shared_ptr<const wh::WasmComponent> act_component)
+      : workflows(std::move(wf_component)), activities(std::move(act_component)) {
+    storage::sqlite::SqliteOptions sqlite{.path = db.string()};
+    pool = std::shared_ptr<storage::DbPool>(Must(storage::sqlite::SqlitePool::Open(sqlite), "open sqlite"));
+    workflows->RegisterIn(registry);
+    activities->RegisterIn(registry);
+    wf::WorkflowRunOptions run_options;
+    run_options.blocking_strategy = wf::BlockingStrategy::kInterrupt;
+    workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
+        workflows, wh::WasmWorkflowWorkerDeps{
+                       std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
+                       &SystemClock::Instance(), &registry, run_options});
+    auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
+      executor::ExecutorOptions options;
+      options.component_id = component;
+      options.batch_size = 64;
+      options.tick_sleep = std::chrono::milliseconds(100);
+      options.lock_expiry = std::chrono::seconds(10);
+      tasks.push_back(std::make_unique<executor::ExecTask>(
+          std::move(worker), Must(pool->DbExecConn(), "exec connection"), SystemClock::Instance(),
+          options));
+    };
+    add_task(workflow_worker, workflows->component_id);
+    add_task(std::make_shared<wh::WasmActivityWorker>(activities, wh::WasmActivityOptions{}),
+             activities->component_id);
+    for (auto& task : tasks) task->Start();
+  }
+  ~FanOutWorld() {
+    for (auto& task : tasks) task->Stop();
+    pool->Close();
+  }
+};
+
+void FanOut(FanOutWorld& world, int n) {
+  auto api = Must(world.pool->ExternalApiConn(), "api connection");
+  const core::ExecutionId id = core::ExecutionId::Generate();
+  const DateTime now = SystemClock::Instance().Now();
+  const auto ffqn = core::FunctionFqn::Parse("math:squares/api.sum-of-squares").value();
+  auto start = Clock::now();
+  storage::CreateRequest request{now, id, ffqn, core::Json::array({n}), std::nullopt,
+                                 now, world.workflows->component_id, {}, std::nullopt};
+  Must(api->Create(request), "create");
+  auto result = Must(api->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::minutes(5))),
+                     "wait for the fan-out");
+  const double e2e = MicrosSince(start);
+  if (!std::holds_alternative<core::ReturnValueOk>(result)) Die("fan-out did not finish ok");
+  Report("fanout_e2e_n" + std::to_string(n), e2e / 1000.0, "ms");
+
+  // Replay input: exactly what the executor would hand a new run.
+  auto events = Must(api->ListExecutionEvents(id, core::Version(0), 1'000'000, false), "events");
+  std::vector<core::JoinSetResponseEventOuter> responses;
+  for (uint32_t cursor = 0;;) {
+    auto page = Must(api->ListResponses(id, core::Pagination<uint32_t>::NewerThan(1000, cursor, responses.empty())),
+                     "responses");
+    for (auto& r : page) responses.push_back(std::move(r.event));
+    if (page.size() < 1000) break;
+    cursor = page.back().cursor;
+  }
+  executor::WorkerContext ctx{.execution_id = id,
+                              .ffqn = ffqn,
+                              .params = core::Json::array({n}),
+                              .metadata = {},
+                              .event_history = {},
+                              .responses = {},
+                              .version = core::Version(0),
+                              .locked_event = core::Locked{world.workflows->component_id, core::ExecutorId::Generate(),
+                                                           core::RunId::Generate(), now + std::chrono::hours(1),
+                                                           core::ComponentRetryConfig{0u, core::Duration::FromMillis(0)}},
+                              .parent = std::nullopt,
+                              .intermittent_event_count = 0,
+                              .can_be_retried = false,
+                              .execution_deadline = now,
+                              .cancel = {},
+                              .run_id = core::RunId::Generate(),
+                              .executor_id = core::ExecutorId::Generate()};
+  size_t runs = 0;
+  for (const auto& e : events) {
+    if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+      ctx.event_history.emplace_back(h->event, e.version);
+    } else if (const auto* locked = std::get_if<core::Locked>(&e.event)) {
+      ctx.locked_event = *locked;
+      ++runs;
+    }
+    ctx.version = e.version.Increment();
+  }
+  ctx.responses = std::move(responses);
+  ctx.execution_deadline = SystemClock::Instance().Now() + std::chrono::hours(1);
+  Report("fanout_runs_n" + std::to_string(n), static_cast<double>(runs), "runs");
+  Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()), "events");
+
+  constexpr int kReplays = 20;
+  auto replay_start = Clock::now();
+  for (int i = 0; i < kReplays; ++i) {
+    auto replayed = world.workflow_worker->Run(ctx);
+    if (!std::holds_alternative<executor::WorkerOk>(replayed.value)) Die("replay did not return the result");
+  }
+  const double per_replay = MicrosSince(replay_start) / kReplays;
+  Report("replay_n" + std::to_string(n), per_replay, "us/run");
+  Report("replay_per_event_n" + std::to_string(n), per_replay / static_cast<double>(ctx.event_history.size()),
+         "us/event");
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) Die("usage: stele_wasm_bench <dir with fan_out.wasm and square_activity.wasm> [n...]");
+  const std::filesystem::path dir = argv[1];
+  std::vector<int> sizes;
+  for (int i = 2; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+  if (sizes.empty()) sizes = {10, 100, 500};
+
+  auto engine = wasm::CreateV8Engine();
+  if (engine == nullptr) Die("no wasm engine");
+  auto workflows = Must(wh::LoadWasmComponentFile(engine, dir / "fan_out.wasm", "fan_out", wh::GuestKind::kWorkflow),
+                        "load fan_out.wasm");
+  auto activities = Must(
+      wh::LoadWasmComponentFile(engine, dir / "square_activity.wasm", "square", wh::GuestKind::kActivity),
+      "load square_activity.wasm");
+  std::printf("stele wasm engine %s\n", engine->EngineId().c_str());
+
+  ActivityAttempt(activities);
+
+  const char* tmp = std::getenv("STELE_BENCH_DIR");
+  std::filesystem::path db = std::filesystem::path(tmp ? tmp : "/tmp") / "stele_wasm_bench.sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
+  {
+    FanOutWorld world(db, workflows, activities);
+    for (int n : sizes) FanOut(world, n);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
+  return 0;
+}
+
+}  // namespace
+}  // namespace stele::bench
+
+int main(int argc, char** argv) { return stele::bench::Main(argc, argv); }

@@ -18,8 +18,12 @@ packages=(
   libcurl4-openssl-dev                           # HTTP client host function of wasm activities
   clang lld wasi-libc libclang-rt-14-dev-wasm32  # building wasm guests (sdk/, examples/wasm)
   libclang-rt-14-dev                             # libFuzzer and the sanitizer runtimes of clang (tests/fuzz)
-  chromium                                       # web UI browser tests (tests/ui; node/npm come with Node.js)
+  chromium                                       # web UI browser tests (tests/ui)
 )
+# Node.js and npm for the browser tests' playwright-core (tests/ui), from
+# Debian only when no `node` is installed: a preinstalled Node.js (e.g. 20
+# from NodeSource, which brings its own npm) conflicts with Debian's npm.
+if ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,3 +38,23 @@ if [ ${#missing[@]} -ne 0 ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
 "$(dirname "${BASH_SOURCE[0]}")/setup_v8.sh"  # V8 10.2 (libnode108) for src/runtime/wasm
+
+# playwright-core for tests/ui, exactly as pinned in its package-lock.json.
+# npm writes node_modules/.package-lock.json on every install: when it is
+# newer than the lock file there is nothing to do. --prefer-offline takes
+# the package from npm's cache when it holds it, so this works offline
+# once it has run here.
+ui="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/ui"
+if [ ! -f "$ui/node_modules/.package-lock.json" ] ||
+   [ ! -f "$ui/node_modules/playwright-core/package.json" ] ||
+   [ "$ui/package-lock.json" -nt "$ui/node_modules/.package-lock.json" ]; then
+  if ! command -v npm >/dev/null; then
+    echo "install_deps: npm is missing (needed by tests/ui); install npm for your node" >&2
+    exit 1
+  fi
+  echo "install_deps: npm ci in tests/ui (playwright-core from package-lock.json)" >&2
+  if ! (cd "$ui" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error >&2); then
+    echo "install_deps: npm ci failed in tests/ui (offline with an empty npm cache?)" >&2
+    exit 1
+  fi
+fi

@@ -12,6 +12,7 @@ cd "$root"
 bash scripts/install_deps.sh
 
 export CTEST_OUTPUT_ON_FAILURE=1
+export STELE_REQUIRE_UI_TESTS=1  # tests/ui/run.sh fails, not skips, without node/chromium/playwright-core
 jobs="${STELE_JOBS:-$(nproc)}"
 failed=0
 

@@ -27,6 +27,9 @@ struct FrameInfo {
 };
 struct WasmBacktrace {
   std::vector<FrameInfo> frames;
+  // The engine that ran the guest and took these frames
+  // ("v8 10.2.154.26-node.36"); absent in backtraces stored without one.
+  std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const WasmBacktrace&, const WasmBacktrace&) = default;
 };
 struct BacktraceInfo {

@@ -149,6 +149,10 @@ struct Locked {
 struct Unlocked {
   DateTime backoff_expires_at;
   std::string reason;
+  // The WebAssembly engine of the run ("v8 10.2.154.26-node.36"), when a
+  // wasm worker ran it (WorkerResult::engine); absent in rows written
+  // without one. Likewise on the three events below.
+  std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const Unlocked&, const Unlocked&) = default;
 };
 struct TemporarilyFailed {
@@ -156,16 +160,19 @@ struct TemporarilyFailed {
   std::string reason;
   std::optional<std::string> detail;
   HttpClientTraces http_client_traces;
+  std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const TemporarilyFailed&, const TemporarilyFailed&) = default;
 };
 struct TemporarilyTimedOut {
   DateTime backoff_expires_at;
   HttpClientTraces http_client_traces;
+  std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const TemporarilyTimedOut&, const TemporarilyTimedOut&) = default;
 };
 struct Finished {
   SupportedFunctionReturnValue result;
   HttpClientTraces http_client_traces;
+  std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const Finished&, const Finished&) = default;
 };
 struct HistoryEventRequest {

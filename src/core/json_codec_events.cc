@@ -2,6 +2,7 @@
 // ExecutionEvent, join set responses and PendingState.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "core/json_codec.h"
@@ -24,6 +25,12 @@ JsonResult<HttpClientTraces> ReadHttpClientTraces(const Json& json, const std::s
   STELE_ASSIGN_OR_RETURN(std::vector<HttpClientTrace> traces,
                          ReadArray(json, path, &DecodeHttpClientTrace));
   return HttpClientTraces(std::move(traces));
+}
+
+// `engine` of the run-ending events: absent (rows written before it
+// existed, or without a wasm engine) or null reads as nullopt.
+JsonResult<std::optional<std::string>> EngineField(const ObjectReader& object) {
+  return OptionalField(object, "engine", &ReadString);
 }
 
 JsonResult<HttpClientTraces> TracesField(const ObjectReader& object) {
@@ -62,6 +69,12 @@ Json TracesJson(const HttpClientTraces& traces) {
   Json out = Json::array();
   for (const HttpClientTrace& trace : *traces) out.push_back(ToJson(trace));
   return out;
+}
+
+// `engine` is written only when set, so the JSON of events without one —
+// every run outside wasm — stays exactly what it was before the field.
+void AddEngine(Json& body, const std::optional<std::string>& engine) {
+  if (engine) body["engine"] = *engine;
 }
 
 JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
@@ -151,7 +164,8 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     STELE_ASSIGN_OR_RETURN(DateTime backoff_expires_at,
                            Field(object, "backoff_expires_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
-    return Unlocked{backoff_expires_at, std::move(reason)};
+    STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
+    return Unlocked{backoff_expires_at, std::move(reason), std::move(engine)};
   }
   if (tag == "temporarily_failed") {
     STELE_ASSIGN_OR_RETURN(DateTime backoff_expires_at,
@@ -160,20 +174,23 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     STELE_ASSIGN_OR_RETURN(std::optional<std::string> detail,
                            OptionalField(object, "detail", &ReadString));
     STELE_ASSIGN_OR_RETURN(HttpClientTraces traces, TracesField(object));
+    STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
     return TemporarilyFailed{backoff_expires_at, std::move(reason), std::move(detail),
-                             std::move(traces)};
+                             std::move(traces), std::move(engine)};
   }
   if (tag == "temporarily_timed_out") {
     STELE_ASSIGN_OR_RETURN(DateTime backoff_expires_at,
                            Field(object, "backoff_expires_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(HttpClientTraces traces, TracesField(object));
-    return TemporarilyTimedOut{backoff_expires_at, std::move(traces)};
+    STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
+    return TemporarilyTimedOut{backoff_expires_at, std::move(traces), std::move(engine)};
   }
   if (tag == "finished") {
     STELE_ASSIGN_OR_RETURN(SupportedFunctionReturnValue result,
                            Field(object, "result", &DecodeReturnValue));
     STELE_ASSIGN_OR_RETURN(HttpClientTraces traces, TracesField(object));
-    return Finished{std::move(result), std::move(traces)};
+    STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
+    return Finished{std::move(result), std::move(traces), std::move(engine)};
   }
   if (tag == "history_event") {
     STELE_ASSIGN_OR_RETURN(HistoryEvent event, Field(object, "event", &DecodeHistoryEvent));
@@ -381,6 +398,7 @@ Json ToJson(const HistoryEvent& value) {
 }
 
 Json ToJson(const ExecutionRequest& value) {
+  using json_internal::AddEngine;
   using json_internal::TracesJson;
   Json body = Json::object();
   std::visit(json_internal::Overloaded{
@@ -406,20 +424,24 @@ Json ToJson(const ExecutionRequest& value) {
                  [&](const Unlocked& e) {
                    body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
                    body["reason"] = e.reason;
+                   AddEngine(body, e.engine);
                  },
                  [&](const TemporarilyFailed& e) {
                    body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
                    body["reason"] = e.reason;
                    body["detail"] = OptionalJson(e.detail, [](const std::string& d) { return d; });
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
+                   AddEngine(body, e.engine);
                  },
                  [&](const TemporarilyTimedOut& e) {
                    body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
+                   AddEngine(body, e.engine);
                  },
                  [&](const Finished& e) {
                    body["result"] = ToJson(e.result);
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
+                   AddEngine(body, e.engine);
                  },
                  [&](const HistoryEventRequest& e) { body["event"] = ToJson(e.event); },
              },

@@ -181,6 +181,12 @@ TEST(JsonMalformedTest, WrongTypes) {
   Json backtrace = ToJson(TestBacktrace());
   backtrace["frames"][0]["symbols"][0]["line"] = "10";
   ExpectError<WasmBacktrace>(backtrace, "frames[0].symbols[0].line: expected unsigned integer");
+  Json engine = ToJson(TestBacktrace());
+  engine["engine"] = 10;
+  ExpectError<WasmBacktrace>(engine, "engine: expected string");
+  Json finished = ToJson(ExecutionRequest{Finished{ReturnValueOk{}, std::nullopt, kTestEngine}});
+  finished["finished"]["engine"] = Json::array();
+  ExpectError<ExecutionRequest>(finished, "finished.engine: expected string");
 }
 
 TEST(JsonMalformedTest, OutOfRangeNumbers) {

@@ -81,6 +81,45 @@ TEST(JsonCodecTest, BacktraceIdIsOmittedWhenAbsent) {
   EXPECT_EQ(FromJson<ExecutionEvent>(json)->backtrace_id, std::nullopt);
 }
 
+// `engine` (wasm runs) is additive: events and backtraces without it encode
+// exactly as before the field existed, and rows written then still decode.
+TEST(JsonCodecTest, EngineIsOmittedWhenAbsentAndOldRowsDecode) {
+  const std::vector<std::pair<std::string, ExecutionRequest>> old_rows = {
+      {R"({"unlocked":{"backoff_expires_at":"2024-01-02T03:04:05Z","reason":"r"}})",
+       Unlocked{T("2024-01-02T03:04:05Z"), "r"}},
+      {R"({"temporarily_failed":{"backoff_expires_at":"2024-01-02T03:04:05Z","reason":"r",)"
+       R"("detail":null,"http_client_traces":null}})",
+       TemporarilyFailed{T("2024-01-02T03:04:05Z"), "r", std::nullopt, std::nullopt}},
+      {R"({"temporarily_timed_out":{"backoff_expires_at":"2024-01-02T03:04:05Z",)"
+       R"("http_client_traces":null}})",
+       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt}},
+      {R"({"finished":{"result":{"ok":{"ok":1}},"http_client_traces":null}})",
+       Finished{ReturnValueOk{Json(1)}, std::nullopt}},
+  };
+  for (const auto& [text, expected] : old_rows) {
+    SCOPED_TRACE(text);
+    auto json = ParseJson(text);
+    ASSERT_TRUE(json.has_value()) << json.error().message;
+    auto decoded = FromJson<ExecutionRequest>(*json);
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+    EXPECT_TRUE(*decoded == expected);
+    EXPECT_EQ(SerializeJson(ToJson(*decoded)), SerializeJson(*json));
+  }
+  auto old_backtrace = ParseJson(R"({"frames":[]})");
+  ASSERT_TRUE(old_backtrace.has_value());
+  auto backtrace = FromJson<WasmBacktrace>(*old_backtrace);
+  ASSERT_TRUE(backtrace.has_value()) << backtrace.error().message;
+  EXPECT_EQ(backtrace->engine, std::nullopt);
+  EXPECT_EQ(SerializeJson(ToJson(*backtrace)), R"({"frames":[]})");
+
+  const ExecutionRequest with = Finished{ReturnValueOk{Json(1)}, std::nullopt, kTestEngine};
+  EXPECT_EQ(ToJson(with)["finished"]["engine"], kTestEngine);
+  WasmBacktrace traced = TestBacktrace();
+  traced.engine = kTestEngine;
+  EXPECT_EQ(ToJson(traced)["engine"], kTestEngine);
+  ExpectRoundTrip(traced);
+}
+
 TEST(JsonCodecTest, JoinSetResponsesRoundTrip) {
   std::set<size_t> variants;
   for (const JoinSetResponse& response : JoinSetResponses()) {

@@ -16,6 +16,7 @@ inline Ulid U2() { return *Ulid::Parse("01ARZ3NDEKTSV4RRFFQ69G5FAV"); }
 inline JoinSetId Js(std::string_view text) { return *JoinSetId::Parse(text); }
 inline FunctionFqn Ffqn(std::string_view text) { return *FunctionFqn::Parse(text); }
 inline ExecutionId TopId() { return ExecutionId(U1()); }
+inline constexpr const char* kTestEngine = "v8 10.2.154.26-node.36";
 inline ExecutionIdDerived ChildId() { return TopId().NextLevel(Js("n:my-set"), 1); }
 inline DelayId TestDelayId() { return DelayId(ChildId(), Js("o:1-sleep"), 2); }
 inline InputContentDigest Digest() {
@@ -113,6 +114,11 @@ inline std::vector<ExecutionRequest> ExecutionRequests() {
                         std::vector<HttpClientTrace>{}},
       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt},
       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), Traces()},
+      // The engine of a wasm run, on each event that can end one.
+      Unlocked{T("2024-01-02T03:04:05Z"), "limit reached: x", kTestEngine},
+      TemporarilyFailed{T("2024-01-02T03:04:05Z"), "activity trap", "d", Traces(), kTestEngine},
+      TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt, kTestEngine},
+      Finished{ReturnValueOk{Json(1)}, std::nullopt, kTestEngine},
   };
   for (const SupportedFunctionReturnValue& result : ReturnValues()) {
     out.push_back(Finished{result, std::nullopt});

@@ -233,6 +233,7 @@ JsonResult<WasmBacktrace> DecodeWasmBacktrace(const Json& json, const std::strin
   STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(json, path));
   WasmBacktrace backtrace;
   STELE_ASSIGN_OR_RETURN(backtrace.frames, Field(object, "frames", &ReadFrames));
+  STELE_ASSIGN_OR_RETURN(backtrace.engine, OptionalField(object, "engine", &ReadString));
   return backtrace;
 }
 
@@ -376,6 +377,8 @@ Json ToJson(const WasmBacktrace& value) {
   }
   Json out = Json::object();
   out["frames"] = std::move(frames);
+  // Only when set: backtraces without an engine keep their old JSON.
+  if (value.engine) out["engine"] = *value.engine;
   return out;
 }
 

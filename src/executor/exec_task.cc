@@ -101,8 +101,9 @@ std::optional<PlannedWrite> DecideWrite(const WorkerResult& result,
   if (cancel_requested) return ComputeOutcome(result, RunInfo::From(locked), now);
   const bool db_updated = std::holds_alternative<DbUpdatedByWorkerOrWatcher>(result.value);
   if (timed_out && !db_updated) {
-    const WorkerResult timeout = WorkerResult::Err(VersionOf(result, locked.next_version),
-                                                   TemporaryTimeout{TracesOf(result)});
+    WorkerResult timeout = WorkerResult::Err(VersionOf(result, locked.next_version),
+                                             TemporaryTimeout{TracesOf(result)});
+    timeout.engine = result.engine;
     return ComputeOutcome(timeout, RunInfo::From(locked), now);
   }
   if (shutting_down) {

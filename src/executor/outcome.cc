@@ -149,7 +149,7 @@ RunInfo RunInfo::From(const storage::LockedExecution& locked) {
 
 std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const RunInfo& run,
                                            DateTime now) {
-  return std::visit(
+  std::optional<PlannedWrite> write = std::visit(
       [&](const auto& r) -> std::optional<PlannedWrite> {
         using R = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<R, WorkerOk>) {
@@ -161,6 +161,14 @@ std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const Run
         }
       },
       result.value);
+  if (write && result.engine) {
+    std::visit(
+        [&](auto& event) {
+          if constexpr (requires { event.engine; }) event.engine = result.engine;
+        },
+        write->request.event);
+  }
+  return write;
 }
 
 PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at) {

@@ -20,6 +20,8 @@
 //                             uncategorized ("<fatal kind>: <reason>")
 // Every Finished of a derived execution carries its parent's response and is
 // written with it in one transaction (AppendBatchRespondToParent).
+// The result's `engine` (wasm runs) is copied onto whichever of Finished,
+// TemporarilyFailed, TemporarilyTimedOut or Unlocked is written.
 //
 // Threading: the functions are pure or use only the DbExecutor passed in
 // (itself thread-safe). Ownership: plain values.

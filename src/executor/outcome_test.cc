@@ -207,6 +207,36 @@ TEST(OutcomeTest, CancelledFinishesAsCancelledIdempotently) {
   EXPECT_TRUE(write->is_activity_cancel);
 }
 
+// A wasm worker's engine id reaches whichever event records the run; other
+// workers' results name none and their events stay as they were.
+TEST(OutcomeTest, TheResultsEngineIsOnTheRecordedEvent) {
+  const std::string engine = "v8 10.2.154.26-node.36";
+  auto with_engine = [&](WorkerResult result) {
+    result.engine = engine;
+    return result;
+  };
+  auto ok = ComputeOutcome(with_engine(WorkerResult::Ok(OkValue(1), kV)), Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::Finished>(ok).engine, engine);
+  auto trap = ComputeOutcome(with_engine(WorkerResult::Err(kV, ActivityTrap{"boom", {}, {}})),
+                             Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyFailed>(trap).engine, engine);
+  auto timeout =
+      ComputeOutcome(with_engine(WorkerResult::Err(kV, TemporaryTimeout{})), Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(timeout).engine, engine);
+  auto limit =
+      ComputeOutcome(with_engine(WorkerResult::Err(kV, LimitReached{"oom"})), Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::Unlocked>(limit).engine, engine);
+  auto exhausted = ComputeOutcome(with_engine(WorkerResult::Err(kV, ActivityTrap{"boom", {}, {}})),
+                                  Activity(3, 3), kT0);
+  EXPECT_EQ(EventAs<core::Finished>(exhausted).engine, engine);
+  auto fatal = ComputeOutcome(
+      with_engine(WorkerResult::Fatal(kV, FatalErrorKind::kWorkflowTrap, "trap")), Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::Finished>(fatal).engine, engine);
+
+  auto native = ComputeOutcome(WorkerResult::Ok(OkValue(1), kV), Activity(0), kT0);
+  EXPECT_EQ(EventAs<core::Finished>(native).engine, std::nullopt);
+}
+
 storage::ExpiredLock Expired(std::optional<uint32_t> max_retries, uint32_t locked_at, uint32_t next,
                              uint32_t count = 0) {
   return storage::ExpiredLock{

@@ -163,6 +163,11 @@ struct DbUpdatedByWorkerOrWatcher {
 
 struct WorkerResult {
   std::variant<WorkerOk, DbUpdatedByWorkerOrWatcher, WorkerError> value;
+  // The WebAssembly engine that ran the guest ("v8 10.2.154.26-node.36"),
+  // set by the wasm workers; nullopt for every other worker. The event the
+  // executor records for the run (Finished, TemporarilyFailed,
+  // TemporarilyTimedOut, Unlocked) carries it (outcome.h).
+  std::optional<std::string> engine = std::nullopt;
 
   static WorkerResult Ok(core::SupportedFunctionReturnValue value, Version version,
                          core::HttpClientTraces traces = std::nullopt) {

@@ -284,7 +284,9 @@ class WasmEngine {
   virtual Result<std::unique_ptr<WasmInstance>, WasmError> Instantiate(
       std::shared_ptr<const WasmModule> module, std::shared_ptr<const ImportTable> imports) = 0;
 
-  // "v8 10.2.154.26-node.36": engine and version, recorded with executions.
+  // "v8 10.2.154.26-node.36": engine and version. The wasm workers record it
+  // with each run (WorkerResult::engine, WasmBacktrace::engine;
+  // docs/wasm_engine.md).
   virtual std::string EngineId() const = 0;
 };
 

@@ -35,9 +35,18 @@ void LogOutput(const std::string& execution_id, const WasiState& state) {
 
 WasmActivityWorker::WasmActivityWorker(std::shared_ptr<const WasmComponent> component,
                                        WasmActivityOptions options)
-    : component_(std::move(component)), options_(std::move(options)), ffqns_(component_->Ffqns()) {}
+    : component_(std::move(component)),
+      options_(std::move(options)),
+      engine_id_(component_->engine->EngineId()),
+      ffqns_(component_->Ffqns()) {}
 
 executor::WorkerResult WasmActivityWorker::Run(executor::WorkerContext ctx) {
+  executor::WorkerResult result = RunGuest(std::move(ctx));
+  result.engine = engine_id_;
+  return result;
+}
+
+executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx) {
   const DeclaredFunction* fn = component_->Find(ctx.ffqn);
   if (fn == nullptr) {
     return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,

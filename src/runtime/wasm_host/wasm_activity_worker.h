@@ -16,13 +16,15 @@
 //   engine out of resources           LimitReached (not counted)
 // The HTTP client host function (http_host.h) is imported as
 // stele_http.request; the attempt's requests are recorded as
-// HttpClientTraces on the event that records the attempt.
+// HttpClientTraces on the event that records the attempt, and every result
+// names the engine (WorkerResult::engine), which that event carries too.
 //
 // Threading: Run is called concurrently; the worker is immutable.
 // Ownership: shares the component.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "executor/worker.h"
@@ -47,8 +49,11 @@ class WasmActivityWorker final : public executor::Worker {
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
  private:
+  executor::WorkerResult RunGuest(executor::WorkerContext ctx);
+
   std::shared_ptr<const WasmComponent> component_;
   WasmActivityOptions options_;
+  std::string engine_id_;
   std::vector<core::FunctionFqn> ffqns_;
 };
 

@@ -36,10 +36,17 @@ WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> comp
                                        WasmWorkflowWorkerDeps deps)
     : component_(std::move(component)),
       deps_(std::move(deps)),
+      engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()),
       watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {}
 
 executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
+  executor::WorkerResult result = RunGuest(std::move(ctx));
+  result.engine = engine_id_;
+  return result;
+}
+
+executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx) {
   const DeclaredFunction* fn = component_->Find(ctx.ffqn);
   if (fn == nullptr) {
     return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,
@@ -68,6 +75,7 @@ executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
     if (!deps_.store_backtraces) return;
     auto traces = host.TakeBacktraces();
     if (traces.empty()) return;
+    for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
     if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
       STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << run.execution_id().ToString()
                                   << " failed: " << stored.error().ToString());

@@ -20,6 +20,10 @@
 //                                    → LimitReached: retried, not counted
 // The instance is discarded after every run; the next run instantiates
 // afresh and replays.
+// Every result names the engine (WasmEngine::EngineId, WorkerResult::engine),
+// so the event the executor records for the run carries it, and so does
+// each backtrace the run stores (WasmBacktrace::engine): together they
+// record the engine of every run that wrote anything (docs/wasm_engine.md).
 //
 // Threading: Run is called concurrently; the worker is immutable after
 // construction apart from the watchdog (thread-safe). Ownership: shares the
@@ -29,6 +33,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/clock.h"
@@ -63,8 +68,11 @@ class WasmWorkflowWorker final : public executor::Worker {
   const GuestWatchdog& watchdog() const { return *watchdog_; }
 
  private:
+  executor::WorkerResult RunGuest(executor::WorkerContext ctx);
+
   std::shared_ptr<const WasmComponent> component_;
   WasmWorkflowWorkerDeps deps_;
+  std::string engine_id_;
   std::vector<core::FunctionFqn> ffqns_;
   std::unique_ptr<GuestWatchdog> watchdog_;
 };

@@ -169,6 +169,34 @@ TEST_P(ListTest, BacktracesAreFoundByFilter) {
   EXPECT_THAT(db().GetBacktrace(NewId(), BacktraceFilter::Last()), IsNotFound());
 }
 
+// The engine of a wasm run — an optional field of the events that end a run
+// and of backtraces, inside their JSON — is kept by every backend.
+TEST_P(ListTest, TheEngineOfARunIsKept) {
+  const std::string engine = "v8 10.2.154.26-node.36";
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  const core::ExecutionRequest failed =
+      core::TemporarilyFailed{kT0 + 1s, "activity trap: x", std::nullopt, std::nullopt, engine};
+  v = Must(db().Append(id, v, AppendRequest{kT0, failed}));
+  v = Must(LockOneAt(db(), id, v, kT0 + 2s, Runner::New(), kT0 + 10s)).next_version;
+  const Version persisted = v;
+  v = Must(db().Append(id, v, PersistReq(kT0 + 2s)));
+  core::BacktraceInfo trace = Backtrace(id, persisted.value(), v.value());
+  trace.wasm_backtrace.engine = engine;
+  Must(db().AppendBacktrace(trace));
+  const core::ExecutionRequest finished = core::Finished{OkResult(core::Json(1)), std::nullopt, engine};
+  Must(db().Append(id, v, AppendRequest{kT0 + 3s, finished}));
+
+  EXPECT_EQ(Must(db().GetExecutionEvent(id, Version(2))).event, failed);
+  EXPECT_EQ(Must(db().GetExecutionEvent(id, v)).event, finished);
+  std::vector<core::ExecutionEvent> listed = Must(db().ListExecutionEvents(id, Version(0), 10, true));
+  ASSERT_THAT(listed, SizeIs(6));
+  EXPECT_EQ(listed[2].event, failed);
+  EXPECT_EQ(listed[5].event, finished);
+  EXPECT_EQ(Must(db().Get(id)).events.back().event, finished);
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Last())), trace);
+}
+
 TEST_P(ListTest, ListExecutionEventsCanIncludeBacktraceIds) {
   ExecutionId id = NewId();
   Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);

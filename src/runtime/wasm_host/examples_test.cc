@@ -48,19 +48,22 @@ TEST_F(WasmExamplesTest, FanOutInCpp) {
                                  core::ReturnValueOk{Json{{"n", 4}, {"sum_of_squares", 30}}}));
 }
 
-TEST_F(WasmExamplesTest, DurableSleep) {
+// The replay scenarios run under both blocking strategies, each writing the
+// same history (ExpectSameHistoryUnderBothStrategies).
+TEST_F(WasmExamplesTest, DurableSleepUnderBothStrategies) {
   EnvConfig config;
   config.workflows = Load("durable_sleep", GuestKind::kWorkflow);
-  env_ = std::make_unique<Env>(dir_, std::move(config));
-  auto id = env_->Submit("demo:reminder/api.remind", Json::array({0, "Bob"}));
-  EXPECT_EQ(env_->Await(id),
-            core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("time to stretch, Bob")}));
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("demo:reminder/api.remind", Json::array({0, "Bob"}), id);
+    EXPECT_EQ(env.Await(id),
+              core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("time to stretch, Bob")}));
+  });
 }
 
-TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipment) {
+// The saga's activities are native; they record the steps they ran.
+EnvConfig SagaConfig(std::shared_ptr<std::vector<std::string>> calls) {
   EnvConfig config;
   config.workflows = Load("order_saga", GuestKind::kWorkflow);
-  auto calls = std::make_shared<std::vector<std::string>>();
   auto record = [calls](std::string step, Json value) -> ActivityFn {
     return [calls, step, value](ActivityContext&, const Json&) -> ActivityResult {
       calls->push_back(step);
@@ -77,38 +80,52 @@ TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipment) {
     calls->push_back("ship");
     return Json{{"tracking", "T-1"}};
   };
-  env_ = std::make_unique<Env>(dir_, std::move(config));
-  auto placed = env_->Submit("shop:orders/saga.place-order", Json::array({"A-1", 4999, "teapot", "Baker St"}));
-  EXPECT_EQ(env_->Await(placed), core::SupportedFunctionReturnValue(core::ReturnValueOk{
-                                      Json{{"order", "A-1"}, {"tracking", "T-1"}}}));
-  auto failed = env_->Submit("shop:orders/saga.place-order", Json::array({"A-2", 4999, "teapot", ""}));
-  auto result = env_->Await(failed, std::chrono::seconds(60));
-  const auto* err = std::get_if<core::ReturnValueErr>(&result);
-  ASSERT_NE(err, nullptr);
-  EXPECT_EQ(err->err, Json({{"failed_step", "ship"}}));
-  // Compensations ran in reverse order after the failed shipment.
-  ASSERT_GE(calls->size(), 2u);
-  EXPECT_EQ((*calls)[calls->size() - 2], "release");
-  EXPECT_EQ((*calls)[calls->size() - 1], "refund");
+  return config;
 }
 
-TEST_F(WasmExamplesTest, HumanApproval) {
+TEST_F(WasmExamplesTest, OrderSagaPlacesAnOrderUnderBothStrategies) {
+  auto calls = std::make_shared<std::vector<std::string>>();
+  ExpectSameHistoryUnderBothStrategies(SagaConfig(calls), [&](Env& env, const core::ExecutionId& id) {
+    calls->clear();
+    env.Submit("shop:orders/saga.place-order", Json::array({"A-1", 4999, "teapot", "Baker St"}), id);
+    EXPECT_EQ(env.Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{
+                                 Json{{"order", "A-1"}, {"tracking", "T-1"}}}));
+    EXPECT_EQ(*calls, (std::vector<std::string>{"charge", "reserve", "ship"}));
+  });
+}
+
+TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipmentUnderBothStrategies) {
+  auto calls = std::make_shared<std::vector<std::string>>();
+  ExpectSameHistoryUnderBothStrategies(SagaConfig(calls), [&](Env& env, const core::ExecutionId& id) {
+    calls->clear();
+    env.Submit("shop:orders/saga.place-order", Json::array({"A-2", 4999, "teapot", ""}), id);
+    auto result = env.Await(id, std::chrono::seconds(60));
+    const auto* err = std::get_if<core::ReturnValueErr>(&result);
+    ASSERT_NE(err, nullptr);
+    EXPECT_EQ(err->err, Json({{"failed_step", "ship"}}));
+    // Compensations ran in reverse order after the failed shipment.
+    EXPECT_EQ(*calls, (std::vector<std::string>{"charge", "reserve", "release", "refund"}));
+  });
+}
+
+TEST_F(WasmExamplesTest, HumanApprovalUnderBothStrategies) {
   EnvConfig config;
   config.workflows = Load("human_approval", GuestKind::kWorkflow);
   config.stubs = {"demo:expenses/manager.approve"};
   config.native_activities["demo:expenses/bank.pay"] = [](ActivityContext&, const Json&) -> ActivityResult {
     return Json("paid");
   };
-  env_ = std::make_unique<Env>(dir_, std::move(config));
-  auto id = env_->Submit("demo:expenses/flow.expense", Json::array({120, "Ada"}));
-  ASSERT_TRUE(env_->WaitUntil([&] { return env_->StateName(id) == "BlockedByJoinSet"; }));
-  auto children = env_->api().ListExecutions(Ffqn("demo:expenses/manager.approve"), false,
-                                              core::ExecutionListPagination{});
-  ASSERT_TRUE(children);
-  ASSERT_EQ(children->size(), 1u);
-  ASSERT_TRUE(env_->engine().Stub(children->front().execution_id.ToString(),
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("demo:expenses/flow.expense", Json::array({120, "Ada"}), id);
+    ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
+    auto children = env.api().ListExecutions(Ffqn("demo:expenses/manager.approve"), false,
+                                             core::ExecutionListPagination{});
+    ASSERT_TRUE(children);
+    ASSERT_EQ(children->size(), 1u);
+    ASSERT_TRUE(env.engine().Stub(children->front().execution_id.ToString(),
                                   ExecutionResult::Ok(Json(true))));
-  EXPECT_EQ(env_->Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("paid")}));
+    EXPECT_EQ(env.Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("paid")}));
+  });
 }
 
 }  // namespace

@@ -202,7 +202,12 @@ void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state) 
     if (U32(a[0]) > 2) return Errno(kEbadf);
     std::vector<uint8_t> stat(24, 0);
     stat[0] = 2;  // character device
-    for (int i = 8; i < 16; ++i) stat[static_cast<size_t>(i)] = 0xff;  // rights_base
+    // rights_base: everything but fd_seek (bit 2) and fd_tell (bit 5). A
+    // character device that cannot seek is a terminal to wasi-libc's
+    // isatty, so stdio line-buffers stdout: an activity is a reactor that
+    // never exits, and a fully buffered stream would never be flushed.
+    for (int i = 8; i < 16; ++i) stat[static_cast<size_t>(i)] = 0xff;
+    stat[8] = static_cast<uint8_t>(0xff & ~(1u << 2) & ~(1u << 5));
     STELE_TRY(c.WriteBytes(U32(a[1]), stat));
     return Errno(kSuccess);
   };

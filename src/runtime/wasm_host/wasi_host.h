@@ -3,7 +3,9 @@
 // importable with its exact signature, so modules built against wasi-libc
 // link; only these do something:
 //   fd_write to 1/2          captured (up to a cap) and logged with the run
-//   fd_fdstat_get 0..2       a character device; fd_seek 0..2 → ESPIPE
+//   fd_fdstat_get 0..2       a character device without seek/tell rights (a
+//                            terminal to wasi-libc: stdout is line-buffered);
+//                            fd_seek 0..2 → ESPIPE
 //   fd_read 0                end of file; fd_close 0..2 → success
 //   fd_prestat_get           EBADF (no preopened directories: no files)
 //   args_* / environ_*       from WasiConfig

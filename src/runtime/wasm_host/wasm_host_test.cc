@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/json_codec.h"
 #include "runtime/wasm_host/wasm_host_test_util.h"
 
 namespace stele::runtime::wasm_host::testing {
@@ -29,6 +30,20 @@ Json OkJson(const core::SupportedFunctionReturnValue& v) {
 }
 const core::FinishedExecutionError* Failure(const core::SupportedFunctionReturnValue& v) {
   return std::get_if<core::FinishedExecutionError>(&v);
+}
+
+// The first child execution the log submitted.
+std::optional<core::ExecutionId> FirstChild(const std::vector<core::ExecutionEvent>& events) {
+  for (const auto& e : events) {
+    if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+      if (const auto* req = std::get_if<core::HistoryJoinSetRequest>(&h->event)) {
+        if (const auto* c = std::get_if<core::ChildExecutionRequest>(&req->request)) {
+          return core::ExecutionId(c->child_execution_id);
+        }
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 class WasmHostTest : public ::testing::Test {
@@ -81,33 +96,25 @@ TEST_F(WasmHostTest, FanOutWithAJoinSet) {
   EXPECT_EQ(OkJson(env.Await(id)), Json(55));
 }
 
-TEST_F(WasmHostTest, BothBlockingStrategiesWriteTheSameHistory) {
-  auto id = core::ExecutionId::Generate();
-  std::vector<std::vector<core::HistoryEvent>> histories;
-  for (auto strategy : {wf::BlockingStrategy::kAwait, wf::BlockingStrategy::kInterrupt}) {
-    auto dir = MakeTempDir();
-    {
-      EnvConfig config;
-      config.workflows = Workflows();
-      config.activities = Activities();
-      config.strategy = strategy;
-      Env env(dir, std::move(config));
-      env.Submit("testing:wasm/wf.fan-out", Json::array({3}), id);
-      EXPECT_EQ(OkJson(env.Await(id)), Json(14));
-      histories.push_back(NormalisedHistory(env.Events(id)));
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  ASSERT_EQ(histories.size(), 2u);
-  EXPECT_FALSE(histories[0].empty());
-  EXPECT_EQ(histories[0], histories[1]);
+// The replay scenarios run under both blocking strategies and must write
+// the same history under each (ExpectSameHistoryUnderBothStrategies).
+TEST_F(WasmHostTest, FanOutWritesTheSameHistoryUnderBothStrategies) {
+  EnvConfig config;
+  config.workflows = Workflows();
+  config.activities = Activities();
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("testing:wasm/wf.fan-out", Json::array({3}), id);
+    EXPECT_EQ(OkJson(env.Await(id)), Json(14));
+  });
 }
 
-TEST_F(WasmHostTest, DurableSleepWakes) {
-  Env& env = Start(EnvConfig{});
-  auto id = env.Submit("testing:wasm/wf.sleep", Json::array({50}));
-  EXPECT_EQ(OkJson(env.Await(id)), Json("slept"));
+TEST_F(WasmHostTest, DurableSleepWakesUnderBothStrategies) {
+  EnvConfig config;
+  config.workflows = Workflows();
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("testing:wasm/wf.sleep", Json::array({50}), id);
+    EXPECT_EQ(OkJson(env.Await(id)), Json("slept"));
+  });
 }
 
 TEST_F(WasmHostTest, WorkflowImportingWasiIsRejectedAtLoad) {
@@ -200,6 +207,12 @@ TEST_F(WasmHostTest, ActivityLoopTimesOutAtTheLockDeadline) {
   const auto* failure = Failure(result);
   ASSERT_NE(failure, nullptr);
   EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kTimedOut);
+  // The executor's own timeout record still names the engine of the attempt.
+  const auto events = env.Events(id);
+  ASSERT_FALSE(events.empty());
+  const auto* finished = std::get_if<core::Finished>(&events.back().event);
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->engine, wasm::CreateV8Engine()->EngineId());
 }
 
 TEST_F(WasmHostTest, MemoryGrowthBeyondTheCapFailsCleanly) {
@@ -262,30 +275,98 @@ TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
   EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kNondeterminismDetected);
 }
 
-TEST_F(WasmHostTest, HumanApprovalCompletedByStub) {
+TEST_F(WasmHostTest, HumanApprovalCompletedByStubUnderBothStrategies) {
   EnvConfig config;
+  config.workflows = Workflows();
   config.stubs = {"testing:wasm/stub.approve"};
-  Env& env = Start(std::move(config));
-  auto id = env.Submit("testing:wasm/wf.approval", Json::array({100}));
-  ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
-  auto children = env.api().ListExecutions(
-      core::FunctionFqn::Parse("testing:wasm/stub.approve").value(), false,
-      core::ExecutionListPagination{});
-  ASSERT_TRUE(children);
-  ASSERT_EQ(children->size(), 1u);
-  ASSERT_TRUE(env.engine().Stub(children->front().execution_id.ToString(),
-                                ExecutionResult::Ok(Json(true))));
-  EXPECT_EQ(OkJson(env.Await(id)), Json("approved"));
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("testing:wasm/wf.approval", Json::array({100}), id);
+    ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
+    auto children = env.api().ListExecutions(
+        core::FunctionFqn::Parse("testing:wasm/stub.approve").value(), false,
+        core::ExecutionListPagination{});
+    ASSERT_TRUE(children);
+    ASSERT_EQ(children->size(), 1u);
+    ASSERT_TRUE(env.engine().Stub(children->front().execution_id.ToString(),
+                                  ExecutionResult::Ok(Json(true))));
+    EXPECT_EQ(OkJson(env.Await(id)), Json("approved"));
+  });
 }
 
-TEST_F(WasmHostTest, RandomValuesAreInRange) {
-  Env& env = Start(EnvConfig{});
-  auto id = env.Submit("testing:wasm/wf.random", Json::array());
-  Json values = OkJson(env.Await(id));
-  ASSERT_TRUE(values.is_array());
-  EXPECT_LT(values[0].get<uint64_t>(), 1000000u);
-  EXPECT_EQ(values[1], Json(5));
-  EXPECT_EQ(values[2].get<std::string>().size(), 8u);
+TEST_F(WasmHostTest, RandomValuesAreInRangeUnderBothStrategies) {
+  EnvConfig config;
+  config.workflows = Workflows();
+  ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
+    env.Submit("testing:wasm/wf.random", Json::array(), id);
+    Json values = OkJson(env.Await(id));
+    ASSERT_TRUE(values.is_array());
+    EXPECT_LT(values[0].get<uint64_t>(), 1000000u);
+    EXPECT_EQ(values[1], Json(5));
+    EXPECT_EQ(values[2].get<std::string>().size(), 8u);
+  });
+}
+
+// The engine id and version of each run are in the durable record: on the
+// event the executor wrote for every activity attempt and workflow run
+// (Finished, TemporarilyFailed, ...), and on every backtrace a workflow run
+// stored; read back through the read API as stored.
+TEST_F(WasmHostTest, EveryWasmRunRecordsTheEngine) {
+  const std::string engine = wasm::CreateV8Engine()->EngineId();
+  ASSERT_EQ(engine.rfind("v8 10.2.", 0), 0u) << engine;
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 1;
+  Env& env = Start(std::move(config));
+
+  // An activity that traps: two attempts, each recorded with the engine.
+  auto trapped = env.Submit("testing:wasm/act.trap", Json::array());
+  env.Await(trapped);
+  std::vector<std::optional<std::string>> attempts;
+  for (const auto& e : env.Events(trapped)) {
+    if (const auto* failed = std::get_if<core::TemporarilyFailed>(&e.event)) attempts.push_back(failed->engine);
+    if (const auto* finished = std::get_if<core::Finished>(&e.event)) attempts.push_back(finished->engine);
+  }
+  EXPECT_EQ(attempts, (std::vector<std::optional<std::string>>{engine, engine}));
+
+  // A workflow calling a wasm activity and sleeping: its runs end blocked
+  // (their backtraces carry the engine) and finished (the Finished does).
+  auto id = env.Submit("testing:wasm/wf.hello", Json::array({"Ada"}));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("hello, Ada"));
+  const auto events = env.Events(id);
+  const auto* finished = std::get_if<core::Finished>(&events.back().event);
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->engine, engine);
+  for (auto filter : {storage::BacktraceFilter::First(), storage::BacktraceFilter::Last()}) {
+    auto trace = env.api().GetBacktrace(id, filter);
+    ASSERT_TRUE(trace) << trace.error().ToString();
+    EXPECT_EQ(trace->wasm_backtrace.engine, engine);
+  }
+  // The child activity's attempt too, and the JSON of the API carries it.
+  std::optional<core::ExecutionId> child = FirstChild(events);
+  ASSERT_TRUE(child);
+  const auto child_events = env.Events(*child);
+  EXPECT_EQ(core::ToJson(child_events.back().event)["finished"]["engine"], Json(engine));
+}
+
+// A native activity called by a wasm workflow: the workflow's record names
+// the engine, the native child's does not (its JSON is as it always was).
+TEST_F(WasmHostTest, NativeRunsRecordNoEngine) {
+  EnvConfig config;
+  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&, const Json& p) -> ActivityResult {
+    return Json("hi, " + p.at(0).get<std::string>());
+  };
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:wasm/wf.hello", Json::array({"Ada"}));
+  EXPECT_EQ(OkJson(env.Await(id)), Json("hi, Ada"));
+  const auto events = env.Events(id);
+  EXPECT_EQ(std::get<core::Finished>(events.back().event).engine, wasm::CreateV8Engine()->EngineId());
+  std::optional<core::ExecutionId> child = FirstChild(events);
+  ASSERT_TRUE(child);
+  const auto child_events = env.Events(*child);
+  const auto* finished = std::get_if<core::Finished>(&child_events.back().event);
+  ASSERT_NE(finished, nullptr);
+  EXPECT_EQ(finished->engine, std::nullopt);
+  EXPECT_FALSE(core::ToJson(child_events.back().event)["finished"].contains("engine"));
 }
 
 TEST_F(WasmHostTest, MalformedFfqnFromTheGuestFailsTheWorkflowClearly) {

@@ -236,17 +236,53 @@ size_t CountEvents(const std::vector<core::ExecutionEvent>& events) {
 }
 
 // History events with the JoinNext leases cleared (the only field the
-// blocking strategies may differ in).
+// blocking strategies may differ in) and the resolved expiries of delays
+// (now + duration on the first run: two runs at different times differ;
+// the schedule intent, which replay compares, is kept).
 inline std::vector<core::HistoryEvent> NormalisedHistory(const std::vector<core::ExecutionEvent>& events) {
   std::vector<core::HistoryEvent> out;
   for (const auto& e : events) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
       core::HistoryEvent event = h->event;
       if (auto* next = std::get_if<core::HistoryJoinNext>(&event)) next->run_expires_at = DateTime{};
+      if (auto* request = std::get_if<core::HistoryJoinSetRequest>(&event)) {
+        if (auto* delay = std::get_if<core::DelayRequest>(&request->request)) delay->expires_at = DateTime{};
+      }
       out.push_back(std::move(event));
     }
   }
   return out;
+}
+
+inline const char* StrategyName(workflow::BlockingStrategy strategy) {
+  return strategy == workflow::BlockingStrategy::kAwait ? "await" : "interrupt";
+}
+
+// Runs `scenario(env, id)` — which submits `id` and checks its outcome —
+// once under each blocking strategy, each on a fresh database with the same
+// execution id, and expects both to have written the same history
+// (NormalisedHistory): the replay engine's promise that the strategies
+// differ only in JoinNext leases, kept by wasm guests too.
+template <class Scenario>
+void ExpectSameHistoryUnderBothStrategies(const EnvConfig& config, Scenario scenario) {
+  const core::ExecutionId id = core::ExecutionId::Generate();
+  std::vector<std::vector<core::HistoryEvent>> histories;
+  for (auto strategy : {workflow::BlockingStrategy::kAwait, workflow::BlockingStrategy::kInterrupt}) {
+    SCOPED_TRACE(std::string("blocking strategy ") + StrategyName(strategy));
+    const std::filesystem::path dir = MakeTempDir();
+    {
+      EnvConfig copy = config;
+      copy.strategy = strategy;
+      Env env(dir, std::move(copy));
+      scenario(env, id);
+      histories.push_back(NormalisedHistory(env.Events(id)));
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  ASSERT_EQ(histories.size(), 2u);
+  EXPECT_FALSE(histories[0].empty());
+  EXPECT_EQ(histories[0], histories[1]) << "await and interrupt wrote different histories";
 }
 
 }  // namespace stele::runtime::wasm_host::testing

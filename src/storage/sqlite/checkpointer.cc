@@ -1,5 +1,6 @@
 #include "storage/sqlite/checkpointer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -8,7 +9,9 @@
 namespace stele::storage::sqlite::internal {
 
 Checkpointer::Checkpointer(std::unique_ptr<Connection> connection, int threshold_pages)
-    : connection_(std::move(connection)), threshold_pages_(threshold_pages) {
+    : connection_(std::move(connection)),
+      threshold_pages_(threshold_pages),
+      next_wake_pages_(threshold_pages) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -24,11 +27,15 @@ int Checkpointer::WalHook(void* self, sqlite3* /*db*/, const char* /*name*/, int
 }
 
 void Checkpointer::OnCommit(int wal_pages) {
-  last_wal_pages_.store(wal_pages, std::memory_order_relaxed);
+  const int before = last_wal_pages_.exchange(wal_pages, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
+  // A smaller WAL than after the previous commit: it restarted from its
+  // beginning (or the inline catch-up reset the count).
+  if (wal_pages < before) next_wake_pages_ = threshold_pages_;
   wal_pages_ = wal_pages;
-  if (wal_pages >= threshold_pages_ && !requested_) {
+  if (wal_pages >= next_wake_pages_ && !requested_) {
     requested_ = true;
+    next_wake_pages_ = wal_pages + std::max(threshold_pages_ / 4, 1);
     wake_.notify_one();
   }
 }

@@ -10,7 +10,10 @@
 // from its beginning once a checkpoint has caught up.
 //
 // The writer's connection reports each commit's WAL size (sqlite3_wal_hook);
-// past `threshold_pages` the thread is woken. It also checkpoints once a
+// past `threshold_pages` the thread is woken, and again each time the WAL
+// has grown by another quarter of it (not on every commit: each checkpoint
+// fsyncs the WAL and the database, and those fsyncs compete with the
+// writer's own). It also checkpoints once a
 // second while the WAL is not empty, and truncates the WAL on Close.
 //
 // A background checkpoint never quite finishes under a steady stream of
@@ -74,6 +77,11 @@ class Checkpointer {
   bool requested_ = false;  // guarded by mu_
   bool closing_ = false;    // guarded by mu_
   int wal_pages_ = 0;       // guarded by mu_: WAL size after the last commit
+  // WAL size that wakes the thread next (guarded by mu_): the threshold,
+  // then a quarter threshold more after each wake-up until the WAL
+  // restarts. Without the step, every commit past the threshold would
+  // wake a checkpoint (two fsyncs) while the WAL cannot restart.
+  int next_wake_pages_ = 0;
   std::mutex close_mu_;
   std::thread thread_;
   std::atomic<uint64_t> checkpoints_{0};

@@ -5,11 +5,11 @@
 // (and drops those of operations rolled back to their savepoint), so a
 // waiter never sees a change that is not durable.
 //
-// A Waiter is registered *before* its caller checks the database (on the
-// writer thread for responses and results, whose check must be atomic with
-// the registration; on a read connection for pending work, where
-// register-then-check suffices), so no commit can slip between check and
-// wait: either the check sees it or the waiter is notified of it.
+// A Waiter is registered *before* its caller checks the database on a read
+// connection, so no commit can slip between check and wait: a commit before
+// the check's snapshot is seen by the check; any later one notifies the
+// waiter, because Notify runs after the COMMIT. (A response both seen and
+// delivered is harmless: responses carry their cursors.)
 // Notifications are hints; callers loop and re-query.
 //
 // Threading: all methods are thread-safe. A Waiter is waited on by the one

@@ -1,7 +1,8 @@
 // Notification-based waits of the SQLite backend (reference/obelisk.md
-// §3.3). Each registers its waiter before checking the database, so a
-// commit lands either before the check (and is seen) or after the
-// registration (and notifies it). Every wait is bounded by its WaitOptions.
+// §3.3). Each registers its waiter before checking the database on a read
+// connection, so a commit lands either before the check's snapshot (and is
+// seen) or after the registration (and notifies it: Notify runs after the
+// COMMIT). Every wait is bounded by its WaitOptions.
 #include <string>
 #include <utility>
 #include <variant>
@@ -107,21 +108,24 @@ SqliteConnection::SubscribeToNextResponses(const ExecutionId& execution_id, uint
                                            const WaitOptions& wait) {
   using Responses = std::vector<core::JoinSetResponseEventOuter>;
   Registration registration(store_->notifier(), Notifier::ForResponses(execution_id, start_idx));
-  // Check and arm on the writer thread: every response is written there
-  // too, so none can fall between the check and the registration. If the
-  // check's transaction fails, the Registration still disarms the waiter.
-  auto found = store_->Write<Responses, DbErrorReadWithTimeout>(
-      [&](WriteContext& tx) -> Result<Responses, DbErrorReadWithTimeout> {
-        const std::string id = execution_id.ToString();
-        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, id));
-        if (!state) return Unexpected(DbErrorRead::NotFound());
-        STELE_ASSIGN_OR_RETURN(auto rows, LoadResponses(tx.connection, id, start_idx));
-        Responses responses;
-        for (auto& row : rows) responses.push_back(std::move(row.event));
-        if (responses.empty()) registration.Arm();
-        return responses;
-      });
+  // Register, then check on a read connection: a response committed before
+  // the check's snapshot is seen by it, any later one is delivered to the
+  // waiter (Notify runs after its COMMIT). The check then needs no turn on
+  // the writer thread, which a warm workflow would otherwise take on every
+  // step it awaits.
+  registration.Arm();
+  auto found = store_->Read([&](Connection& db) -> Result<Responses, DbErrorReadWithTimeout> {
+    const std::string id = execution_id.ToString();
+    STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, id));
+    if (!state) return Unexpected(DbErrorRead::NotFound());
+    STELE_ASSIGN_OR_RETURN(auto rows, LoadResponses(db, id, start_idx));
+    Responses responses;
+    for (auto& row : rows) responses.push_back(std::move(row.event));
+    return responses;
+  });
   if (!found) return Unexpected(std::move(found).error());
+  // Anything the waiter got meanwhile is also in the snapshot's list, which
+  // runs contiguously from start_idx.
   if (!found->empty()) return std::move(*found);
   WaitEnd end = registration.waiter()->Wait(wait);
   // Responses delivered before disarming count even if the deadline passed
@@ -137,27 +141,22 @@ SqliteConnection::WaitForFinishedResult(const ExecutionId& execution_id,
                                         const std::optional<WaitOptions>& wait) {
   using Value = std::optional<core::SupportedFunctionReturnValue>;
   Registration registration(store_->notifier(), Notifier::ForFinished(execution_id));
-  auto found = store_->Write<Value, DbErrorReadWithTimeout>(
-      [&](WriteContext& tx) -> Result<Value, DbErrorReadWithTimeout> {
-        const std::string id = execution_id.ToString();
-        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, id));
-        if (!state) return Unexpected(DbErrorRead::NotFound());
-        const auto* finished = std::get_if<core::PendingStateFinished>(&state->pending_state.value);
-        if (finished == nullptr) {
-          registration.Arm();
-          return Value();
-        }
-        STELE_ASSIGN_OR_RETURN(auto event,
-                               LoadEvent(tx.connection, id, Version(finished->version)));
-        const core::Finished* payload =
-            event ? std::get_if<core::Finished>(&event->event) : nullptr;
-        if (payload == nullptr) {
-          return Unexpected(DbErrorGeneric::Uncategorized(
-              "t_state of `" + id + "` is finished at version " +
-              std::to_string(finished->version) + " but that event is not Finished"));
-        }
-        return Value(payload->result);
-      });
+  registration.Arm();  // register-then-check, as for responses
+  auto found = store_->Read([&](Connection& db) -> Result<Value, DbErrorReadWithTimeout> {
+    const std::string id = execution_id.ToString();
+    STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, id));
+    if (!state) return Unexpected(DbErrorRead::NotFound());
+    const auto* finished = std::get_if<core::PendingStateFinished>(&state->pending_state.value);
+    if (finished == nullptr) return Value();
+    STELE_ASSIGN_OR_RETURN(auto event, LoadEvent(db, id, Version(finished->version)));
+    const core::Finished* payload = event ? std::get_if<core::Finished>(&event->event) : nullptr;
+    if (payload == nullptr) {
+      return Unexpected(DbErrorGeneric::Uncategorized(
+          "t_state of `" + id + "` is finished at version " + std::to_string(finished->version) +
+          " but that event is not Finished"));
+    }
+    return Value(payload->result);
+  });
   if (!found) return Unexpected(std::move(found).error());
   if (*found) return std::move(**found);
   WaitEnd end = registration.waiter()->Wait(wait);

@@ -96,6 +96,12 @@ struct EngineOptions {
   std::chrono::milliseconds watcher_leeway{500};
   // Start the watcher with the executors (tests drive it by hand).
   bool start_watcher = true;
+  // A child that this engine serves is locked in the transaction of the
+  // workflow step that creates it and handed to its executor at once,
+  // instead of being created pending and locked by a second transaction
+  // (see docs/sdk.md, "Eager dispatch"). Off: every child goes through the
+  // pending state and the executors' lock loop.
+  bool eager_dispatch = true;
 };
 
 struct WorkflowOptions {

@@ -240,23 +240,53 @@ Result<ExecTask::TickOutcome, storage::DbErrorGeneric> ExecTask::Tick(DateTime n
   return outcome;  // unused permits are released here
 }
 
-void ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
-                     TickOutcome& outcome) {
+std::optional<ExecTask::Reservation> ExecTask::TryReserve(DateTime now) {
+  {
+    std::lock_guard lock(mu_);
+    if (loop_stop_) return std::nullopt;
+  }
+  std::vector<ConcurrencyLimiter::Permit> permits = limiter_->TryAcquireUpTo(1);
+  if (permits.empty()) return std::nullopt;
+  return Reservation{std::move(permits[0]),
+                     core::Locked{options_.component_id, options_.executor_id,
+                                  core::RunId::Generate(), now + options_.lock_expiry,
+                                  options_.retry_config}};
+}
+
+void ExecTask::RunLocked(storage::LockedExecution locked, Reservation reservation) {
+  const ExecutionId id = locked.execution_id;
+  const Version version = locked.next_version;
+  TickOutcome ignored;
+  if (Spawn(std::move(locked), std::move(reservation.permit), ignored, /*only_if_running=*/true)) {
+    return;
+  }
+  auto applied = ApplyOutcome(*db_, ShutdownUnlock(id, version, clock_.Now()));
+  if (!applied) {
+    STELE_LOG(kWarn, id.ToString() << ": cannot unlock an execution dispatched at shutdown: "
+                                   << applied.error().ToString());
+  }
+}
+
+bool ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
+                     TickOutcome& outcome, bool only_if_running) {
   auto run = std::make_shared<InFlight>(InFlight{.execution_id = locked.execution_id,
                                                  .locked_version = locked.next_version,
                                                  .deadline = locked.locked_event.lock_expires_at});
   bool expired_already = false;
-  {
-    std::lock_guard lock(mu_);
-    run->seq = next_seq_++;
-    // A deadline already behind the clock (a slow lock, a clock jump)
-    // times the run out before it starts.
-    if (enforce_deadlines_ && clock_.Now() >= run->deadline) {
-      run->timed_out = true;
-      expired_already = true;
-    }
-    in_flight_.emplace(run->seq, run);
+  // An eager spawn (any thread) holds mu_ until its task is in the pool:
+  // Stop sets loop_stop_ under mu_ before it shuts the pool down, so the
+  // pool is still open. The loop thread's spawns are joined before that.
+  std::unique_lock lock(mu_);
+  if (only_if_running && loop_stop_) return false;
+  run->seq = next_seq_++;
+  // A deadline already behind the clock (a slow lock, a clock jump)
+  // times the run out before it starts.
+  if (enforce_deadlines_ && clock_.Now() >= run->deadline) {
+    run->timed_out = true;
+    expired_already = true;
   }
+  in_flight_.emplace(run->seq, run);
+  if (!only_if_running) lock.unlock();
   if (expired_already) run->cancel.Cancel();
   watchdog_wakeup_.notify_all();
   STELE_LOG(kDebug, locked.execution_id.ToString()
@@ -276,6 +306,7 @@ void ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit
   pool_.Submit([this, run, locked = std::move(locked), permit_holder, registration] {
     RunOne(run, locked, *permit_holder, *registration);
   });
+  return true;
 }
 
 void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,

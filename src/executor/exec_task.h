@@ -143,6 +143,24 @@ class ExecTask {
   // and every thread joined. Idempotent; the task cannot be restarted.
   void Stop();
 
+  // --- Eager dispatch (executor/local_dispatch.h) ---
+  // A slot on this task for an execution that another component of this
+  // process locks for it in the transaction that creates it: a permit and
+  // the Locked event to write (this task's component, executor id and retry
+  // config, a fresh RunId, the lease from `now`). Dropping it unused
+  // releases the permit.
+  struct Reservation {
+    ConcurrencyLimiter::Permit permit;
+    core::Locked locked;
+  };
+  // nullopt once Stop has begun or when no permit is free. Thread-safe.
+  std::optional<Reservation> TryReserve(DateTime now);
+  // Runs `locked` (locked with `reservation.locked`) exactly as if this
+  // task had locked it in a tick. A task that began stopping meanwhile
+  // writes Unlocked for it at once instead (the shutdown unlock), so it is
+  // pending again without waiting for the lease. Thread-safe.
+  void RunLocked(storage::LockedExecution locked, Reservation reservation);
+
   const ExecutorOptions& options() const { return options_; }
   // Latencies of the storage calls, for monitoring (thread-safe).
   const ExecTaskStats& stats() const { return stats_; }
@@ -169,8 +187,11 @@ class ExecTask {
   };
 
   Result<TickOutcome, storage::DbErrorGeneric> Tick(DateTime now, const core::RunId& run_id);
-  void Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
-             TickOutcome& outcome);
+  // Starts a run of `locked` holding `permit`. With `only_if_running`
+  // (eager dispatch, from any thread) it does nothing and returns false once
+  // Stop has begun; the loop thread's own spawns always start.
+  bool Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit permit,
+             TickOutcome& outcome, bool only_if_running = false);
   // Runs the worker, records the outcome, releases `permit`.
   void RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
               ConcurrencyLimiter::Permit& permit, CancelRegistry::Registration& registration);

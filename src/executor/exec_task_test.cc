@@ -435,6 +435,72 @@ TEST_P(ExecTaskTest, LockingByComponentIdSelectsByDigest) {
   EXPECT_EQ(Log(theirs).pending_state.StateName(), "PendingAt");
 }
 
+// Eager dispatch: another component locks an execution for the task with
+// a reservation's Locked event (in the transaction that creates it) and
+// hands it over; the task runs and records it as if it had locked it.
+TEST_P(ExecTaskTest, ExecutionLockedWithAReservationRunsOnTheTask) {
+  const ExecutionId id = CreateActivity();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnOk(OkValue(7)));
+  ExecutorOptions options = Options(Retries(3, 100ms));
+  auto limiter = ConcurrencyLimiter::Create(1);
+  options.concurrency_limiter = limiter;
+  auto task = NewTask(worker, options);
+
+  std::optional<ExecTask::Reservation> reservation = task->TryReserve(kT0);
+  ASSERT_TRUE(reservation.has_value());
+  EXPECT_EQ(reservation->locked.executor_id, options.executor_id);
+  EXPECT_EQ(reservation->locked.component_id, options.component_id);
+  EXPECT_EQ(reservation->locked.lock_expires_at, kT0 + 1s);
+  EXPECT_EQ(reservation->locked.retry_config, options.retry_config);
+  EXPECT_EQ(limiter->available(), 0u) << "the reservation holds the permit";
+  const core::Locked& l = reservation->locked;
+  storage::LockedExecution locked = Must(db().LockOne(kT0, l.component_id, id, l.run_id,
+                                                      Version(1), l.executor_id,
+                                                      l.lock_expires_at, l.retry_config));
+  task->RunLocked(std::move(locked), *std::move(reservation));
+  task->Stop();  // waits for the run; an Ok result is still recorded
+
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Finished"));
+  EXPECT_EQ(LastEventAs<core::Finished>(id).result, OkValue(7));
+  EXPECT_EQ(worker->context(0).run_id, l.run_id);
+  EXPECT_EQ(limiter->available(), 1u) << "the permit came back with the run";
+}
+
+TEST_P(ExecTaskTest, ReservationsTakePermitsAndAnUnusedOneReturnsIt) {
+  auto limiter = ConcurrencyLimiter::Create(1);
+  ExecutorOptions options = Options(Retries(3, 100ms));
+  options.concurrency_limiter = limiter;
+  auto task = NewTask(std::make_shared<ScriptedWorker>(), options);
+  std::optional<ExecTask::Reservation> first = task->TryReserve(kT0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(task->TryReserve(kT0).has_value()) << "no permit left";
+  std::optional<ExecTask::Reservation> second;
+  first.reset();
+  second = task->TryReserve(kT0);
+  ASSERT_TRUE(second.has_value()) << "the dropped reservation gave its permit back";
+}
+
+TEST_P(ExecTaskTest, StoppedTaskReservesNothingAndUnlocksWhatIsHandedToIt) {
+  const ExecutionId id = CreateActivity();
+  auto worker = std::make_shared<ScriptedWorker>();
+  auto task = NewTask(worker, Options(Retries(3, 100ms)));
+  std::optional<ExecTask::Reservation> reservation = task->TryReserve(kT0);
+  ASSERT_TRUE(reservation.has_value());
+  const core::Locked& l = reservation->locked;
+  storage::LockedExecution locked = Must(db().LockOne(kT0, l.component_id, id, l.run_id,
+                                                      Version(1), l.executor_id,
+                                                      l.lock_expires_at, l.retry_config));
+  task->Stop();
+  EXPECT_FALSE(task->TryReserve(kT0).has_value());
+
+  clock_.Set(kT0 + 10ms);
+  task->RunLocked(std::move(locked), *std::move(reservation));
+  EXPECT_EQ(worker->runs(), 0u) << "nothing runs on a stopped task";
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"));
+  EXPECT_EQ(ScheduledAt(id), kT0 + 10ms) << "pending again at once, not after the lease";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ExecTaskTest, ::testing::ValuesIn(testing::AllBackends()),
                          testing::BackendName);
 

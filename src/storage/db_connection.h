@@ -41,6 +41,25 @@ class DbConnection : public DbExecutor {
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests) = 0;
 
+  // AppendBatchCreateNewExecution, then each child named in `locks` locked
+  // as LockOne(current_time, ..., child, Version(1), ...) would lock it: a
+  // workflow hands children that an executor of its own process serves
+  // straight to that executor, without a pending round trip (no wake-up, no
+  // lock transaction). Returns the parent's next version and the children
+  // that were locked, in `locks` order.
+  // Atomicity: the creation is all or nothing, with the errors of
+  // AppendBatchCreateNewExecution (then nothing is written or locked). A
+  // child that cannot be locked (the lock rules refuse it, or, where the
+  // backend locks in a second step, someone else locked it first) is left
+  // pending and missing from the result: never an error. The default
+  // implementation takes the two steps one after the other; SQLite
+  // overrides it with one transaction.
+  // REQUIRES: every locks[i].child_id names an entry of child_requests.
+  virtual Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks);
+
   // Errors: NotFound (no execution or no such version), Generic.
   virtual Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(
       const ExecutionId& execution_id, Version version) = 0;

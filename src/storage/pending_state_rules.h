@@ -1,4 +1,5 @@
-// The lock rule of the pending-state table (seed `PendingState::can_append_lock`).
+// The lock rule of the pending-state table (seed `PendingState::can_append_lock`),
+// and the shape every backend checks before it creates an execution.
 #pragma once
 
 #include "base/result.h"
@@ -18,5 +19,10 @@ Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingStat
                                                          const core::ExecutorId& executor_id,
                                                          const core::RunId& run_id,
                                                          DateTime lock_expires_at);
+
+// A Created event must be readable back: params are a JSON array
+// (ValidationFailed "params must be a JSON array, got <type>"). Every
+// backend checks it in Create and for every child it creates.
+Result<void, DbErrorWriteNonRetriable> ValidateCreateRequest(const CreateRequest& req);
 
 }  // namespace stele::storage

@@ -59,6 +59,22 @@ struct LockedExecution {
   friend bool operator==(const LockedExecution&, const LockedExecution&) = default;
 };
 
+// A new child to lock in the transaction that creates it
+// (DbConnection::AppendBatchCreateAndLockChildren): the Locked event to
+// append at Version(1).
+struct ChildLock {
+  ExecutionId child_id;
+  core::Locked locked;
+  friend bool operator==(const ChildLock&, const ChildLock&) = default;
+};
+
+struct CreatedAndLockedChildren {
+  Version next_version;                 // of the parent
+  std::vector<LockedExecution> locked;  // in the order of the ChildLocks
+  friend bool operator==(const CreatedAndLockedChildren&,
+                         const CreatedAndLockedChildren&) = default;
+};
+
 // The whole journal of one execution (test/oracle view).
 struct ExecutionLog {
   ExecutionId execution_id;

@@ -17,6 +17,7 @@
 #include "executor/concurrency_limiter.h"
 #include "executor/exec_task.h"
 #include "executor/expired_timers_watcher.h"
+#include "executor/local_dispatch.h"
 #include "runtime/native/activity_worker.h"
 #include "runtime/native/result_convert.h"
 #include "runtime/native/workflow_worker.h"
@@ -85,6 +86,10 @@ class Engine::Impl {
   bool stopped = false;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   std::unique_ptr<executor::ExpiredTimersWatcher> watcher;
+  // The tasks by function, for eager dispatch of children (filled in Start,
+  // read by workflow runs; the tasks outlive every run: StopAll stops them
+  // all before any is destroyed).
+  executor::LocalDispatch dispatch;
 
   ~Impl() {
     StopAll();
@@ -243,7 +248,7 @@ Result<void, Error> Engine::Start() {
     run_options.max_warm_wait = d.options.max_warm_wait;
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
         d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
-        &d.registry, run_options);
+        &d.registry, run_options, d.options.eager_dispatch ? &d.dispatch : nullptr);
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = d.options.workflow_lock_expiry;
@@ -257,6 +262,7 @@ Result<void, Error> Engine::Start() {
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
         std::make_unique<executor::ExecTask>(worker, std::move(*db), *d.clock, exec));
+    d.dispatch.Add(worker->ExportedFunctions(), tasks.back().get());
   }
   for (auto& [name, group] : d.activity_groups) {
     auto worker = std::make_shared<runtime::native::NativeActivityWorker>(
@@ -275,6 +281,7 @@ Result<void, Error> Engine::Start() {
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
         std::make_unique<executor::ExecTask>(worker, std::move(*db), *d.clock, exec));
+    d.dispatch.Add(worker->ExportedFunctions(), tasks.back().get());
   }
   if (d.options.start_watcher) {
     auto conn = d.pool->Connection();

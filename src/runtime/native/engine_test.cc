@@ -85,6 +85,24 @@ TEST_F(EngineApiTest, SubmitRejectsParamsThatAreNotAnArray) {
   EXPECT_TRUE(FailsWith(engine.Submit(kEcho, Json()), Error::Kind::kInvalidArgument, "got null"));
 }
 
+// A workflow passing something other than an array as a child's params
+// fails at once with a clear reason, instead of writing a child that
+// could never be read back (or retrying a failing write forever).
+TEST_F(EngineApiTest, WorkflowCallWithParamsThatAreNotAnArrayFailsTheWorkflow) {
+  Engine& engine = Open();
+  ASSERT_TRUE(engine.RegisterActivity(kEcho, Echo));
+  ASSERT_TRUE(engine.RegisterWorkflow(kFlow, [](WorkflowContext& ctx, Json) -> Task<Json> {
+    auto r = co_await ctx.call(kEcho, Json(5));
+    co_return r.value;
+  }));
+  ASSERT_TRUE(engine.Start());
+  const std::string id = OkOrDie(engine.Submit(kFlow, Json::array()), "submit");
+  ExecutionResult result = Await(id);
+  ASSERT_TRUE(result.failed()) << result.ToString();
+  EXPECT_NE(result.ToString().find("params must be a JSON array, got number"), std::string::npos)
+      << result.ToString();
+}
+
 TEST_F(EngineApiTest, SubmitRejectsOversizedParams) {
   EngineOptions options = Options();
   options.max_params_bytes = 64;

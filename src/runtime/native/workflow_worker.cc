@@ -39,12 +39,14 @@ NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowF
                                            std::shared_ptr<storage::DbConnection> db,
                                            const Clock* clock,
                                            const workflow::FunctionRegistry* functions,
-                                           workflow::WorkflowRunOptions options)
+                                           workflow::WorkflowRunOptions options,
+                                           const executor::LocalDispatch* dispatch)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      dispatch_(dispatch) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
 }
 
@@ -56,7 +58,7 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   }
   Json params = ctx.params;
   workflow::WorkflowRun run(std::move(ctx),
-                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_}, options_);
+                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_}, options_);
   NativeRun native(run);
   WorkflowContext wctx(native);
 

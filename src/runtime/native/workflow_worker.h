@@ -38,7 +38,8 @@ class NativeWorkflowWorker final : public executor::Worker {
   NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowFnWithErr> workflows,
                        std::shared_ptr<storage::DbConnection> db, const Clock* clock,
                        const workflow::FunctionRegistry* functions,
-                       workflow::WorkflowRunOptions options);
+                       workflow::WorkflowRunOptions options,
+                       const executor::LocalDispatch* dispatch = nullptr);
 
   executor::WorkerResult Run(executor::WorkerContext ctx) override;
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
@@ -50,6 +51,7 @@ class NativeWorkflowWorker final : public executor::Worker {
   const Clock* clock_;
   const workflow::FunctionRegistry* functions_;
   workflow::WorkflowRunOptions options_;
+  const executor::LocalDispatch* dispatch_;  // may be null
 };
 
 // Adapts a workflow returning Task<Json> (ok only) to the ok-or-err form.

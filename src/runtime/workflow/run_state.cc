@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 
@@ -148,11 +150,48 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
 Result<void, Interruption> RunState::Flush() {
   if (cache_.empty()) return {};
   const DateTime now = Now();
-  auto next = cache_children_.empty()
-                  ? deps.db->AppendBatch(now, cache_, ctx.execution_id, version_)
-                  : deps.db->AppendBatchCreateNewExecution(now, cache_, ctx.execution_id,
-                                                           version_, cache_children_);
+  // Children due now that an executor of this process serves are locked
+  // for it in this transaction and handed over once it commits.
+  std::vector<executor::LocalDispatch::Slot> slots;
+  std::vector<storage::ChildLock> locks;
+  if (deps.dispatch != nullptr) {
+    for (const storage::CreateRequest& child : cache_children_) {
+      if (child.scheduled_at > now) continue;
+      auto slot = deps.dispatch->TryReserve(child.ffqn, now);
+      if (!slot) continue;
+      locks.push_back(storage::ChildLock{child.execution_id, slot->reservation.locked});
+      slots.push_back(*std::move(slot));
+    }
+  }
+  Result<core::Version, storage::DbErrorWrite> next = core::Version(0);
+  std::vector<storage::LockedExecution> locked;
+  if (!locks.empty()) {
+    auto created = deps.db->AppendBatchCreateAndLockChildren(now, cache_, ctx.execution_id,
+                                                             version_, cache_children_, locks);
+    if (created) {
+      next = created->next_version;
+      locked = std::move(created->locked);
+    } else {
+      next = Unexpected(std::move(created).error());
+    }
+  } else if (cache_children_.empty()) {
+    next = deps.db->AppendBatch(now, cache_, ctx.execution_id, version_);
+  } else {
+    next = deps.db->AppendBatchCreateNewExecution(now, cache_, ctx.execution_id, version_,
+                                                  cache_children_);
+  }
+  // Unused reservations (a failed write, a lock the rules refused) release
+  // their permits when `slots` goes.
   if (!next) return DbFailure("appending history events", std::move(next).error());
+  for (storage::LockedExecution& child : locked) {
+    for (executor::LocalDispatch::Slot& slot : slots) {
+      if (slot.task != nullptr && slot.reservation.locked == child.locked_event) {
+        executor::ExecTask* task = std::exchange(slot.task, nullptr);
+        task->RunLocked(std::move(child), std::move(slot.reservation));
+        break;
+      }
+    }
+  }
   events_written_ += cache_.size();
   version_ = *next;
   cache_.clear();

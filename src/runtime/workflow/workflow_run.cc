@@ -18,6 +18,25 @@ using Kind = Interruption::Kind;
 
 namespace {
 
+// The function a submit / call / schedule targets. An unknown function, or
+// params that are not a JSON array (they could not be stored as a Created
+// event), end the run with kImportedFunctionCallError: retrying cannot help.
+Result<FunctionInfo, Interruption> FindTarget(internal::RunState& state, std::string_view verb,
+                                              const core::FunctionFqn& ffqn,
+                                              const core::Params& params) {
+  std::optional<FunctionInfo> info = state.deps.functions->Find(ffqn);
+  if (!info) {
+    return state.Interrupt(Interruption::Kind::kImportedFunctionCallError,
+                           std::string(verb) + ": unknown function " + ffqn.ToString());
+  }
+  if (!params.is_array()) {
+    return state.Interrupt(Interruption::Kind::kImportedFunctionCallError,
+                           std::string(verb) + " " + ffqn.ToString() +
+                               ": params must be a JSON array, got " + params.type_name());
+  }
+  return *std::move(info);
+}
+
 // Random strings are capped so a guest cannot make the log explode.
 constexpr uint64_t kMaxRandomStringLength = 1 << 20;
 
@@ -198,16 +217,12 @@ Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(
     const core::JoinSetId& join_set, const core::FunctionFqn& ffqn, core::Params params) {
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found, state_->OpenJoinSet(join_set, "submit"));
-  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
-  if (!info) {
-    return state_->Interrupt(Kind::kImportedFunctionCallError,
-                             "submit: unknown function " + ffqn.ToString());
-  }
+  STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "submit", ffqn, params));
   core::ExecutionIdDerived child =
       state_->ctx.execution_id.NextLevel(join_set, found->submissions + 1);
   const DateTime now = state_->Now();
   storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
-                                now,     info->component_id, {}, std::nullopt};
+                                now,     info.component_id, {}, std::nullopt};
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
                                   core::ChildExecutionRequest{child, ffqn, std::move(params)}},
@@ -270,16 +285,12 @@ Result<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
 Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
     const core::FunctionFqn& ffqn, core::Params params) {
   STELE_TRY(state_->Begin());
-  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
-  if (!info) {
-    return state_->Interrupt(Kind::kImportedFunctionCallError,
-                             "call: unknown function " + ffqn.ToString());
-  }
+  STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "call", ffqn, params));
   core::JoinSetId join_set = OneOffJoinSet(*state_, ffqn.function_name());
   core::ExecutionIdDerived child = execution_id().NextLevel(join_set, 1);
   const DateTime now = state_->Now();
   storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
-                                now,     info->component_id, {}, std::nullopt};
+                                now,     info.component_id, {}, std::nullopt};
   STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
@@ -333,11 +344,7 @@ Result<core::ExecutionId, Interruption> WorkflowRun::Schedule(
     const core::HistoryEventScheduleAt& schedule_at, const core::FunctionFqn& ffqn,
     core::Params params) {
   STELE_TRY(state_->Begin());
-  std::optional<FunctionInfo> info = state_->deps.functions->Find(ffqn);
-  if (!info) {
-    return state_->Interrupt(Kind::kImportedFunctionCallError,
-                             "schedule: unknown function " + ffqn.ToString());
-  }
+  STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "schedule", ffqn, params));
   const DateTime now = state_->Now();
   auto scheduled_at = schedule_at.AsDateTime(now);
   if (!scheduled_at) {
@@ -350,7 +357,7 @@ Result<core::ExecutionId, Interruption> WorkflowRun::Schedule(
   const uint64_t timestamp_ms = execution_id().root().TimestampMs();
   core::ExecutionId id(Ulid((timestamp_ms << 16) | (a >> 48), b));
   storage::CreateRequest create{now,           id, ffqn, params, std::nullopt, *scheduled_at,
-                                info->component_id, {}, execution_id()};
+                                info.component_id, {}, execution_id()};
   STELE_TRY(state_->Step(core::HistorySchedule{id, schedule_at}, std::move(create)));
   STELE_TRY(state_->MaybeFlush());
   return id;

@@ -102,6 +102,7 @@
 #include "core/function_fqn.h"
 #include "core/ids.h"
 #include "core/return_value.h"
+#include "executor/local_dispatch.h"
 #include "executor/worker.h"
 #include "runtime/workflow/function_registry.h"
 #include "storage/db_connection.h"
@@ -141,6 +142,10 @@ struct WorkflowRunDeps {
   storage::DbConnection* db = nullptr;       // REQUIRES: non-null
   const Clock* clock = nullptr;              // REQUIRES: non-null
   const FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
+  // Executors of this process by function: children they serve are locked
+  // for them in the transaction that creates them and handed over at once
+  // (executor/local_dispatch.h). nullptr: every child is created pending.
+  const executor::LocalDispatch* dispatch = nullptr;
 };
 
 // The guest must stop now.

@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "storage/pending_state_rules.h"
+
 namespace stele::storage::memory::internal {
 
 namespace {
@@ -182,6 +184,7 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatchCreateNewExecution(
   STELE_TRY(AppendAll(updated, version, batch));
   std::set<ExecutionId> new_ids;
   for (const CreateRequest& child : child_requests) {
+    STELE_TRY(ValidateCreateRequest(child));
     if (state_->journals.contains(child.execution_id) ||
         !new_ids.insert(child.execution_id).second) {
       return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
@@ -270,6 +273,7 @@ Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
 Result<Version, DbErrorWrite> MemoryConnection::Create(const CreateRequest& req) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(ValidateCreateRequest(req));
   if (state_->journals.contains(req.execution_id)) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
   }

@@ -423,6 +423,7 @@ Result<void, DbErrorWrite> InsertResponseTx(Tx& tx, const ExecutionId& execution
 }
 
 Result<Version, DbErrorWrite> CreateTx(Tx& tx, const CreateRequest& req, DateTime current_time) {
+  STELE_TRY(ValidateCreateRequest(req));
   const std::string id = req.execution_id.ToString();
   const std::string ffqn = req.ffqn.ToString();
   STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(req.ToCreatedEvent()));

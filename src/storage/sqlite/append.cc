@@ -1,9 +1,13 @@
 // Writes of the SQLite backend: each is one logical operation on the writer
 // thread, so its checks and writes are atomic (journal_tx.h has the rules).
+#include <algorithm>
+#include <cstddef>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "base/log.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite/journal_tx.h"
 #include "storage/sqlite/queries.h"
@@ -42,6 +46,54 @@ Result<Version, DbErrorWrite> SqliteConnection::AppendBatchCreateNewExecution(
           STELE_TRY(CreateTx(tx, child, current_time));
         }
         return next;
+      });
+}
+
+Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendBatchCreateAndLockChildren(
+    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
+    Version version, const std::vector<CreateRequest>& child_requests,
+    const std::vector<ChildLock>& locks) {
+  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
+        STELE_ASSIGN_OR_RETURN(Version next,
+                               AppendBatchTx(tx, execution_id, version, batch, current_time));
+        // Each child's "became pending" notice, to withdraw for the children
+        // locked below: nobody else needs waking for them.
+        std::vector<std::pair<ExecutionId, size_t>> notice_of;
+        for (const CreateRequest& child : child_requests) {
+          const size_t notice = tx.notes.pending.size();
+          STELE_TRY(CreateTx(tx, child, current_time));
+          if (tx.notes.pending.size() == notice + 1) notice_of.emplace_back(child.execution_id, notice);
+        }
+        std::vector<size_t> withdrawn;
+        CreatedAndLockedChildren result{next, {}};
+        for (const ChildLock& lock : locks) {
+          // A lock the rules refuse leaves that child pending, and only it.
+          STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
+          auto appended = AppendEventTx(tx, lock.child_id, Version(1),
+                                        AppendRequest{current_time, lock.locked}, current_time);
+          Result<LockedExecution, DbErrorGeneric> loaded =
+              appended ? LoadLockedExecution(tx.connection, lock.child_id, lock.locked, *appended)
+                       : Result<LockedExecution, DbErrorGeneric>(Unexpected(
+                             DbErrorGeneric::Uncategorized(appended.error().ToString())));
+          if (loaded) {
+            STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
+            result.locked.push_back(*std::move(loaded));
+            for (const auto& [id, notice] : notice_of) {
+              if (id == lock.child_id) withdrawn.push_back(notice);
+            }
+          } else {
+            STELE_LOG(kDebug, lock.child_id.ToString()
+                                  << ": not locked at creation: " << loaded.error().reason());
+            STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
+            STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
+          }
+        }
+        std::sort(withdrawn.rbegin(), withdrawn.rend());
+        for (size_t notice : withdrawn) {
+          tx.notes.pending.erase(tx.notes.pending.begin() + static_cast<std::ptrdiff_t>(notice));
+        }
+        return result;
       });
 }
 

@@ -69,6 +69,12 @@ class SqliteConnection final : public DbConnectionTest {
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests) override;
+  // One transaction: the parent's events, the children and their locks.
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests,
+      const std::vector<ChildLock>& locks) override;
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override;
   Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;

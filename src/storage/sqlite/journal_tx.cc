@@ -411,6 +411,7 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
 Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& req,
                                        DateTime current_time) {
   Connection& db = tx.connection;
+  STELE_TRY(ValidateCreateRequest(req));
   const std::string id = req.execution_id.ToString();
   STELE_ASSIGN_OR_RETURN(auto existing, LoadState(db, id));
   if (existing) {

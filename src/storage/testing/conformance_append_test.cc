@@ -282,6 +282,28 @@ TEST_P(AppendTest, AppendBatchCreateNewExecutionCreatesTheChildren) {
   }
 }
 
+// A Created event must read back: params that are not an array are refused
+// before anything is written.
+TEST_P(AppendTest, CreateWithParamsThatAreNotAnArrayIsValidationFailed) {
+  ExecutionId id = NewId();
+  CreateRequest req = CreateReq(id, kT0);
+  req.params = core::Json(5);
+  EXPECT_THAT(db().Create(req), IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(db().GetPendingState(id), IsNotFound());
+
+  ExecutionId parent = NewId();
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
+  CreateRequest child_req = ChildCreateReq(child, kT0 + 1s);
+  child_req.params = core::Json{{"not", "an array"}};
+  EXPECT_THAT(db().AppendBatchCreateNewExecution(kT0 + 1s, {ChildRequestReq(kT0 + 1s, child)},
+                                                 parent, v, {child_req}),
+              IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(db().GetPendingState(ExecutionId(child)), IsNotFound());
+  EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2)) << "the parent's events are not written";
+}
+
 TEST_P(AppendTest, AppendBatchCreateNewExecutionIsAllOrNothing) {
   ExecutionId parent = NewId();
   Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
@@ -303,6 +325,93 @@ TEST_P(AppendTest, AppendBatchCreateNewExecutionIsAllOrNothing) {
       db().AppendBatchCreateNewExecution(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)}, parent,
                                          Version(1), {ChildCreateReq(fresh, kT0 + 1s)}),
       IsVersionConflict(2, 1));
+  EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
+  EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
+}
+
+TEST_P(AppendTest, AppendBatchCreateAndLockChildrenLocksTheNamedChildren) {
+  ExecutionId parent = NewId();
+  Runner runner = Runner::New();
+  Version v = CreateLocked(db(), parent, kT0, runner, kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived locked_child = ChildId(parent, join_set, 1);
+  core::ExecutionIdDerived pending_child = ChildId(parent, join_set, 2);
+  CreateRequest locked_req = ChildCreateReq(locked_child, kT0 + 1s);
+  locked_req.params = core::Json::array({7});
+  Runner child_runner = Runner::New();
+  const core::Locked lock{ComponentA(), child_runner.executor_id, child_runner.run_id, kT0 + 5s,
+                          RetryConfig()};
+
+  CreatedAndLockedChildren result = Must(db().AppendBatchCreateAndLockChildren(
+      kT0 + 1s,
+      {JoinSetCreateReq(kT0 + 1s, join_set), ChildRequestReq(kT0 + 1s, locked_child),
+       ChildRequestReq(kT0 + 1s, pending_child)},
+      parent, v, {locked_req, ChildCreateReq(pending_child, kT0 + 1s)},
+      {ChildLock{ExecutionId(locked_child), lock}}));
+
+  EXPECT_EQ(result.next_version, Version(5));
+  ASSERT_THAT(result.locked, SizeIs(1));
+  const LockedExecution& got = result.locked[0];
+  EXPECT_EQ(got.execution_id, ExecutionId(locked_child));
+  EXPECT_EQ(got.next_version, Version(2));
+  EXPECT_EQ(got.locked_event, lock);
+  EXPECT_EQ(got.ffqn, locked_req.ffqn);
+  EXPECT_EQ(got.params, locked_req.params);
+  EXPECT_EQ(got.parent, locked_req.parent);
+  EXPECT_THAT(got.event_history, IsEmpty());
+  EXPECT_THAT(got.responses, IsEmpty());
+  EXPECT_EQ(got.intermittent_event_count, 0u);
+
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(locked_child))),
+            LockedState(child_runner, kT0 + 5s));
+  core::ExecutionEvent last = Must(db().GetLastExecutionEvent(ExecutionId(locked_child)));
+  EXPECT_EQ(last.version, Version(1));
+  EXPECT_EQ(last.event, core::ExecutionRequest(lock));
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(pending_child))),
+            PendingAtState(kT0 + 1s, std::nullopt));
+  EXPECT_EQ(Must(db().GetPendingState(parent)), LockedState(runner, kT0 + 10s));
+  // Nobody else can lock the child it locked.
+  EXPECT_THAT(IdsOf(Must(LockPendingA(db(), 10, kT0 + 2s, Runner::New(), kT0 + 20s))),
+              ElementsAre(ExecutionId(pending_child)));
+}
+
+TEST_P(AppendTest, AppendBatchCreateAndLockChildrenLeavesARefusedLockPending) {
+  ExecutionId parent = NewId();
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived later = ChildId(parent, join_set, 1);
+  CreateRequest later_req = ChildCreateReq(later, kT0 + 1s);
+  later_req.scheduled_at = kT0 + 1h;  // not due: the lock rules refuse it
+  Runner child_runner = Runner::New();
+
+  CreatedAndLockedChildren result = Must(db().AppendBatchCreateAndLockChildren(
+      kT0 + 1s, {JoinSetCreateReq(kT0 + 1s, join_set), ChildRequestReq(kT0 + 1s, later)}, parent,
+      v, {later_req},
+      {ChildLock{ExecutionId(later), core::Locked{ComponentA(), child_runner.executor_id,
+                                                  child_runner.run_id, kT0 + 5s,
+                                                  RetryConfig()}}}));
+
+  EXPECT_EQ(result.next_version, Version(4));
+  EXPECT_THAT(result.locked, IsEmpty());
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(later))), PendingAtState(kT0 + 1h, std::nullopt));
+  EXPECT_THAT(Must(db().Get(ExecutionId(later))).events, SizeIs(1));
+}
+
+TEST_P(AppendTest, AppendBatchCreateAndLockChildrenIsAllOrNothingForTheCreation) {
+  ExecutionId parent = NewId();
+  CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived fresh = ChildId(parent, join_set, 1);
+  Runner child_runner = Runner::New();
+  const std::vector<ChildLock> locks{
+      ChildLock{ExecutionId(fresh), core::Locked{ComponentA(), child_runner.executor_id,
+                                                 child_runner.run_id, kT0 + 5s, RetryConfig()}}};
+
+  // A stale parent version: nothing is created, nothing locked.
+  EXPECT_THAT(db().AppendBatchCreateAndLockChildren(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)},
+                                                    parent, Version(1),
+                                                    {ChildCreateReq(fresh, kT0 + 1s)}, locks),
+              IsVersionConflict(2, 1));
   EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
   EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
 }

@@ -1,0 +1,181 @@
+// Eager dispatch (executor/local_dispatch.h) through the Engine: a child
+// that the engine serves is created locked for its executor in the
+// workflow's own transaction, and the executions come out the same as when
+// every child goes through the pending state.
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/ids.h"
+#include "runtime/native/sdk_test_util.h"
+#include "stele/stele.h"
+#include "storage/db_external_api.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele {
+namespace {
+
+using testing::OkOrDie;
+
+constexpr const char* kAdd = "test:dispatch/api.add";
+constexpr const char* kFlow = "test:dispatch/wf.flow";
+constexpr const char* kParent = "test:dispatch/wf.parent";
+constexpr int kSteps = 5;
+
+ActivityResult Add(ActivityContext&, const Json& params) {
+  return Json(params.at(0).get<int>() + 1);
+}
+
+// kSteps sequential calls, then a child workflow that calls once more.
+Task<Json> Flow(WorkflowContext& ctx, Json params) {
+  int value = params.at(0).get<int>();
+  for (int i = 0; i < kSteps; ++i) {
+    auto r = co_await ctx.call(kAdd, Params(value));
+    value = r.value.get<int>();
+  }
+  co_return value;
+}
+Task<Json> Parent(WorkflowContext& ctx, Json) {
+  auto r = co_await ctx.call(kFlow, Params(0));
+  auto last = co_await ctx.call(kAdd, Params(r.value));
+  co_return last.value;
+}
+
+std::string Kind(const core::ExecutionEvent& event) {
+  if (std::holds_alternative<core::Created>(event.event)) return "Created";
+  if (std::holds_alternative<core::Locked>(event.event)) return "Locked";
+  if (std::holds_alternative<core::Finished>(event.event)) return "Finished";
+  return core::ExecutionRequestToString(event.event);
+}
+
+class DispatchTest : public testing::EngineTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    storage::sqlite::SqliteOptions sqlite;
+    sqlite.path = (dir_ / "dispatch.sqlite").string();
+    sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kFull;
+    pool_ = std::shared_ptr<storage::sqlite::SqlitePool>(
+        OkOrDie(storage::sqlite::SqlitePool::Open(sqlite), "open pool"));
+    api_ = OkOrDie(pool_->ExternalApiConn(), "api connection");
+  }
+  void TearDown() override {
+    engine_.reset();
+    api_.reset();
+    pool_->Close();
+    EngineTest::TearDown();
+  }
+  Engine& OpenEngine() {
+    EngineOptions options = Options();
+    options.pool = pool_;
+    options.eager_dispatch = GetParam();
+    Engine& engine = Open(std::move(options));
+    EXPECT_TRUE(engine.RegisterActivity(kAdd, Add));
+    EXPECT_TRUE(engine.RegisterWorkflow(kFlow, Flow));
+    EXPECT_TRUE(engine.RegisterWorkflow(kParent, Parent));
+    EXPECT_TRUE(engine.Start());
+    return engine;
+  }
+  std::vector<core::ExecutionEvent> Events(const std::string& id) {
+    auto parsed = core::ExecutionId::Parse(id);
+    EXPECT_TRUE(parsed.has_value()) << id;
+    return OkOrDie(api_->ListExecutionEvents(*parsed, core::Version(0), 1000, false), "events");
+  }
+  // Ids of the children `id` requested, in request order.
+  std::vector<std::string> Children(const std::string& id) {
+    std::vector<std::string> children;
+    for (const core::ExecutionEvent& event : Events(id)) {
+      const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+      if (history == nullptr) continue;
+      const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history->event);
+      if (request == nullptr) continue;
+      if (const auto* child = std::get_if<core::ChildExecutionRequest>(&request->request)) {
+        children.push_back(child->child_execution_id.ToString());
+      }
+    }
+    return children;
+  }
+
+  std::shared_ptr<storage::sqlite::SqlitePool> pool_;
+  std::unique_ptr<storage::DbExternalApi> api_;
+};
+
+TEST_P(DispatchTest, ChildrenRunAndEachResultIsRecordedOnce) {
+  Engine& engine = OpenEngine();
+  const storage::sqlite::SqliteStats before = pool_->stats();
+  const std::string id = OkOrDie(engine.Submit(kParent, Json::array()), "submit");
+  ExecutionResult result = Await(id);
+  ASSERT_TRUE(result.ok()) << result.ToString();
+  EXPECT_EQ(result.value, Json(kSteps + 1));
+  const storage::sqlite::SqliteStats after = pool_->stats();
+  const uint64_t transactions = after.transactions_committed - before.transactions_committed;
+  const uint64_t unsynced = after.unsynced_commits - before.unsynced_commits;
+
+  const std::vector<std::string> children = Children(id);
+  ASSERT_EQ(children.size(), 2u);
+  const std::vector<std::string> grandchildren = Children(children[0]);
+  ASSERT_EQ(grandchildren.size(), static_cast<size_t>(kSteps));
+  std::vector<std::string> activities = grandchildren;
+  activities.push_back(children[1]);
+  for (const std::string& child : activities) {
+    std::vector<core::ExecutionEvent> events = Events(child);
+    ASSERT_EQ(events.size(), 3u) << child;
+    EXPECT_EQ(Kind(events[0]), "Created") << child;
+    EXPECT_EQ(Kind(events[1]), "Locked") << child;
+    EXPECT_EQ(Kind(events[2]), "Finished") << child;
+  }
+  // Every step of the sequential workflow chains: its batch (JoinNext and
+  // the child) and the child's result. The lock transaction and the wake-up
+  // of the activity executor are what eager dispatch saves.
+  const uint64_t steps = kSteps + 2;  // the activity calls and the child workflow
+  std::cout << "[dispatch] " << transactions << " write transactions (" << unsynced
+            << " lock-only) for " << steps << " steps\n";
+  if (GetParam()) {
+    EXPECT_LE(transactions, 2 * steps + 4) << "commits for " << steps << " steps";
+  } else {
+    EXPECT_GE(transactions, 3 * steps) << "commits for " << steps << " steps";
+  }
+}
+
+TEST_P(DispatchTest, ChildrenBeyondTheFreePermitsWaitPendingAndStillRun) {
+  EngineOptions options = Options();
+  options.pool = pool_;
+  options.eager_dispatch = GetParam();
+  options.max_concurrency = 1;  // one activity slot for a fan-out of eight
+  Engine& engine = Open(std::move(options));
+  ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
+  ASSERT_TRUE(engine.RegisterWorkflow(
+      kFlow, [](WorkflowContext& ctx, Json) -> Task<Json> {
+        JoinSet join_set = co_await ctx.new_join_set();
+        for (int i = 0; i < 8; ++i) (void)co_await ctx.submit(join_set, kAdd, Params(i));
+        int sum = 0;
+        for (int i = 0; i < 8; ++i) {
+          auto next = co_await ctx.join_next(join_set);
+          if (next && next->result.ok()) sum += next->result.value.get<int>();
+        }
+        co_return sum;
+      }));
+  ASSERT_TRUE(engine.Start());
+  const std::string id = OkOrDie(engine.Submit(kFlow, Json::array()), "submit");
+  ExecutionResult result = Await(id);
+  ASSERT_TRUE(result.ok()) << result.ToString();
+  EXPECT_EQ(result.value, Json(36));  // (0+1) + ... + (7+1)
+  for (const std::string& child : Children(id)) {
+    std::vector<core::ExecutionEvent> events = Events(child);
+    ASSERT_EQ(events.size(), 3u) << child;
+    EXPECT_EQ(Kind(events[2]), "Finished") << child;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EagerDispatch, DispatchTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return std::string(param.param ? "Eager" : "Pending");
+                         });
+
+}  // namespace
+}  // namespace stele

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh [raw] [throughput] [growth]   the storage benchmarks (all by default)
-# bench.sh workloads [warmup] [W1] ... [W5] [idle]
+# bench.sh workloads [warmup] [W1] ... [W5] [idle] [replay] [memory]
 #                                        the W1–W5 workloads on libstele
 # bench.sh workloads-postgres [warmup] [W1] ... [W5] [idle]
 #                                        the same on a throw-away PostgreSQL

@@ -143,6 +143,13 @@ Metrics RunW2(const Knobs& knobs);
 Metrics RunW3(const Knobs& knobs);
 Metrics RunW4(const Knobs& knobs);
 Metrics RunW5(const Knobs& knobs);
+// Replay cost by history size and memory with many blocked or warm
+// workflows (replay_memory.cc; SQLite only).
+Metrics RunReplay(const Knobs& knobs);
+Metrics RunMemory(const Knobs& knobs);
+// `<self> --memory-probe sleepers|warm`: one memory measurement in a fresh
+// process; prints "memory rss_mib=... per_workflow_kib=... n=...".
+int MemoryProbeMain(int argc, char** argv);
 // In this process (the --idle-probe child) / in a fresh child process.
 Metrics RunIdle(const Knobs& knobs);
 Metrics RunIdleInFreshProcess(const Knobs& knobs);

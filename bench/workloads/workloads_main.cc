@@ -1,4 +1,4 @@
-// stele_workloads [warmup] [W1] [W2] [W3] [W4] [W5] [idle]: the benchmark
+// stele_workloads [warmup] [W1] [W2] [W3] [W4] [W5] [idle] [replay] [memory]: the benchmark
 // workloads of ../shared/reference/workloads.md (all by default). Knobs are
 // the environment variables named there, plus STELE_BENCH_REPEAT (3),
 // STELE_BENCH_DIR (scratch directory), STELE_BENCH_POSTGRES_URL (run on
@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--w5-engine") == 0) {
     return stele::bench::W5EngineMain(argc, argv);
   }
+  if (argc >= 2 && std::strcmp(argv[1], "--memory-probe") == 0) {
+    return stele::bench::MemoryProbeMain(argc, argv);
+  }
   if (argc >= 2 && std::strcmp(argv[1], "--engine-only") == 0) {
     return stele::bench::EngineOnlyMain(argc, argv);
   }
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
       {"W1", stele::bench::RunW1}, {"W2", stele::bench::RunW2},
       {"W3", stele::bench::RunW3}, {"W4", stele::bench::RunW4},
       {"W5", stele::bench::RunW5}, {"idle", stele::bench::RunIdleInFreshProcess},
+      {"replay", stele::bench::RunReplay}, {"memory", stele::bench::RunMemory},
   };
   if (knobs.postgres_url.empty() && knobs.processes > 1) {
     std::fprintf(stderr, "STELE_BENCH_PROCESSES=2 needs STELE_BENCH_POSTGRES_URL (one SQLite "
@@ -71,7 +75,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::vector<std::string> selected;
   for (int i = 1; i < argc; ++i) selected.emplace_back(argv[i]);
-  if (selected.empty()) selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};
+  if (selected.empty()) {
+    selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};
+    if (knobs.postgres_url.empty()) {
+      selected.insert(selected.end(), {"replay", "memory"});
+    }
+  }
   for (const auto& name : selected) {
     if (name == "warmup") {
       stele::bench::RunWarmup(knobs);  // not reported
@@ -79,7 +88,7 @@ int main(int argc, char** argv) {
     }
     auto it = workloads.find(name);
     if (it == workloads.end()) {
-      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W2 W3 W4 W5 idle)\n", name.c_str());
+      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W2 W3 W4 W5 idle replay memory)\n", name.c_str());
       return 2;
     }
     std::vector<Metrics> runs;

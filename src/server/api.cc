@@ -18,6 +18,10 @@ using api::ReplyError;
 using api::ReplyJson;
 using api::Validation;
 
+// Header limits of every request (docs/reliability.md, Limits).
+constexpr size_t kMaxHeaders = 100;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+
 // Ids and ffqns in paths: anything but '/'; parsing does the validation.
 constexpr const char* kIdPath = "/v1/executions/([^/]+)";
 
@@ -38,6 +42,17 @@ bool Authorized(const ServerImpl& d, const httplib::Request& req) {
 }
 
 }  // namespace
+
+bool TryAcquireWaiter(ServerImpl& d) {
+  if (d.waiters.fetch_add(1) >= d.config.api.max_waiters) {
+    --d.waiters;
+    ++d.waiters_refused;
+    return false;
+  }
+  return true;
+}
+
+void ReleaseWaiter(ServerImpl& d) { --d.waiters; }
 
 core::Json api::PendingStateToJson(const core::PendingState& state) {
   core::Json out;
@@ -197,17 +212,39 @@ Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& re
   auto state = d.api->GetPendingState(id);
   if (!state) return Unexpected(api::FromRead(state.error(), "execution " + id.ToString()));
   auto wait = std::chrono::seconds(timeout.value_or(0));
-  auto result = d.api->WaitForFinishedResult(id, storage::WaitOptions::For(wait));
-  if (!result) {
-    if (result.error().IsTimeout()) {
-      return Unexpected(ApiError{408, "timeout",
-                                 "execution " + id.ToString() + " did not finish within " +
-                                     std::to_string(wait.count()) + " s"});
+  // A wait holds its connection's thread: bounded by [api] max_waiters, so
+  // that waiting clients leave connections for everything else.
+  struct Slot {
+    ServerImpl* d = nullptr;
+    ~Slot() {
+      if (d) ReleaseWaiter(*d);
     }
+  } slot;
+  if (wait.count() > 0) {
+    if (!TryAcquireWaiter(d)) {
+      return Unexpected(api::Overloaded(
+          "too many waiting requests (the limit is " + std::to_string(d.config.api.max_waiters) +
+          ", [api] max_waiters); retry later or wait with a shorter timeout"));
+    }
+    slot.d = &d;
+  }
+  // Stop cancels `stop_wait`: a stopping server ends the wait at once
+  // instead of holding up its shutdown.
+  auto result = d.api->WaitForFinishedResult(id, storage::WaitOptions::For(wait, d.stop_wait));
+  if (result) {
+    return core::Json{{"execution_id", id.ToString()}, {"result", api::ResultToJson(*result)}};
+  }
+  if (!result.error().IsTimeout()) {
     return Unexpected(api::Unavailable("waiting for " + id.ToString() + ": " +
                                        result.error().ToString()));
   }
-  return core::Json{{"execution_id", id.ToString()}, {"result", api::ResultToJson(*result)}};
+  if (result.error().timeout() == storage::TimeoutOutcome::kCancel) {
+    return Unexpected(api::ShuttingDown("the server is shutting down; wait for " + id.ToString() +
+                                        " again once it is back"));
+  }
+  return Unexpected(ApiError{408, "timeout",
+                             "execution " + id.ToString() + " did not finish within " +
+                                 std::to_string(wait.count()) + " s"});
 }
 
 // ---- GET /v1/executions ------------------------------------------------------
@@ -291,7 +328,35 @@ Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Reques
 void InstallRoutes(ServerImpl& d) {
   auto& http = d.http;
   http.set_payload_max_length(d.config.api.max_body_bytes);
+  // A thread per connection up to [api] max_connections (http_pool.h),
+  // instead of httplib's fixed pool of 8.
+  http.new_task_queue = [&d] { return new HttpPool(d.config.api.max_connections, d.http_stats); };
+  // httplib closes a keep-alive connection after 5 requests by default:
+  // scripted clients would reconnect every 5th call.
+  http.set_keep_alive_max_count(100);
+  // httplib writes a response's head and body separately: with Nagle's
+  // algorithm the body then waits for the client's delayed ACK (~40 ms).
+  http.set_tcp_nodelay(true);
   http.set_pre_routing_handler([&d](const httplib::Request& req, httplib::Response& res) {
+    if (HttpPool::RefusingOnThisThread()) {
+      // Answered before the body is read; the connection is closed after.
+      res.set_header("Connection", "close");
+      ReplyError(res, api::Overloaded("too many concurrent connections (the limit is " +
+                                      std::to_string(d.config.api.max_connections) +
+                                      ", [api] max_connections); retry later"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // httplib caps each header line (8 KiB) but not their number or sum.
+    size_t header_bytes = 0;
+    for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
+    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      ReplyError(res, ApiError{431, "too_large",
+                               "request headers are too large (" + std::to_string(req.headers.size()) +
+                                   " headers, " + std::to_string(header_bytes) +
+                                   " bytes; the limits are " + std::to_string(kMaxHeaders) +
+                                   " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path == "/healthz" || IsUiPath(d, req.path)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }

@@ -1,15 +1,12 @@
 // HTTP operations (api_ops.h): events, responses, cancel, stub, upgrade,
-// backtrace, components, follow, healthz, metrics.
+// backtrace, components, follow, healthz (metrics: metrics.cc).
 #include "server/api_ops.h"
 
 #include <chrono>
 #include <optional>
-#include <sstream>
-#include <thread>
 
 #include "core/json_codec.h"
 #include "storage/operations.h"
-#include "storage/sqlite/sqlite_pool.h"
 
 namespace stele::server::api {
 
@@ -201,6 +198,13 @@ void Follow(ServerImpl& d, const httplib::Request& req, httplib::Response& res) 
   if (!id) return ReplyError(res, id.error());
   auto state = d.api->GetPendingState(*id);
   if (!state) return ReplyError(res, FromRead(state.error(), "follow " + id->ToString()));
+  // A stream holds its connection's thread: one of [api] max_waiters,
+  // released when the stream ends (the releaser below).
+  if (!TryAcquireWaiter(d)) {
+    return ReplyError(res, Overloaded("too many waiting requests (the limit is " +
+                                      std::to_string(d.config.api.max_waiters) +
+                                      ", [api] max_waiters); retry later"));
+  }
   auto deadline = std::chrono::steady_clock::now() + d.config.api.max_follow;
   auto last = std::make_shared<std::string>();
   core::ExecutionId eid = *id;
@@ -237,10 +241,14 @@ void Follow(ServerImpl& d, const httplib::Request& req, httplib::Response& res) 
         }
         // Wakes at once when the execution finishes; otherwise polls the
         // state again after a short wait (locks and unlocks have no waiter).
-        (void)d.api->WaitForFinishedResult(eid, storage::WaitOptions::For(std::chrono::milliseconds(200)));
+        (void)d.api->WaitForFinishedResult(
+            eid, storage::WaitOptions::For(std::chrono::milliseconds(200), d.stop_wait));
         return sink.is_writable();
       },
-      [&d](bool) { --d.follow_streams; });
+      [&d](bool) {
+        --d.follow_streams;
+        ReleaseWaiter(d);
+      });
   ++d.follow_streams;
 }
 
@@ -250,103 +258,6 @@ void Healthz(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   auto rows = d.api->ListExecutions(std::nullopt, true, one);
   if (!rows) return ReplyError(res, FromGeneric(rows.error(), "database check"));
   ReplyJson(res, 200, {{"status", "ok"}});
-}
-
-// Prometheus histogram lines of `h` (seconds) with the label `labels`.
-void WriteHistogram(std::ostringstream& out, const std::string& name, const std::string& labels,
-                    const executor::LatencyHistogram::Snapshot& h) {
-  uint64_t cumulative = 0;
-  const auto& bounds = executor::LatencyHistogram::kBoundsMicros;
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    cumulative += h.counts[i];
-    out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\""
-        << static_cast<double>(bounds[i]) / 1e6 << "\"} " << cumulative << "\n";
-  }
-  out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\"+Inf\"} " << h.count
-      << "\n";
-  std::string braces = labels.empty() ? "" : "{" + labels + "}";
-  out << name << "_sum" << braces << " " << static_cast<double>(h.sum_micros) / 1e6 << "\n"
-      << name << "_count" << braces << " " << h.count << "\n";
-}
-
-// Executions by state, re-read at most every few seconds: the count scans
-// the state table, and scrapers poll.
-void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
-  constexpr auto kMaxAge = std::chrono::seconds(5);
-  std::optional<storage::ExecutionCounts> counts;
-  {
-    std::lock_guard lock(d.metrics_mu);
-    const auto now = std::chrono::steady_clock::now();
-    if (!d.execution_counts || now - d.execution_counts_at > kMaxAge) {
-      if (auto fresh = d.api->CountExecutionsByState()) {
-        d.execution_counts = *fresh;
-        d.execution_counts_at = now;
-      }
-    }
-    counts = d.execution_counts;
-  }
-  if (!counts) return;  // the database is unavailable: no stale figures
-  out << "# HELP stele_executions Executions by pending state (refreshed every 5 s).\n"
-      << "# TYPE stele_executions gauge\n"
-      << "stele_executions{state=\"pending_at\"} " << counts->pending_at << "\n"
-      << "stele_executions{state=\"locked\"} " << counts->locked << "\n"
-      << "stele_executions{state=\"blocked_by_join_set\"} " << counts->blocked_by_join_set << "\n"
-      << "stele_executions{state=\"finished\"} " << counts->finished << "\n";
-}
-
-void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
-  std::ostringstream out;
-  WriteExecutionCounts(d, out);
-  out << "# HELP stele_lock_latency_seconds One locking round of an executor (LockPending*).\n"
-      << "# TYPE stele_lock_latency_seconds histogram\n";
-  for (const auto& task : d.tasks) {
-    WriteHistogram(out, "stele_lock_latency_seconds",
-                   "component=\"" + task->options().component_id.name + "\"", task->stats().lock.Take());
-  }
-  out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries included).\n"
-      << "# TYPE stele_record_latency_seconds histogram\n";
-  for (const auto& task : d.tasks) {
-    WriteHistogram(out, "stele_record_latency_seconds",
-                   "component=\"" + task->options().component_id.name + "\"", task->stats().record.Take());
-  }
-  out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
-      << "# TYPE stele_http_responses_total counter\n";
-  {
-    std::lock_guard lock(d.metrics_mu);
-    for (const auto& [status, count] : d.responses_by_status) {
-      out << "stele_http_responses_total{code=\"" << status << "\"} " << count << "\n";
-    }
-  }
-  out << "# HELP stele_components Loaded components.\n# TYPE stele_components gauge\n"
-      << "stele_components " << d.components.size() << "\n";
-  out << "# HELP stele_executors Running executors (one per component with a worker).\n"
-      << "# TYPE stele_executors gauge\nstele_executors " << d.tasks.size() << "\n";
-  auto in_flight = [](const std::shared_ptr<executor::ConcurrencyLimiter>& l) {
-    return l ? l->capacity() - l->available() : 0u;
-  };
-  out << "# HELP stele_runs_in_flight Runs holding a concurrency permit.\n"
-      << "# TYPE stele_runs_in_flight gauge\n"
-      << "stele_runs_in_flight{kind=\"activity\"} " << in_flight(d.limiter) << "\n"
-      << "stele_runs_in_flight{kind=\"workflow\"} " << in_flight(d.workflow_limiter) << "\n";
-  out << "# HELP stele_running_activities Activity runs registered for cancellation.\n"
-      << "# TYPE stele_running_activities gauge\nstele_running_activities " << d.cancels->size()
-      << "\n";
-  out << "# HELP stele_follow_streams Open follow (SSE) streams.\n"
-      << "# TYPE stele_follow_streams gauge\nstele_follow_streams " << d.follow_streams.load()
-      << "\n";
-  if (auto* sqlite = dynamic_cast<storage::sqlite::SqlitePool*>(d.pool.get())) {
-    auto s = sqlite->stats();
-    out << "# HELP stele_sqlite_queued_ops Write operations waiting for the writer thread.\n"
-        << "# TYPE stele_sqlite_queued_ops gauge\nstele_sqlite_queued_ops " << s.queued_ops << "\n"
-        << "# TYPE stele_sqlite_transactions_committed_total counter\n"
-        << "stele_sqlite_transactions_committed_total " << s.transactions_committed << "\n"
-        << "# TYPE stele_sqlite_ops_committed_total counter\n"
-        << "stele_sqlite_ops_committed_total " << s.ops_committed << "\n"
-        << "# TYPE stele_sqlite_transactions_failed_total counter\n"
-        << "stele_sqlite_transactions_failed_total " << s.transactions_failed << "\n";
-  }
-  res.status = 200;
-  res.set_content(out.str(), "text/plain; version=0.0.4");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The HTTP operations beyond submit/status/result/list (api_ops.cc):
 // events, responses, cancel, stub, upgrade, backtrace, components, follow
-// (SSE), healthz, metrics. Internal to src/server.
+// (SSE), healthz, metrics (metrics.cc). Internal to src/server.
 //
 // Threading: handlers run on httplib's worker threads; they only use the
 // thread-safe parts of ServerImpl.
@@ -26,5 +26,8 @@ httplib::Server::Handler Wrap(ServerImpl& d, Handler h);
 core::Json PendingStateToJson(const core::PendingState& state);
 
 void InstallOperationRoutes(ServerImpl& d, const std::string& id_path);
+
+// GET /metrics: Prometheus text (metrics.cc; the metrics are in docs/api.md).
+void Metrics(ServerImpl& d, const httplib::Request& req, httplib::Response& res);
 
 }  // namespace stele::server::api

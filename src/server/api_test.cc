@@ -1,215 +1,22 @@
-// The HTTP API, in process: a real Server on 127.0.0.1 (port 0) with a
-// temp SQLite file, driven by httplib::Client. Components: a stub activity
-// from the TOML config and in-process test activities (ServerHooks).
+// The HTTP API, in process (the fixture: api_test_fixture.h): every
+// endpoint, its errors, metrics (the executor queue) and the waiter limit.
+// Races are in api_race_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <condition_variable>
-#include <filesystem>
-#include <mutex>
+#include <chrono>
+#include <thread>
 
-#include "core/json_codec.h"
-#include "server/components.h"
-#include "server/config.h"
-#include "server/server.h"
+#include "server/api_test_fixture.h"
 
 namespace stele::server {
 namespace {
 
+using namespace testing;  // NOLINT: the fixture's helpers
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using core::Json;
-
-const char* kEcho = "test:act/ifc.echo";
-const char* kBlock = "test:act/ifc.block";
-const char* kFail = "test:act/ifc.fail";
-const char* kParent = "test:wf/ifc.parent";
-const char* kApprove = "test:stub/ifc.approve";
-
-core::FunctionFqn Ffqn(const char* text) { return *core::FunctionFqn::Parse(text); }
-
-// echo(value: string) -> string returns its argument; block waits for its
-// cancellation; fail returns err("nope").
-class TestActivities final : public executor::Worker {
- public:
-  executor::WorkerResult Run(executor::WorkerContext ctx) override {
-    if (ctx.ffqn == Ffqn(kEcho)) {
-      return executor::WorkerResult::Ok(core::ReturnValueOk{ctx.params.at(0)}, ctx.version);
-    }
-    if (ctx.ffqn == Ffqn(kFail)) {
-      return executor::WorkerResult::Ok(core::ReturnValueErr{Json("nope")}, ctx.version);
-    }
-    {
-      std::lock_guard lock(mu_);
-      ++blocked_;
-    }
-    cv_.notify_all();
-    std::mutex m;
-    std::condition_variable cv;
-    bool cancelled = false;
-    uint64_t reg = ctx.cancel.OnCancel([&] {
-      std::lock_guard lock(m);
-      cancelled = true;
-      cv.notify_all();
-    });
-    {
-      std::unique_lock lock(m);
-      cv.wait(lock, [&] { return cancelled; });
-    }
-    ctx.cancel.Unregister(reg);
-    return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCancelled,
-                                         "cancelled");
-  }
-  const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
-
-  void WaitForBlocked(int n) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return blocked_ >= n; });
-  }
-
- private:
-  std::vector<core::FunctionFqn> ffqns_{Ffqn(kEcho), Ffqn(kBlock), Ffqn(kFail)};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int blocked_ = 0;
-};
-
-core::FunctionSignature Sig(const char* ffqn, std::vector<std::pair<std::string, std::string>> params,
-                            std::optional<std::string> ret) {
-  core::FunctionSignature sig{Ffqn(ffqn), {}, std::nullopt};
-  for (auto& [name, type] : params) sig.params.push_back({name, *core::TypeDesc::Parse(type)});
-  if (ret) sig.return_type = *core::TypeDesc::Parse(*ret);
-  return sig;
-}
-
-class ApiTest : public ::testing::Test {
- protected:
-  void SetUp() override { StartServer(""); }
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void StartServer(const std::string& api_extra) {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stele_api_test_" + std::string(::testing::UnitTest::GetInstance()
-                                                ->current_test_info()
-                                                ->name()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\nmax_body_bytes = 65536\n" + api_extra +
-                       "\n[executor]\ntick_sleep = \"20ms\"\n"
-                       "[watcher]\ntick_sleep = \"50ms\"\n"
-                       "[[activity_stub]]\nname = \"approvals\"\n"
-                       "[[activity_stub.functions]]\nffqn = \"test:stub/ifc.approve\"\n"
-                       "return_type = \"result<string, string>\"\n";
-    auto config = ParseConfig(toml, "stele.toml", dir_.string(), ProcessEnv());
-    ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
-    auto components = LoadComponents(*config, "stele.toml");
-    ASSERT_TRUE(components.has_value()) << FormatErrors(components.error());
-    stub_digest_ = (*components)[0].component_id.input_digest;
-
-    activities_ = std::make_shared<TestActivities>();
-    ServerHooks hooks;
-    LoadedComponent acts;
-    acts.config.name = "test_activities";
-    acts.config.lock_expiry = std::chrono::seconds(60);
-    acts.config.max_retries = 0;
-    acts.component_id = core::ComponentId{core::ComponentType::kActivityNative, "test_activities",
-                                          Sha256Digest("test activities")};
-    acts.kind = runtime::workflow::FunctionKind::kActivity;
-    acts.functions = {Sig(kEcho, {{"value", "string"}}, "string"), Sig(kBlock, {}, std::nullopt),
-                      Sig(kFail, {}, std::nullopt)};
-    auto worker = activities_;
-    acts.make_worker = [worker](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      return std::shared_ptr<executor::Worker>(worker);
-    };
-    hooks.extra_components.push_back(std::move(acts));
-    // A workflow without an executor: parents of stub children, created by hand.
-    LoadedComponent wf;
-    wf.config.name = "test_workflows";
-    wf.component_id = core::ComponentId{core::ComponentType::kWorkflow, "test_workflows",
-                                        Sha256Digest("test workflows")};
-    wf.kind = runtime::workflow::FunctionKind::kWorkflow;
-    wf.functions = {Sig(kParent, {}, std::nullopt)};
-    workflow_id_ = wf.component_id;
-    hooks.extra_components.push_back(std::move(wf));
-
-    auto server = Server::Start(std::move(*config), std::move(*components), std::move(hooks));
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(30, 0);
-  }
-
-  static Json Body(const httplib::Result& res) {
-    if (!res) return Json();
-    auto json = core::ParseJson(res->body);
-    return json ? *json : Json();
-  }
-  static std::string ErrorKind(const httplib::Result& res) {
-    Json body = Body(res);
-    if (!body.contains("error")) return "<no error envelope: " + (res ? res->body : "") + ">";
-    return body["error"]["kind"].get<std::string>();
-  }
-
-  httplib::Result Post(const std::string& path, const Json& body) {
-    return client_->Post(path.c_str(), core::SerializeJson(body), "application/json");
-  }
-  httplib::Result Put(const std::string& path, const Json& body) {
-    return client_->Put(path.c_str(), core::SerializeJson(body), "application/json");
-  }
-  httplib::Result Get(const std::string& path) { return client_->Get(path.c_str()); }
-
-  std::string Submit(const Json& body, int expected_status = 201) {
-    auto res = Post("/v1/executions", body);
-    EXPECT_TRUE(res);
-    if (!res) return "";
-    EXPECT_EQ(res->status, expected_status) << res->body;
-    return Body(res).value("execution_id", "");
-  }
-
-  // A parent workflow blocked on a stub child; returns the child's id.
-  core::ExecutionIdDerived ParentWithStubChild() {
-    auto db = server_->pool().Connection();
-    EXPECT_TRUE(db.has_value());
-    DateTime now = SystemClock::Instance().Now();
-    core::ExecutionId parent = core::ExecutionId::Generate();
-    auto join_set = *core::JoinSetId::Create(core::JoinSetKind::kNamed, "js");
-    core::ExecutionIdDerived child = parent.NextLevel(join_set, 1);
-    EXPECT_TRUE((*db)->Create(storage::CreateRequest{now, parent, Ffqn(kParent), Json::array(),
-                                                     std::nullopt, now, workflow_id_, {},
-                                                     std::nullopt}));
-    auto locked = (*db)->LockOne(now, workflow_id_, parent, core::RunId::Generate(),
-                                 core::Version(1), core::ExecutorId::Generate(),
-                                 now + std::chrono::seconds(60),
-                                 core::ComponentRetryConfig{std::nullopt, core::Duration{}});
-    EXPECT_TRUE(locked.has_value());
-    std::vector<storage::AppendRequest> batch;
-    batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinSetCreate{join_set}}});
-    batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                              join_set, core::ChildExecutionRequest{child, Ffqn(kApprove),
-                                                                     Json::array()}}}});
-    core::ComponentId stub_id{core::ComponentType::kActivityStub, "approvals", stub_digest_};
-    storage::CreateRequest child_req{now,          core::ExecutionId(child), Ffqn(kApprove),
-                                     Json::array(), std::pair{parent, join_set}, now,
-                                     stub_id,       {},          std::nullopt};
-    auto v = (*db)->AppendBatchCreateNewExecution(now, batch, parent, locked->next_version,
-                                                  {child_req});
-    EXPECT_TRUE(v.has_value()) << (v ? "" : v.error().ToString());
-    return child;
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Server> server_;
-  std::unique_ptr<httplib::Client> client_;
-  std::shared_ptr<TestActivities> activities_;
-  core::InputContentDigest stub_digest_;
-  core::ComponentId workflow_id_;
-};
 
 TEST_F(ApiTest, SubmitRunsAndReturnsTheResult) {
   std::string id = Submit({{"ffqn", kEcho}, {"params", {"hello"}}});
@@ -544,6 +351,128 @@ TEST_F(ApiTest, ResultTimeoutIsCapped) {
   std::string id = Submit({{"ffqn", kFail}});
   EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=99999999")->status, 400);
   EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=abc")->status, 400);
+}
+
+// One activity permit: the first gate run holds it and the next two wait,
+// due but unlocked — the executor's queue.
+class ApiQueueTest : public ApiTest {
+ protected:
+  void SetUp() override { StartServer("", "max_concurrency = 1\n"); }
+};
+
+TEST_F(ApiQueueTest, MetricsReportTheExecutorQueueDepth) {
+  for (int i = 0; i < 3; ++i) Submit({{"ffqn", kGate}});
+  for (int i = 0; i < 2; ++i) {
+    Submit({{"ffqn", kEcho}, {"params", {"later"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  }
+  activities_->WaitForGateCount(1);
+  // Settled: no permit is left, so nothing else gets locked. (The figures
+  // are a snapshot of at most 5 s; this is the first scrape.)
+  auto metrics = Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  const std::string& text = metrics->body;
+  EXPECT_THAT(text, HasSubstr("# TYPE stele_executor_queue_depth gauge"));
+  EXPECT_THAT(text, HasSubstr("stele_executor_queue_depth{component=\"test_activities\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("stele_executor_locked{component=\"test_activities\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("stele_executor_scheduled{component=\"test_activities\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("stele_executor_queue_scan_truncated{component=\"test_activities\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("stele_runs_in_flight{kind=\"activity\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"activity\"} 1\n"));
+  // Components without an executor (the stub, the executor-less workflow) have no queue.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"approvals\"}")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"test_workflows\"}")));
+}
+
+// Result waits and follow streams are bounded by max_waiters; while that
+// many are parked (more than httplib's old fixed pool of 8 threads), every
+// other request is still served.
+class ApiWaitersTest : public ApiTest {
+ protected:
+  void SetUp() override { StartServer("max_connections = 24\nmax_waiters = 12\n"); }
+};
+
+TEST_F(ApiWaitersTest, ParkedWaitersLeaveRoomForOtherRequests) {
+  constexpr int kWaiters = 12;
+  std::string id = Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  std::vector<std::thread> threads;
+  std::vector<int> statuses(kWaiters, 0);
+  std::vector<Json> results(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server_->port());
+      c.set_read_timeout(60, 0);
+      auto r = c.Get(("/v1/executions/" + id + "/result?timeout=50").c_str());
+      statuses[i] = r ? r->status : -1;
+      if (r) results[i] = Body(r)["result"];
+    });
+  }
+  auto waiting = [&](int n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto m = Get("/metrics");
+      if (m && m->body.find("stele_http_waiters " + std::to_string(n) + "\n") != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  ASSERT_TRUE(waiting(kWaiters));
+
+  auto health = Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(Get("/v1/executions/" + id)->status, 200);
+  EXPECT_EQ(Get("/v1/components")->status, 200);
+  Submit({{"ffqn", kEcho}, {"params", {"y"}}});
+  // One waiter more: refused at once, with the error envelope.
+  auto over = Get("/v1/executions/" + id + "/result?timeout=50");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 503);
+  EXPECT_EQ(ErrorKind(over), "overloaded");
+  EXPECT_THAT(Body(over)["error"]["message"].get<std::string>(), HasSubstr("max_waiters"));
+  EXPECT_EQ(over->get_header_value("Retry-After"), "1");
+  auto follow = Get("/v1/executions/" + id + "/follow");
+  ASSERT_TRUE(follow);
+  EXPECT_EQ(follow->status, 503);
+  EXPECT_EQ(ErrorKind(follow), "overloaded");
+  // A look without waiting holds no slot.
+  EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=0")->status, 408);
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("stele_http_waiters_refused_total 2\n"));
+
+  // Finishing the execution releases every waiter with its result.
+  EXPECT_EQ(Body(Put("/v1/executions/" + id + "/cancel", Json::object()))["outcome"], "cancelled");
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(statuses[i], 200) << i;
+    EXPECT_EQ(results[i]["execution_error"]["kind"], "cancelled") << results[i].dump();
+  }
+  ASSERT_TRUE(waiting(0));
+  EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=5")->status, 200);
+}
+
+// Stop ends a parked result wait at once with 503 shutting_down.
+TEST_F(ApiTest, StopEndsResultWaits) {
+  std::string id = Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  int status = 0;
+  std::string kind;
+  std::thread waiter([&] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(120, 0);
+    auto r = c.Get(("/v1/executions/" + id + "/result?timeout=60").c_str());
+    status = r ? r->status : -1;
+    kind = ErrorKind(r);
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         Get("/metrics")->body.find("stele_http_waiters 1\n") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  client_.reset();
+  server_->Stop();
+  waiter.join();
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(kind, "shutting_down");
 }
 
 class ApiTokenTest : public ApiTest {

@@ -14,6 +14,9 @@ ApiError Unavailable(std::string message) {
   return {503, "database_unavailable", std::move(message)};
 }
 
+ApiError Overloaded(std::string message) { return {503, "overloaded", std::move(message)}; }
+ApiError ShuttingDown(std::string message) { return {503, "shutting_down", std::move(message)}; }
+
 ApiError FromWrite(const storage::DbErrorWrite& e, std::string_view what) {
   switch (e.kind()) {
     case storage::DbErrorWrite::Kind::kNotFound:
@@ -44,8 +47,8 @@ void ReplyJson(httplib::Response& res, int status, const core::Json& body) {
 
 void ReplyError(httplib::Response& res, const ApiError& error) {
   core::Json body = {{"error", {{"kind", error.kind}, {"message", error.message}}}};
-  // A database error is transient (the retry policy of a Generic error):
-  // tell clients when to try again.
+  // Every 503 is transient (a database error, a limit, a restart): tell
+  // clients when to try again.
   if (error.status == 503) res.set_header("Retry-After", "1");
   ReplyJson(res, error.status, body);
 }

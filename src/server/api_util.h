@@ -30,6 +30,8 @@ ApiError Validation(std::string message);
 ApiError NotFound(std::string message);
 ApiError Conflict(std::string message);
 ApiError Unavailable(std::string message);  // 503: database unavailable
+ApiError Overloaded(std::string message);   // 503: a connection or waiter limit
+ApiError ShuttingDown(std::string message);  // 503: the server is stopping
 ApiError FromWrite(const storage::DbErrorWrite& e, std::string_view what);
 ApiError FromRead(const storage::DbErrorRead& e, std::string_view what);
 ApiError FromGeneric(const storage::DbErrorGeneric& e, std::string_view what);

@@ -40,6 +40,13 @@ struct ApiConfig {
   uint16_t max_list_length = 1000;
   std::chrono::seconds max_result_wait{60};
   std::chrono::seconds max_follow{3600};
+  // Connections served at once (each holds one thread while open, idle
+  // keep-alive included); beyond it a 503 and the connection is closed.
+  size_t max_connections = 256;
+  // Of those, requests that wait (GET .../result with a timeout, follow
+  // streams); beyond it a 503. Below max_connections, so that waiting
+  // clients never starve the other requests.
+  size_t max_waiters = 128;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
 };
 

@@ -207,6 +207,23 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
            "workflow_wasm[0].blocking_strategy", 4);
   OneError("api = 3\n", "api", 1);
   OneError("activity_stub = 3\n", "activity_stub", 1);
+  OneError("[api]\nmax_connections = 1\n", "api.max_connections", 2);
+  OneError("[api]\nmax_waiters = 0\n", "api.max_waiters", 2);
+  EXPECT_THAT(OneError("[api]\nmax_connections = 8\nmax_waiters = 8\n", "api.max_waiters", 3).message,
+              HasSubstr("must be below max_connections"));
+  // Only max_connections given: checked against the default max_waiters.
+  OneError("[api]\nmax_connections = 100\n", "api.max_connections", 2);
+}
+
+TEST(ConfigTest, ConnectionLimits) {
+  auto defaults = Parse("");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->api.max_connections, 256u);
+  EXPECT_EQ(defaults->api.max_waiters, 128u);
+  auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\n");
+  ASSERT_TRUE(set.has_value()) << FormatErrors(set.error());
+  EXPECT_EQ(set->api.max_connections, 16u);
+  EXPECT_EQ(set->api.max_waiters, 4u);
 }
 
 TEST(ConfigTest, WasmActivityEnvArgsAndAllowedHosts) {

@@ -5,7 +5,16 @@
 // guards every endpoint but /healthz.
 #include <gmock/gmock.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "server/reliability_test_util.h"
 
@@ -80,19 +89,129 @@ TEST_F(HttpLimitsTest, ListLengthOverTheLimitIs400) {
 }
 
 TEST_F(HttpLimitsTest, HeadersAndUriOverTheLimitAreRefused) {
-  httplib::Headers headers = {{"X-Big", std::string(9000, 'h')}};
-  auto big_header = client_->Get("/v1/executions", headers);
+  auto expect = [&](const httplib::Result& res, int status, const std::string& kind,
+                    const std::string& what) {
+    ASSERT_TRUE(res) << what;
+    EXPECT_EQ(res->status, status) << what << ": " << res->body;
+    EXPECT_EQ(ErrorKind(res), kind) << what;
+  };
   // httplib refuses a header line over 8 KiB (CPPHTTPLIB_HEADER_MAX_LENGTH)
-  // as a malformed request: 400, or 431 when it gets that far.
-  ASSERT_TRUE(big_header);
-  EXPECT_THAT(big_header->status, ::testing::AnyOf(400, 431));
-  auto long_uri = Get("/v1/executions/E_" + std::string(9000, 'A'));
-  ASSERT_TRUE(long_uri);
-  EXPECT_THAT(long_uri->status, ::testing::AnyOf(400, 414));
+  // as a malformed request, before it is parsed: a 400 without detail.
+  expect(client_->Get("/v1/executions", {{"X-Big", std::string(9000, 'h')}}), 400, "bad_request",
+         "a 9000-byte header line");
+  // Many lines, each under the line limit: the server's own caps.
+  httplib::Headers many;
+  for (int i = 0; i < 101; ++i) many.emplace("X-H" + std::to_string(i), "v");
+  expect(client_->Get("/v1/executions", many), 431, "too_large", "101 headers");
+  httplib::Headers big;
+  for (int i = 0; i < 20; ++i) big.emplace("X-H" + std::to_string(i), std::string(4000, 'h'));
+  auto sum = client_->Get("/v1/executions", big);
+  expect(sum, 431, "too_large", "80 KB of headers");
+  EXPECT_THAT(ErrorMessage(sum), HasSubstr("the limits are 100 headers and 65536 bytes"));
+  // Just under both: served.
+  httplib::Headers under;
+  for (int i = 0; i < 90; ++i) under.emplace("X-H" + std::to_string(i), std::string(600, 'h'));
+  auto ok = client_->Get("/v1/executions", under);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  // A request target over 8 KiB (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH).
+  expect(Get("/v1/executions/E_" + std::string(9000, 'A')), 414, "too_large", "a 9 KiB URI");
   auto long_id = Get("/v1/executions/E_" + std::string(600, 'A'));
   EXPECT_EQ(long_id->status, 400);
   EXPECT_THAT(ErrorMessage(long_id), HasSubstr("too long"));
+  // Refused requests wrote nothing, and the auth-free health check is
+  // under the same header caps.
+  expect(client_->Get("/healthz", many), 431, "too_large", "101 headers on /healthz");
   EXPECT_EQ(CountExecutions(), 0u);
+}
+
+class HttpConnectionLimitTest : public testing::ServerTest {
+ protected:
+  static constexpr int kMax = 4;
+  void SetUp() override {
+    testing::ServerTest::SetUp();
+    ASSERT_TRUE(StartServer("max_connections = " + std::to_string(kMax) + "\nmax_waiters = 2\n"));
+  }
+};
+
+// A connection that sends a request head one byte every 20 ms and never
+// finishes it, until Close.
+class SlowClient {
+ public:
+  explicit SlowClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    thread_ = std::thread([this] {
+      std::string head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+      (void)!::send(fd_, head.data(), head.size(), MSG_NOSIGNAL);
+      std::unique_lock lock(mu_);
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return closing_; })) {
+        (void)!::send(fd_, "a", 1, MSG_NOSIGNAL);
+      }
+    });
+  }
+  ~SlowClient() { Close(); }
+  bool connected() const { return connected_; }
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      if (closing_) return;
+      closing_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closing_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+TEST_F(HttpConnectionLimitTest, ConnectionsOverTheLimitGet503AndTheServerRecovers) {
+  std::vector<std::unique_ptr<SlowClient>> slow;
+  for (int i = 0; i < kMax; ++i) {
+    slow.push_back(std::make_unique<SlowClient>(server_->port()));
+    ASSERT_TRUE(slow.back()->connected());
+  }
+  // Accepted after the slow ones (the accept queue is FIFO): over the limit.
+  for (const std::string& path : {std::string("/healthz"), std::string("/v1/executions")}) {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(30, 0);
+    auto res = c.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 503) << path << ": " << res->body;
+    EXPECT_EQ(ErrorKind(res), "overloaded") << path;
+    EXPECT_THAT(ErrorMessage(res), HasSubstr("max_connections")) << path;
+    EXPECT_EQ(res->get_header_value("Connection"), "close") << path;
+    EXPECT_EQ(res->get_header_value("Retry-After"), "1") << path;
+  }
+  // The slow clients leave; their threads are free again.
+  for (auto& s : slow) s->Close();
+  bool recovered = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!recovered && std::chrono::steady_clock::now() < deadline) {
+    httplib::Client c("127.0.0.1", server_->port());
+    auto res = c.Get("/healthz");
+    recovered = res && res->status == 200;
+    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(recovered);
+  auto ok = Post("/v1/executions", {{"ffqn", kEcho}, {"params", {"after"}}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+  auto metrics = Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("stele_http_max_connections 4\n"));
+  EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_http_connections_refused_total [2-9]"));
 }
 
 class HttpInjectionTest : public testing::ServerTest {

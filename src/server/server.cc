@@ -118,6 +118,7 @@ void StopAll(ServerImpl& d) {
     d.stopped = true;
   }
   d.stopping = true;
+  d.stop_wait.Cancel();
   d.http.stop();
   if (d.http_thread.joinable()) d.http_thread.join();
   for (auto& task : d.tasks) task->Stop();

@@ -3,14 +3,15 @@
 // executor::ExecTask per component that has a worker, the expired-timers
 // watcher and the HTTP/JSON API (docs/api.md).
 //
-// Shutdown (Stop, idempotent): stop accepting HTTP and end follow streams,
-// stop the executors (they unlock what they hold), stop the watcher, close
-// the pool — in that order.
+// Shutdown (Stop, idempotent): stop accepting HTTP, end follow streams and
+// result waits, stop the executors (they unlock what they hold), stop the
+// watcher, close the pool — in that order.
 //
 // Threading: Start/Stop/Wait from one controlling thread (Stop may also be
-// called from another thread while Wait blocks). HTTP requests are served
-// on httplib's thread pool. Ownership: the Server owns everything it
-// starts; the Clock (ServerHooks::clock) must outlive it.
+// called from another thread while Wait blocks). HTTP connections are
+// served by an HttpPool (http_pool.h): a thread each, up to [api]
+// max_connections. Ownership: the Server owns everything it starts; the
+// Clock (ServerHooks::clock) must outlive it.
 #pragma once
 
 #include <memory>

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cancellation.h"
 #include "base/clock.h"
 #include "core/function_type.h"
 #include "executor/cancel_registry.h"
@@ -27,6 +28,7 @@
 #include "runtime/workflow/function_registry.h"
 #include "server/components.h"
 #include "server/config.h"
+#include "server/http_pool.h"
 #include "storage/db_pool.h"
 
 namespace stele::server {
@@ -50,19 +52,45 @@ class ServerImpl {
   httplib::Server http;
   std::thread http_thread;
   int port = 0;
-  std::atomic<bool> stopping{false};  // ends follow streams and result waits
+  std::atomic<bool> stopping{false};  // ends follow streams
+  CancellationToken stop_wait;        // cancelled by Stop: ends result waits
 
   std::mutex mu;
   std::condition_variable stopped_cv;
   bool stopped = false;  // guarded by mu
 
+  // Connections served and refused by the HttpPool ([api] max_connections).
+  std::shared_ptr<HttpPoolStats> http_stats = std::make_shared<HttpPoolStats>();
+  // Requests holding a slot of [api] max_waiters (TryAcquireWaiter).
+  std::atomic<uint64_t> waiters{0};
+  std::atomic<uint64_t> waiters_refused{0};
+
   // Counters for /metrics.
   std::mutex metrics_mu;
   std::map<int, uint64_t> responses_by_status;  // guarded by metrics_mu
-  std::optional<storage::ExecutionCounts> execution_counts;  // guarded by metrics_mu
-  std::chrono::steady_clock::time_point execution_counts_at;  // guarded by metrics_mu
   std::atomic<uint64_t> follow_streams{0};
+
+  // Database snapshots for /metrics, re-read at most every few seconds
+  // (metrics.cc). A separate mutex: a refresh reads the database, and the
+  // response logger must not wait for it.
+  struct QueueDepth {
+    uint64_t due = 0;        // pending_at, scheduled at or before now: waiting for a permit/lock
+    uint64_t scheduled = 0;  // pending_at later (retries in backoff, scheduled_at ahead)
+    uint64_t locked = 0;     // being run (by this server or another one on the database)
+    bool truncated = false;  // the scan budget ran out: the figures are lower bounds
+  };
+  std::mutex snapshots_mu;
+  std::optional<storage::ExecutionCounts> execution_counts;   // guarded by snapshots_mu
+  std::chrono::steady_clock::time_point execution_counts_at;  // guarded by snapshots_mu
+  std::optional<std::map<std::string, QueueDepth>> queue_depths;  // by component; snapshots_mu
+  std::chrono::steady_clock::time_point queue_depths_at;          // guarded by snapshots_mu
 };
+
+// A slot of [api] max_waiters for a request that waits (GET .../result
+// with a timeout, a follow stream): false, and counted as refused, when all
+// are taken. Every true must be paired with one ReleaseWaiter.
+bool TryAcquireWaiter(ServerImpl& d);
+void ReleaseWaiter(ServerImpl& d);
 
 // Registers every route of docs/api.md on `impl.http` (api.cc).
 void InstallRoutes(ServerImpl& impl);

@@ -1,0 +1,225 @@
+// GET /metrics (api_ops.h): Prometheus text. Figures that need a database
+// read (executions by state, executor queues) are cached for a few seconds:
+// scrapers poll, and the reads scan.
+#include <algorithm>
+#include <sstream>
+
+#include "server/api_ops.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele::server::api {
+
+namespace {
+
+constexpr auto kSnapshotMaxAge = std::chrono::seconds(5);
+
+// Queue scan: pages of this many rows, at most kQueueScanBudget rows per
+// component and refresh (then the figures are lower bounds, flagged).
+constexpr uint16_t kQueueScanPage = 500;
+constexpr size_t kQueueScanBudget = 10000;
+
+// Prometheus histogram lines of `h` (seconds) with the label `labels`.
+void WriteHistogram(std::ostringstream& out, const std::string& name, const std::string& labels,
+                    const executor::LatencyHistogram::Snapshot& h) {
+  uint64_t cumulative = 0;
+  const auto& bounds = executor::LatencyHistogram::kBoundsMicros;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += h.counts[i];
+    out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\""
+        << static_cast<double>(bounds[i]) / 1e6 << "\"} " << cumulative << "\n";
+  }
+  out << name << "_bucket{" << labels << (labels.empty() ? "" : ",") << "le=\"+Inf\"} " << h.count
+      << "\n";
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out << name << "_sum" << braces << " " << static_cast<double>(h.sum_micros) / 1e6 << "\n"
+      << name << "_count" << braces << " " << h.count << "\n";
+}
+
+// Executions by state.
+void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
+  std::optional<storage::ExecutionCounts> counts;
+  {
+    std::lock_guard lock(d.snapshots_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!d.execution_counts || now - d.execution_counts_at > kSnapshotMaxAge) {
+      if (auto fresh = d.api->CountExecutionsByState()) {
+        d.execution_counts = *fresh;
+        d.execution_counts_at = now;
+      }
+    }
+    counts = d.execution_counts;
+  }
+  if (!counts) return;  // the database is unavailable: no stale figures
+  out << "# HELP stele_executions Executions by pending state (refreshed every 5 s).\n"
+      << "# TYPE stele_executions gauge\n"
+      << "stele_executions{state=\"pending_at\"} " << counts->pending_at << "\n"
+      << "stele_executions{state=\"locked\"} " << counts->locked << "\n"
+      << "stele_executions{state=\"blocked_by_join_set\"} " << counts->blocked_by_join_set << "\n"
+      << "stele_executions{state=\"finished\"} " << counts->finished << "\n";
+}
+
+// The queue of one component's executor: its functions' executions by
+// state, read with ListExecutions (newest first), within the scan budget.
+// TODO(storage): a count per ffqn on the pending index would make this
+// exact and cheap at any size (see docs/api.md, the queue-depth metric).
+Result<ServerImpl::QueueDepth, storage::DbErrorGeneric> ScanQueue(ServerImpl& d,
+                                                                  const LoadedComponent& component,
+                                                                  DateTime now) {
+  ServerImpl::QueueDepth q;
+  size_t budget = kQueueScanBudget;
+  for (const auto& function : component.functions) {
+    std::optional<core::ExecutionId> cursor;
+    while (true) {
+      if (budget == 0) {
+        q.truncated = true;
+        return q;
+      }
+      auto fetch = static_cast<uint16_t>(std::min<size_t>(kQueueScanPage, budget));
+      core::ExecutionListPagination page =
+          core::Pagination<std::optional<core::ExecutionId>>::OlderThan(fetch, cursor, false);
+      STELE_ASSIGN_OR_RETURN(auto rows, d.api->ListExecutions(function.ffqn, false, page));
+      budget -= rows.size();
+      for (const auto& row : rows) {
+        cursor = row.execution_id;
+        if (const auto* p = std::get_if<core::PendingStatePendingAt>(&row.pending_state.value)) {
+          ++(p->scheduled_at <= now ? q.due : q.scheduled);
+        } else if (std::holds_alternative<core::PendingStateLocked>(row.pending_state.value)) {
+          ++q.locked;
+        }
+      }
+      if (rows.size() < fetch) break;
+    }
+  }
+  return q;
+}
+
+void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
+  std::optional<std::map<std::string, ServerImpl::QueueDepth>> depths;
+  {
+    std::lock_guard lock(d.snapshots_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!d.queue_depths || now - d.queue_depths_at > kSnapshotMaxAge) {
+      std::map<std::string, ServerImpl::QueueDepth> fresh;
+      bool ok = true;
+      const DateTime at = d.clock->Now();
+      for (const auto& component : d.components) {
+        if (!component.make_worker) continue;  // no executor (stubs)
+        auto q = ScanQueue(d, component, at);
+        if (!q) {
+          ok = false;
+          break;
+        }
+        fresh[component.component_id.name] = *q;
+      }
+      if (ok) {
+        d.queue_depths = std::move(fresh);
+        d.queue_depths_at = now;
+      }
+    }
+    depths = d.queue_depths;
+  }
+  if (!depths) return;
+  auto series = [&](const char* name, const char* help, auto field) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n";
+    for (const auto& [component, q] : *depths) {
+      out << name << "{component=\"" << component << "\"} " << field(q) << "\n";
+    }
+  };
+  using Q = ServerImpl::QueueDepth;
+  series("stele_executor_queue_depth",
+         "Executions of the component's functions that are due and not locked: work waiting "
+         "for its executor (refreshed every 5 s).",
+         [](const Q& q) { return q.due; });
+  series("stele_executor_scheduled", "Executions of the component pending at a later time.",
+         [](const Q& q) { return q.scheduled; });
+  series("stele_executor_locked", "Executions of the component locked by an executor.",
+         [](const Q& q) { return q.locked; });
+  series("stele_executor_queue_scan_truncated",
+         "1 when the queue scan stopped at its budget of 10000 rows: the three figures above "
+         "are then lower bounds.",
+         [](const Q& q) { return q.truncated ? 1 : 0; });
+}
+
+}  // namespace
+
+void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
+  std::ostringstream out;
+  WriteExecutionCounts(d, out);
+  WriteQueueDepths(d, out);
+  out << "# HELP stele_lock_latency_seconds One locking round of an executor (LockPending*).\n"
+      << "# TYPE stele_lock_latency_seconds histogram\n";
+  for (const auto& task : d.tasks) {
+    WriteHistogram(out, "stele_lock_latency_seconds",
+                   "component=\"" + task->options().component_id.name + "\"", task->stats().lock.Take());
+  }
+  out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries included).\n"
+      << "# TYPE stele_record_latency_seconds histogram\n";
+  for (const auto& task : d.tasks) {
+    WriteHistogram(out, "stele_record_latency_seconds",
+                   "component=\"" + task->options().component_id.name + "\"", task->stats().record.Take());
+  }
+  out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
+      << "# TYPE stele_http_responses_total counter\n";
+  {
+    std::lock_guard lock(d.metrics_mu);
+    for (const auto& [status, count] : d.responses_by_status) {
+      out << "stele_http_responses_total{code=\"" << status << "\"} " << count << "\n";
+    }
+  }
+  const auto& api = d.config.api;
+  out << "# HELP stele_http_connections Connections being served.\n"
+      << "# TYPE stele_http_connections gauge\nstele_http_connections " << d.http_stats->open.load()
+      << "\n# HELP stele_http_max_connections The limit [api] max_connections.\n"
+      << "# TYPE stele_http_max_connections gauge\nstele_http_max_connections "
+      << api.max_connections << "\n"
+      << "# HELP stele_http_connections_refused_total Connections refused with 503 (over max_connections).\n"
+      << "# TYPE stele_http_connections_refused_total counter\nstele_http_connections_refused_total "
+      << d.http_stats->refused.load() << "\n"
+      << "# HELP stele_http_waiters Requests waiting (result waits, follow streams).\n"
+      << "# TYPE stele_http_waiters gauge\nstele_http_waiters " << d.waiters.load() << "\n"
+      << "# HELP stele_http_max_waiters The limit [api] max_waiters.\n"
+      << "# TYPE stele_http_max_waiters gauge\nstele_http_max_waiters " << api.max_waiters << "\n"
+      << "# HELP stele_http_waiters_refused_total Waiting requests refused with 503 (over max_waiters).\n"
+      << "# TYPE stele_http_waiters_refused_total counter\nstele_http_waiters_refused_total "
+      << d.waiters_refused.load() << "\n";
+  out << "# HELP stele_components Loaded components.\n# TYPE stele_components gauge\n"
+      << "stele_components " << d.components.size() << "\n";
+  out << "# HELP stele_executors Running executors (one per component with a worker).\n"
+      << "# TYPE stele_executors gauge\nstele_executors " << d.tasks.size() << "\n";
+  auto in_flight = [](const std::shared_ptr<executor::ConcurrencyLimiter>& l) {
+    return l ? l->capacity() - l->available() : 0u;
+  };
+  auto capacity = [](const std::shared_ptr<executor::ConcurrencyLimiter>& l) {
+    return l ? l->capacity() : 0u;
+  };
+  out << "# HELP stele_runs_in_flight Runs holding a concurrency permit.\n"
+      << "# TYPE stele_runs_in_flight gauge\n"
+      << "stele_runs_in_flight{kind=\"activity\"} " << in_flight(d.limiter) << "\n"
+      << "stele_runs_in_flight{kind=\"workflow\"} " << in_flight(d.workflow_limiter) << "\n"
+      << "# HELP stele_concurrency_limit Permits of the process-wide limiters "
+         "([executor] max_concurrency, max_workflow_concurrency).\n"
+      << "# TYPE stele_concurrency_limit gauge\n"
+      << "stele_concurrency_limit{kind=\"activity\"} " << capacity(d.limiter) << "\n"
+      << "stele_concurrency_limit{kind=\"workflow\"} " << capacity(d.workflow_limiter) << "\n";
+  out << "# HELP stele_running_activities Activity runs registered for cancellation.\n"
+      << "# TYPE stele_running_activities gauge\nstele_running_activities " << d.cancels->size()
+      << "\n";
+  out << "# HELP stele_follow_streams Open follow (SSE) streams.\n"
+      << "# TYPE stele_follow_streams gauge\nstele_follow_streams " << d.follow_streams.load()
+      << "\n";
+  if (auto* sqlite = dynamic_cast<storage::sqlite::SqlitePool*>(d.pool.get())) {
+    auto s = sqlite->stats();
+    out << "# HELP stele_sqlite_queued_ops Write operations waiting for the writer thread.\n"
+        << "# TYPE stele_sqlite_queued_ops gauge\nstele_sqlite_queued_ops " << s.queued_ops << "\n"
+        << "# TYPE stele_sqlite_transactions_committed_total counter\n"
+        << "stele_sqlite_transactions_committed_total " << s.transactions_committed << "\n"
+        << "# TYPE stele_sqlite_ops_committed_total counter\n"
+        << "stele_sqlite_ops_committed_total " << s.ops_committed << "\n"
+        << "# TYPE stele_sqlite_transactions_failed_total counter\n"
+        << "stele_sqlite_transactions_failed_total " << s.transactions_failed << "\n";
+  }
+  res.status = 200;
+  res.set_content(out.str(), "text/plain; version=0.0.4");
+}
+
+}  // namespace stele::server::api

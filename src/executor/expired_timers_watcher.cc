@@ -136,12 +136,28 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickF
 }
 
 void ExpiredTimersWatcher::LoopMain() {
+  using Micros = std::chrono::microseconds;
   std::optional<std::string> last_error;
   std::unique_lock lock(mu_);
   while (!stop_) {
     lock.unlock();
-    auto progress =
-        HandleExpiredTimers(*db_, clock_.Now(), options_.leeway, options_.parallel_writes);
+    const DateTime now = clock_.Now();
+    const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
+    auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes);
+    // Delays due before the next tick are fired when they are due rather
+    // than up to a tick late: one look-ahead query per tick.
+    std::vector<storage::ExpiredDelay> upcoming;
+    if (progress) {
+      auto soon = db_->GetExpiredTimers(tick_end);
+      if (soon) {
+        for (storage::ExpiredTimer& timer : *soon) {
+          auto* delay = std::get_if<storage::ExpiredDelay>(&timer);
+          if (delay != nullptr && delay->expires_at > now) upcoming.push_back(std::move(*delay));
+        }
+      } else {
+        progress = Unexpected(std::move(soon).error());
+      }
+    }
     if (!progress) {
       // Log a failure once, not every tick.
       std::string message = progress.error().ToString();
@@ -151,8 +167,30 @@ void ExpiredTimersWatcher::LoopMain() {
     } else {
       last_error.reset();
     }
+    std::sort(upcoming.begin(), upcoming.end(),
+              [](const storage::ExpiredDelay& a, const storage::ExpiredDelay& b) {
+                return a.expires_at < b.expires_at;
+              });
     lock.lock();
-    wakeup_.wait_for(lock, options_.tick_sleep, [this] { return stop_; });
+    for (size_t i = 0; i < upcoming.size() && !stop_;) {
+      const Micros remaining = upcoming[i].expires_at - clock_.Now();
+      if (remaining > Micros::zero()) {
+        wakeup_.wait_for(lock, remaining, [this] { return stop_; });
+        continue;  // re-read the clock (a manual clock moves on its own)
+      }
+      const DateTime due = clock_.Now();
+      size_t end = i;
+      while (end < upcoming.size() && upcoming[end].expires_at <= due) ++end;
+      lock.unlock();
+      // A delay cancelled or fired meanwhile is answered already: FireDelay
+      // then writes nothing.
+      ForEachInParallel(end - i, options_.parallel_writes,
+                        [&](size_t k) { return FireDelay(*db_, upcoming[i + k], due); });
+      lock.lock();
+      i = end;
+    }
+    const Micros rest = tick_end - clock_.Now();
+    if (rest > Micros::zero()) wakeup_.wait_for(lock, rest, [this] { return stop_; });
   }
 }
 

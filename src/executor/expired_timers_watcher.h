@@ -2,7 +2,10 @@
 // `tick_sleep` it reads the expired timers and
 //   - fires each delay due at `now`: AppendDelayResponse(now, ok) — which
 //     unblocks a parent waiting on it; a delay already answered is skipped
-//     (no leeway: nobody else fires a delay, so waiting only adds lateness);
+//     (no leeway: nobody else fires a delay, so waiting only adds lateness).
+//     The running loop also reads the delays due before its next tick and
+//     fires each at its due time, so a sleep ends on time, not up to a tick
+//     late (only a delay created and due within one tick waits for it);
 //   - settles each lock expired at `at = now - leeway` (the leeway lets a
 //     live run that is about to write win; ComputeExpiredLockOutcome): a workflow that
 //     made progress is Unlocked(at, "made progress"); otherwise the run
@@ -33,8 +36,10 @@
 namespace stele::executor {
 
 struct ExpiredTimersWatcherOptions {
-  // Pause between ticks: bounds how late a delay fires (each tick is one
-  // indexed query, two with a leeway).
+  // Pause between ticks (each is three indexed queries: due timers, locks
+  // past the leeway, delays due before the next tick). Bounds how late a
+  // lock is settled, and a delay that was created less than a tick before
+  // it is due.
   std::chrono::milliseconds tick_sleep{10};
   // Subtracted from now for locks: an expired lock is settled only once it
   // is this late. Delays fire on time.

@@ -115,6 +115,7 @@ struct ExpiredDelay {
   ExecutionId execution_id;
   core::JoinSetId join_set_id;
   core::DelayId delay_id;
+  DateTime expires_at;  // when it is due (the watcher fires it then, not at its next tick)
   friend bool operator==(const ExpiredDelay&, const ExpiredDelay&) = default;
 };
 using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay>;

@@ -205,7 +205,8 @@ std::vector<ExpiredDelay> ExecutionJournal::ExpiredDelaysAt(DateTime at) const {
   std::vector<ExpiredDelay> expired;
   for (const auto& [key, delay] : delays_) {
     if (delay.expires_at <= at) {
-      expired.push_back(ExpiredDelay{execution_id_, delay.join_set_id, delay.delay_id});
+      expired.push_back(
+          ExpiredDelay{execution_id_, delay.join_set_id, delay.delay_id, delay.expires_at});
     }
   }
   return expired;

@@ -115,8 +115,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
         }
         STELE_ASSIGN_OR_RETURN(PgResult delays,
                                Q(db,
-                                 "SELECT execution_id, join_set_id, delay_id FROM t_delay "
-                                 "WHERE expires_at <= $1 ORDER BY expires_at",
+                                 "SELECT execution_id, join_set_id, delay_id, expires_at "
+                                 "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at",
                                  Params().Int(TimeColumn(at))));
         for (int row = 0; row < delays.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(
@@ -125,8 +125,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
                                                        delays.Text(row, 1), "t_delay.join_set_id"));
           STELE_ASSIGN_OR_RETURN(
               auto delay_id, ParseColumn<core::DelayId>(delays.Text(row, 2), "t_delay.delay_id"));
-          expired.emplace_back(
-              ExpiredDelay{std::move(id), std::move(join_set_id), std::move(delay_id)});
+          expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
+                                            std::move(delay_id), TimeFromColumn(delays.Int(row, 3))});
         }
         return expired;
       });

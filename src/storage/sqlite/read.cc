@@ -81,8 +81,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> SqliteConnection::GetExpiredTi
     }
     // t_delay holds live timers only; idx_t_delay_expires_at.
     STELE_ASSIGN_OR_RETURN(Statement stmt,
-                           db.Prepare("SELECT execution_id, join_set_id, delay_id FROM t_delay "
-                                      "WHERE expires_at <= ? ORDER BY expires_at"));
+                           db.Prepare("SELECT execution_id, join_set_id, delay_id, expires_at "
+                                      "FROM t_delay WHERE expires_at <= ? ORDER BY expires_at"));
     stmt.BindInt64(1, TimeColumn(at));
     while (true) {
       STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -93,8 +93,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> SqliteConnection::GetExpiredTi
                              ParseColumn<core::JoinSetId>(stmt.Text(1), "t_delay.join_set_id"));
       STELE_ASSIGN_OR_RETURN(auto delay_id,
                              ParseColumn<core::DelayId>(stmt.Text(2), "t_delay.delay_id"));
-      expired.emplace_back(
-          ExpiredDelay{std::move(id), std::move(join_set_id), std::move(delay_id)});
+      expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
+                                        std::move(delay_id), TimeFromColumn(stmt.Int64(3))});
     }
     return expired;
   });

@@ -181,6 +181,7 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
       deps.db = std::shared_ptr<storage::DbConnection>(std::move(*conn));
       deps.clock = env.clock;
       deps.functions = env.registry;
+      deps.dispatch = env.dispatch;
       deps.run_options.blocking_strategy = c.blocking_strategy_await
                                                ? runtime::workflow::BlockingStrategy::kAwait
                                                : runtime::workflow::BlockingStrategy::kInterrupt;

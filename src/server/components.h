@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "core/component_id.h"
 #include "core/function_type.h"
+#include "executor/local_dispatch.h"
 #include "executor/worker.h"
 #include "runtime/workflow/function_registry.h"
 #include "server/config.h"
@@ -33,6 +34,9 @@ struct WorkerEnv {
   const Clock* clock = nullptr;
   const runtime::workflow::FunctionRegistry* registry = nullptr;
   std::chrono::milliseconds default_lock_expiry{1000};  // [executor] lock_expiry
+  // The server's executors by function (filled before they start): a
+  // workflow locks the children they serve in the step that creates them.
+  const executor::LocalDispatch* dispatch = nullptr;
 };
 
 using WorkerFactory =

@@ -70,7 +70,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   const auto& defaults = d.config.executor;
   d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
   d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
-  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry};
+  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry, &d.dispatch};
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   for (auto& component : d.components) {
     if (!component.make_worker) continue;  // stubs
@@ -95,6 +95,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     if (!db) return Unexpected("cannot connect to the database: " + db.error().ToString());
     tasks.push_back(
         std::make_unique<executor::ExecTask>(*worker, std::move(*db), *d.clock, exec));
+    d.dispatch.Add((*worker)->ExportedFunctions(), tasks.back().get());
   }
   if (d.config.watcher.enabled) {
     auto conn = d.pool->Connection();

@@ -25,6 +25,7 @@
 #include "executor/concurrency_limiter.h"
 #include "executor/exec_task.h"
 #include "executor/expired_timers_watcher.h"
+#include "executor/local_dispatch.h"
 #include "runtime/workflow/function_registry.h"
 #include "server/components.h"
 #include "server/config.h"
@@ -47,6 +48,9 @@ class ServerImpl {
   std::shared_ptr<executor::ConcurrencyLimiter> limiter;
   std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  // `tasks` by function, for eager dispatch of children (StopAll stops
+  // every task before any is destroyed).
+  executor::LocalDispatch dispatch;
   std::unique_ptr<executor::ExpiredTimersWatcher> watcher;
 
   httplib::Server http;

@@ -141,7 +141,7 @@ class Env {
     workflow_worker_ = std::make_shared<WasmWorkflowWorker>(
         config_.workflows,
         WasmWorkflowWorkerDeps{std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
-                               &SystemClock::Instance(), &registry_, run_options,
+                               &SystemClock::Instance(), &registry_, &dispatch_, run_options,
                                config_.guest_slice, true});
     executor::ExecutorOptions wf;
     wf.lock_expiry = std::chrono::milliseconds(2000);
@@ -150,6 +150,7 @@ class Env {
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
     tasks_.push_back(std::make_unique<executor::ExecTask>(
         workflow_worker_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), wf));
+    dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
     if (config_.activities) {
       auto worker = std::make_shared<FilteredWorker>(
           std::make_shared<WasmActivityWorker>(config_.activities, config_.activity_options), native);
@@ -161,6 +162,7 @@ class Env {
                                                     core::Duration::FromMillis(10)};
       tasks_.push_back(std::make_unique<executor::ExecTask>(
           worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), act));
+      dispatch_.Add(worker->ExportedFunctions(), tasks_.back().get());
     }
     for (auto& task : tasks_) task->Start();
   }
@@ -226,6 +228,9 @@ class Env {
   workflow::MapFunctionRegistry registry_;
   std::shared_ptr<WasmWorkflowWorker> workflow_worker_;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks_;
+  // The executors above by function: children are dispatched eagerly, as in
+  // the server.
+  executor::LocalDispatch dispatch_;
 };
 
 template <class T>

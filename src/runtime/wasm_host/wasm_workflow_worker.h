@@ -50,6 +50,8 @@ struct WasmWorkflowWorkerDeps {
   std::shared_ptr<storage::DbConnection> db;     // REQUIRES: non-null
   const Clock* clock = nullptr;                  // REQUIRES: non-null
   const workflow::FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
+  // Eager dispatch of children (executor/local_dispatch.h); may be null.
+  const executor::LocalDispatch* dispatch = nullptr;
   workflow::WorkflowRunOptions run_options;
   // Longest the guest may compute between two host calls.
   std::chrono::milliseconds guest_slice{5000};

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "core/json_codec.h"
 #include "executor/outcome.h"
 #include "storage/wait.h"
 
@@ -83,6 +84,35 @@ core::HttpClientTraces TracesOf(const WorkerResult& result) {
         }
       },
       err->error);
+}
+
+// The JSON size of the value a result carries (an ok/err value, an
+// activity's err), 0 for none.
+uint64_t ResultBytes(const WorkerResult& result) {
+  if (const auto* ok = std::get_if<WorkerOk>(&result.value)) {
+    return core::SerializeJson(core::ToJson(ok->value)).size();
+  }
+  if (const auto* err = std::get_if<WorkerError>(&result.value)) {
+    if (const auto* returned = std::get_if<ActivityReturnedError>(&err->error)) {
+      return core::SerializeJson(core::ToJson(core::SupportedFunctionReturnValue(returned->err)))
+          .size();
+    }
+  }
+  return 0;
+}
+
+// `result`, or a kResultTooLarge error at its version when its value is
+// over `max_bytes` (0: no limit).
+WorkerResult LimitResultSize(WorkerResult result, uint64_t max_bytes) {
+  if (max_bytes == 0) return result;
+  const uint64_t bytes = ResultBytes(result);
+  if (bytes <= max_bytes) return result;
+  WorkerResult limited = WorkerResult::Fatal(
+      VersionOf(result, Version(0)), FatalErrorKind::kResultTooLarge,
+      "the result is " + std::to_string(bytes) + " bytes, over the limit of " +
+          std::to_string(max_bytes));
+  limited.engine = result.engine;
+  return limited;
 }
 
 PlannedWrite ShutdownUnlock(const ExecutionId& id, Version version, DateTime now) {
@@ -312,7 +342,8 @@ bool ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit
 void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
                       ConcurrencyLimiter::Permit& permit,
                       CancelRegistry::Registration& registration) {
-  const WorkerResult result = worker_->Run(MakeContext(locked, run->cancel));
+  const WorkerResult result =
+      LimitResultSize(worker_->Run(MakeContext(locked, run->cancel)), options_.max_result_bytes);
   // A cancel from now on cannot stop anything; the fence handles it.
   registration.Reset();
   const bool cancel_requested = run->cancel_requested.IsCancelled();

@@ -125,6 +125,10 @@ struct ExecutorOptions {
   // the Clock before attempt k+1 (see "Recording" above). 1: no retry.
   uint32_t outcome_write_attempts = 4;
   std::chrono::milliseconds outcome_write_backoff{50};
+  // A run whose result (ok or err value, as JSON) is larger finishes with
+  // ExecutionError "result too large" instead: it would come out as large
+  // on every retry, and a parent would have to load it. 0: no limit.
+  uint64_t max_result_bytes = 16u << 20;
 };
 
 class ExecTask {

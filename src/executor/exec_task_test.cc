@@ -435,6 +435,22 @@ TEST_P(ExecTaskTest, LockingByComponentIdSelectsByDigest) {
   EXPECT_EQ(Log(theirs).pending_state.StateName(), "PendingAt");
 }
 
+TEST_P(ExecTaskTest, OversizedResultFinishesWithAnErrorInsteadOfBeingRecorded) {
+  const ExecutionId id = CreateActivity();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnOk(OkValue(std::string(200, 'x'))));
+  ExecutorOptions options = Options(Retries(3, 100ms));
+  options.max_result_bytes = 100;
+  auto task = NewTask(worker, options);
+  EXPECT_THAT(Must(task->TickForTest(kT0)), ElementsAre(id));
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Finished")) << "not retried";
+  const core::Finished finished = LastEventAs<core::Finished>(id);
+  const auto* error = std::get_if<FinishedExecutionError>(&finished.result);
+  ASSERT_NE(error, nullptr);
+  EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("result too large"));
+  EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("over the limit of 100"));
+}
+
 // Eager dispatch: another component locks an execution for the task with
 // a reservation's Locked event (in the transaction that creates it) and
 // hands it over; the task runs and records it as if it had locked it.

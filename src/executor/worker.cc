@@ -24,6 +24,8 @@ std::string_view FatalErrorKindName(FatalErrorKind kind) {
       return "constraint violation";
     case FatalErrorKind::kCancelled:
       return "cancelled";
+    case FatalErrorKind::kResultTooLarge:
+      return "result too large";
   }
   return "unknown fatal error";
 }

@@ -81,6 +81,7 @@ enum class FatalErrorKind {
   kOutOfFuel,
   kConstraintViolation,
   kCancelled,
+  kResultTooLarge,  // over ExecutorOptions::max_result_bytes
 };
 // Human form: "nondeterminism detected", "params parsing error", ...
 std::string_view FatalErrorKindName(FatalErrorKind kind);

@@ -141,6 +141,22 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
     Apply(recorded);
     return &recorded;
   }
+  if (options.max_events_per_execution > 0 &&
+      version_.value() + cache_.size() >= options.max_events_per_execution) {
+    return Interrupt(Interruption::Kind::kConstraintViolation,
+                     "the execution has reached its limit of " +
+                         std::to_string(options.max_events_per_execution) + " events");
+  }
+  if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&key);
+      request != nullptr && options.max_join_set_size > 0) {
+    const JoinSetState* join_set = FindJoinSet(request->join_set_id);
+    if (join_set != nullptr && join_set->submissions >= options.max_join_set_size) {
+      return Interrupt(Interruption::Kind::kConstraintViolation,
+                       "join set " + request->join_set_id.ToString() +
+                           " has reached its limit of " +
+                           std::to_string(options.max_join_set_size) + " submissions");
+    }
+  }
   Apply(key);
   cache_.push_back(storage::AppendRequest{Now(), core::HistoryEventRequest{std::move(key)}});
   if (child) cache_children_.push_back(*std::move(child));

@@ -135,6 +135,11 @@ struct WorkflowRunOptions {
   // at once) and stops with kYielded, so one workflow cannot hog an
   // executor slot; 0 = no limit.
   uint32_t max_events_per_run = 0;
+  // Limits that end the execution (kConstraintViolation) instead of letting
+  // a runaway loop grow it without bound; checked for new events only, so
+  // replaying a recorded log never trips them. 0: no limit.
+  uint32_t max_events_per_execution = 100'000;  // log length (versions)
+  uint32_t max_join_set_size = 10'000;          // submissions to one join set
 };
 
 // Borrowed collaborators; all must outlive the run.

@@ -272,6 +272,47 @@ TEST_P(WorkflowRunTest, SubmittingToClosedJoinSetIsPermanentFailure) {
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("closed"));
 }
 
+// A runaway workflow ends with a clear reason instead of growing its log
+// (or one join set) without bound.
+TEST_P(WorkflowRunTest, EventLimitPerExecutionEndsARunawayWorkflow) {
+  WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+  options.max_events_per_execution = 50;
+  auto env = Env(
+      [](WorkflowRun& run) {
+        for (;;) {
+          WF_TRY(auto drawn, run.RandomU64(0, 10));
+          (void)drawn;
+        }
+      },
+      options);
+  env->CreateWorkflow(id_);
+  ASSERT_TRUE(env->RunToCompletion(id_));
+  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  ASSERT_NE(error, nullptr);
+  EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 50 events"));
+  EXPECT_LE(env->Log(id_).events.size(), 52u) << "Created + the limit + Finished";
+}
+
+TEST_P(WorkflowRunTest, JoinSetSizeLimitEndsTheWorkflow) {
+  WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+  options.max_join_set_size = 3;
+  auto env = Env(
+      [](WorkflowRun& run) {
+        WF_TRY(auto js, run.CreateJoinSet());
+        for (int i = 0; i < 4; ++i) {
+          WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), core::Json::array({i})));
+          (void)child;
+        }
+        return run.Finish(OkValue("submitted four"));
+      },
+      options);
+  env->CreateWorkflow(id_);
+  ASSERT_TRUE(env->RunToCompletion(id_));
+  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  ASSERT_NE(error, nullptr);
+  EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 3 submissions"));
+}
+
 TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows) {
   auto env = Env([](WorkflowRun& run) {
     if (run.ffqn() == ChildWorkflowFfqn()) {

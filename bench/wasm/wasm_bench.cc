@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "core/ids.h"
 #include "executor/exec_task.h"
+#include "executor/local_dispatch.h"
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm_host/guest_abi.h"
 #include "runtime/wasm_host/http_host.h"
@@ -87,6 +88,7 @@ struct FanOutWorld {
   wf::MapFunctionRegistry registry;
   std::shared_ptr<wh::WasmWorkflowWorker> workflow_worker;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  executor::LocalDispatch dispatch;  // the tasks by function
   std::shared_ptr<const wh::WasmComponent> workflows;
   std::shared_ptr<const wh::WasmComponent> activities;
 
@@ -102,8 +104,9 @@ struct FanOutWorld {
     workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
         workflows, wh::WasmWorkflowWorkerDeps{
                        std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
-                       &SystemClock::Instance(), &registry, run_options});
+                       &SystemClock::Instance(), &registry, &dispatch, run_options});
     auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
+      const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
       executor::ExecutorOptions options;
       options.component_id = component;
       options.batch_size = 64;
@@ -112,6 +115,7 @@ struct FanOutWorld {
       tasks.push_back(std::make_unique<executor::ExecTask>(
           std::move(worker), Must(pool->DbExecConn(), "exec connection"), SystemClock::Instance(),
           options));
+      dispatch.Add(ffqns, tasks.back().get());  // as the server does
     };
     add_task(workflow_worker, workflows->component_id);
     add_task(std::make_shared<wh::WasmActivityWorker>(activities, wh::WasmActivityOptions{}),

@@ -235,21 +235,50 @@ Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionSt
 
 }  // namespace
 
-Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
-                                            Version version, const AppendRequest& req,
-                                            DateTime current_time) {
-  STELE_TRY(RejectCreated(req));
-  Connection& db = tx.connection;
-  const std::string id = execution_id.ToString();
-  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(db, id));
-  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
-  const ExecutionState& state = *loaded;
+namespace {
+
+// The checks every append makes against the current state.
+Result<void, DbErrorWrite> CheckAppendable(const ExecutionState& state, Version version) {
   if (state.IsFinished()) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
   }
   if (version != state.NextVersion()) {
     return Unexpected(DbErrorWriteNonRetriable::VersionConflict(state.NextVersion(), version));
   }
+  return {};
+}
+
+// History events whose only effect on t_state is the version (and, for a
+// DelayRequest, a live timer): everything but JoinNext.
+bool ChangesOnlyTheVersion(const AppendRequest& req) {
+  const auto* history = std::get_if<core::HistoryEventRequest>(&req.event);
+  return history != nullptr && !std::holds_alternative<core::HistoryJoinNext>(history->event);
+}
+
+// AppendEventTx on the execution's current `state` (as LoadState reads it).
+Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const ExecutionState& state,
+                                                   Version version, const AppendRequest& req,
+                                                   DateTime current_time);
+
+}  // namespace
+
+Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
+                                            Version version, const AppendRequest& req,
+                                            DateTime current_time) {
+  STELE_TRY(RejectCreated(req));
+  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(tx.connection, execution_id.ToString()));
+  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
+  return AppendEventToStateTx(tx, *loaded, version, req, current_time);
+}
+
+namespace {
+
+Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const ExecutionState& state,
+                                                   Version version, const AppendRequest& req,
+                                                   DateTime current_time) {
+  Connection& db = tx.connection;
+  const std::string& id = state.execution_id;
+  STELE_TRY(CheckAppendable(state, version));
   if (const auto* locked = std::get_if<core::Locked>(&req.event)) {
     STELE_TRY(CanAppendLock(state.pending_state, req.created_at, locked->executor_id,
                             locked->run_id, locked->lock_expires_at));
@@ -277,6 +306,13 @@ Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId&
   return version.Increment();
 }
 
+}  // namespace
+
+// The state is read once and kept while the batch's events only move the
+// version (a workflow step is typically JoinSetCreate, JoinSetRequest,
+// JoinNext): their t_state update is folded into the next event that
+// writes the row anyway (every state change also sets the version), or one
+// version bump at the end. Same rows as appending one by one.
 Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version,
                                             const std::vector<AppendRequest>& batch,
@@ -285,8 +321,36 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
   for (const AppendRequest& req : batch) STELE_TRY(RejectCreated(req));
+  Connection& db = tx.connection;
+  const std::string id = execution_id.ToString();
+  std::optional<ExecutionState> state;  // the row as of `version`, when known
+  std::optional<DateTime> pending_bump;  // updated_at of a version bump not yet written
   for (const AppendRequest& req : batch) {
-    STELE_ASSIGN_OR_RETURN(version, AppendEventTx(tx, execution_id, version, req, current_time));
+    if (!state) {
+      STELE_ASSIGN_OR_RETURN(state, LoadState(db, id));
+      if (!state) return Unexpected(DbErrorWrite::NotFound());
+    }
+    if (ChangesOnlyTheVersion(req)) {
+      STELE_TRY(CheckAppendable(*state, version));
+      STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
+      const auto& history = std::get<core::HistoryEventRequest>(req.event).event;
+      if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history)) {
+        if (const auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
+          STELE_TRY(UpsertDelay(db, id, request->join_set_id, *delay));
+        }
+      }
+      state->corresponding_version = version;
+      pending_bump = req.created_at;
+      version = version.Increment();
+      continue;
+    }
+    // Its own update of the row sets the version too.
+    STELE_ASSIGN_OR_RETURN(version, AppendEventToStateTx(tx, *state, version, req, current_time));
+    pending_bump.reset();
+    state.reset();
+  }
+  if (pending_bump) {
+    STELE_TRY(BumpVersion(db, id, Version(version.value() - 1), *pending_bump));
   }
   return version;
 }

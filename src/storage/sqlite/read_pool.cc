@@ -26,10 +26,13 @@ void ReadPool::Return(std::unique_ptr<Connection> connection) {
   --borrowed_;
   if (closed_) {
     connection.reset();  // Close() is waiting for the last one
+    changed_.notify_all();
   } else {
     idle_.push_back(std::move(connection));
+    // One connection came back: wake one borrower, not every one of them
+    // (hundreds wait here when many workflows wait warm at once).
+    changed_.notify_one();
   }
-  changed_.notify_all();
 }
 
 Result<void, DbErrorGeneric> ReadPool::Begin(Connection& connection) {

@@ -68,23 +68,32 @@ Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendBatchCrea
         std::vector<size_t> withdrawn;
         CreatedAndLockedChildren result{next, {}};
         for (const ChildLock& lock : locks) {
+          const CreateRequest* created = nullptr;
+          for (const CreateRequest& child : child_requests) {
+            if (child.execution_id == lock.child_id) created = &child;
+          }
+          if (created == nullptr) {
+            STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+            continue;
+          }
           // A lock the rules refuse leaves that child pending, and only it.
           STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
           auto appended = AppendEventTx(tx, lock.child_id, Version(1),
                                         AppendRequest{current_time, lock.locked}, current_time);
-          Result<LockedExecution, DbErrorGeneric> loaded =
-              appended ? LoadLockedExecution(tx.connection, lock.child_id, lock.locked, *appended)
-                       : Result<LockedExecution, DbErrorGeneric>(Unexpected(
-                             DbErrorGeneric::Uncategorized(appended.error().ToString())));
-          if (loaded) {
+          if (appended) {
             STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
-            result.locked.push_back(*std::move(loaded));
+            // A child locked where it was created has no history and no
+            // responses yet: its LockedExecution is its CreateRequest, so
+            // nothing is read back.
+            result.locked.push_back(LockedExecution{lock.child_id, *appended, created->metadata,
+                                                    lock.locked, created->ffqn, created->params,
+                                                    {}, {}, created->parent, 0});
             for (const auto& [id, notice] : notice_of) {
               if (id == lock.child_id) withdrawn.push_back(notice);
             }
           } else {
             STELE_LOG(kDebug, lock.child_id.ToString()
-                                  << ": not locked at creation: " << loaded.error().reason());
+                                  << ": not locked at creation: " << appended.error().ToString());
             STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
             STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
           }

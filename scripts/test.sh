@@ -27,13 +27,17 @@ run_stage() {
   fi
 }
 
+# Line tables only (-g1): sanitizer reports and backtraces keep file:line,
+# and the builds take a quarter less time than with full debug info.
+ci_flags="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+
 # The PostgreSQL tests need a server: these stages run under a throw-away
 # cluster (scripts/with_postgres.sh sets STELE_TEST_POSTGRES_URL).
-wrap="bash scripts/with_postgres.sh" run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON
-wrap="bash scripts/with_postgres.sh" run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF
-only="^(stele_storage_concurrency_tests|stele_executor_concurrency_tests)$" \
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests stele_executor_concurrency_tests" \
-  run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF
+wrap="bash scripts/with_postgres.sh" run_stage "default (-Werror)" build/ci-default "" -DSTELE_WERROR=ON "$ci_flags"
+wrap="bash scripts/with_postgres.sh" run_stage "asan+ubsan" build/ci-asan "unit|conformance|crash" -DSTELE_WERROR=ON -DSTELE_SANITIZE=address -DSTELE_BUILD_BENCH=OFF "$ci_flags"
+only="^(stele_storage_concurrency_tests|stele_executor_concurrency_tests|stele_runtime_workflow_concurrency_tests)$" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" STELE_TARGETS="stele_storage_concurrency_tests stele_executor_concurrency_tests stele_runtime_workflow_concurrency_tests" \
+  run_stage "tsan" build/ci-tsan "concurrency" -DSTELE_WERROR=ON -DSTELE_SANITIZE=thread -DSTELE_BUILD_BENCH=OFF "$ci_flags"
 echo "=== stage: fuzz ==="
 bash scripts/fuzz.sh build/ci-fuzz || failed=1
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "executor/exec_task.h"
 #include "executor/executor_test_util.h"
@@ -168,6 +169,52 @@ TEST_P(ExecTaskConcurrencyTest, StartedWatcherSettlesExpiredLocks) {
   ASSERT_TRUE(Eventually([&] { return LastEventName(id) == "TemporarilyTimedOut"; }));
   watcher.Stop();
   watcher.Stop();  // idempotent
+}
+
+// Eager dispatch from many threads while the task runs its own loop, and
+// Stop racing the hand-overs: every execution ends finished or unlocked
+// (pending again), never stuck locked, and no permit is lost.
+TEST_P(ExecTaskConcurrencyTest, HandOversFromManyThreadsRaceStop) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 10;
+  auto worker = std::make_shared<ScriptedWorker>();
+  for (int i = 0; i < kThreads * kPerThread; ++i) worker->Then(ReturnOk(OkValue(i)));
+  ExecutorOptions options = Options();
+  options.lock_expiry = 1h;  // a stuck lock would show, not expire
+  auto limiter = ConcurrencyLimiter::Create(8);
+  options.concurrency_limiter = limiter;
+  ExecTask task(worker, ExecConn(), clock_, options);
+  task.Start();
+  std::vector<std::vector<ExecutionId>> ids(kThreads);
+  for (auto& mine : ids) {
+    for (int i = 0; i < kPerThread; ++i) mine.push_back(CreateActivity());
+  }
+  std::atomic<int> handed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (const ExecutionId& id : ids[t]) {
+        auto reservation = task.TryReserve(kT0);
+        if (!reservation) continue;  // no permit, or stopping: the loop or nobody locks it
+        const core::Locked& l = reservation->locked;
+        auto locked = db().LockOne(kT0, l.component_id, id, l.run_id, Version(1), l.executor_id,
+                                   l.lock_expires_at, l.retry_config);
+        if (!locked) continue;  // the task's own loop was first
+        task.RunLocked(*std::move(locked), *std::move(reservation));
+        ++handed;
+      }
+    });
+  }
+  std::this_thread::sleep_for(2ms);  // let some hand-overs overlap Stop
+  task.Stop();
+  for (auto& thread : threads) thread.join();
+  for (const auto& mine : ids) {
+    for (const ExecutionId& id : mine) {
+      const std::string state(Log(id).pending_state.StateName());
+      EXPECT_TRUE(state == "Finished" || state == "PendingAt") << id.ToString() << ": " << state;
+    }
+  }
+  EXPECT_EQ(limiter->available(), 8u) << "every permit returned";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExecTaskConcurrencyTest,

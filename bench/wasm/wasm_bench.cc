@@ -104,7 +104,7 @@ struct FanOutWorld {
     workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
         workflows, wh::WasmWorkflowWorkerDeps{
                        std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
-                       &SystemClock::Instance(), &registry, &dispatch, run_options});
+                       &SystemClock::Instance(), &registry, &dispatch, nullptr, run_options});
     auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
       const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
       executor::ExecutorOptions options;

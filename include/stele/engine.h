@@ -102,6 +102,12 @@ struct EngineOptions {
   // (see docs/sdk.md, "Eager dispatch"). Off: every child goes through the
   // pending state and the executors' lock loop.
   bool eager_dispatch = true;
+  // A child's result goes straight to its parent when the parent waits warm
+  // on it alone (a `call`), and commits with the parent's next step instead
+  // of a transaction of its own: a sequential step is one durable commit,
+  // not two (docs/sdk.md, "Result hand-off"). Off: every result is
+  // committed by the child's executor first.
+  bool result_handoff = true;
 };
 
 struct WorkflowOptions {

@@ -367,7 +367,16 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
   } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down,
                                       cancel_requested)) {
     const auto record_started = std::chrono::steady_clock::now();
-    auto applied = RecordOutcome(*write);
+    Result<ApplyStatus, storage::DbErrorWrite> applied = ApplyStatus::kWritten;
+    // A parent waiting warm on this very child records the result with its
+    // own next step; otherwise (or if it cannot) it is recorded here.
+    std::shared_ptr<ResponseHandoff::Ticket> ticket;
+    if (options_.response_handoff && !cancel_requested && !timed_out && !shutting_down) {
+      ticket = options_.response_handoff->Offer(*write);
+    }
+    if (!ticket || !ticket->AwaitResolution(options_.handoff_take_timeout)) {
+      applied = RecordOutcome(*write);
+    }
     stats_.record.Record(std::chrono::steady_clock::now() - record_started);
     if (applied && cancel_requested && *applied != ApplyStatus::kWritten) {
       STELE_LOG(kInfo, id << ": cancelled while running; the worker's " << result.ToString()

@@ -81,6 +81,7 @@
 #include "executor/concurrency_limiter.h"
 #include "executor/latency_histogram.h"
 #include "executor/outcome.h"
+#include "executor/response_handoff.h"
 #include "executor/worker.h"
 #include "executor/worker_pool.h"
 #include "storage/db_executor.h"
@@ -129,6 +130,12 @@ struct ExecutorOptions {
   // ExecutionError "result too large" instead: it would come out as large
   // on every retry, and a parent would have to load it. 0: no limit.
   uint64_t max_result_bytes = 16u << 20;
+  // A finished child's result is offered to its parent's warm run, which
+  // records it with its own next step (executor/response_handoff.h); the
+  // run waits up to `handoff_take_timeout` for the parent to take it, then
+  // records it itself. nullptr: every result is recorded here.
+  std::shared_ptr<ResponseHandoff> response_handoff = nullptr;
+  std::chrono::milliseconds handoff_take_timeout{100};
 };
 
 class ExecTask {

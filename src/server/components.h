@@ -21,6 +21,7 @@
 #include "core/component_id.h"
 #include "core/function_type.h"
 #include "executor/local_dispatch.h"
+#include "executor/response_handoff.h"
 #include "executor/worker.h"
 #include "runtime/workflow/function_registry.h"
 #include "server/config.h"
@@ -37,6 +38,8 @@ struct WorkerEnv {
   // The server's executors by function (filled before they start): a
   // workflow locks the children they serve in the step that creates them.
   const executor::LocalDispatch* dispatch = nullptr;
+  // Children's results for their warm parents (executor/response_handoff.h).
+  executor::ResponseHandoff* handoff = nullptr;
 };
 
 using WorkerFactory =

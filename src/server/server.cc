@@ -70,7 +70,8 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   const auto& defaults = d.config.executor;
   d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
   d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
-  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry, &d.dispatch};
+  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry, &d.dispatch,
+                d.handoff.get()};
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   for (auto& component : d.components) {
     if (!component.make_worker) continue;  // stubs
@@ -90,6 +91,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     exec.retry_config = core::ComponentRetryConfig{
         max_retries, core::Duration::FromMillis(static_cast<uint64_t>(c.retry_backoff.count()))};
     exec.concurrency_limiter = workflow ? d.workflow_limiter : d.limiter;
+    exec.response_handoff = d.handoff;
     if (!workflow) exec.cancel_registry = d.cancels;
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected("cannot connect to the database: " + db.error().ToString());

@@ -51,6 +51,8 @@ class ServerImpl {
   // `tasks` by function, for eager dispatch of children (StopAll stops
   // every task before any is destroyed).
   executor::LocalDispatch dispatch;
+  // Children's results for their warm parents, shared by every executor.
+  std::shared_ptr<executor::ResponseHandoff> handoff = executor::ResponseHandoff::Create();
   std::unique_ptr<executor::ExpiredTimersWatcher> watcher;
 
   httplib::Server http;

@@ -43,4 +43,11 @@ Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendBatchCreateAn
   return result;
 }
 
+Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendOutcomesAndBatch(
+    DateTime, const std::vector<ChildOutcome>&, const std::vector<AppendRequest>&,
+    const ExecutionId&, Version, const std::vector<CreateRequest>&, const std::vector<ChildLock>&) {
+  return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(
+      "AppendOutcomesAndBatch is not supported by this backend"));
+}
+
 }  // namespace stele::storage

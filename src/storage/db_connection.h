@@ -60,6 +60,24 @@ class DbConnection : public DbExecutor {
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks);
 
+  // Whether AppendOutcomesAndBatch is available.
+  virtual bool SupportsOutcomesWithBatch() const { return false; }
+  // One transaction: each outcome as AppendBatchRespondToParent writes it —
+  // the child's events at their version, then its response to the parent,
+  // which must land at the parent's `response_index` (the response count
+  // the parent's run has seen; otherwise Conflict) — then, when `batch` is
+  // not empty, AppendBatchCreateAndLockChildren of the parent. A warm
+  // workflow that received its child's result in memory
+  // (executor/response_handoff.h) makes it durable with its own next step:
+  // one commit per sequential step instead of two. All or nothing, with the
+  // errors of both calls. Where !SupportsOutcomesWithBatch():
+  // ValidationFailed("not supported"), nothing written.
+  // REQUIRES: every outcome's response names `execution_id` as the parent.
+  virtual Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
+      DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+      const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks);
+
   // Errors: NotFound (no execution or no such version), Generic.
   virtual Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(
       const ExecutionId& execution_id, Version version) = 0;

@@ -100,6 +100,15 @@ struct AppendResponseToExecution {
   core::SupportedFunctionReturnValue result;
 };
 
+// A child's outcome recorded in its parent's next transaction
+// (DbConnection::AppendOutcomesAndBatch): what AppendBatchRespondToParent
+// would write, plus where the parent expects the response.
+struct ChildOutcome {
+  AppendEventsToExecution child;       // the child's Finished, at its version
+  AppendResponseToExecution response;  // to the parent
+  uint32_t response_index = 0;         // the parent's response count before it
+};
+
 struct ExpiredLock {
   ExecutionId execution_id;
   Version locked_at_version;  // of the last Locked event: detects progress

@@ -90,6 +90,8 @@ class Engine::Impl {
   // read by workflow runs; the tasks outlive every run: StopAll stops them
   // all before any is destroyed).
   executor::LocalDispatch dispatch;
+  // Children's results for their warm parents (shared by every executor).
+  std::shared_ptr<executor::ResponseHandoff> handoff = executor::ResponseHandoff::Create();
 
   ~Impl() {
     StopAll();
@@ -248,7 +250,8 @@ Result<void, Error> Engine::Start() {
     run_options.max_warm_wait = d.options.max_warm_wait;
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
         d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
-        &d.registry, run_options, d.options.eager_dispatch ? &d.dispatch : nullptr);
+        &d.registry, run_options, d.options.eager_dispatch ? &d.dispatch : nullptr,
+        d.options.result_handoff ? d.handoff.get() : nullptr);
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = d.options.workflow_lock_expiry;
@@ -258,6 +261,7 @@ Result<void, Error> Engine::Start() {
         std::nullopt,
         core::Duration::FromMillis(static_cast<uint64_t>(d.options.workflow_retry_backoff.count()))};
     exec.concurrency_limiter = workflow_limiter;
+    if (d.options.result_handoff) exec.response_handoff = d.handoff;
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
@@ -277,6 +281,7 @@ Result<void, Error> Engine::Start() {
         core::Duration::FromMillis(static_cast<uint64_t>(group.options.backoff.count()))};
     exec.concurrency_limiter = limiter;
     exec.cancel_registry = d.cancels;
+    if (d.options.result_handoff) exec.response_handoff = d.handoff;
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(

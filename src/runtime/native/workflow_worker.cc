@@ -40,13 +40,15 @@ NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowF
                                            const Clock* clock,
                                            const workflow::FunctionRegistry* functions,
                                            workflow::WorkflowRunOptions options,
-                                           const executor::LocalDispatch* dispatch)
+                                           const executor::LocalDispatch* dispatch,
+                                           executor::ResponseHandoff* handoff)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
       options_(std::move(options)),
-      dispatch_(dispatch) {
+      dispatch_(dispatch),
+      handoff_(handoff) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
 }
 
@@ -58,7 +60,7 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   }
   Json params = ctx.params;
   workflow::WorkflowRun run(std::move(ctx),
-                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_}, options_);
+                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_}, options_);
   NativeRun native(run);
   WorkflowContext wctx(native);
 

@@ -39,7 +39,8 @@ class NativeWorkflowWorker final : public executor::Worker {
                        std::shared_ptr<storage::DbConnection> db, const Clock* clock,
                        const workflow::FunctionRegistry* functions,
                        workflow::WorkflowRunOptions options,
-                       const executor::LocalDispatch* dispatch = nullptr);
+                       const executor::LocalDispatch* dispatch = nullptr,
+                       executor::ResponseHandoff* handoff = nullptr);
 
   executor::WorkerResult Run(executor::WorkerContext ctx) override;
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
@@ -52,6 +53,7 @@ class NativeWorkflowWorker final : public executor::Worker {
   const workflow::FunctionRegistry* functions_;
   workflow::WorkflowRunOptions options_;
   const executor::LocalDispatch* dispatch_;  // may be null
+  executor::ResponseHandoff* handoff_;        // may be null
 };
 
 // Adapts a workflow returning Task<Json> (ok only) to the ok-or-err form.

@@ -141,13 +141,14 @@ class Env {
     workflow_worker_ = std::make_shared<WasmWorkflowWorker>(
         config_.workflows,
         WasmWorkflowWorkerDeps{std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
-                               &SystemClock::Instance(), &registry_, &dispatch_, run_options,
+                               &SystemClock::Instance(), &registry_, &dispatch_, handoff_.get(), run_options,
                                config_.guest_slice, true});
     executor::ExecutorOptions wf;
     wf.lock_expiry = std::chrono::milliseconds(2000);
     wf.tick_sleep = std::chrono::milliseconds(20);
     wf.component_id = config_.workflows->component_id;
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
+    wf.response_handoff = handoff_;
     tasks_.push_back(std::make_unique<executor::ExecTask>(
         workflow_worker_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), wf));
     dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
@@ -160,6 +161,7 @@ class Env {
       act.component_id = config_.activities->component_id;
       act.retry_config = core::ComponentRetryConfig{config_.activity_max_retries,
                                                     core::Duration::FromMillis(10)};
+      act.response_handoff = handoff_;
       tasks_.push_back(std::make_unique<executor::ExecTask>(
           worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), act));
       dispatch_.Add(worker->ExportedFunctions(), tasks_.back().get());
@@ -231,6 +233,7 @@ class Env {
   // The executors above by function: children are dispatched eagerly, as in
   // the server.
   executor::LocalDispatch dispatch_;
+  std::shared_ptr<executor::ResponseHandoff> handoff_ = executor::ResponseHandoff::Create();
 };
 
 template <class T>

@@ -52,6 +52,8 @@ struct WasmWorkflowWorkerDeps {
   const workflow::FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
   // Eager dispatch of children (executor/local_dispatch.h); may be null.
   const executor::LocalDispatch* dispatch = nullptr;
+  // Children's results handed over in memory (executor/response_handoff.h); may be null.
+  executor::ResponseHandoff* handoff = nullptr;
   workflow::WorkflowRunOptions run_options;
   // Longest the guest may compute between two host calls.
   std::chrono::milliseconds guest_slice{5000};

@@ -75,6 +75,23 @@ RunState::RunState(executor::WorkerContext c, WorkflowRunDeps d, WorkflowRunOpti
   ctx.responses.clear();
 }
 
+RunState::~RunState() {
+  if (taken_.empty()) return;
+  // The run ends (an error, a fatal interruption) holding results it took
+  // in memory: write them now, before its executor records how it ended;
+  // if that fails their executors record them.
+  std::vector<storage::ChildOutcome> outcomes;
+  for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
+  auto written = deps.db->AppendOutcomesAndBatch(Now(), outcomes, {}, ctx.execution_id, version_,
+                                                 {}, {});
+  ResolveTaken(written.has_value());
+}
+
+void RunState::ResolveTaken(bool recorded) {
+  for (TakenOutcome& taken : taken_) taken.ticket->Resolve(recorded);
+  taken_.clear();
+}
+
 Unexpected<Interruption> RunState::Interrupt(Interruption i) {
   if (!interruption) interruption = i;
   return Unexpected(std::move(i));
@@ -164,7 +181,7 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
 }
 
 Result<void, Interruption> RunState::Flush() {
-  if (cache_.empty()) return {};
+  if (cache_.empty() && taken_.empty()) return {};
   const DateTime now = Now();
   // Children due now that an executor of this process serves are locked
   // for it in this transaction and handed over once it commits.
@@ -181,7 +198,20 @@ Result<void, Interruption> RunState::Flush() {
   }
   Result<core::Version, storage::DbErrorWrite> next = core::Version(0);
   std::vector<storage::LockedExecution> locked;
-  if (!locks.empty()) {
+  if (!taken_.empty()) {
+    // Children's results this run took in memory commit with its step.
+    std::vector<storage::ChildOutcome> outcomes;
+    for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
+    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, cache_, ctx.execution_id,
+                                                   version_, cache_children_, locks);
+    ResolveTaken(written.has_value());
+    if (written) {
+      next = written->next_version;
+      locked = std::move(written->locked);
+    } else {
+      next = Unexpected(std::move(written).error());
+    }
+  } else if (!locks.empty()) {
     auto created = deps.db->AppendBatchCreateAndLockChildren(now, cache_, ctx.execution_id,
                                                              version_, cache_children_, locks);
     if (created) {
@@ -340,14 +370,52 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
     // costs one commit, not one per child).
     STELE_TRY(MaybeFlush());
   } else {
+    // Opened before the flush that may hand the child to a local executor:
+    // a child that finishes at once still finds the slot.
+    CancellationToken wake;
+    std::unique_ptr<executor::ResponseHandoff::Slot> slot = OpenHandoffSlot(*state, wake);
     STELE_TRY(Flush());
-    STELE_TRY(WaitForResponses(join_set, k));
+    STELE_TRY(WaitForResponses(join_set, k, slot.get(), &wake));
   }
   return Consume(*state, responses_by_join_set_[join_set][k - 1]);
 }
 
+std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(
+    const JoinSetState& state, const CancellationToken& wake) {
+  if (deps.handoff == nullptr || options.blocking_strategy != BlockingStrategy::kAwait ||
+      !deps.db->SupportsOutcomesWithBatch() || state.unconsumed.size() != 1) {
+    return nullptr;
+  }
+  // Exactly one child outstanding, and its result is the awaited one: with
+  // more (a fan-out), the children's results commit concurrently in group
+  // commits, which beats folding them one by one into this run's steps.
+  const Submission& only = state.unconsumed.begin()->second;
+  const auto* child = std::get_if<core::ExecutionIdDerived>(&only.id);
+  if (child == nullptr) return nullptr;
+  return deps.handoff->Open(*child, [wake] { wake.Cancel(); });
+}
+
+void RunState::AcceptHandedOver(executor::PlannedWrite write,
+                                std::shared_ptr<executor::ResponseHandoff::Ticket> ticket) {
+  const storage::AppendResponseToExecution& response = *write.parent_response;
+  const auto index = static_cast<uint32_t>(responses_.size());
+  AddResponses({core::JoinSetResponseEventOuter{
+      response.created_at,
+      core::JoinSetResponseEvent{
+          response.join_set_id,
+          core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
+                                       response.result}}}});
+  taken_.push_back(TakenOutcome{
+      storage::ChildOutcome{
+          storage::AppendEventsToExecution{write.execution_id, write.version, {write.request}},
+          response, index},
+      std::move(ticket)});
+}
+
 Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& join_set,
-                                                      uint64_t k) {
+                                                      uint64_t k,
+                                                      executor::ResponseHandoff::Slot* slot,
+                                                      const CancellationToken* wake) {
   auto have = [&] {
     auto it = responses_by_join_set_.find(join_set);
     return it != responses_by_join_set_.end() && it->second.size() >= k;
@@ -360,7 +428,28 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
   }
   using Steady = std::chrono::steady_clock;
   const Steady::time_point started = Steady::now();
+  // While a handoff slot is watched the waits are on `wake`, which an
+  // offer fires; a cancel of the run fires it too.
+  struct CancelLink {
+    const CancellationToken& token;
+    std::optional<uint64_t> id;
+    ~CancelLink() {
+      if (id) token.Unregister(*id);
+    }
+  } link{ctx.cancel, std::nullopt};
+  if (slot != nullptr) link.id = ctx.cancel.OnCancel([w = *wake] { w.Cancel(); });
   for (;;) {
+    if (slot != nullptr) {
+      if (std::shared_ptr<executor::ResponseHandoff::Ticket> ticket = slot->TakeTicket()) {
+        if (std::optional<executor::PlannedWrite> write = ticket->Take()) {
+          AcceptHandedOver(*std::move(write), std::move(ticket));
+          if (have()) return {};
+        }
+        // Reclaimed by its executor meanwhile: the database delivers it.
+        // The slot's wake has fired, so wait on the run's token from now on.
+        slot = nullptr;
+      }
+    }
     const DateTime now = Now();
     if (now >= lock_expires_at_) {
       return Interrupt(Interruption::Kind::kBlocked, awaiting + " (lease ended)");
@@ -373,13 +462,16 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
     }
     auto got = deps.db->SubscribeToNextResponses(
         ctx.execution_id, static_cast<uint32_t>(responses_.size()),
-        storage::WaitOptions{Steady::now() + wait, ctx.cancel});
+        storage::WaitOptions{Steady::now() + wait, slot != nullptr ? *wake : ctx.cancel});
     if (got) {
       AddResponses(*std::move(got));
       if (have()) return {};
     } else if (got.error().IsTimeout()) {
       if (got.error().timeout() == storage::TimeoutOutcome::kCancel) {
-        return Interrupt(Interruption::Kind::kCancelled, "run cancelled while " + awaiting);
+        if (ctx.cancel.IsCancelled()) {
+          return Interrupt(Interruption::Kind::kCancelled, "run cancelled while " + awaiting);
+        }
+        continue;  // an offer in the slot woke the wait
       }
     } else {
       return DbFailure("subscribing to responses", storage::DbErrorWrite(got.error().read()));

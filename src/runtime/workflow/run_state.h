@@ -47,6 +47,11 @@ struct JoinSetState {
 class RunState {
  public:
   RunState(executor::WorkerContext ctx, WorkflowRunDeps deps, WorkflowRunOptions options);
+  // Records (or gives back to their executors) children's results taken
+  // from the handoff and not yet written.
+  ~RunState();
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
 
   executor::WorkerContext ctx;
   const WorkflowRunDeps deps;
@@ -115,8 +120,21 @@ class RunState {
   // Extends the lock by appending Locked (same executor and run).
   Result<void, Interruption> ExtendLock(DateTime now);
   // Waits (kAwait) until the join set has `k` responses or the lease /
-  // warm-wait bound ends (kBlocked).
-  Result<void, Interruption> WaitForResponses(const core::JoinSetId& join_set, uint64_t k);
+  // warm-wait bound ends (kBlocked). With `slot`, a result handed over
+  // there (its offer cancels `wake`) counts as a response.
+  Result<void, Interruption> WaitForResponses(const core::JoinSetId& join_set, uint64_t k,
+                                              executor::ResponseHandoff::Slot* slot = nullptr,
+                                              const CancellationToken* wake = nullptr);
+  // A handoff slot for the one child `state` still awaits, when this run
+  // may take its result in memory; nullptr otherwise.
+  std::unique_ptr<executor::ResponseHandoff::Slot> OpenHandoffSlot(const JoinSetState& state,
+                                                                   const CancellationToken& wake);
+  // Makes a handed-over result part of the run (a response at the next
+  // cursor) and keeps it to be written with the next Flush.
+  void AcceptHandedOver(executor::PlannedWrite write,
+                        std::shared_ptr<executor::ResponseHandoff::Ticket> ticket);
+  // Resolves every taken result's ticket and forgets them.
+  void ResolveTaken(bool recorded);
   // Whether everything `state` awaits is a delay expiring after the lease:
   // a warm wait could not end before the lease does (short of a cancel),
   // so even a kAwait run unloads at once and frees its executor slot.
@@ -127,6 +145,14 @@ class RunState {
   size_t cursor_ = 0;
   core::Version version_;
   DateTime lock_expires_at_;
+
+  // Children's results taken from the handoff: written by the next Flush,
+  // before anything else of this run that depends on them.
+  struct TakenOutcome {
+    storage::ChildOutcome outcome;
+    std::shared_ptr<executor::ResponseHandoff::Ticket> ticket;
+  };
+  std::vector<TakenOutcome> taken_;
 
   // Cache of non-blocking events.
   std::vector<storage::AppendRequest> cache_;

@@ -103,6 +103,7 @@
 #include "core/ids.h"
 #include "core/return_value.h"
 #include "executor/local_dispatch.h"
+#include "executor/response_handoff.h"
 #include "executor/worker.h"
 #include "runtime/workflow/function_registry.h"
 #include "storage/db_connection.h"
@@ -151,6 +152,11 @@ struct WorkflowRunDeps {
   // for them in the transaction that creates them and handed over at once
   // (executor/local_dispatch.h). nullptr: every child is created pending.
   const executor::LocalDispatch* dispatch = nullptr;
+  // Children's results handed over in memory while this run waits warm on
+  // one child; they commit with the run's next step
+  // (executor/response_handoff.h). nullptr: results arrive through the
+  // database only.
+  executor::ResponseHandoff* handoff = nullptr;
 };
 
 // The guest must stop now.

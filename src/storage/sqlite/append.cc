@@ -49,60 +49,114 @@ Result<Version, DbErrorWrite> SqliteConnection::AppendBatchCreateNewExecution(
       });
 }
 
+namespace {
+
+// AppendBatchCreateAndLockChildren inside the caller's transaction.
+Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
+    WriteContext& tx, DateTime current_time, const std::vector<AppendRequest>& batch,
+    const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+    STELE_ASSIGN_OR_RETURN(Version next,
+                           AppendBatchTx(tx, execution_id, version, batch, current_time));
+    // Each child's "became pending" notice, to withdraw for the children
+    // locked below: nobody else needs waking for them.
+    std::vector<std::pair<ExecutionId, size_t>> notice_of;
+    for (const CreateRequest& child : child_requests) {
+      const size_t notice = tx.notes.pending.size();
+      STELE_TRY(CreateTx(tx, child, current_time));
+      if (tx.notes.pending.size() == notice + 1) notice_of.emplace_back(child.execution_id, notice);
+    }
+    std::vector<size_t> withdrawn;
+    CreatedAndLockedChildren result{next, {}};
+    for (const ChildLock& lock : locks) {
+      const CreateRequest* created = nullptr;
+      for (const CreateRequest& child : child_requests) {
+        if (child.execution_id == lock.child_id) created = &child;
+      }
+      if (created == nullptr) {
+        STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+        continue;
+      }
+      // A lock the rules refuse leaves that child pending, and only it.
+      STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
+      auto appended = AppendEventTx(tx, lock.child_id, Version(1),
+                                    AppendRequest{current_time, lock.locked}, current_time);
+      if (appended) {
+        STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
+        // A child locked where it was created has no history and no
+        // responses yet: its LockedExecution is its CreateRequest, so
+        // nothing is read back.
+        result.locked.push_back(LockedExecution{lock.child_id, *appended, created->metadata,
+                                                lock.locked, created->ffqn, created->params,
+                                                {}, {}, created->parent, 0});
+        for (const auto& [id, notice] : notice_of) {
+          if (id == lock.child_id) withdrawn.push_back(notice);
+        }
+      } else {
+        STELE_LOG(kDebug, lock.child_id.ToString()
+                              << ": not locked at creation: " << appended.error().ToString());
+        STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
+        STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
+      }
+    }
+    std::sort(withdrawn.rbegin(), withdrawn.rend());
+    for (size_t notice : withdrawn) {
+      tx.notes.pending.erase(tx.notes.pending.begin() + static_cast<std::ptrdiff_t>(notice));
+    }
+    return result;
+}
+
+// AppendBatchRespondToParent inside the caller's transaction.
+Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
+                                                const AppendEventsToExecution& events,
+                                                const AppendResponseToExecution& response,
+                                                DateTime current_time) {
+  STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
+                                                     events.batch, current_time));
+  core::JoinSetResponseEventOuter outer{
+      response.created_at,
+      core::JoinSetResponseEvent{
+          response.join_set_id,
+          core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
+                                       response.result}}};
+  // A second response for the same child is Conflict, and the child's
+  // events above are rolled back with it.
+  STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, outer, current_time));
+  return next;
+}
+
+}  // namespace
+
 Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendBatchCreateAndLockChildren(
     DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
     Version version, const std::vector<CreateRequest>& child_requests,
     const std::vector<ChildLock>& locks) {
+  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>([&](WriteContext& tx) {
+    return CreateAndLockTx(tx, current_time, batch, execution_id, version, child_requests, locks);
+  });
+}
+
+Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendOutcomesAndBatch(
+    DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+    const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
-        STELE_ASSIGN_OR_RETURN(Version next,
-                               AppendBatchTx(tx, execution_id, version, batch, current_time));
-        // Each child's "became pending" notice, to withdraw for the children
-        // locked below: nobody else needs waking for them.
-        std::vector<std::pair<ExecutionId, size_t>> notice_of;
-        for (const CreateRequest& child : child_requests) {
-          const size_t notice = tx.notes.pending.size();
-          STELE_TRY(CreateTx(tx, child, current_time));
-          if (tx.notes.pending.size() == notice + 1) notice_of.emplace_back(child.execution_id, notice);
-        }
-        std::vector<size_t> withdrawn;
-        CreatedAndLockedChildren result{next, {}};
-        for (const ChildLock& lock : locks) {
-          const CreateRequest* created = nullptr;
-          for (const CreateRequest& child : child_requests) {
-            if (child.execution_id == lock.child_id) created = &child;
+        for (const ChildOutcome& outcome : outcomes) {
+          // The parent's run consumed the response as its response number
+          // `response_index`; anything that landed first would reorder what
+          // a replay sees.
+          STELE_ASSIGN_OR_RETURN(
+              uint32_t cursor,
+              NextCursor(tx.connection, outcome.response.parent_execution_id.ToString()));
+          if (cursor != outcome.response_index) {
+            return Unexpected(DbErrorWriteNonRetriable::Conflict());
           }
-          if (created == nullptr) {
-            STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
-            continue;
-          }
-          // A lock the rules refuse leaves that child pending, and only it.
-          STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
-          auto appended = AppendEventTx(tx, lock.child_id, Version(1),
-                                        AppendRequest{current_time, lock.locked}, current_time);
-          if (appended) {
-            STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
-            // A child locked where it was created has no history and no
-            // responses yet: its LockedExecution is its CreateRequest, so
-            // nothing is read back.
-            result.locked.push_back(LockedExecution{lock.child_id, *appended, created->metadata,
-                                                    lock.locked, created->ffqn, created->params,
-                                                    {}, {}, created->parent, 0});
-            for (const auto& [id, notice] : notice_of) {
-              if (id == lock.child_id) withdrawn.push_back(notice);
-            }
-          } else {
-            STELE_LOG(kDebug, lock.child_id.ToString()
-                                  << ": not locked at creation: " << appended.error().ToString());
-            STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
-            STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
-          }
+          STELE_TRY(RespondToParentTx(tx, outcome.child, outcome.response, current_time));
         }
-        std::sort(withdrawn.rbegin(), withdrawn.rend());
-        for (size_t notice : withdrawn) {
-          tx.notes.pending.erase(tx.notes.pending.begin() + static_cast<std::ptrdiff_t>(notice));
-        }
-        return result;
+        if (batch.empty()) return CreatedAndLockedChildren{version, {}};
+        return CreateAndLockTx(tx, current_time, batch, execution_id, version, child_requests,
+                               locks);
       });
 }
 
@@ -110,20 +164,7 @@ Result<Version, DbErrorWrite> SqliteConnection::AppendBatchRespondToParent(
     const AppendEventsToExecution& events, const AppendResponseToExecution& response,
     DateTime current_time) {
   return store_->Write<Version, DbErrorWrite>(
-      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
-        STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
-                                                           events.batch, current_time));
-        core::JoinSetResponseEventOuter outer{
-            response.created_at,
-            core::JoinSetResponseEvent{
-                response.join_set_id,
-                core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
-                                             response.result}}};
-        // A second response for the same child is Conflict, and the child's
-        // events above are rolled back with it.
-        STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, outer, current_time));
-        return next;
-      });
+      [&](WriteContext& tx) { return RespondToParentTx(tx, events, response, current_time); });
 }
 
 Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req) {

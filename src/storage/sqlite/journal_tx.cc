@@ -375,6 +375,20 @@ Result<bool, DbErrorGeneric> ChildResponseExists(Connection& db, const std::stri
   return stmt.Step();
 }
 
+
+// Whether the child's log already holds a Finished with exactly `result` at
+// `version`; then the response need not repeat the result (it is joined).
+Result<bool, DbErrorGeneric> ChildFinishedWith(Connection& db, const std::string& child_id,
+                                               Version version,
+                                               const core::SupportedFunctionReturnValue& result) {
+  STELE_ASSIGN_OR_RETURN(auto event, LoadEvent(db, child_id, version));
+  if (!event) return false;
+  const auto* finished = std::get_if<core::Finished>(&event->event);
+  return finished != nullptr && finished->result == result;
+}
+
+}  // namespace
+
 Result<uint32_t, DbErrorGeneric> NextCursor(Connection& db, std::string_view id) {
   STELE_ASSIGN_OR_RETURN(Statement stmt,
                          db.Prepare("SELECT idx FROM t_join_set_response WHERE execution_id = ? "
@@ -389,19 +403,6 @@ Result<uint32_t, DbErrorGeneric> NextCursor(Connection& db, std::string_view id)
   }
   return static_cast<uint32_t>(last + 1);
 }
-
-// Whether the child's log already holds a Finished with exactly `result` at
-// `version`; then the response need not repeat the result (it is joined).
-Result<bool, DbErrorGeneric> ChildFinishedWith(Connection& db, const std::string& child_id,
-                                               Version version,
-                                               const core::SupportedFunctionReturnValue& result) {
-  STELE_ASSIGN_OR_RETURN(auto event, LoadEvent(db, child_id, version));
-  if (!event) return false;
-  const auto* finished = std::get_if<core::Finished>(&event->event);
-  return finished != nullptr && finished->result == result;
-}
-
-}  // namespace
 
 Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId& execution_id,
                                             const core::JoinSetResponseEventOuter& response,

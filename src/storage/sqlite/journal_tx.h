@@ -45,6 +45,9 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
                                             const core::JoinSetResponseEventOuter& response,
                                             DateTime current_time);
 
+// The index the next response of `id` gets (its response count).
+Result<uint32_t, DbErrorGeneric> NextCursor(Connection& db, std::string_view id);
+
 // The outcome recorded for `delay_id` (true = expired), if any.
 Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
                                                               const core::DelayId& delay_id);

@@ -416,6 +416,72 @@ TEST_P(AppendTest, AppendBatchCreateAndLockChildrenIsAllOrNothingForTheCreation)
   EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
 }
 
+// A warm parent records its child's outcome with its own next step.
+// `parent` locked, blocked on a named join set awaiting `child`, which is
+// created and locked; returns the parent's next version.
+Version SetupBlockedParent(DbConnection& db, const ExecutionId& parent,
+                           const core::ExecutionIdDerived& child, const core::JoinSetId& join_set) {
+  Version v = CreateLocked(db, parent, kT0, Runner::New(), kT0 + 10s);
+  v = Must(db.AppendBatchCreateNewExecution(
+      kT0, {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
+            JoinNextReq(kT0, join_set, kT0 + 10s)},
+      parent, v, {ChildCreateReq(child, kT0)}));
+  Must(LockOneAt(db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 5s));
+  return v;
+}
+ChildOutcome OutcomeOf(const core::ExecutionIdDerived& child, uint32_t index) {
+  return ChildOutcome{AppendEventsToExecution{ExecutionId(child), Version(2),
+                                              {FinishedReq(kT0 + 1s, OkResult(core::Json(7)))}},
+                      ChildResponse(child, kT0 + 1s, Version(2), OkResult(core::Json(7))), index};
+}
+
+TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
+  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "not supported by this backend";
+  ExecutionId parent = NewId();
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
+  Version v = SetupBlockedParent(db(), parent, child, join_set);
+
+  CreatedAndLockedChildren written = Must(db().AppendOutcomesAndBatch(
+      kT0 + 1s, {OutcomeOf(child, 0)}, {PersistReq(kT0 + 1s)}, parent, v, {},
+      {}));
+  EXPECT_EQ(written.next_version, Version(v.value() + 1));
+  EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
+  ExecutionLog log = Must(db().Get(parent));
+  ASSERT_THAT(log.responses, SizeIs(1));
+  EXPECT_EQ(log.events.back().version, v);
+}
+
+TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
+  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "not supported by this backend";
+  ExecutionId parent = NewId();
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
+  Version v = SetupBlockedParent(db(), parent, child, join_set);
+
+  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 1)},
+                                          {PersistReq(kT0 + 1s)}, parent, v, {}, {}),
+              IsNonRetriable(kConflict));
+  EXPECT_FALSE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
+  ExecutionLog log = Must(db().Get(parent));
+  EXPECT_THAT(log.responses, IsEmpty());
+  EXPECT_EQ(log.next_version, v);
+
+  // With an empty batch only the outcome is written.
+  EXPECT_EQ(Must(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 0)},
+                                             {}, parent, v, {}, {}))
+                .next_version,
+            v);
+  EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
+  EXPECT_THAT(Must(db().Get(parent)).responses, SizeIs(1));
+}
+
+TEST_P(AppendTest, OutcomesWithBatchIsRefusedCleanlyWhereUnsupported) {
+  if (db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "supported by this backend";
+  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0, {}, {}, NewId(), Version(1), {}, {}),
+              IsNonRetriable(kValidationFailed));
+}
+
 TEST_P(AppendTest, GetExecutionEventReturnsEachVersion) {
   ExecutionId id = NewId();
   Runner runner = Runner::New();

@@ -246,6 +246,28 @@ class FaultyConnectionT : public FaultyExecutorT<Iface> {
                                                    child_requests);
     });
   }
+  // The step writes of a workflow that creates children share its faults.
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests,
+      const std::vector<ChildLock>& locks) override {
+    return Guarded(*plan_, FaultyMethod::kAppendBatchCreateNewExecution, version, [&] {
+      return inner_->AppendBatchCreateAndLockChildren(current_time, batch, execution_id, version,
+                                                      child_requests, locks);
+    });
+  }
+  bool SupportsOutcomesWithBatch() const override { return inner_->SupportsOutcomesWithBatch(); }
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
+      DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+      const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests,
+      const std::vector<ChildLock>& locks) override {
+    return Guarded(*plan_, FaultyMethod::kAppendBatchCreateNewExecution, version, [&] {
+      return inner_->AppendOutcomesAndBatch(current_time, outcomes, batch, execution_id, version,
+                                            child_requests, locks);
+    });
+  }
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override {
     return Guarded(*plan_, FaultyMethod::kGetExecutionEvent, std::nullopt,

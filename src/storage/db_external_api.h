@@ -45,6 +45,16 @@ class DbExternalApi : public DbConnection {
   // (the server's /metrics does). Errors: Generic.
   virtual Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() = 0;
 
+  // The queue of the functions `ffqns` (children included): executions
+  // PendingAt with scheduled_at <= now (`due`) or > now
+  // (`scheduled_later`, e.g. retries backing off, a warm run's lease), and
+  // Locked ones. Each execution counts once, whatever duplicates `ffqns`
+  // holds; an empty `ffqns` counts nothing. A consistent snapshot, served
+  // by the pending indexes (it does not scan finished executions).
+  // Errors: Generic.
+  virtual Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
+      const std::vector<core::FunctionFqn>& ffqns, DateTime now) = 0;
+
   // Moves an unfinished execution from component digest `old_digest` to
   // `new_digest`. Errors: NotFound; NonRetriable when the current digest is
   // not `old_digest` (Conflict) or the execution is finished (IllegalState).

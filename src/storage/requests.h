@@ -138,6 +138,16 @@ struct ExecutionCounts {
   friend bool operator==(const ExecutionCounts&, const ExecutionCounts&) = default;
 };
 
+// The queue of a set of functions (DbExternalApi::CountPendingByFfqns): its
+// pending executions due by a given instant, those scheduled after it, and
+// those locked (being run) now.
+struct PendingCounts {
+  uint64_t due = 0;
+  uint64_t scheduled_later = 0;
+  uint64_t locked = 0;
+  friend bool operator==(const PendingCounts&, const PendingCounts&) = default;
+};
+
 struct ExecutionWithState {
   ExecutionId execution_id;
   core::FunctionFqn ffqn;

@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "storage/postgres/pg_conn.h"
@@ -20,13 +23,25 @@
 namespace stele::storage::postgres {
 namespace {
 
+using conformance::ChildCreateReq;
+using conformance::ChildId;
+using conformance::ChildRequestReq;
+using conformance::ChildResponse;
+using conformance::CreateLocked;
 using conformance::CreateReq;
+using conformance::DelayRequestReq;
 using conformance::FinishedReq;
+using conformance::JoinNextReq;
+using conformance::JoinSetCreateReq;
 using conformance::kT0;
+using conformance::LockOneAt;
 using conformance::LockPendingA;
 using conformance::Must;
+using conformance::NamedJoinSet;
 using conformance::NewId;
 using conformance::OkResult;
+using conformance::PersistReq;
+using conformance::RetryConfig;
 using conformance::Runner;
 using internal::PgConn;
 using namespace std::chrono_literals;
@@ -120,8 +135,10 @@ TEST_F(PostgresPoolTest, ReconnectsAfterTerminateBackend) {
   std::this_thread::sleep_for(100ms);
   // The dead idle connection is replaced transparently.
   ExecutionId id = NewId();
-  EXPECT_TRUE(db->Create(CreateReq(id, kT0)).has_value());
-  EXPECT_TRUE(db->GetPendingState(id).has_value());
+  auto created = db->Create(CreateReq(id, kT0));
+  EXPECT_TRUE(created.has_value()) << created.error().ToString();
+  auto state = db->GetPendingState(id);
+  EXPECT_TRUE(state.has_value()) << state.error().ToString();
 }
 
 TEST_F(PostgresPoolTest, NotifyWakesAWaiterOfAnotherPool) {
@@ -196,6 +213,175 @@ TEST_F(PostgresPoolTest, TwoPoolsNeverLockOneExecutionTwice) {
   for (const auto& id : all) unique.insert(id.ToString());
   EXPECT_EQ(all.size(), static_cast<size_t>(kExecutions));
   EXPECT_EQ(unique.size(), static_cast<size_t>(kExecutions));
+}
+
+// Round trips (waits for the server's reply) of each logical operation, in
+// steady state (its statements already prepared on the connection): the
+// table in docs/postgres.md. The bounds are the backend's design — one
+// round trip for a write that reads nothing first (Create, locking a batch
+// of any size), two for one that must lock and read a row before it
+// decides (the lock and the reads in the first, the writes and COMMIT in
+// the second) — so a change that adds round trips fails here.
+TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
+  const std::string conninfo = EmptyDatabase();
+  // One connection, so every statement is prepared after the warm-up run.
+  auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo, .max_connections = 1}));
+  auto db = Must(pool->ConnectionTest());
+  const DateTime at = kT0 + 1s;
+  const core::JoinSetId js = NamedJoinSet("js");
+  auto drain = [&] {
+    while (!Must(LockPendingA(*db, 1000, kT0 + 1h, Runner::New(), kT0 + 2h)).empty()) {
+    }
+  };
+  struct Row {
+    std::string op;
+    uint64_t round_trips = 0;
+    uint64_t statements = 0;
+    uint64_t bound = 0;
+  };
+  std::vector<Row> rows;
+  // `setup` (not counted) returns the operation to count; both run twice
+  // and the second run counts.
+  auto measure = [&](const std::string& op, uint64_t bound,
+                     const std::function<std::function<void()>()>& setup) {
+    Row row{op, 0, 0, bound};
+    for (int run = 0; run < 2; ++run) {
+      std::function<void()> fn = setup();
+      const PostgresPoolStats before = pool->Stats();
+      fn();
+      const PostgresPoolStats after = pool->Stats();
+      row.round_trips = after.round_trips - before.round_trips;
+      row.statements = after.statements - before.statements;
+    }
+    rows.push_back(row);
+  };
+
+  measure("Create", 1, [&] {
+    return [&] { Must(db->Create(CreateReq(NewId(), kT0))); };
+  });
+  measure("LockPendingByFfqns, nothing due", 1, [&] {
+    drain();
+    return [&] { EXPECT_TRUE(Must(LockPendingA(*db, 8, at, Runner::New(), at + 10s)).empty()); };
+  });
+  measure("LockPendingByFfqns, batch of 1", 1, [&] {
+    drain();
+    Must(db->Create(CreateReq(NewId(), kT0)));
+    return [&] { EXPECT_EQ(Must(LockPendingA(*db, 8, at, Runner::New(), at + 10s)).size(), 1u); };
+  });
+  measure("LockPendingByFfqns, batch of 8", 1, [&] {
+    drain();
+    for (int i = 0; i < 8; ++i) Must(db->Create(CreateReq(NewId(), kT0)));
+    return [&] { EXPECT_EQ(Must(LockPendingA(*db, 8, at, Runner::New(), at + 10s)).size(), 8u); };
+  });
+  measure("LockOne", 2, [&] {
+    ExecutionId id = NewId();
+    Must(db->Create(CreateReq(id, kT0)));
+    return [&, id] { Must(LockOneAt(*db, id, Version(1), at, Runner::New(), at + 10s)); };
+  });
+  measure("Append (Persist)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    return [&, id, v] { Must(db->Append(id, v, PersistReq(at))); };
+  });
+  measure("Append (Finished)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    return [&, id, v] { Must(db->Append(id, v, FinishedReq(at, OkResult()))); };
+  });
+  measure("AppendBatch (JoinSetCreate, ChildRequest, JoinNext)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    return [&, id, v] {
+      Must(db->AppendBatch(at,
+                           {JoinSetCreateReq(at, js), ChildRequestReq(at, ChildId(id, js, 1)),
+                            JoinNextReq(at, js, kT0 + 10s)},
+                           id, v));
+    };
+  });
+  measure("AppendBatchCreateNewExecution (3 events, 1 child)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    return [&, id, v] {
+      const auto child = ChildId(id, js, 1);
+      Must(db->AppendBatchCreateNewExecution(
+          at, {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
+          id, v, {ChildCreateReq(child, at)}));
+    };
+  });
+  measure("AppendBatchCreateAndLockChildren (3 events, 1 child locked)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    return [&, id, v] {
+      const auto child = ChildId(id, js, 1);
+      Runner runner = Runner::New();
+      const core::Locked lock{conformance::ComponentA(), runner.executor_id, runner.run_id,
+                              at + 5s, RetryConfig()};
+      auto done = Must(db->AppendBatchCreateAndLockChildren(
+          at, {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
+          id, v, {ChildCreateReq(child, at)}, {ChildLock{ExecutionId(child), lock}}));
+      EXPECT_EQ(done.locked.size(), 1u);
+    };
+  });
+  measure("AppendBatchRespondToParent (child Finished + response)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    const auto child = ChildId(id, js, 1);
+    v = Must(db->AppendBatchCreateNewExecution(
+        kT0, {JoinSetCreateReq(kT0, js), ChildRequestReq(kT0, child), JoinNextReq(kT0, js, kT0 + 10s)},
+        id, v, {ChildCreateReq(child, kT0)}));
+    Version cv =
+        Must(LockOneAt(*db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 10s))
+            .next_version;
+    return [&, child, cv] {
+      Must(db->AppendBatchRespondToParent(
+          AppendEventsToExecution{ExecutionId(child), cv, {FinishedReq(at, OkResult())}},
+          ChildResponse(child, at, cv, OkResult()), at));
+    };
+  });
+  measure("AppendDelayResponse", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    const core::DelayId delay(id, js, 1);
+    Must(db->AppendBatch(kT0,
+                         {JoinSetCreateReq(kT0, js), DelayRequestReq(kT0, delay, at),
+                          JoinNextReq(kT0, js, kT0 + 10s)},
+                         id, v));
+    return [&, id, delay] {
+      EXPECT_EQ(Must(db->AppendDelayResponse(at, id, js, delay, true)),
+                AppendDelayResponseOutcome::kSuccess);
+    };
+  });
+  ExecutionId finished = NewId();
+  {
+    Version v = CreateLocked(*db, finished, kT0, Runner::New(), kT0 + 10s);
+    const core::DelayId delay(finished, js, 1);
+    v = Must(db->AppendBatch(kT0, {JoinSetCreateReq(kT0, js), DelayRequestReq(kT0, delay, at)},
+                             finished, v));
+    Must(db->AppendDelayResponse(at, finished, js, delay, true));
+    Must(db->Append(finished, v, FinishedReq(at, OkResult())));
+  }
+  measure("SubscribeToNextResponses (one there)", 1, [&] {
+    return [&] { EXPECT_EQ(Must(db->SubscribeToNextResponses(finished, 0, WaitOptions::For(1s))).size(), 1u); };
+  });
+  measure("WaitForFinishedResult (finished)", 1, [&] {
+    return [&] { Must(db->WaitForFinishedResult(finished, WaitOptions::For(1s))); };
+  });
+  measure("GetExpiredTimers", 1, [&] {
+    return [&] { Must(db->GetExpiredTimers(kT0)); };
+  });
+  measure("Get (whole log)", 1, [&] {
+    return [&] { Must(db->Get(finished)); };
+  });
+
+  std::string table = "| Operation | Round trips | Statements |\n|---|---|---|\n";
+  for (const Row& row : rows) {
+    table += "| " + row.op + " | " + std::to_string(row.round_trips) + " | " +
+             std::to_string(row.statements) + " |\n";
+  }
+  std::printf("%s", table.c_str());
+  for (const Row& row : rows) {
+    EXPECT_LE(row.round_trips, row.bound) << row.op;
+  }
 }
 
 TEST_F(PostgresPoolTest, PoolIsBounded) {

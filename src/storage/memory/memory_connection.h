@@ -89,6 +89,8 @@ class MemoryConnection final : public DbConnectionTest {
   Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
       const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) override;
   Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() override;
+  Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
+      const std::vector<core::FunctionFqn>& ffqns, DateTime now) override;
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;

@@ -177,6 +177,24 @@ Result<ExecutionCounts, DbErrorGeneric> MemoryConnection::CountExecutionsByState
   return counts;
 }
 
+Result<PendingCounts, DbErrorGeneric> MemoryConnection::CountPendingByFfqns(
+    const std::vector<core::FunctionFqn>& ffqns, DateTime now) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  PendingCounts counts;
+  for (const auto& [id, journal] : state_->journals) {
+    const core::FunctionFqn& ffqn = journal.created().ffqn;
+    if (std::find(ffqns.begin(), ffqns.end(), ffqn) == ffqns.end()) continue;
+    const core::PendingState& state = journal.pending_state();
+    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&state.value)) {
+      ++(pending->scheduled_at <= now ? counts.due : counts.scheduled_later);
+    } else if (std::holds_alternative<core::PendingStateLocked>(state.value)) {
+      ++counts.locked;
+    }
+  }
+  return counts;
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> MemoryConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   std::lock_guard lock(state_->mu);

@@ -131,7 +131,14 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
       .retry_exp_backoff = std::nullopt,
       .created_at = TimeFromColumn(res.Int(row, c + 15)),
       .first_scheduled_at = TimeFromColumn(res.Int(row, c + 16)),
+      .response_count = 0,
+      .updated_at = TimeFromColumn(res.Int(row, c + 18)),
   };
+  const int64_t response_count = res.Int(row, c + 17);
+  if (response_count < 0 || response_count > int64_t{UINT32_MAX}) {
+    return Unexpected(Corrupt("t_state", execution_id, "response_count out of range"));
+  }
+  decoded.response_count = static_cast<uint64_t>(response_count);
   if (last_lock_version) {
     if (*last_lock_version < 0 || *last_lock_version > int64_t{UINT32_MAX}) {
       return Unexpected(Corrupt("t_state", execution_id, "last_lock_version out of range"));
@@ -152,31 +159,32 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
 }
 
 Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res, int row,
-                                                             std::string_view execution_id) {
-  const int64_t idx = res.Int(row, 0);
+                                                             std::string_view execution_id,
+                                                             int c) {
+  const int64_t idx = res.Int(row, c + 0);
   if (idx < 0 || idx > int64_t{UINT32_MAX}) {
     return Unexpected(Corrupt("t_join_set_response", execution_id, "cursor out of range"));
   }
   STELE_ASSIGN_OR_RETURN(auto join_set_id,
-                         ParseColumn<core::JoinSetId>(res.Text(row, 2), "response join_set_id"));
+                         ParseColumn<core::JoinSetId>(res.Text(row, c + 2), "response join_set_id"));
   std::optional<core::JoinSetResponse> event;
-  if (auto delay_id = res.OptStr(row, 3)) {
+  if (auto delay_id = res.OptStr(row, c + 3)) {
     STELE_ASSIGN_OR_RETURN(auto delay, ParseColumn<core::DelayId>(*delay_id, "delay_id"));
-    event = core::DelayFinished{std::move(delay), res.Bool(row, 4)};
+    event = core::DelayFinished{std::move(delay), res.Bool(row, c + 4)};
   } else {
-    const std::string child_text = res.Str(row, 5);
+    const std::string child_text = res.Str(row, c + 5);
     STELE_ASSIGN_OR_RETURN(auto child,
                            ParseColumn<core::ExecutionIdDerived>(child_text, "child_execution_id"));
-    const int64_t finished_version = res.Int(row, 6);
+    const int64_t finished_version = res.Int(row, c + 6);
     if (finished_version < 0 || finished_version > int64_t{UINT32_MAX}) {
       return Unexpected(
           Corrupt("t_join_set_response", execution_id, "finished_version out of range"));
     }
     core::SupportedFunctionReturnValue result;
-    if (auto inline_result = res.OptStr(row, 7)) {
+    if (auto inline_result = res.OptStr(row, c + 7)) {
       STELE_ASSIGN_OR_RETURN(result, DecodeJson<core::SupportedFunctionReturnValue>(
                                          *inline_result, "t_join_set_response.child_result"));
-    } else if (auto finished_json = res.OptStr(row, 8)) {
+    } else if (auto finished_json = res.OptStr(row, c + 8)) {
       STELE_ASSIGN_OR_RETURN(auto finished_event,
                              DecodeEvent(*finished_json, child_text, finished_version));
       const auto* finished = std::get_if<core::Finished>(&finished_event);
@@ -194,7 +202,7 @@ Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res
   }
   return ResponseWithCursor{
       core::JoinSetResponseEventOuter{
-          TimeFromColumn(res.Int(row, 1)),
+          TimeFromColumn(res.Int(row, c + 1)),
           core::JoinSetResponseEvent{std::move(join_set_id), std::move(*event)}},
       static_cast<uint32_t>(idx)};
 }

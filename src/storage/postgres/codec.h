@@ -28,12 +28,12 @@
 
 namespace stele::storage::postgres::internal {
 
-// SELECT list of t_state matching DecodeStateRow (17 columns).
+// SELECT list of t_state matching DecodeStateRow (19 columns).
 inline constexpr std::string_view kStateColumns =
     "execution_id, state, pending_expires_finished, component_id_input_digest, "
     "corresponding_version, last_lock_version, executor_id, run_id, join_set_id, "
     "join_set_closing, result_kind::text, intermittent_event_count, ffqn, max_retries, "
-    "retry_exp_backoff::text, created_at, first_scheduled_at";
+    "retry_exp_backoff::text, created_at, first_scheduled_at, response_count, updated_at";
 
 struct ExecutionState {
   std::string execution_id;
@@ -48,6 +48,8 @@ struct ExecutionState {
   std::optional<core::Duration> retry_exp_backoff;
   DateTime created_at;
   DateTime first_scheduled_at;
+  uint64_t response_count = 0;  // the next response's cursor
+  DateTime updated_at;
 
   bool IsFinished() const { return pending_state.IsFinished(); }
   Version NextVersion() const { return corresponding_version.Increment(); }
@@ -70,8 +72,10 @@ inline constexpr std::string_view kResponseSelect =
     "ON r.child_result IS NULL AND l.execution_id = r.child_execution_id "
     "AND l.version = r.finished_version AND l.variant = 'finished' ";
 
+// The 9 columns start at `col0`.
 Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res, int row,
-                                                             std::string_view execution_id);
+                                                             std::string_view execution_id,
+                                                             int col0 = 0);
 
 // bytea text form ("\x" + lowercase hex) of a digest, and back.
 std::string DigestParam(const core::InputContentDigest& digest);

@@ -2,9 +2,9 @@
 // DbConnection, DbExternalApi, DbConnectionTest) over one Store. Each call
 // is one logical operation on one pooled connection: writes are one
 // transaction (journal.h has the rules), multi-query reads one snapshot.
-// Split by concern: write.cc (appends, creation, responses, locking,
-// backtraces, upgrade), read.cc (point reads, timers, lists), wait.cc
-// (notification-based waits).
+// Split by concern: write.cc (appends, creation, responses, backtraces,
+// upgrade), lock.cc (locking), read.cc (point reads, timers, lists,
+// counts), wait.cc (notification-based waits).
 //
 // Threading: safe for concurrent use; holds no state of its own.
 // Ownership: shares the Store with the pool (postgres_pool.h).
@@ -64,6 +64,11 @@ class PostgresConnection final : public DbConnectionTest {
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests) override;
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
+      DateTime current_time, const std::vector<AppendRequest>& batch,
+      const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests,
+      const std::vector<ChildLock>& locks) override;
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override;
   Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;
@@ -90,6 +95,8 @@ class PostgresConnection final : public DbConnectionTest {
   Result<std::vector<ResponseWithCursor>, DbErrorRead> ListResponses(
       const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) override;
   Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() override;
+  Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
+      const std::vector<core::FunctionFqn>& ffqns, DateTime now) override;
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;

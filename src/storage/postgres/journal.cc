@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "base/check.h"
 #include "storage/pending_state_rules.h"
 
 namespace stele::storage::postgres::internal {
@@ -25,17 +26,144 @@ Result<PgResult, DbErrorGeneric> Q(PgConn& db, const std::string& sql,
   return std::move(*res);
 }
 
-// A write whose values PostgreSQL refuses (e.g. invalid text encoding) is the
-// caller's fault, not the database's.
-Result<PgResult, DbErrorWrite> QW(PgConn& db, const std::string& sql, const Params& params) {
-  auto res = db.Exec(sql, params);
-  if (!res) {
-    if (res.error().kind == PgError::Kind::kInvalidValue) {
-      return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(res.error().message));
-    }
-    return Unexpected(res.error().ToGeneric());
+const std::string kSelectState =
+    "SELECT " + std::string(kStateColumns) + " FROM t_state WHERE execution_id = $1";
+const std::string kLockState = kSelectState + " FOR UPDATE";
+const std::string kSelectEvents =
+    "SELECT version, created_at, json_value::text FROM t_execution_log "
+    "WHERE execution_id = $1 ORDER BY version";
+const std::string kSelectEvent =
+    "SELECT version, created_at, json_value::text FROM t_execution_log "
+    "WHERE execution_id = $1 AND version = $2";
+const std::string kSelectResponses =
+    std::string(kResponseSelect) + "WHERE r.execution_id = $1 AND r.idx >= $2 ORDER BY r.idx";
+
+// The created_at of the responses of a join set that its next JoinNexts
+// await: the k-th JoinNext of a join set (counting the ones in the log)
+// awaits its k-th response in cursor order. Offset $3 skips the JoinNexts
+// this transaction applied already (not in the log yet).
+const std::string kAwaitedResponses =
+    "SELECT r.created_at FROM t_join_set_response r WHERE r.execution_id = $1 AND "
+    "r.join_set_id = $2 ORDER BY r.idx OFFSET (SELECT COUNT(*) FROM t_execution_log l "
+    "WHERE l.execution_id = $1 AND l.join_set_id = $2 AND l.history_event_type = 'join_next') "
+    "+ $3 LIMIT $4";
+
+const std::string kUpsertDelay =
+    "WITH d AS (DELETE FROM t_delay WHERE execution_id = $1 AND delay_id = $3 "
+    "AND join_set_id <> $2) "
+    "INSERT INTO t_delay (execution_id, join_set_id, delay_id, expires_at) "
+    "VALUES ($1, $2, $3, $4) ON CONFLICT (execution_id, join_set_id, delay_id) "
+    "DO UPDATE SET expires_at = EXCLUDED.expires_at";
+
+const std::string kInsertRows =
+    "INSERT INTO t_state (execution_id, is_top_level, corresponding_version, ffqn, created_at, "
+    "component_id_input_digest, first_scheduled_at, pending_expires_finished, state, updated_at, "
+    "intermittent_event_count, max_retries, retry_exp_backoff, last_lock_version, executor_id, "
+    "run_id, join_set_id, join_set_closing, result_kind, response_count) "
+    "SELECT * FROM unnest($1::text[], $2::boolean[], $3::bigint[], $4::text[], $5::bigint[], "
+    "$6::bytea[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[], "
+    "$12::bigint[], $13::json[], $14::bigint[], $15::text[], $16::text[], $17::text[], "
+    "$18::boolean[], $19::json[], $20::bigint[])";
+
+const std::string kInsertEvents =
+    "INSERT INTO t_execution_log (execution_id, version, created_at, json_value, variant, "
+    "join_set_id) SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::json[], "
+    "$5::text[], $6::text[])";
+
+const std::string kUpdateRow =
+    "UPDATE t_state SET state = $2, corresponding_version = $3, pending_expires_finished = $4, "
+    "updated_at = $5, intermittent_event_count = $6, max_retries = $7, "
+    "retry_exp_backoff = $8::json, last_lock_version = $9, executor_id = $10, run_id = $11, "
+    "join_set_id = $12, join_set_closing = $13::boolean, result_kind = $14::json, "
+    "response_count = $15 WHERE execution_id = $1";
+
+const std::string kInsertResponse =
+    "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
+    "delay_success, child_execution_id, finished_version, child_result) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json)";
+
+// The t_state columns a state implies (codec.h has the rules DecodeStateRow
+// enforces).
+struct StateColumns {
+  std::string state;
+  int64_t pending_expires_finished = 0;
+  std::optional<int64_t> max_retries;
+  std::optional<std::string> retry_exp_backoff;
+  std::optional<int64_t> last_lock_version;
+  std::optional<std::string> executor_id;
+  std::optional<std::string> run_id;
+  std::optional<std::string> join_set_id;
+  std::optional<bool> join_set_closing;
+  std::optional<std::string> result_kind;
+};
+
+Result<StateColumns, DbErrorWrite> ColumnsOf(const ExecutionState& s) {
+  StateColumns c;
+  if (s.max_retries) c.max_retries = *s.max_retries;
+  if (s.retry_exp_backoff) {
+    STELE_ASSIGN_OR_RETURN(std::string backoff, EncodeJson(*s.retry_exp_backoff));
+    c.retry_exp_backoff = std::move(backoff);
   }
-  return std::move(*res);
+  if (s.last_lock) {
+    c.executor_id = s.last_lock->executor_id.ToString();
+    c.run_id = s.last_lock->run_id.ToString();
+  }
+  if (s.last_lock_version) c.last_lock_version = s.last_lock_version->value();
+  if (const auto* p = std::get_if<core::PendingStatePendingAt>(&s.pending_state.value)) {
+    c.state = "pending_at";
+    c.pending_expires_finished = TimeColumn(p->scheduled_at);
+  } else if (const auto* l = std::get_if<core::PendingStateLocked>(&s.pending_state.value)) {
+    c.state = "locked";
+    c.pending_expires_finished = TimeColumn(l->lock_expires_at);
+  } else if (const auto* b =
+                 std::get_if<core::PendingStateBlockedByJoinSet>(&s.pending_state.value)) {
+    c.state = "blocked_by_join_set";
+    c.pending_expires_finished = TimeColumn(b->lock_expires_at);
+    c.join_set_id = b->join_set_id.ToString();
+    c.join_set_closing = b->closing;
+  } else {
+    const auto& f = std::get<core::PendingStateFinished>(s.pending_state.value);
+    c.state = "finished";
+    c.pending_expires_finished = TimeColumn(f.finished_at);
+    STELE_ASSIGN_OR_RETURN(std::string kind, EncodeJson(f.result_kind));
+    c.result_kind = std::move(kind);
+  }
+  return c;
+}
+
+DbErrorWrite InvalidOr(const PgError& error, DbErrorWrite otherwise) {
+  if (error.kind == PgError::Kind::kInvalidValue) {
+    return DbErrorWriteNonRetriable::ValidationFailed(error.message);
+  }
+  return otherwise;
+}
+
+// --- In-memory transitions of a row (each leaves what codec.h prescribes) ---
+
+void SetPendingAt(ExecutionState& s, DateTime scheduled_at, bool temporary) {
+  s.pending_state.value = core::PendingStatePendingAt{scheduled_at, s.last_lock, s.digest};
+  s.last_lock_version.reset();
+  if (temporary) ++s.intermittent_event_count;
+}
+
+}  // namespace
+
+// --- Reads outside a Journal ---------------------------------------------------
+
+Statement SelectStateStatement(std::string_view id) {
+  return Statement{kSelectState, Params().Text(id)};
+}
+Statement SelectEventsStatement(std::string_view id) {
+  return Statement{kSelectEvents, Params().Text(id)};
+}
+Statement SelectResponsesStatement(std::string_view id, uint32_t from_cursor) {
+  return Statement{kSelectResponses, Params().Text(id).Int(from_cursor)};
+}
+
+Result<std::optional<ExecutionState>, DbErrorGeneric> DecodeOptionalState(const PgResult& res) {
+  if (res.rows() == 0) return std::optional<ExecutionState>();
+  STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(res, 0));
+  return std::optional<ExecutionState>(std::move(state));
 }
 
 Result<core::ExecutionEvent, DbErrorGeneric> DecodeEventRow(const PgResult& res, int row,
@@ -50,216 +178,23 @@ Result<core::ExecutionEvent, DbErrorGeneric> DecodeEventRow(const PgResult& res,
                               Version(static_cast<Version::Type>(version))};
 }
 
-void NotifyPending(Tx& tx, const ExecutionState& state, DateTime scheduled_at,
-                   DateTime current_time) {
-  tx.notices.push_back(Notice{PendingFfqnKey(state.ffqn), scheduled_at, current_time});
-  tx.notices.push_back(Notice{PendingDigestKey(state.digest), scheduled_at, current_time});
-}
-
-// --- t_state updates (each leaves exactly the columns codec.h prescribes) ---
-
-Result<void, DbErrorGeneric> SetPendingAt(Tx& tx, std::string_view id, Version version,
-                                          DateTime scheduled_at, bool temporary,
-                                          DateTime updated_at) {
-  STELE_TRY(
-      tx.Q("UPDATE t_state SET state = 'pending_at', corresponding_version = $1, "
-           "pending_expires_finished = $2, updated_at = $3, "
-           "intermittent_event_count = intermittent_event_count + $4, "
-           "last_lock_version = NULL, join_set_id = NULL, join_set_closing = NULL, "
-           "result_kind = NULL WHERE execution_id = $5",
-           Params()
-               .Int(version.value())
-               .Int(TimeColumn(scheduled_at))
-               .Int(TimeColumn(updated_at))
-               .Int(temporary ? 1 : 0)
-               .Text(id)));
-  return {};
-}
-
-Result<void, DbErrorWrite> SetLocked(Tx& tx, std::string_view id, Version version,
-                                     const core::Locked& locked, DateTime updated_at) {
-  STELE_ASSIGN_OR_RETURN(std::string backoff, EncodeJson(locked.retry_config.retry_exp_backoff));
-  std::optional<int64_t> max_retries;
-  if (locked.retry_config.max_retries) max_retries = *locked.retry_config.max_retries;
-  STELE_TRY(
-      tx.Q("UPDATE t_state SET state = 'locked', corresponding_version = $1, "
-           "pending_expires_finished = $2, updated_at = $3, last_lock_version = $1, "
-           "executor_id = $4, run_id = $5, max_retries = $6, retry_exp_backoff = $7, "
-           "join_set_id = NULL, join_set_closing = NULL, result_kind = NULL "
-           "WHERE execution_id = $8",
-           Params()
-               .Int(version.value())
-               .Int(TimeColumn(locked.lock_expires_at))
-               .Int(TimeColumn(updated_at))
-               .Text(locked.executor_id.ToString())
-               .Text(locked.run_id.ToString())
-               .OptInt(max_retries)
-               .Text(backoff)
-               .Text(id)));
-  return {};
-}
-
-Result<void, DbErrorGeneric> SetBlocked(Tx& tx, std::string_view id, Version version,
-                                        const core::JoinSetId& join_set_id, DateTime lease,
-                                        bool closing, DateTime updated_at) {
-  STELE_TRY(
-      tx.Q("UPDATE t_state SET state = 'blocked_by_join_set', corresponding_version = $1, "
-           "pending_expires_finished = $2, updated_at = $3, last_lock_version = NULL, "
-           "join_set_id = $4, join_set_closing = $5, result_kind = NULL "
-           "WHERE execution_id = $6",
-           Params()
-               .Int(version.value())
-               .Int(TimeColumn(lease))
-               .Int(TimeColumn(updated_at))
-               .Text(join_set_id.ToString())
-               .Bool(closing)
-               .Text(id)));
-  return {};
-}
-
-Result<void, DbErrorWrite> SetFinished(Tx& tx, std::string_view id, Version version,
-                                       DateTime finished_at,
-                                       const core::SupportedFunctionReturnValue& result) {
-  STELE_ASSIGN_OR_RETURN(std::string kind,
-                         EncodeJson(core::PendingStateFinishedResultKind::From(result)));
-  STELE_TRY(
-      tx.Q("UPDATE t_state SET state = 'finished', corresponding_version = $1, "
-           "pending_expires_finished = $2, updated_at = $2, last_lock_version = NULL, "
-           "executor_id = NULL, run_id = NULL, join_set_id = NULL, "
-           "join_set_closing = NULL, result_kind = $3 WHERE execution_id = $4",
-           Params().Int(version.value()).Int(TimeColumn(finished_at)).Text(kind).Text(id)));
-  return {};
-}
-
-Result<void, DbErrorGeneric> BumpVersion(Tx& tx, std::string_view id, Version version,
-                                         DateTime updated_at) {
-  STELE_TRY(
-      tx.Q("UPDATE t_state SET corresponding_version = $1, updated_at = $2 "
-           "WHERE execution_id = $3",
-           Params().Int(version.value()).Int(TimeColumn(updated_at)).Text(id)));
-  return {};
-}
-
-Result<void, DbErrorWrite> InsertEvent(Tx& tx, std::string_view id, Version version,
-                                       DateTime created_at, const core::ExecutionRequest& event) {
-  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(event));
-  std::optional<std::string> join_set;
-  if (auto join_set_id = core::ExecutionRequestJoinSetId(event)) {
-    join_set = join_set_id->ToString();
-  }
-  auto inserted = tx.conn.Exec(
-      "INSERT INTO t_execution_log (execution_id, version, created_at, json_value, variant, "
-      "join_set_id) VALUES ($1, $2, $3, $4::json, $5, $6)",
-      Params()
-          .Text(id)
-          .Int(version.value())
-          .Int(TimeColumn(created_at))
-          .Text(json)
-          .Text(core::ExecutionRequestVariantTag(event))
-          .OptText(join_set));
-  if (!inserted) {
-    if (inserted.error().kind == PgError::Kind::kInvalidValue) {
-      return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(inserted.error().message));
-    }
-    // The row lock makes a duplicate version impossible for well-behaved
-    // writers; the key still fences anything else.
-    if (inserted.error().kind == PgError::Kind::kUniqueViolation) {
-      return Unexpected(DbErrorWriteNonRetriable::VersionConflict(version.Increment(), version));
-    }
-    return Unexpected(inserted.error().ToGeneric());
-  }
-  return {};
-}
-
-Result<void, DbErrorWrite> RejectCreated(const AppendRequest& req) {
-  if (std::holds_alternative<core::Created>(req.event)) {
-    return Unexpected(
-        DbErrorWriteNonRetriable::ValidationFailed("cannot append a Created event; use Create"));
-  }
-  return {};
-}
-
-Result<void, DbErrorWrite> ApplyHistoryEvent(Tx& tx, const ExecutionState& state, Version version,
-                                             const AppendRequest& req,
-                                             const core::HistoryEvent& event,
-                                             DateTime current_time) {
-  const std::string& id = state.execution_id;
-  if (const auto* delay = std::get_if<core::HistoryJoinSetRequest>(&event)) {
-    if (const auto* timer = std::get_if<core::DelayRequest>(&delay->request)) {
-      // A repeated DelayRequest replaces the timer (as in the reference model).
-      // Keyed by delay id within the execution; one statement.
-      STELE_TRY(
-          tx.Q("WITH d AS (DELETE FROM t_delay WHERE execution_id = $1 AND delay_id = $3 "
-               "AND join_set_id <> $2) "
-               "INSERT INTO t_delay (execution_id, join_set_id, delay_id, expires_at) "
-               "VALUES ($1, $2, $3, $4) ON CONFLICT (execution_id, join_set_id, delay_id) "
-               "DO UPDATE SET expires_at = EXCLUDED.expires_at",
-               Params()
-                   .Text(id)
-                   .Text(delay->join_set_id.ToString())
-                   .Text(timer->delay_id.ToString())
-                   .Int(TimeColumn(timer->expires_at))));
-    }
-    STELE_TRY(BumpVersion(tx, id, version, req.created_at));
-    return {};
-  }
-  const auto* join_next = std::get_if<core::HistoryJoinNext>(&event);
-  if (join_next == nullptr) {
-    STELE_TRY(BumpVersion(tx, id, version, req.created_at));
-    return {};
-  }
-  // k counts this join set's JoinNexts including the one just inserted; the
-  // k-th response (cursor order) is the one it awaits. One round trip.
-  STELE_ASSIGN_OR_RETURN(
-      PgResult res,
-      tx.Q("SELECT (SELECT r.created_at FROM t_join_set_response r WHERE r.execution_id = $1 "
-           "AND r.join_set_id = $2 ORDER BY r.idx LIMIT 1 OFFSET "
-           "(SELECT COUNT(*) - 1 FROM t_execution_log l WHERE l.execution_id = $1 AND "
-           "l.join_set_id = $2 AND l.history_event_type = 'join_next'))",
-           Params().Text(id).Text(join_next->join_set_id.ToString())));
-  if (res.rows() == 1 && !res.IsNull(0, 0)) {
-    DateTime scheduled_at = std::max(join_next->run_expires_at, TimeFromColumn(res.Int(0, 0)));
-    STELE_TRY(SetPendingAt(tx, id, version, scheduled_at, false, req.created_at));
-    NotifyPending(tx, state, scheduled_at, current_time);
-  } else {
-    STELE_TRY(SetBlocked(tx, id, version, join_next->join_set_id, join_next->run_expires_at,
-                         join_next->closing, req.created_at));
-  }
-  return {};
-}
-
-}  // namespace
-
-Result<std::optional<ExecutionState>, DbErrorGeneric> LoadState(PgConn& db, std::string_view id,
-                                                                bool for_update) {
-  static const std::string kSql =
-      "SELECT " + std::string(kStateColumns) + " FROM t_state WHERE execution_id = $1";
-  static const std::string kSqlForUpdate = kSql + " FOR UPDATE";
-  STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, for_update ? kSqlForUpdate : kSql, Params().Text(id)));
-  if (res.rows() == 0) return std::optional<ExecutionState>();
-  STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(res, 0));
-  return std::optional<ExecutionState>(std::move(state));
+Result<std::optional<ExecutionState>, DbErrorGeneric> LoadState(PgConn& db, std::string_view id) {
+  STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSelectState, Params().Text(id)));
+  return DecodeOptionalState(res);
 }
 
 Result<std::optional<core::ExecutionEvent>, DbErrorGeneric> LoadEvent(PgConn& db,
                                                                       std::string_view id,
                                                                       Version version) {
-  STELE_ASSIGN_OR_RETURN(PgResult res,
-                         Q(db,
-                           "SELECT version, created_at, json_value::text FROM t_execution_log "
-                           "WHERE execution_id = $1 AND version = $2",
-                           Params().Text(id).Int(version.value())));
+  STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSelectEvent, Params().Text(id).Int(version.value())));
   if (res.rows() == 0) return std::optional<core::ExecutionEvent>();
   STELE_ASSIGN_OR_RETURN(auto event, DecodeEventRow(res, 0, id));
   return std::optional<core::ExecutionEvent>(std::move(event));
 }
 
-Result<std::vector<ResponseWithCursor>, DbErrorGeneric> LoadResponses(PgConn& db,
-                                                                      std::string_view id,
-                                                                      uint32_t from_cursor) {
-  static const std::string kSql =
-      std::string(kResponseSelect) + "WHERE r.execution_id = $1 AND r.idx >= $2 ORDER BY r.idx";
-  STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSql, Params().Text(id).Int(from_cursor)));
+namespace {
+Result<std::vector<ResponseWithCursor>, DbErrorGeneric> DecodeResponses(const PgResult& res,
+                                                                        std::string_view id) {
   std::vector<ResponseWithCursor> responses;
   for (int row = 0; row < res.rows(); ++row) {
     STELE_ASSIGN_OR_RETURN(auto response, DecodeResponseRow(res, row, id));
@@ -267,109 +202,308 @@ Result<std::vector<ResponseWithCursor>, DbErrorGeneric> LoadResponses(PgConn& db
   }
   return responses;
 }
+}  // namespace
+
+Result<std::vector<ResponseWithCursor>, DbErrorGeneric> LoadResponses(PgConn& db,
+                                                                      std::string_view id,
+                                                                      uint32_t from_cursor) {
+  STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSelectResponses, Params().Text(id).Int(from_cursor)));
+  return DecodeResponses(res, id);
+}
 
 Result<std::optional<ExecutionLog>, DbErrorGeneric> LoadLog(PgConn& db,
                                                             const ExecutionId& execution_id) {
   const std::string id = execution_id.ToString();
-  STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, id));
+  // One snapshot, one round trip.
+  STELE_ASSIGN_OR_RETURN(auto results,
+                         SnapshotRead(db, {SelectStateStatement(id), SelectEventsStatement(id),
+                                           SelectResponsesStatement(id, 0)}));
+  STELE_ASSIGN_OR_RETURN(auto state, DecodeOptionalState(results[0]));
   if (!state) return std::optional<ExecutionLog>();
-  STELE_ASSIGN_OR_RETURN(PgResult res,
-                         Q(db,
-                           "SELECT version, created_at, json_value::text FROM t_execution_log "
-                           "WHERE execution_id = $1 ORDER BY version",
-                           Params().Text(id)));
   std::vector<core::ExecutionEvent> events;
-  for (int row = 0; row < res.rows(); ++row) {
-    STELE_ASSIGN_OR_RETURN(auto event, DecodeEventRow(res, row, id));
+  for (int row = 0; row < results[1].rows(); ++row) {
+    STELE_ASSIGN_OR_RETURN(auto event, DecodeEventRow(results[1], row, id));
     events.push_back(std::move(event));
   }
-  STELE_ASSIGN_OR_RETURN(auto responses, LoadResponses(db, id, 0));
+  STELE_ASSIGN_OR_RETURN(auto responses, DecodeResponses(results[2], id));
   ExecutionLog log{
       execution_id, std::move(events), {}, state->NextVersion(), std::move(state->pending_state)};
   for (auto& response : responses) log.responses.push_back(std::move(response.event));
   return std::optional<ExecutionLog>(std::move(log));
 }
 
-Result<Version, DbErrorWrite> AppendEventLockedTx(Tx& tx, const ExecutionState& state,
-                                                  Version version, const AppendRequest& req,
-                                                  DateTime current_time) {
-  const std::string& id = state.execution_id;
-  if (state.IsFinished()) {
+// --- Journal: loading rows -------------------------------------------------------
+
+Journal::Lookahead Journal::QueueLookahead(const std::string& id, const std::string& join_set,
+                                           size_t offset, size_t limit) {
+  Lookahead lookahead;
+  lookahead.start = offset;
+  lookahead.limit = limit;
+  lookahead.used = offset;
+  lookahead.ticket = tx_.Read(kAwaitedResponses, Params()
+                                                     .Text(id)
+                                                     .Text(join_set)
+                                                     .Int(static_cast<int64_t>(offset))
+                                                     .Int(static_cast<int64_t>(limit)));
+  return lookahead;
+}
+
+void Journal::Prefetch(const std::string& id, const std::vector<AppendRequest>* batch) {
+  auto row = rows_.find(id);
+  if (row == rows_.end() && !loading_.contains(id)) {
+    loading_.emplace(id, tx_.Read(kLockState, Params().Text(id)));
+  }
+  if (batch == nullptr) return;
+  std::map<std::string, size_t> join_nexts;
+  for (const AppendRequest& req : *batch) {
+    const auto* history = std::get_if<core::HistoryEventRequest>(&req.event);
+    if (history == nullptr) continue;
+    if (const auto* join_next = std::get_if<core::HistoryJoinNext>(&history->event)) {
+      ++join_nexts[join_next->join_set_id.ToString()];
+    }
+  }
+  auto& known = row != rows_.end() ? row->second.lookahead : loading_lookaheads_[id];
+  for (const auto& [join_set, count] : join_nexts) {
+    auto it = known.find(join_set);
+    const size_t used = it != known.end() ? it->second.used : 0;
+    if (it != known.end() && it->second.ticket &&
+        used + count <= it->second.start + it->second.limit) {
+      continue;  // asked for already
+    }
+    known[join_set] = QueueLookahead(id, join_set, used, count);
+  }
+}
+
+Result<Journal::Row*, DbErrorWrite> Journal::Load(const std::string& id) {
+  if (auto it = rows_.find(id); it != rows_.end()) return &it->second;
+  if (!loading_.contains(id)) Prefetch(id);
+  const size_t ticket = loading_.at(id);
+  STELE_ASSIGN_OR_RETURN(const PgResult* res, tx_.Get(ticket));
+  STELE_ASSIGN_OR_RETURN(auto state, DecodeOptionalState(*res));
+  if (!state) return Unexpected(DbErrorWrite::NotFound());
+  loading_.erase(id);
+  Row& row = rows_[id];
+  row.state = std::move(*state);
+  if (auto it = loading_lookaheads_.find(id); it != loading_lookaheads_.end()) {
+    row.lookahead = std::move(it->second);
+    loading_lookaheads_.erase(it);
+  }
+  return &row;
+}
+
+Result<const ExecutionState*, DbErrorWrite> Journal::State(const std::string& id) {
+  STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
+  return &row->state;
+}
+
+Result<std::optional<DateTime>, DbErrorWrite> Journal::AwaitedResponse(
+    Row& row, const core::JoinSetId& join_set) {
+  const std::string key = join_set.ToString();
+  Lookahead& lookahead = row.lookahead[key];
+  const size_t i = lookahead.used++;
+  if (!lookahead.ticket || i < lookahead.start || i >= lookahead.start + lookahead.limit) {
+    // Not looked up with the row lock: its own round trip.
+    Lookahead single = QueueLookahead(row.state.execution_id, key, i, 1);
+    single.used = i + 1;
+    lookahead = single;
+  }
+  STELE_ASSIGN_OR_RETURN(const PgResult* res, tx_.Get(*lookahead.ticket));
+  const int j = static_cast<int>(i - lookahead.start);
+  if (res->rows() <= j) return std::optional<DateTime>();
+  return std::optional<DateTime>(TimeFromColumn(res->Int(j, 0)));
+}
+
+// --- Journal: applying events ----------------------------------------------------
+
+void Journal::NotifyPending(const ExecutionState& state, DateTime scheduled_at,
+                            DateTime current_time) {
+  tx_.notices.push_back(Notice{PendingFfqnKey(state.ffqn), scheduled_at, current_time});
+  tx_.notices.push_back(Notice{PendingDigestKey(state.digest), scheduled_at, current_time});
+}
+
+void Journal::AddEvent(std::string_view id, Version version, DateTime created_at,
+                       std::string json, std::string_view variant,
+                       const std::optional<std::string>& join_set) {
+  if (!first_event_version_) first_event_version_ = version;
+  event_ids_.Text(id);
+  event_versions_.Int(version.value());
+  event_created_.Int(TimeColumn(created_at));
+  event_json_.Text(json);
+  event_variants_.Text(variant);
+  event_join_sets_.OptText(join_set);
+}
+
+namespace {
+Result<void, DbErrorWrite> RejectCreated(const AppendRequest& req) {
+  if (std::holds_alternative<core::Created>(req.event)) {
+    return Unexpected(
+        DbErrorWriteNonRetriable::ValidationFailed("cannot append a Created event; use Create"));
+  }
+  return {};
+}
+}  // namespace
+
+Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const AppendRequest& req,
+                                             DateTime current_time) {
+  ExecutionState& s = row.state;
+  const std::string& id = s.execution_id;
+  if (s.IsFinished()) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
   }
-  if (version != state.NextVersion()) {
-    return Unexpected(DbErrorWriteNonRetriable::VersionConflict(state.NextVersion(), version));
+  if (version != s.NextVersion()) {
+    return Unexpected(DbErrorWriteNonRetriable::VersionConflict(s.NextVersion(), version));
   }
-  if (const auto* locked = std::get_if<core::Locked>(&req.event)) {
-    STELE_TRY(CanAppendLock(state.pending_state, req.created_at, locked->executor_id,
-                            locked->run_id, locked->lock_expires_at));
+  const auto* locked = std::get_if<core::Locked>(&req.event);
+  if (locked != nullptr) {
+    STELE_TRY(CanAppendLock(s.pending_state, req.created_at, locked->executor_id, locked->run_id,
+                            locked->lock_expires_at));
   }
-  STELE_TRY(InsertEvent(tx, id, version, req.created_at, req.event));
-  if (const auto* locked = std::get_if<core::Locked>(&req.event)) {
-    STELE_TRY(SetLocked(tx, id, version, *locked, req.created_at));
+  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(req.event));
+  std::optional<std::string> join_set;
+  if (auto join_set_id = core::ExecutionRequestJoinSetId(req.event)) {
+    join_set = join_set_id->ToString();
+  }
+  AddEvent(id, version, req.created_at, std::move(json), core::ExecutionRequestVariantTag(req.event),
+           join_set);
+
+  if (locked != nullptr) {
+    const core::LockedBy by{locked->executor_id, locked->run_id};
+    s.pending_state.value = core::PendingStateLocked{by, locked->lock_expires_at, s.digest};
+    s.last_lock = by;
+    s.last_lock_version = version;
+    s.max_retries = locked->retry_config.max_retries;
+    s.retry_exp_backoff = locked->retry_config.retry_exp_backoff;
   } else if (const auto* unlocked = std::get_if<core::Unlocked>(&req.event)) {
-    STELE_TRY(SetPendingAt(tx, id, version, unlocked->backoff_expires_at, false, req.created_at));
-    NotifyPending(tx, state, unlocked->backoff_expires_at, current_time);
+    SetPendingAt(s, unlocked->backoff_expires_at, false);
+    NotifyPending(s, unlocked->backoff_expires_at, current_time);
   } else if (const auto* failed = std::get_if<core::TemporarilyFailed>(&req.event)) {
-    STELE_TRY(SetPendingAt(tx, id, version, failed->backoff_expires_at, true, req.created_at));
-    NotifyPending(tx, state, failed->backoff_expires_at, current_time);
+    SetPendingAt(s, failed->backoff_expires_at, true);
+    NotifyPending(s, failed->backoff_expires_at, current_time);
   } else if (const auto* timed_out = std::get_if<core::TemporarilyTimedOut>(&req.event)) {
-    STELE_TRY(SetPendingAt(tx, id, version, timed_out->backoff_expires_at, true, req.created_at));
-    NotifyPending(tx, state, timed_out->backoff_expires_at, current_time);
+    SetPendingAt(s, timed_out->backoff_expires_at, true);
+    NotifyPending(s, timed_out->backoff_expires_at, current_time);
   } else if (const auto* finished = std::get_if<core::Finished>(&req.event)) {
-    STELE_TRY(SetFinished(tx, id, version, req.created_at, finished->result));
-    tx.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
+    s.pending_state.value = core::PendingStateFinished{
+        version.value(), req.created_at,
+        core::PendingStateFinishedResultKind::From(finished->result), s.digest};
+    s.last_lock.reset();
+    s.last_lock_version.reset();
+    finished_here_.push_back(FinishedHere{id, version, &finished->result});
+    tx_.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
-    STELE_TRY(ApplyHistoryEvent(tx, state, version, req, history->event, current_time));
+    if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history->event)) {
+      if (const auto* timer = std::get_if<core::DelayRequest>(&request->request)) {
+        // A repeated DelayRequest replaces the timer (as in the reference
+        // model), keyed by delay id within the execution.
+        tx_.Write(kUpsertDelay, Params()
+                                    .Text(id)
+                                    .Text(request->join_set_id.ToString())
+                                    .Text(timer->delay_id.ToString())
+                                    .Int(TimeColumn(timer->expires_at)));
+      }
+    } else if (const auto* join_next = std::get_if<core::HistoryJoinNext>(&history->event)) {
+      STELE_ASSIGN_OR_RETURN(std::optional<DateTime> response,
+                             AwaitedResponse(row, join_next->join_set_id));
+      if (response) {
+        const DateTime scheduled_at = std::max(join_next->run_expires_at, *response);
+        SetPendingAt(s, scheduled_at, false);
+        NotifyPending(s, scheduled_at, current_time);
+      } else {
+        s.pending_state.value = core::PendingStateBlockedByJoinSet{
+            join_next->join_set_id, join_next->run_expires_at, join_next->closing, s.digest};
+        s.last_lock_version.reset();
+      }
+    }
   }
+  s.corresponding_version = version;
+  s.updated_at = req.created_at;
+  row.dirty = true;
   return version.Increment();
 }
 
-Result<Version, DbErrorWrite> AppendEventTx(Tx& tx, const ExecutionId& execution_id,
-                                            Version version, const AppendRequest& req,
-                                            DateTime current_time) {
+Result<Version, DbErrorWrite> Journal::Append(const ExecutionId& execution_id, Version version,
+                                              const AppendRequest& req, DateTime current_time) {
   STELE_TRY(RejectCreated(req));
-  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(tx.conn, execution_id.ToString(), true));
-  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
-  return AppendEventLockedTx(tx, *loaded, version, req, current_time);
+  const std::string id = execution_id.ToString();
+  if (std::holds_alternative<core::HistoryEventRequest>(req.event)) {
+    const std::vector<AppendRequest> one{req};
+    Prefetch(id, &one);
+  }
+  STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
+  return Apply(*row, version, req, current_time);
 }
 
-Result<Version, DbErrorWrite> AppendBatchTx(Tx& tx, const ExecutionId& execution_id,
-                                            Version version,
-                                            const std::vector<AppendRequest>& batch,
-                                            DateTime current_time) {
+Result<Version, DbErrorWrite> Journal::AppendBatch(const ExecutionId& execution_id,
+                                                   Version version,
+                                                   const std::vector<AppendRequest>& batch,
+                                                   DateTime current_time) {
   if (batch.empty()) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
   for (const AppendRequest& req : batch) STELE_TRY(RejectCreated(req));
+  const std::string id = execution_id.ToString();
+  Prefetch(id, &batch);
+  STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
   for (const AppendRequest& req : batch) {
-    STELE_ASSIGN_OR_RETURN(version, AppendEventTx(tx, execution_id, version, req, current_time));
+    STELE_ASSIGN_OR_RETURN(version, Apply(*row, version, req, current_time));
   }
   return version;
 }
 
-Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(PgConn& db,
-                                                              const core::DelayId& delay_id) {
-  STELE_ASSIGN_OR_RETURN(PgResult res,
-                         Q(db, "SELECT delay_success FROM t_join_set_response WHERE delay_id = $1",
-                           Params().Text(delay_id.ToString())));
-  if (res.rows() == 0) return std::optional<bool>();
-  return std::optional<bool>(res.Bool(0, 0));
+Result<bool, DbErrorWrite> Journal::Create(const CreateRequest& req, DateTime current_time,
+                                           const core::Locked* lock) {
+  STELE_TRY(ValidateCreateRequest(req));
+  const std::string id = req.execution_id.ToString();
+  if (rows_.contains(id)) {
+    return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
+  }
+  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(req.ToCreatedEvent()));
+  Row& row = rows_[id];
+  row.created = true;
+  row.dirty = true;
+  row.state = ExecutionState{
+      .execution_id = id,
+      .pending_state = core::PendingState{core::PendingStatePendingAt{
+          req.scheduled_at, std::nullopt, req.component_id.input_digest}},
+      .corresponding_version = Version(0),
+      .ffqn = req.ffqn.ToString(),
+      .digest = req.component_id.input_digest,
+      .intermittent_event_count = 0,
+      .last_lock_version = std::nullopt,
+      .last_lock = std::nullopt,
+      .max_retries = std::nullopt,
+      .retry_exp_backoff = std::nullopt,
+      .created_at = req.created_at,
+      .first_scheduled_at = req.scheduled_at,
+      .response_count = 0,
+      .updated_at = req.created_at,
+  };
+  created_order_.push_back(id);
+  // The Created row carries no join set (only JoinNext counting reads it).
+  AddEvent(id, Version(0), req.created_at, std::move(json), "created", std::nullopt);
+  if (lock != nullptr && CanAppendLock(row.state.pending_state, current_time, lock->executor_id,
+                                       lock->run_id, lock->lock_expires_at)) {
+    STELE_TRY(Apply(row, Version(1), AppendRequest{current_time, *lock}, current_time));
+    return true;
+  }
+  NotifyPending(row.state, req.scheduled_at, current_time);
+  return false;
 }
 
-Result<void, DbErrorWrite> InsertResponseTx(Tx& tx, const ExecutionId& execution_id,
-                                            const core::JoinSetResponseEventOuter& response,
-                                            DateTime current_time) {
+Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_id,
+                                                   const core::JoinSetResponseEventOuter& response,
+                                                   DateTime current_time) {
   const std::string id = execution_id.ToString();
-  // The parent's row lock orders its responses: the cursor is taken from
-  // its response_count while holding it.
-  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(tx.conn, id, true));
-  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
-  const ExecutionState& state = *loaded;
+  // The parent's row lock orders its responses: the cursor is its
+  // response_count while holding it.
+  STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
+  ExecutionState& s = row->state;
   const core::JoinSetResponseEvent& event = response.event;
-
   Params params;
-  params.Text(id).Int(TimeColumn(response.created_at)).Text(event.join_set_id.ToString());
+  params.Text(id)
+      .Int(static_cast<int64_t>(s.response_count))
+      .Int(TimeColumn(response.created_at))
+      .Text(event.join_set_id.ToString());
   const auto* delay = std::get_if<core::DelayFinished>(&event.event);
   if (delay != nullptr) {
     params.Text(delay->delay_id.ToString()).Bool(delay->ok).Null().Null().Null();
@@ -377,148 +511,151 @@ Result<void, DbErrorWrite> InsertResponseTx(Tx& tx, const ExecutionId& execution
     const auto& child = std::get<core::ChildExecutionFinished>(event.event);
     const std::string child_id = child.child_execution_id.ToString();
     // The result is joined from the child's Finished row when it is there
-    // with the same value; otherwise stored inline.
-    STELE_ASSIGN_OR_RETURN(auto finished_event,
-                           LoadEvent(tx.conn, child_id, child.finished_version));
-    const core::Finished* finished =
-        finished_event ? std::get_if<core::Finished>(&finished_event->event) : nullptr;
+    // with the same value (usually appended in this very transaction);
+    // otherwise stored inline.
+    std::optional<bool> same;
+    for (const FinishedHere& here : finished_here_) {
+      if (here.id == child_id && here.version == child.finished_version) {
+        same = *here.result == child.result;
+      }
+    }
+    if (!same) {
+      STELE_ASSIGN_OR_RETURN(
+          const PgResult* res,
+          tx_.Q(kSelectEvent, Params().Text(child_id).Int(child.finished_version.value())));
+      same = false;
+      if (res->rows() == 1) {
+        STELE_ASSIGN_OR_RETURN(auto finished_event, DecodeEventRow(*res, 0, child_id));
+        const auto* finished = std::get_if<core::Finished>(&finished_event.event);
+        same = finished != nullptr && finished->result == child.result;
+      }
+    }
     std::optional<std::string> inline_result;
-    if (finished == nullptr || !(finished->result == child.result)) {
+    if (!*same) {
       STELE_ASSIGN_OR_RETURN(inline_result, EncodeJson(child.result));
     }
     params.Null().Null().Text(child_id).Int(child.finished_version.value()).OptText(inline_result);
   }
-  // One statement: take the cursor and insert. A duplicate child or delay
-  // id violates a unique index → Conflict.
-  auto inserted = tx.conn.Exec(
-      "WITH c AS (UPDATE t_state SET response_count = response_count + 1 "
-      "WHERE execution_id = $1 RETURNING response_count - 1 AS idx) "
-      "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
-      "delay_success, child_execution_id, finished_version, child_result) "
-      "SELECT $1::text, c.idx, $2::bigint, $3::text, $4::text, $5::boolean, $6::text, "
-      "$7::bigint, $8::json FROM c RETURNING idx",
-      params);
-  if (!inserted) {
-    if (inserted.error().kind == PgError::Kind::kUniqueViolation) {
-      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+  // A duplicate child or delay id violates a unique index → Conflict.
+  tx_.Write(kInsertResponse, std::move(params), [](const PgError& error) -> DbErrorWrite {
+    if (error.kind == PgError::Kind::kUniqueViolation) {
+      return DbErrorWriteNonRetriable::Conflict();
     }
-    if (inserted.error().kind == PgError::Kind::kInvalidValue) {
-      return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(inserted.error().message));
-    }
-    return Unexpected(inserted.error().ToGeneric());
-  }
-  const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&state.pending_state.value);
+    return InvalidOr(error, error.ToGeneric());
+  });
+  ++s.response_count;
+  row->dirty = true;
+  const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&s.pending_state.value);
   if (blocked != nullptr && blocked->join_set_id == event.join_set_id) {
-    DateTime scheduled_at = std::max(blocked->lock_expires_at, response.created_at);
-    STELE_TRY(SetPendingAt(tx, id, state.corresponding_version, scheduled_at, false,
-                           response.created_at));
-    NotifyPending(tx, state, scheduled_at, current_time);
+    const DateTime scheduled_at = std::max(blocked->lock_expires_at, response.created_at);
+    SetPendingAt(s, scheduled_at, false);
+    s.updated_at = response.created_at;
+    NotifyPending(s, scheduled_at, current_time);
   }
   if (delay != nullptr) {
-    STELE_TRY(tx.Q("DELETE FROM t_delay WHERE execution_id = $1 AND delay_id = $2",
-                   Params().Text(id).Text(delay->delay_id.ToString())));
+    tx_.Write("DELETE FROM t_delay WHERE execution_id = $1 AND delay_id = $2",
+              Params().Text(id).Text(delay->delay_id.ToString()));
   }
-  tx.notices.push_back(Notice{ResponseKey(id), response.created_at, current_time});
+  tx_.notices.push_back(Notice{ResponseKey(id), response.created_at, current_time});
   return {};
 }
 
-Result<Version, DbErrorWrite> CreateTx(Tx& tx, const CreateRequest& req, DateTime current_time) {
-  STELE_TRY(ValidateCreateRequest(req));
-  const std::string id = req.execution_id.ToString();
-  const std::string ffqn = req.ffqn.ToString();
-  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(req.ToCreatedEvent()));
-  // One statement: the state row (ON CONFLICT: the id exists → no row) and,
-  // only if it was inserted, the Created event.
-  STELE_ASSIGN_OR_RETURN(
-      PgResult res,
-      QW(tx.conn,
-         "WITH s AS (INSERT INTO t_state (execution_id, is_top_level, corresponding_version, "
-         "ffqn, created_at, component_id_input_digest, first_scheduled_at, "
-         "pending_expires_finished, state, updated_at, intermittent_event_count) "
-         "VALUES ($1::text, $2::boolean, 0, $3::text, $4::bigint, $5::bytea, $6::bigint, $6, "
-         "'pending_at', $4, 0) "
-         "ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id) "
-         "INSERT INTO t_execution_log (execution_id, version, created_at, json_value, variant) "
-         "SELECT execution_id, 0, $4::bigint, $7::json, 'created' FROM s RETURNING version",
-         Params()
-             .Text(id)
-             .Bool(req.execution_id.IsTopLevel())
-             .Text(ffqn)
-             .Int(TimeColumn(req.created_at))
-             .Text(DigestParam(req.component_id.input_digest))
-             .Int(TimeColumn(req.scheduled_at))
-             .Text(json)));
-  if (res.rows() == 0) {
-    return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
-  }
-  tx.notices.push_back(Notice{PendingFfqnKey(ffqn), req.scheduled_at, current_time});
-  tx.notices.push_back(
-      Notice{PendingDigestKey(req.component_id.input_digest), req.scheduled_at, current_time});
-  return Version(1);
-}
+// --- Journal: writing back ----------------------------------------------------------
 
-Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(PgConn& db,
-                                                            const ExecutionId& execution_id,
-                                                            const core::Locked& locked,
-                                                            Version next_version,
-                                                            uint32_t intermittent_event_count) {
-  const std::string id = execution_id.ToString();
-  STELE_ASSIGN_OR_RETURN(PgResult res,
-                         Q(db,
-                           "SELECT version, json_value::text FROM t_execution_log WHERE "
-                           "execution_id = $1 AND variant IN ('created', 'history_event') "
-                           "ORDER BY version",
-                           Params().Text(id)));
-  std::optional<core::Created> created;
-  std::vector<std::pair<core::HistoryEvent, Version>> history;
-  for (int row = 0; row < res.rows(); ++row) {
-    const int64_t version = res.Int(row, 0);
-    STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(res.Text(row, 1), id, version));
-    if (auto* c = std::get_if<core::Created>(&event)) {
-      created = std::move(*c);
-    } else if (auto* h = std::get_if<core::HistoryEventRequest>(&event)) {
-      history.emplace_back(std::move(h->event), Version(static_cast<Version::Type>(version)));
-    } else {
-      return Unexpected(DbErrorGeneric::Uncategorized("corrupt t_execution_log row of `" + id +
-                                                      "`: variant does not match the event"));
+Result<void, DbErrorWrite> Journal::Flush() {
+  STELE_CHECK(!flushed_, "Journal::Flush twice");
+  flushed_ = true;
+  if (!created_order_.empty()) {
+    ArrayParam ids, top, versions, ffqns, created, digests, first, pending, states, updated,
+        intermittent, max_retries, backoff, lock_version, executors, runs, join_sets, closing,
+        kinds, responses;
+    for (const std::string& id : created_order_) {
+      const ExecutionState& s = rows_.at(id).state;
+      STELE_ASSIGN_OR_RETURN(StateColumns c, ColumnsOf(s));
+      STELE_ASSIGN_OR_RETURN(auto parsed, ParseColumn<ExecutionId>(id, "execution id"));
+      ids.Text(id);
+      top.Bool(parsed.IsTopLevel());
+      versions.Int(s.corresponding_version.value());
+      ffqns.Text(s.ffqn);
+      created.Int(TimeColumn(s.created_at));
+      digests.Text(DigestParam(s.digest));
+      first.Int(TimeColumn(s.first_scheduled_at));
+      pending.Int(c.pending_expires_finished);
+      states.Text(c.state);
+      updated.Int(TimeColumn(s.updated_at));
+      intermittent.Int(s.intermittent_event_count);
+      max_retries.OptInt(c.max_retries);
+      backoff.OptText(c.retry_exp_backoff);
+      lock_version.OptInt(c.last_lock_version);
+      executors.OptText(c.executor_id);
+      runs.OptText(c.run_id);
+      join_sets.OptText(c.join_set_id);
+      if (c.join_set_closing) {
+        closing.Bool(*c.join_set_closing);
+      } else {
+        closing.Null();
+      }
+      kinds.OptText(c.result_kind);
+      responses.Int(static_cast<int64_t>(s.response_count));
     }
+    Params params;
+    for (const ArrayParam* column :
+         {&ids, &top, &versions, &ffqns, &created, &digests, &first, &pending, &states, &updated,
+          &intermittent, &max_retries, &backoff, &lock_version, &executors, &runs, &join_sets,
+          &closing, &kinds, &responses}) {
+      params.Text(column->Literal());
+    }
+    // An id that exists already violates t_state's key.
+    tx_.Write(kInsertRows, std::move(params), [](const PgError& error) -> DbErrorWrite {
+      if (error.kind == PgError::Kind::kUniqueViolation) {
+        return DbErrorWriteNonRetriable::IllegalState("execution already exists");
+      }
+      return InvalidOr(error, error.ToGeneric());
+    });
   }
-  if (!created) {
-    return Unexpected(
-        DbErrorGeneric::Uncategorized("execution log of `" + id + "` does not start with Created"));
+  if (first_event_version_) {
+    // The row locks make a duplicate version impossible for well-behaved
+    // writers; the key still fences anything else.
+    const Version first = *first_event_version_;
+    tx_.Write(kInsertEvents,
+              Params()
+                  .Text(event_ids_.Literal())
+                  .Text(event_versions_.Literal())
+                  .Text(event_created_.Literal())
+                  .Text(event_json_.Literal())
+                  .Text(event_variants_.Literal())
+                  .Text(event_join_sets_.Literal()),
+              [first](const PgError& error) -> DbErrorWrite {
+                if (error.kind == PgError::Kind::kUniqueViolation) {
+                  return DbErrorWriteNonRetriable::VersionConflict(first.Increment(), first);
+                }
+                return InvalidOr(error, error.ToGeneric());
+              });
   }
-  STELE_ASSIGN_OR_RETURN(auto responses, LoadResponses(db, id, 0));
-  LockedExecution result{
-      .execution_id = execution_id,
-      .next_version = next_version,
-      .metadata = std::move(created->metadata),
-      .locked_event = locked,
-      .ffqn = std::move(created->ffqn),
-      .params = std::move(created->params),
-      .event_history = std::move(history),
-      .responses = {},
-      .parent = std::move(created->parent),
-      .intermittent_event_count = intermittent_event_count,
-  };
-  for (auto& response : responses) result.responses.push_back(std::move(response.event));
-  return result;
-}
-
-Result<void, DbErrorWrite> UpgradeComponentTx(Tx& tx, const ExecutionId& execution_id,
-                                              const core::InputContentDigest& old_digest,
-                                              const core::InputContentDigest& new_digest) {
-  const std::string id = execution_id.ToString();
-  STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.conn, id, true));
-  if (!state) return Unexpected(DbErrorWrite::NotFound());
-  if (state->IsFinished()) {
-    return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
-  }
-  if (state->digest != old_digest) return Unexpected(DbErrorWriteNonRetriable::Conflict());
-  STELE_TRY(tx.Q("UPDATE t_state SET component_id_input_digest = $1::bytea WHERE execution_id = $2",
-                 Params().Text(DigestParam(new_digest)).Text(id)));
-  if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&state->pending_state.value)) {
-    tx.notices.push_back(
-        Notice{PendingDigestKey(new_digest), pending->scheduled_at, pending->scheduled_at});
+  for (const auto& [id, row] : rows_) {
+    if (row.created || !row.dirty) continue;
+    const ExecutionState& s = row.state;
+    STELE_ASSIGN_OR_RETURN(StateColumns c, ColumnsOf(s));
+    Params params;
+    params.Text(id)
+        .Text(c.state)
+        .Int(s.corresponding_version.value())
+        .Int(c.pending_expires_finished)
+        .Int(TimeColumn(s.updated_at))
+        .Int(s.intermittent_event_count)
+        .OptInt(c.max_retries)
+        .OptText(c.retry_exp_backoff)
+        .OptInt(c.last_lock_version)
+        .OptText(c.executor_id)
+        .OptText(c.run_id)
+        .OptText(c.join_set_id);
+    if (c.join_set_closing) {
+      params.Bool(*c.join_set_closing);
+    } else {
+      params.Null();
+    }
+    params.OptText(c.result_kind).Int(static_cast<int64_t>(s.response_count));
+    tx_.Write(kUpdateRow, std::move(params));
   }
   return {};
 }

@@ -1,18 +1,30 @@
 // The journal inside a write transaction (PostgreSQL): appending events
 // and responses, creating executions, keeping t_state equal to the pending
 // state prescribed by reference/obelisk.md §2.6. Same checks in the same
-// order as storage/sqlite/journal_tx.h; every function validates before it
-// writes. The execution's t_state row is locked (FOR UPDATE) first, so
-// concurrent writers of one execution serialise on it and the version
-// check cannot race; the (execution_id, version) key fences the insert.
+// order as storage/sqlite/journal_tx.h; every check comes before anything
+// is written.
+//
+// Round trips (docs/postgres.md has the table): a Journal locks each row
+// it touches (SELECT ... FOR UPDATE, so concurrent writers of one execution
+// serialise and the version check cannot race) together with what its
+// batch will look up — the responses its JoinNexts await — in the
+// transaction's first pipeline; several rows (a child and its parent) are
+// locked in that same pipeline when Prefetched first. Events are then
+// applied to the rows in memory, in the order the memory model applies
+// them, and Flush() queues the writes: the new rows and all events as
+// multi-row INSERTs (`unnest` of array parameters), one UPDATE per changed
+// row with its final columns. They go out with COMMIT in the second
+// pipeline; the (execution_id, version) key still fences every insert.
 //
 // Also the shared reads (state, events, responses, whole log), which run
-// inside whatever transaction or snapshot the caller holds.
+// on a connection outside any Journal.
 //
 // Threading: on the thread holding the connection.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,9 +38,8 @@
 
 namespace stele::storage::postgres::internal {
 
-// nullopt when the execution does not exist; `for_update` locks the row.
-Result<std::optional<ExecutionState>, DbErrorGeneric> LoadState(PgConn& db, std::string_view id,
-                                                                bool for_update = false);
+// nullopt when the execution does not exist.
+Result<std::optional<ExecutionState>, DbErrorGeneric> LoadState(PgConn& db, std::string_view id);
 Result<std::optional<core::ExecutionEvent>, DbErrorGeneric> LoadEvent(PgConn& db,
                                                                       std::string_view id,
                                                                       Version version);
@@ -37,32 +48,95 @@ Result<std::vector<ResponseWithCursor>, DbErrorGeneric> LoadResponses(PgConn& db
                                                                       uint32_t from_cursor);
 Result<std::optional<ExecutionLog>, DbErrorGeneric> LoadLog(PgConn& db,
                                                             const ExecutionId& execution_id);
+Result<core::ExecutionEvent, DbErrorGeneric> DecodeEventRow(const PgResult& res, int row,
+                                                            std::string_view id);
 
-Result<Version, DbErrorWrite> AppendEventTx(Tx& tx, const ExecutionId& execution_id,
-                                            Version version, const AppendRequest& req,
-                                            DateTime current_time);
-// Variant for a caller that already holds the row lock and state.
-Result<Version, DbErrorWrite> AppendEventLockedTx(Tx& tx, const ExecutionState& state,
-                                                  Version version, const AppendRequest& req,
-                                                  DateTime current_time);
-Result<Version, DbErrorWrite> AppendBatchTx(Tx& tx, const ExecutionId& execution_id,
-                                            Version version,
+// The statements behind the reads above, for pipelines.
+Statement SelectStateStatement(std::string_view id);
+Statement SelectEventsStatement(std::string_view id);
+Statement SelectResponsesStatement(std::string_view id, uint32_t from_cursor);
+Result<std::optional<ExecutionState>, DbErrorGeneric> DecodeOptionalState(const PgResult& res);
+
+class Journal {
+ public:
+  explicit Journal(Tx& tx) : tx_(tx) {}
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Queues the lock and read of `id`'s row — and, for `batch`, of the
+  // responses its JoinNexts will look for — to go out with the next round
+  // trip. A row loaded already is not read again.
+  void Prefetch(const std::string& id, const std::vector<AppendRequest>* batch = nullptr);
+
+  Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
+                                       const AppendRequest& req, DateTime current_time);
+  Result<Version, DbErrorWrite> AppendBatch(const ExecutionId& execution_id, Version version,
                                             const std::vector<AppendRequest>& batch,
                                             DateTime current_time);
-Result<void, DbErrorWrite> InsertResponseTx(Tx& tx, const ExecutionId& execution_id,
+  // Creates the execution. With `lock`, also locks it as LockOne(
+  // current_time, ..., Version(1), ...) would, when the lock rules allow
+  // (then without the "became pending" notices: nobody need be woken for
+  // it); returns whether it did. An existing id fails the transaction with
+  // IllegalState when it commits.
+  Result<bool, DbErrorWrite> Create(const CreateRequest& req, DateTime current_time,
+                                    const core::Locked* lock = nullptr);
+  // Appends a response to `execution_id` and may unblock it. REQUIRES:
+  // no event of `execution_id` was appended in this Journal (a JoinNext's
+  // lookahead would not see this response).
+  Result<void, DbErrorWrite> InsertResponse(const ExecutionId& execution_id,
                                             const core::JoinSetResponseEventOuter& response,
                                             DateTime current_time);
-Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(PgConn& db,
-                                                              const core::DelayId& delay_id);
-Result<Version, DbErrorWrite> CreateTx(Tx& tx, const CreateRequest& req, DateTime current_time);
-Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(PgConn& db,
-                                                            const ExecutionId& execution_id,
-                                                            const core::Locked& locked,
-                                                            Version next_version,
-                                                            uint32_t intermittent_event_count);
-Result<void, DbErrorWrite> UpgradeComponentTx(Tx& tx, const ExecutionId& execution_id,
-                                              const core::InputContentDigest& old_digest,
-                                              const core::InputContentDigest& new_digest);
+  // Queues every write of the transaction. Call once, last.
+  Result<void, DbErrorWrite> Flush();
+
+  // The locked row of `id`; NotFound when it does not exist.
+  Result<const ExecutionState*, DbErrorWrite> State(const std::string& id);
+
+ private:
+  // The responses a join set's next JoinNexts await, looked up when the
+  // row is locked.
+  struct Lookahead {
+    std::optional<size_t> ticket;  // rows: created_at of the awaited responses, in order
+    size_t start = 0;              // the first row is what JoinNext number `start` awaits
+    size_t limit = 0;              // rows asked for
+    size_t used = 0;               // JoinNexts of this join set applied so far
+  };
+  struct Row {
+    ExecutionState state;
+    bool created = false;  // inserted by this transaction
+    bool dirty = false;    // to be written back
+    std::map<std::string, Lookahead> lookahead;  // by join set id
+  };
+  struct FinishedHere {
+    std::string id;
+    Version version;
+    const core::SupportedFunctionReturnValue* result;
+  };
+
+  Result<Row*, DbErrorWrite> Load(const std::string& id);
+  Lookahead QueueLookahead(const std::string& id, const std::string& join_set, size_t offset,
+                           size_t limit);
+  Result<std::optional<DateTime>, DbErrorWrite> AwaitedResponse(Row& row,
+                                                                const core::JoinSetId& join_set);
+  Result<Version, DbErrorWrite> Apply(Row& row, Version version, const AppendRequest& req,
+                                      DateTime current_time);
+  void AddEvent(std::string_view id, Version version, DateTime created_at, std::string json,
+                std::string_view variant, const std::optional<std::string>& join_set);
+  void NotifyPending(const ExecutionState& state, DateTime scheduled_at, DateTime current_time);
+
+  Tx& tx_;
+  std::map<std::string, Row> rows_;                  // loaded or created; stable addresses
+  std::map<std::string, size_t> loading_;  // id → ticket of its row lock
+  // Lookaheads queued with a row lock, moved into the Row when it loads.
+  std::map<std::string, std::map<std::string, Lookahead>> loading_lookaheads_;
+  std::vector<std::string> created_order_;           // new rows, in creation order
+  std::vector<FinishedHere> finished_here_;
+  // Columns of the events to insert.
+  ArrayParam event_ids_, event_versions_, event_created_, event_json_, event_variants_,
+      event_join_sets_;
+  std::optional<Version> first_event_version_;
+  bool flushed_ = false;
+};
 
 // Notice keys (notifier.h).
 std::string PendingFfqnKey(std::string_view ffqn);

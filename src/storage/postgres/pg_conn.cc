@@ -1,7 +1,9 @@
 #include "storage/postgres/pg_conn.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <utility>
 
@@ -14,6 +16,47 @@ DbErrorGeneric PgError::ToGeneric() const {
   return DbErrorGeneric::Uncategorized(std::move(reason));
 }
 
+// --- ArrayParam -------------------------------------------------------------
+
+void ArrayParam::Separate() {
+  if (!empty_) body_ += ',';
+  empty_ = false;
+}
+ArrayParam& ArrayParam::Text(std::string_view v) {
+  Separate();
+  body_ += '"';
+  for (char c : v) {
+    if (c == '"' || c == '\\') body_ += '\\';
+    body_ += c;
+  }
+  body_ += '"';
+  return *this;
+}
+ArrayParam& ArrayParam::Int(int64_t v) {
+  Separate();
+  body_ += std::to_string(v);
+  return *this;
+}
+ArrayParam& ArrayParam::Bool(bool v) {
+  Separate();
+  body_ += v ? 't' : 'f';
+  return *this;
+}
+ArrayParam& ArrayParam::Null() {
+  Separate();
+  body_ += "NULL";
+  return *this;
+}
+
+// --- PgResult ---------------------------------------------------------------
+
+PgResult& PgResult::operator=(PgResult&& other) noexcept {
+  if (this != &other) {
+    if (res_ != nullptr) PQclear(res_);
+    res_ = std::exchange(other.res_, nullptr);
+  }
+  return *this;
+}
 PgResult::~PgResult() {
   if (res_ != nullptr) PQclear(res_);
 }
@@ -39,10 +82,19 @@ std::optional<int64_t> PgResult::OptInt(int row, int col) const {
   return Int(row, col);
 }
 
-Result<std::unique_ptr<PgConn>, PgError> PgConn::Connect(const std::string& conninfo) {
+// --- PgConn -----------------------------------------------------------------
+
+void PgConn::Count(uint64_t round_trips, uint64_t statements) {
+  if (counters_ == nullptr) return;
+  counters_->round_trips.fetch_add(round_trips, std::memory_order_relaxed);
+  counters_->statements.fetch_add(statements, std::memory_order_relaxed);
+}
+
+Result<std::unique_ptr<PgConn>, PgError> PgConn::Connect(const std::string& conninfo,
+                                                         PgCounters* counters) {
   PGconn* conn = PQconnectdb(conninfo.c_str());
   if (conn == nullptr) {
-    return Unexpected(PgError{PgError::Kind::kConnectionLost, "out of memory", ""});
+    return Unexpected(PgError{PgError::Kind::kConnectionLost, "out of memory", "", ""});
   }
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string message = PQerrorMessage(conn);
@@ -50,29 +102,60 @@ Result<std::unique_ptr<PgConn>, PgError> PgConn::Connect(const std::string& conn
       message.pop_back();
     }
     PQfinish(conn);
-    return Unexpected(
-        PgError{PgError::Kind::kConnectionLost, "cannot connect to PostgreSQL: " + message, ""});
+    return Unexpected(PgError{PgError::Kind::kConnectionLost,
+                              "cannot connect to PostgreSQL: " + message, "", ""});
   }
-  // Notices (e.g. "relation already exists, skipping") are not errors.
-  PQsetNoticeProcessor(
-      conn, [](void*, const char*) {}, nullptr);
-  return std::unique_ptr<PgConn>(new PgConn(conn));
+  // Pipelines send without blocking, so that a long pipeline never waits
+  // on a server that is itself waiting for us to read its replies
+  // (PQexec, used by ExecScript, blocks regardless).
+  if (PQsetnonblocking(conn, 1) != 0) {
+    std::string message = PQerrorMessage(conn);
+    PQfinish(conn);
+    return Unexpected(PgError{PgError::Kind::kConnectionLost, "libpq: " + message, "", ""});
+  }
+  std::unique_ptr<PgConn> result(new PgConn(conn, counters));
+  // Notices (e.g. "relation already exists, skipping") are not errors. But
+  // a FATAL reported while the connection is idle (pg_terminate_backend, a
+  // server shutdown) arrives as one, before the EOF: the connection is dead
+  // even if libpq has not noticed yet, and must not be used.
+  PQsetNoticeReceiver(
+      conn,
+      [](void* self, const PGresult* res) {
+        const char* severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+        if (severity != nullptr &&
+            (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC")) {
+          static_cast<PgConn*>(self)->broken_ = true;
+        }
+      },
+      result.get());
+  return result;
 }
 
 PgConn::~PgConn() { PQfinish(conn_); }
 
 bool PgConn::IsBroken() {
-  if (PQstatus(conn_) != CONNECTION_OK) return true;
+  if (broken_ || PQstatus(conn_) != CONNECTION_OK) return true;
   // Non-blocking: reads whatever arrived (a FATAL from pg_terminate_backend,
-  // or EOF) without waiting.
+  // or EOF) without waiting, and parses it (PQisBusy), so that the notice
+  // receiver sees a FATAL.
   if (PQconsumeInput(conn_) == 0) return true;
-  return PQstatus(conn_) != CONNECTION_OK;
+  (void)PQisBusy(conn_);
+  return broken_ || PQstatus(conn_) != CONNECTION_OK;
+}
+
+bool PgConn::InTransaction() {
+  const PGTransactionStatusType status = PQtransactionStatus(conn_);
+  return status == PQTRANS_INTRANS || status == PQTRANS_INERROR;
 }
 
 PgError PgConn::ErrorOf(pg_result* res) {
   PgError error;
-  const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-  error.sqlstate = state != nullptr ? state : "";
+  auto field = [&](int code) {
+    const char* value = res != nullptr ? PQresultErrorField(res, code) : nullptr;
+    return std::string(value != nullptr ? value : "");
+  };
+  error.sqlstate = field(PG_DIAG_SQLSTATE);
+  error.constraint = field(PG_DIAG_CONSTRAINT_NAME);
   std::string message = res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
   if (message.empty()) message = PQerrorMessage(conn_);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
@@ -91,35 +174,154 @@ PgError PgConn::ErrorOf(pg_result* res) {
   return error;
 }
 
-Result<PgResult, PgError> PgConn::Exec(const std::string& sql, const Params& params) {
-  const auto& values = params.values();
-  auto it = prepared_.find(sql);
-  if (it == prepared_.end()) {
-    std::string name = "s" + std::to_string(prepared_.size());
-    PGresult* res = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
-    if (res == nullptr || PQresultStatus(res) != PGRES_COMMAND_OK) {
-      return Unexpected(ErrorOf(res));
+PgError PgConn::LostError(std::string_view what) {
+  broken_ = true;
+  std::string message = PQerrorMessage(conn_);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+    message.pop_back();
+  }
+  return PgError{PgError::Kind::kConnectionLost,
+                 std::string(what) + (message.empty() ? "" : ": " + message), "", ""};
+}
+
+Result<void, PgError> PgConn::FlushAll() {
+  while (true) {
+    const int flushed = PQflush(conn_);
+    if (flushed == 0) return {};
+    if (flushed < 0) return Unexpected(LostError("sending to PostgreSQL failed"));
+    // Read while we wait to write: the server may be blocked on replies.
+    pollfd fd{PQsocket(conn_), POLLIN | POLLOUT, 0};
+    if (::poll(&fd, 1, -1) < 0 && errno != EINTR) {
+      return Unexpected(LostError("poll on the PostgreSQL socket failed"));
     }
-    PQclear(res);
-    it = prepared_.emplace(sql, std::move(name)).first;
+    if ((fd.revents & POLLIN) != 0 && PQconsumeInput(conn_) == 0) {
+      return Unexpected(LostError("reading from PostgreSQL failed"));
+    }
   }
-  std::vector<const char*> raw(values.size());
-  std::vector<int> lengths(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    raw[i] = values[i] ? values[i]->c_str() : nullptr;
-    lengths[i] = values[i] ? static_cast<int>(values[i]->size()) : 0;
+}
+
+Result<void, PgError> PgConn::AwaitResult() {
+  while (PQisBusy(conn_) != 0) {
+    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    if (::poll(&fd, 1, -1) < 0 && errno != EINTR) {
+      return Unexpected(LostError("poll on the PostgreSQL socket failed"));
+    }
+    if (PQconsumeInput(conn_) == 0) return Unexpected(LostError("reading from PostgreSQL failed"));
   }
-  PGresult* res = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
-                                 raw.data(), lengths.data(), nullptr, 0);
-  const ExecStatusType status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return Unexpected(ErrorOf(res));
+  return {};
+}
+
+Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
+    const std::vector<Statement>& batch) {
+  auto lost = [&](std::string_view what) {
+    return Unexpected(PipelineError{0, LostError(what)});
+  };
+  if (PQenterPipelineMode(conn_) != 1) return lost("cannot enter pipeline mode");
+  // What was sent, in order: a Prepare (of statement `index`, named
+  // `name`) or an Execute of statement `index`.
+  struct Sent {
+    bool prepare;
+    size_t index;
+    std::string name;
+  };
+  std::vector<Sent> sent;
+  sent.reserve(batch.size() + 2);
+  std::unordered_map<std::string, std::string> preparing;  // new in this pipeline
+  std::vector<const char*> raw;
+  std::vector<int> lengths;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Statement& statement = batch[i];
+    std::string name;
+    if (auto it = prepared_.find(statement.sql); it != prepared_.end()) {
+      name = it->second;
+    } else if (auto pending = preparing.find(statement.sql); pending != preparing.end()) {
+      name = pending->second;
+    } else {
+      name = "s" + std::to_string(next_name_++);
+      if (PQsendPrepare(conn_, name.c_str(), statement.sql.c_str(), 0, nullptr) != 1) {
+        return lost("sending to PostgreSQL failed");
+      }
+      preparing.emplace(statement.sql, name);
+      sent.push_back(Sent{true, i, name});
+    }
+    const auto& values = statement.params.values();
+    raw.assign(values.size(), nullptr);
+    lengths.assign(values.size(), 0);
+    for (size_t v = 0; v < values.size(); ++v) {
+      if (values[v]) {
+        raw[v] = values[v]->c_str();
+        lengths[v] = static_cast<int>(values[v]->size());
+      }
+    }
+    if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()), raw.data(),
+                            lengths.data(), nullptr, 0) != 1) {
+      return lost("sending to PostgreSQL failed");
+    }
+    sent.push_back(Sent{false, i, {}});
   }
-  return PgResult(res);
+  if (PQpipelineSync(conn_) != 1) return lost("sending to PostgreSQL failed");
+  Count(1, batch.size());
+  if (auto flushed = FlushAll(); !flushed) {
+    return Unexpected(PipelineError{0, std::move(flushed).error()});
+  }
+
+  // One result per sent message, in order, NULLs between them, and the
+  // Sync's PGRES_PIPELINE_SYNC at the end. After a failure the rest come
+  // back PGRES_PIPELINE_ABORTED.
+  std::vector<PgResult> results;
+  results.reserve(batch.size());
+  std::optional<PipelineError> failure;
+  size_t next = 0;
+  while (true) {
+    if (auto ready = AwaitResult(); !ready) {
+      return Unexpected(PipelineError{next < sent.size() ? sent[next].index : 0,
+                                      std::move(ready).error()});
+    }
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) {
+      if (PQstatus(conn_) != CONNECTION_OK) return lost("connection to PostgreSQL lost");
+      continue;  // the end of one message's results
+    }
+    const ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_PIPELINE_SYNC) {
+      PQclear(res);
+      break;
+    }
+    if (next >= sent.size()) {
+      PQclear(res);
+      return lost("unexpected reply from PostgreSQL in a pipeline");
+    }
+    const Sent& item = sent[next++];
+    if (status == PGRES_PIPELINE_ABORTED) {
+      PQclear(res);
+    } else if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      PgError error = ErrorOf(res);
+      if (!failure) failure = PipelineError{item.index, std::move(error)};
+      if (PQstatus(conn_) != CONNECTION_OK) return Unexpected(std::move(*failure));
+    } else if (item.prepare) {
+      prepared_.emplace(batch[item.index].sql, item.name);
+      PQclear(res);
+    } else {
+      results.emplace_back(res);
+    }
+  }
+  if (PQexitPipelineMode(conn_) != 1) {
+    broken_ = true;
+    if (!failure) return lost("cannot leave pipeline mode");
+  }
+  if (failure) return Unexpected(std::move(*failure));
+  return results;
+}
+
+Result<PgResult, PgError> PgConn::Exec(const std::string& sql, const Params& params) {
+  auto results = ExecPipeline({Statement{sql, params}});
+  if (!results) return Unexpected(std::move(results).error().error);
+  return std::move(results->front());
 }
 
 Result<void, PgError> PgConn::ExecScript(const std::string& sql) {
   PGresult* res = PQexec(conn_, sql.c_str());
+  Count(1, 1);
   const ExecStatusType status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     return Unexpected(ErrorOf(res));

@@ -1,13 +1,22 @@
 // PgConn: one libpq connection with the few things every query of the
 // PostgreSQL backend needs — parameterised statements (prepared once per
 // connection and cached by SQL text, so a hot statement is parsed once),
-// text-format results, transactions, and error classification by SQLSTATE.
+// pipelines (several statements sent at once, one wait for all their
+// replies: libpq pipeline mode), text-format results, and error
+// classification by SQLSTATE.
+//
+// A pipeline without BEGIN runs as one implicit transaction: PostgreSQL
+// commits it at the Sync that ends the pipeline, and a failing statement
+// rolls back the ones before it and skips the ones after. With a BEGIN
+// (sent in this or an earlier pipeline) the transaction stays open until
+// its COMMIT / ROLLBACK.
 //
 // Error mapping (the contract's families, storage/db_errors.h):
 //   lost connection, server down, serialization/deadlock, anything unknown
 //     → DbErrorGeneric (retry the same call);
 //   unique violation → reported to the caller as PgError::kUniqueViolation
-//     so that it can map it to Conflict / IllegalState;
+//     (with the constraint's name) so that it can map it to Conflict /
+//     IllegalState / VersionConflict;
 //   invalid text or JSON value (e.g. bad encoding) → kInvalidValue
 //     (ValidationFailed upstream).
 //
@@ -15,6 +24,7 @@
 // out exclusively). Ownership: owns its PGconn.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +46,7 @@ struct PgError {
   Kind kind = Kind::kGeneric;
   std::string message;
   std::string sqlstate;
+  std::string constraint;  // of a constraint violation, else empty
   DbErrorGeneric ToGeneric() const;
 };
 
@@ -69,14 +80,34 @@ class Params {
   std::vector<std::optional<std::string>> values_;
 };
 
+// Array literals for `unnest($n::type[])` parameters: one parameter carries
+// a column of many rows. Elements are quoted (text, json, bytea) or bare
+// (numbers, booleans); nullopt is NULL.
+class ArrayParam {
+ public:
+  ArrayParam& Text(std::string_view v);
+  ArrayParam& Int(int64_t v);
+  ArrayParam& Bool(bool v);
+  ArrayParam& Null();
+  ArrayParam& OptText(const std::optional<std::string>& v) { return v ? Text(*v) : Null(); }
+  ArrayParam& OptInt(std::optional<int64_t> v) { return v ? Int(*v) : Null(); }
+  std::string Literal() const { return "{" + body_ + "}"; }
+
+ private:
+  void Separate();
+  std::string body_;
+  bool empty_ = true;
+};
+
 // A query result in text format. Row/column access is bounds-unchecked in
 // release builds; callers use the column order of their own SELECT.
 class PgResult {
  public:
   explicit PgResult(pg_result* res) : res_(res) {}
   PgResult(PgResult&& other) noexcept : res_(other.res_) { other.res_ = nullptr; }
-  PgResult& operator=(PgResult&&) = delete;
+  PgResult& operator=(PgResult&& other) noexcept;
   PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
   ~PgResult();
 
   int rows() const;
@@ -93,29 +124,66 @@ class PgResult {
   pg_result* res_;
 };
 
+// One statement of a pipeline.
+struct Statement {
+  std::string sql;
+  Params params;
+};
+
+// The first statement of a pipeline that failed; the ones after it were
+// skipped.
+struct PipelineError {
+  size_t index = 0;
+  PgError error;
+};
+
+// What the connections of one pool did, for measuring (PostgresPool::Stats).
+// A round trip is one wait for the server's reply.
+struct PgCounters {
+  std::atomic<uint64_t> round_trips{0};
+  std::atomic<uint64_t> statements{0};
+};
+
 class PgConn {
  public:
   // Connects (blocking). Errors: Generic naming the server problem.
-  static Result<std::unique_ptr<PgConn>, PgError> Connect(const std::string& conninfo);
+  // `counters`, when given, must outlive the connection.
+  static Result<std::unique_ptr<PgConn>, PgError> Connect(const std::string& conninfo,
+                                                          PgCounters* counters = nullptr);
   ~PgConn();
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
 
-  // Runs one parameterised statement (prepared on first use).
+  // Runs one parameterised statement (prepared on first use): one round
+  // trip.
   Result<PgResult, PgError> Exec(const std::string& sql, const Params& params = Params());
+  // Sends every statement (each prepared on first use, in the same
+  // pipeline), then one Sync, then reads every reply: one round trip.
+  // Returns one result per statement, or the first failure.
+  Result<std::vector<PgResult>, PipelineError> ExecPipeline(const std::vector<Statement>& batch);
   // Runs SQL text without parameters (may hold several statements).
   Result<void, PgError> ExecScript(const std::string& sql);
 
   // True when the socket is known to be dead; reads pending input first so
   // that a server-side termination of an idle connection is noticed.
   bool IsBroken();
+  // Whether the server reports an open (or failed) transaction block.
+  bool InTransaction();
   pg_conn* raw() { return conn_; }
 
  private:
-  explicit PgConn(pg_conn* conn) : conn_(conn) {}
+  PgConn(pg_conn* conn, PgCounters* counters) : conn_(conn), counters_(counters) {}
   PgError ErrorOf(pg_result* res);
+  PgError LostError(std::string_view what);
+  // Waits until libpq can hand out the next result without blocking.
+  Result<void, PgError> AwaitResult();
+  Result<void, PgError> FlushAll();
+  void Count(uint64_t round_trips, uint64_t statements);
   pg_conn* conn_;
+  PgCounters* counters_;
+  bool broken_ = false;  // a pipeline ended in a state it cannot recover from
   std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
+  uint64_t next_name_ = 0;
 };
 
 }  // namespace stele::storage::postgres::internal

@@ -43,4 +43,6 @@ Result<std::unique_ptr<DbConnectionTest>, DbErrorGeneric> PostgresPool::Connecti
 
 void PostgresPool::Close() { store_->Close(); }
 
+PostgresPoolStats PostgresPool::Stats() const { return store_->Stats(); }
+
 }  // namespace stele::storage::postgres

@@ -53,6 +53,14 @@ struct PostgresOptions {
   std::string channel = "stele";
 };
 
+// Counters of one pool's connections since it was opened (the LISTEN
+// connection excluded), for measuring what an operation costs.
+struct PostgresPoolStats {
+  uint64_t round_trips = 0;  // waits for a reply of the server
+  uint64_t statements = 0;   // statements executed (BEGIN and COMMIT included)
+  size_t connections = 0;    // open now, idle or in use
+};
+
 class PostgresPool final : public DbPool {
  public:
   // Connects, runs the forward migrations (a no-op when current; concurrent
@@ -70,6 +78,9 @@ class PostgresPool final : public DbPool {
   Result<std::unique_ptr<DbExternalApi>, DbErrorGeneric> ExternalApiConn() override;
   Result<std::unique_ptr<DbConnectionTest>, DbErrorGeneric> ConnectionTest() override;
   void Close() override;
+
+  // Thread-safe; a snapshot of counters that other threads keep advancing.
+  PostgresPoolStats Stats() const;
 
  private:
   explicit PostgresPool(std::shared_ptr<internal::Store> store);

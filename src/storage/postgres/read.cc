@@ -22,17 +22,7 @@ Result<PgResult, DbErrorGeneric> Q(PgConn& db, const std::string& sql,
   return std::move(*res);
 }
 
-Result<core::ExecutionEvent, DbErrorGeneric> DecodeEventRow(const PgResult& res, int row,
-                                                            std::string_view id) {
-  const int64_t version = res.Int(row, 0);
-  if (version < 0 || version > int64_t{UINT32_MAX}) {
-    return Unexpected(DbErrorGeneric::Uncategorized("corrupt t_execution_log row of `" +
-                                                    std::string(id) + "`: version out of range"));
-  }
-  STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(res.Text(row, 2), id, version));
-  return core::ExecutionEvent{TimeFromColumn(res.Int(row, 1)), std::move(event), std::nullopt,
-                              Version(static_cast<Version::Type>(version))};
-}
+const std::string kExists = "SELECT 1 FROM t_state WHERE execution_id = $1";
 
 template <class T>
 bool IsNewer(const core::Pagination<T>& page) {
@@ -43,8 +33,7 @@ bool IsNewer(const core::Pagination<T>& page) {
 
 Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetExecutionEvent(
     const ExecutionId& execution_id, Version version) {
-  return store_->Read<core::ExecutionEvent, DbErrorRead>(
-      false, [&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
+  return store_->Read<core::ExecutionEvent, DbErrorRead>([&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto event, LoadEvent(db, execution_id.ToString(), version));
         if (!event) return Unexpected(DbErrorRead::NotFound());
         return std::move(*event);
@@ -53,8 +42,7 @@ Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetExecutionEvent(
 
 Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetLastExecutionEvent(
     const ExecutionId& execution_id) {
-  return store_->Read<core::ExecutionEvent, DbErrorRead>(
-      false, [&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
+  return store_->Read<core::ExecutionEvent, DbErrorRead>([&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
         const std::string id = execution_id.ToString();
         // One statement: the state row names the last version.
         STELE_ASSIGN_OR_RETURN(
@@ -71,8 +59,7 @@ Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetLastExecutionEv
 
 Result<core::PendingState, DbErrorRead> PostgresConnection::GetPendingState(
     const ExecutionId& execution_id) {
-  return store_->Read<core::PendingState, DbErrorRead>(
-      false, [&](PgConn& db) -> Result<core::PendingState, DbErrorRead> {
+  return store_->Read<core::PendingState, DbErrorRead>([&](PgConn& db) -> Result<core::PendingState, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, execution_id.ToString()));
         if (!state) return Unexpected(DbErrorRead::NotFound());
         return std::move(state->pending_state);
@@ -80,8 +67,7 @@ Result<core::PendingState, DbErrorRead> PostgresConnection::GetPendingState(
 }
 
 Result<ExecutionLog, DbErrorRead> PostgresConnection::Get(const ExecutionId& execution_id) {
-  return store_->Read<ExecutionLog, DbErrorRead>(
-      true, [&](PgConn& db) -> Result<ExecutionLog, DbErrorRead> {
+  return store_->Read<ExecutionLog, DbErrorRead>([&](PgConn& db) -> Result<ExecutionLog, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto log, LoadLog(db, execution_id));
         if (!log) return Unexpected(DbErrorRead::NotFound());
         return std::move(*log);
@@ -91,13 +77,21 @@ Result<ExecutionLog, DbErrorRead> PostgresConnection::Get(const ExecutionId& exe
 Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpiredTimers(
     DateTime at) {
   return store_->Read<std::vector<ExpiredTimer>, DbErrorGeneric>(
-      true, [&](PgConn& db) -> Result<std::vector<ExpiredTimer>, DbErrorGeneric> {
+      [&](PgConn& db) -> Result<std::vector<ExpiredTimer>, DbErrorGeneric> {
         std::vector<ExpiredTimer> expired;
         static const std::string kLocks = "SELECT " + std::string(kStateColumns) +
                                           " FROM t_state WHERE state = 'locked' AND "
                                           "pending_expires_finished <= $1 "
                                           "ORDER BY pending_expires_finished, execution_id";
-        STELE_ASSIGN_OR_RETURN(PgResult locks, Q(db, kLocks, Params().Int(TimeColumn(at))));
+        static const std::string kDelays =
+            "SELECT execution_id, join_set_id, delay_id, expires_at "
+            "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at";
+        // Both in one snapshot, one round trip.
+        STELE_ASSIGN_OR_RETURN(auto results,
+                               SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
+                                                 Statement{kDelays, Params().Int(TimeColumn(at))}}));
+        const PgResult& locks = results[0];
+        const PgResult& delays = results[1];
         for (int row = 0; row < locks.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(locks, row));
           STELE_ASSIGN_OR_RETURN(auto id,
@@ -113,11 +107,6 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
                                            state.max_retries, *state.retry_exp_backoff,
                                            locked.locked_by});
         }
-        STELE_ASSIGN_OR_RETURN(PgResult delays,
-                               Q(db,
-                                 "SELECT execution_id, join_set_id, delay_id, expires_at "
-                                 "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at",
-                                 Params().Int(TimeColumn(at))));
         for (int row = 0; row < delays.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(
               auto id, ParseColumn<ExecutionId>(delays.Text(row, 0), "t_delay.execution_id"));
@@ -136,25 +125,29 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> PostgresConnection::ListE
     const ExecutionId& execution_id, Version since, Version::Type max_length,
     bool include_backtrace_id) {
   return store_->Read<std::vector<core::ExecutionEvent>, DbErrorRead>(
-      true, [&](PgConn& db) -> Result<std::vector<core::ExecutionEvent>, DbErrorRead> {
+      [&](PgConn& db) -> Result<std::vector<core::ExecutionEvent>, DbErrorRead> {
         const std::string id = execution_id.ToString();
-        STELE_ASSIGN_OR_RETURN(
-            PgResult exists,
-            Q(db, "SELECT 1 FROM t_state WHERE execution_id = $1", Params().Text(id)));
-        if (exists.rows() == 0) return Unexpected(DbErrorRead::NotFound());
         // The backtrace covering a version is named by the version its
         // range starts at; the first one recorded wins.
+        static const std::string kEvents =
+            "SELECT l.version, l.created_at, l.json_value::text, "
+            "CASE WHEN $4 THEN (SELECT b.version_min_including FROM t_backtrace b "
+            "WHERE b.execution_id = l.execution_id AND b.version_min_including <= "
+            "l.version AND b.version_max_excluding > l.version ORDER BY b.seq "
+            "LIMIT 1) END "
+            "FROM t_execution_log l WHERE l.execution_id = $1 AND l.version >= $2 "
+            "ORDER BY l.version LIMIT $3";
+        // The existence check and the page in one snapshot, one round trip.
         STELE_ASSIGN_OR_RETURN(
-            PgResult res,
-            Q(db,
-              "SELECT l.version, l.created_at, l.json_value::text, "
-              "CASE WHEN $4 THEN (SELECT b.version_min_including FROM t_backtrace b "
-              "WHERE b.execution_id = l.execution_id AND b.version_min_including <= "
-              "l.version AND b.version_max_excluding > l.version ORDER BY b.seq "
-              "LIMIT 1) END "
-              "FROM t_execution_log l WHERE l.execution_id = $1 AND l.version >= $2 "
-              "ORDER BY l.version LIMIT $3",
-              Params().Text(id).Int(since.value()).Int(max_length).Bool(include_backtrace_id)));
+            auto results,
+            SnapshotRead(db, {Statement{kExists, Params().Text(id)},
+                              Statement{kEvents, Params()
+                                                     .Text(id)
+                                                     .Int(since.value())
+                                                     .Int(max_length)
+                                                     .Bool(include_backtrace_id)}}));
+        if (results[0].rows() == 0) return Unexpected(DbErrorRead::NotFound());
+        const PgResult& res = results[1];
         std::vector<core::ExecutionEvent> events;
         for (int row = 0; row < res.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(auto event, DecodeEventRow(res, row, id));
@@ -169,8 +162,7 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> PostgresConnection::ListE
 
 Result<core::BacktraceInfo, DbErrorRead> PostgresConnection::GetBacktrace(
     const ExecutionId& execution_id, BacktraceFilter filter) {
-  return store_->Read<core::BacktraceInfo, DbErrorRead>(
-      false, [&](PgConn& db) -> Result<core::BacktraceInfo, DbErrorRead> {
+  return store_->Read<core::BacktraceInfo, DbErrorRead>([&](PgConn& db) -> Result<core::BacktraceInfo, DbErrorRead> {
         // Ties (same range start) go to the backtrace recorded first.
         const char* kColumns =
             "SELECT component_id::text, version_min_including, version_max_excluding, "
@@ -214,7 +206,7 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> PostgresConnection::List
     const std::optional<core::FunctionFqn>& ffqn, bool top_level_only,
     const core::ExecutionListPagination& pagination) {
   return store_->Read<std::vector<ExecutionWithState>, DbErrorGeneric>(
-      false, [&](PgConn& db) -> Result<std::vector<ExecutionWithState>, DbErrorGeneric> {
+      [&](PgConn& db) -> Result<std::vector<ExecutionWithState>, DbErrorGeneric> {
         const bool by_created_at =
             std::holds_alternative<core::Pagination<std::optional<DateTime>>>(pagination);
         bool newer = false;
@@ -283,8 +275,7 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> PostgresConnection::List
 }
 
 Result<ExecutionCounts, DbErrorGeneric> PostgresConnection::CountExecutionsByState() {
-  return store_->Read<ExecutionCounts, DbErrorGeneric>(
-      false, [&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
+  return store_->Read<ExecutionCounts, DbErrorGeneric>([&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
         STELE_ASSIGN_OR_RETURN(PgResult res,
                                Q(db, "SELECT state, COUNT(*) FROM t_state GROUP BY state", Params()));
         ExecutionCounts counts;
@@ -300,22 +291,52 @@ Result<ExecutionCounts, DbErrorGeneric> PostgresConnection::CountExecutionsBySta
       });
 }
 
+Result<PendingCounts, DbErrorGeneric> PostgresConnection::CountPendingByFfqns(
+    const std::vector<core::FunctionFqn>& ffqns, DateTime now) {
+  if (ffqns.empty()) return PendingCounts{};
+  ArrayParam names;
+  for (const auto& ffqn : ffqns) names.Text(ffqn.ToString());
+  return store_->Read<PendingCounts, DbErrorGeneric>(
+      [&](PgConn& db) -> Result<PendingCounts, DbErrorGeneric> {
+        // One statement, one snapshot; the pending half is served by the
+        // partial index on (ffqn, pending_expires_finished), the locked
+        // half by the partial index of locked rows.
+        static const std::string kSql =
+            "SELECT COUNT(*) FILTER (WHERE pending_expires_finished <= $2), "
+            "COUNT(*) FILTER (WHERE pending_expires_finished > $2), 0::bigint FROM t_state "
+            "WHERE state = 'pending_at' AND ffqn = ANY($1::text[]) "
+            "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
+            "WHERE state = 'locked' AND ffqn = ANY($1::text[])";
+        STELE_ASSIGN_OR_RETURN(
+            PgResult res, Q(db, kSql, Params().Text(names.Literal()).Int(TimeColumn(now))));
+        PendingCounts counts;
+        for (int row = 0; row < res.rows(); ++row) {
+          counts.due += static_cast<uint64_t>(res.Int(row, 0));
+          counts.scheduled_later += static_cast<uint64_t>(res.Int(row, 1));
+          counts.locked += static_cast<uint64_t>(res.Int(row, 2));
+        }
+        return counts;
+      });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> PostgresConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read<std::vector<ResponseWithCursor>, DbErrorRead>(
-      true, [&](PgConn& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {
+      [&](PgConn& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {
         const std::string id = execution_id.ToString();
-        STELE_ASSIGN_OR_RETURN(
-            PgResult exists,
-            Q(db, "SELECT 1 FROM t_state WHERE execution_id = $1", Params().Text(id)));
-        if (exists.rows() == 0) return Unexpected(DbErrorRead::NotFound());
         const bool newer = IsNewer(pagination);
         std::string sql = std::string(kResponseSelect) + "WHERE r.execution_id = $1 AND r.idx " +
                           std::string(pagination.Rel()) + " $2 ORDER BY r.idx" +
                           (newer ? " ASC" : " DESC") + " LIMIT $3";
         STELE_ASSIGN_OR_RETURN(
-            PgResult res,
-            Q(db, sql, Params().Text(id).Int(pagination.cursor).Int(pagination.length)));
+            auto results,
+            SnapshotRead(db, {Statement{kExists, Params().Text(id)},
+                              Statement{sql, Params()
+                                                 .Text(id)
+                                                 .Int(pagination.cursor)
+                                                 .Int(pagination.length)}}));
+        if (results[0].rows() == 0) return Unexpected(DbErrorRead::NotFound());
+        const PgResult& res = results[1];
         std::vector<ResponseWithCursor> page;
         for (int row = 0; row < res.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(auto response, DecodeResponseRow(res, row, id));

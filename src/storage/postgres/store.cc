@@ -8,6 +8,96 @@
 
 namespace stele::storage::postgres::internal {
 
+// --- Tx ---------------------------------------------------------------------
+
+size_t Tx::Read(std::string sql, Params params) {
+  const size_t ticket = results_.size();
+  results_.emplace_back();
+  queue_.push_back(Queued{Statement{std::move(sql), std::move(params)}, ticket, nullptr});
+  return ticket;
+}
+
+void Tx::Write(std::string sql, Params params, ErrorMap on_error) {
+  queue_.push_back(
+      Queued{Statement{std::move(sql), std::move(params)}, std::nullopt, std::move(on_error)});
+}
+
+Result<const PgResult*, DbErrorGeneric> Tx::Get(size_t ticket) {
+  if (failure_) return Unexpected(DbErrorGeneric::Uncategorized(failure_->ToString()));
+  if (!results_.at(ticket)) STELE_TRY(Send({}, false));
+  return &*results_[ticket];
+}
+
+Result<void, DbErrorGeneric> Tx::Send(std::vector<Statement> tail, bool commit) {
+  std::vector<Statement> batch;
+  batch.reserve(queue_.size() + tail.size() + 2);
+  // A transaction that reads before it commits needs BEGIN: its row locks
+  // must outlive the pipeline that took them.
+  const bool begin = !begun_ && !commit;
+  if (begin) batch.push_back(Statement{"BEGIN", Params()});
+  const size_t first = batch.size();
+  bool writes = false;
+  for (Queued& queued : queue_) {
+    writes = writes || !queued.ticket;
+    batch.push_back(std::move(queued.statement));
+  }
+  const size_t queued_end = batch.size();
+  writes = writes || !tail.empty();
+  for (Statement& statement : tail) batch.push_back(std::move(statement));
+  if (commit && begun_) batch.push_back(Statement{"COMMIT", Params()});
+  std::vector<Queued> queue = std::move(queue_);
+  queue_.clear();
+  if (batch.empty()) return {};
+  begun_ = begun_ || begin;
+
+  auto results = conn_.ExecPipeline(batch);
+  if (!results) {
+    const PipelineError& failed = results.error();
+    const PgError& error = failed.error;
+    if (error.kind == PgError::Kind::kConnectionLost && !sent_writes_ && !writes) {
+      retryable_ = true;
+    }
+    sent_writes_ = sent_writes_ || writes;
+    const ErrorMap* on_error = nullptr;
+    if (failed.index >= first && failed.index < queued_end) {
+      on_error = &queue[failed.index - first].on_error;
+    }
+    if (on_error != nullptr && *on_error) {
+      failure_ = (*on_error)(error);
+    } else if (error.kind == PgError::Kind::kInvalidValue) {
+      failure_ = DbErrorWriteNonRetriable::ValidationFailed(error.message);
+    } else {
+      failure_ = error.ToGeneric();
+    }
+    return Unexpected(error.ToGeneric());
+  }
+  sent_writes_ = sent_writes_ || writes;
+  // Results come back for every statement, BEGIN and COMMIT included.
+  for (size_t i = first; i < queued_end; ++i) {
+    const Queued& queued = queue[i - first];
+    if (queued.ticket) results_[*queued.ticket].emplace(std::move((*results)[i]));
+  }
+  return {};
+}
+
+Result<std::vector<PgResult>, DbErrorGeneric> SnapshotRead(PgConn& db,
+                                                           std::vector<Statement> batch) {
+  const size_t n = batch.size();
+  batch.insert(batch.begin(),
+               Statement{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", Params()});
+  batch.push_back(Statement{"COMMIT", Params()});
+  auto results = db.ExecPipeline(batch);
+  if (!results) {
+    // A failure leaves the snapshot's transaction open (aborted).
+    if (!db.IsBroken() && db.InTransaction()) (void)db.ExecScript("ROLLBACK");
+    return Unexpected(results.error().error.ToGeneric());
+  }
+  std::vector<PgResult> out;
+  out.reserve(n);
+  for (size_t i = 1; i <= n; ++i) out.push_back(std::move((*results)[i]));
+  return out;
+}
+
 Result<std::shared_ptr<Store>, DbErrorGeneric> Store::Open(const PostgresOptions& given) {
   PostgresOptions options = given;
   if (options.conninfo.empty()) {
@@ -26,10 +116,10 @@ Result<std::shared_ptr<Store>, DbErrorGeneric> Store::Open(const PostgresOptions
           "invalid notification channel `" + options.channel + "`: use [a-z0-9_], 1-63 chars"));
     }
   }
-  auto conn = PgConn::Connect(options.conninfo);
+  std::shared_ptr<Store> store(new Store(options));
+  auto conn = PgConn::Connect(options.conninfo, &store->counters_);
   if (!conn) return Unexpected(conn.error().ToGeneric());
   STELE_TRY(Migrate(**conn, SystemClock::Instance().Now()));
-  std::shared_ptr<Store> store(new Store(options));
   store->open_connections_ = 1;
   store->idle_.push_back(std::move(*conn));
   store->listener_ =
@@ -56,7 +146,7 @@ Result<Store::Lease, DbErrorGeneric> Store::Acquire() {
       // Killed while idle (server restart, pg_terminate_backend): replace.
       if (!conn->IsBroken()) return Lease(this, std::move(conn));
       conn.reset();
-      auto fresh = PgConn::Connect(options_.conninfo);
+      auto fresh = PgConn::Connect(options_.conninfo, &counters_);
       if (!fresh) {
         lock.lock();
         --open_connections_;
@@ -68,7 +158,7 @@ Result<Store::Lease, DbErrorGeneric> Store::Acquire() {
     if (open_connections_ < options_.max_connections) {
       ++open_connections_;
       lock.unlock();
-      auto fresh = PgConn::Connect(options_.conninfo);
+      auto fresh = PgConn::Connect(options_.conninfo, &counters_);
       if (!fresh) {
         lock.lock();
         --open_connections_;
@@ -104,27 +194,27 @@ Store::Lease::~Lease() {
   if (conn_ != nullptr) store_->Release(std::move(conn_));
 }
 
-Result<void, DbErrorGeneric> Store::SendNotices(PgConn& conn, const std::vector<Notice>& notices) {
+std::vector<Statement> Store::NoticeStatements(const std::vector<Notice>& notices) const {
   // Usually one pg_notify per transaction; a payload is limited to 8000
   // bytes, so large batches are split.
+  std::vector<Statement> statements;
   std::vector<Notice> chunk;
   size_t size = 0;
-  auto flush = [&]() -> Result<void, DbErrorGeneric> {
-    if (chunk.empty()) return {};
-    auto sent = conn.Exec("SELECT pg_notify($1, $2)",
-                          Params().Text(options_.channel).Text(EncodeNotices(chunk)));
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    statements.push_back(Statement{"SELECT pg_notify($1, $2)",
+                                   Params().Text(options_.channel).Text(EncodeNotices(chunk))});
     chunk.clear();
     size = 0;
-    if (!sent) return Unexpected(sent.error().ToGeneric());
-    return {};
   };
   for (const Notice& notice : notices) {
     const size_t line = notice.key.size() + 48;
-    if (size + line > 7000) STELE_TRY(flush());
+    if (size + line > 7000) flush();
     chunk.push_back(notice);
     size += line;
   }
-  return flush();
+  flush();
+  return statements;
 }
 
 void Store::Close() {
@@ -139,6 +229,15 @@ void Store::Close() {
   cv_.notify_all();
   notifier_.Close();
   if (listener_ != nullptr) listener_->Stop();
+}
+
+PostgresPoolStats Store::Stats() {
+  PostgresPoolStats stats;
+  stats.round_trips = counters_.round_trips.load(std::memory_order_relaxed);
+  stats.statements = counters_.statements.load(std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  stats.connections = open_connections_;
+  return stats;
 }
 
 bool Store::IsClosed() {

@@ -1,17 +1,19 @@
 // Store: what one PostgresPool shares with its connections — a bounded
 // pool of libpq connections, the notifier and its LISTEN thread — and the
-// two ways to run work: Write (one transaction, notices sent with
-// pg_notify inside it and fanned out locally after COMMIT) and Read (one
-// statement, or one REPEATABLE READ snapshot when it needs several).
+// two ways to run work: Write (one transaction in as few pipelines as its
+// reads allow — Tx below —, notices sent with pg_notify inside it and
+// fanned out locally after COMMIT) and Read (one statement, or one
+// REPEATABLE READ snapshot in one pipeline when it needs several).
 //
 // Reconnection: a connection found dead when taken from the pool (e.g.
-// terminated by the server while idle) is replaced before use; an
-// operation whose first statement fails because the connection was lost is
-// retried once on a fresh connection (nothing of it reached the server).
-// A failure later in a write is reported as DbErrorGeneric and not retried
-// here: the outcome of a transaction whose COMMIT was lost is unknown, and
-// the contract's callers retry with the same version, which the
-// (execution_id, version) key fences against duplicates.
+// terminated by the server while idle) is replaced before use; a write
+// that loses its connection before any of its writes was sent (only
+// BEGIN and reads) is retried once on a fresh connection, a read always
+// once. A failure after a write was sent is reported as DbErrorGeneric and
+// not retried here: the outcome of a transaction whose COMMIT (or Sync)
+// was lost is unknown, and the contract's callers retry with the same
+// version, which the (execution_id, version) key fences against
+// duplicates.
 //
 // Threading: thread-safe. Ownership: shared_ptr held by the pool and by
 // every connection; after Close every call fails with DbErrorGeneric::Close.
@@ -19,8 +21,12 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <type_traits>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -34,17 +40,61 @@
 
 namespace stele::storage::postgres::internal {
 
-// A write transaction in progress.
-struct Tx {
-  PgConn& conn;
+// A write transaction in progress. Statements are queued and sent in
+// pipelines: a read's result is waited for only when asked for (Get), which
+// sends everything queued so far — BEGIN first, when nothing was sent yet —
+// in one round trip; the writes still queued at the end go out with the
+// pg_notify of the notices and COMMIT in one more. A transaction that never
+// asked for a result is one pipeline without BEGIN: an implicit
+// transaction, committed by PostgreSQL at its Sync.
+class Tx {
+ public:
+  // How a failed write becomes the operation's error.
+  using ErrorMap = std::function<DbErrorWrite(const PgError&)>;
+
+  explicit Tx(PgConn& conn) : conn_(conn) {}
+  Tx(const Tx&) = delete;
+  Tx& operator=(const Tx&) = delete;
+
+  // Queues a read; returns the ticket to Get its result with.
+  size_t Read(std::string sql, Params params = Params());
+  // Queues a write whose result is not needed. Its failure fails the
+  // operation with on_error(failure) (default: ValidationFailed for a value
+  // PostgreSQL refuses, else Generic).
+  void Write(std::string sql, Params params, ErrorMap on_error = nullptr);
+  // The result of a queued read (valid for the transaction's lifetime).
+  // Errors: Generic; when a queued write failed, the operation fails with
+  // that write's mapped error whatever is returned here.
+  Result<const PgResult*, DbErrorGeneric> Get(size_t ticket);
+  Result<const PgResult*, DbErrorGeneric> Q(std::string sql, Params params = Params()) {
+    return Get(Read(std::move(sql), std::move(params)));
+  }
+
   std::vector<Notice> notices;  // sent with pg_notify before COMMIT
 
-  Result<PgResult, DbErrorGeneric> Q(const std::string& sql, const Params& params = Params()) {
-    auto res = conn.Exec(sql, params);
-    if (!res) return Unexpected(res.error().ToGeneric());
-    return std::move(*res);
-  }
+ private:
+  friend class Store;
+  struct Queued {
+    Statement statement;
+    std::optional<size_t> ticket;  // a read's
+    ErrorMap on_error;             // a write's
+  };
+  // Sends the queue in one pipeline; `tail` (notices, COMMIT) after it.
+  Result<void, DbErrorGeneric> Send(std::vector<Statement> tail, bool commit);
+
+  PgConn& conn_;
+  std::vector<Queued> queue_;
+  std::deque<std::optional<PgResult>> results_;  // by ticket; deque: stable addresses
+  bool begun_ = false;             // BEGIN was sent: an explicit transaction is open
+  bool sent_writes_ = false;       // a write reached the server (no blind retry)
+  bool retryable_ = false;         // failed on a lost connection before any write was sent
+  std::optional<DbErrorWrite> failure_;  // the failed statement's mapped error
 };
+
+// Runs `batch` in one REPEATABLE READ READ ONLY snapshot, in one round
+// trip; one result per statement.
+Result<std::vector<PgResult>, DbErrorGeneric> SnapshotRead(PgConn& db,
+                                                           std::vector<Statement> batch);
 
 class Store {
  public:
@@ -54,17 +104,13 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // Runs `fn(Tx&) -> Result<T, E>` in one READ COMMITTED transaction;
-  // commits on success, rolls back on error. E must be constructible from
+  // commits on success, rolls back on error. E is DbErrorWrite or
   // DbErrorGeneric.
   template <class T, class E, class F>
   Result<T, E> Write(F&& fn) {
     for (int attempt = 0;; ++attempt) {
       STELE_ASSIGN_OR_RETURN(Lease lease, Acquire());
-      if (auto begun = lease->ExecScript("BEGIN"); !begun) {
-        if (begun.error().kind == PgError::Kind::kConnectionLost && attempt == 0) continue;
-        return Unexpected(E(begun.error().ToGeneric()));
-      }
-      Tx tx{*lease, {}};
+      Tx tx(*lease);
       std::optional<Result<T, E>> result;
       try {
         result.emplace(fn(tx));
@@ -72,47 +118,44 @@ class Store {
         result.emplace(Unexpected(
             E(DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what()))));
       }
-      if (!result->has_value()) {
-        (void)lease->ExecScript("ROLLBACK");
-        return std::move(*result);
-      }
-      if (!tx.notices.empty()) {
-        if (auto sent = SendNotices(*lease, tx.notices); !sent) {
-          (void)lease->ExecScript("ROLLBACK");
-          return Unexpected(E(std::move(sent).error()));
+      if (result->has_value()) {
+        if (auto committed = tx.Send(NoticeStatements(tx.notices), true); !committed) {
+          result.emplace(Unexpected(E(std::move(committed).error())));
         }
       }
-      if (auto committed = lease->ExecScript("COMMIT"); !committed) {
-        return Unexpected(E(committed.error().ToGeneric()));
+      if (!result->has_value()) {
+        // An explicit transaction still open (failed or not) is rolled
+        // back; an implicit one ended with its pipeline.
+        if (!lease->IsBroken() && lease->InTransaction()) (void)lease->ExecScript("ROLLBACK");
+        if (tx.retryable_ && attempt == 0) continue;
+        if (tx.failure_) return Unexpected(As<E>(*tx.failure_));
+        return std::move(*result);
       }
       if (!tx.notices.empty()) notifier_.Notify(tx.notices);
       return std::move(*result);
     }
   }
 
-  // Runs `fn(PgConn&) -> Result<T, E>`; with `snapshot`, inside one
-  // read-only REPEATABLE READ transaction. Retried once on a lost
+  // Runs `fn(PgConn&) -> Result<T, E>` (one statement, or a pipeline —
+  // SnapshotRead — when it needs several). Retried once on a lost
   // connection (reads have no effects).
   template <class T, class E, class F>
-  Result<T, E> Read(bool snapshot, F&& fn) {
+  Result<T, E> Read(F&& fn) {
     for (int attempt = 0;; ++attempt) {
       STELE_ASSIGN_OR_RETURN(Lease lease, Acquire());
-      if (snapshot) {
-        if (auto begun = lease->ExecScript("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-            !begun) {
-          if (begun.error().kind == PgError::Kind::kConnectionLost && attempt == 0) continue;
-          return Unexpected(E(begun.error().ToGeneric()));
-        }
-      }
       Result<T, E> result = fn(*lease);
       if (!result && attempt == 0 && lease->IsBroken()) continue;
-      if (snapshot) {
-        if (auto ended = lease->ExecScript(result ? "COMMIT" : "ROLLBACK"); !ended && result) {
-          return Unexpected(E(ended.error().ToGeneric()));
-        }
-      }
       return result;
     }
+  }
+
+  // Runs `fn(PgConn&) -> Result<T, E>` once: for a write that is a single
+  // statement (its own implicit transaction), which must not be repeated
+  // blindly when its reply is lost.
+  template <class T, class E, class F>
+  Result<T, E> Once(F&& fn) {
+    STELE_ASSIGN_OR_RETURN(Lease lease, Acquire());
+    return fn(*lease);
   }
 
   Notifier& notifier() { return notifier_; }
@@ -122,6 +165,7 @@ class Store {
 
   void Close();
   bool IsClosed();
+  PostgresPoolStats Stats();
 
  private:
   // Exclusive use of one pooled connection; returns it on destruction
@@ -144,9 +188,20 @@ class Store {
   explicit Store(const PostgresOptions& options) : options_(options) {}
   Result<Lease, DbErrorGeneric> Acquire();
   void Release(std::unique_ptr<PgConn> conn);
-  Result<void, DbErrorGeneric> SendNotices(PgConn& conn, const std::vector<Notice>& notices);
+  // pg_notify statements carrying `notices` (usually one).
+  std::vector<Statement> NoticeStatements(const std::vector<Notice>& notices) const;
+  template <class E>
+  static E As(const DbErrorWrite& error) {
+    if constexpr (std::is_same_v<E, DbErrorWrite>) {
+      return error;
+    } else {
+      if (error.kind() == DbErrorWrite::Kind::kGeneric) return E(error.generic());
+      return E(DbErrorGeneric::Uncategorized(error.ToString()));
+    }
+  }
 
   const PostgresOptions options_;
+  PgCounters counters_;  // of the pooled connections (not the listener)
   Notifier notifier_;
   std::unique_ptr<Listener> listener_;
   std::mutex mu_;

@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 // caller re-queries at once and meets the error there.
 bool AnyDue(Store& store, const std::string& sql, const Params& params) {
   auto found =
-      store.Read<bool, DbErrorGeneric>(false, [&](PgConn& db) -> Result<bool, DbErrorGeneric> {
+      store.Read<bool, DbErrorGeneric>([&](PgConn& db) -> Result<bool, DbErrorGeneric> {
         auto res = db.Exec(sql, params);
         if (!res) return Unexpected(res.error().ToGeneric());
         return res->rows() > 0;
@@ -62,20 +62,20 @@ void PostgresConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
                                               const std::vector<core::FunctionFqn>& ffqns,
                                               const WaitOptions& wait) {
   std::vector<std::string> keys;
-  std::vector<std::string> names;
+  ArrayParam names;
   for (const auto& ffqn : ffqns) {
-    names.push_back(ffqn.ToString());
-    keys.push_back(PendingFfqnKey(names.back()));
+    names.Text(ffqn.ToString());
+    keys.push_back(PendingFfqnKey(ffqn.ToString()));
   }
   Registration registration(store_->notifier(), keys, pending_at_or_sooner, wait.cancel);
   while (true) {
-    for (const std::string& name : names) {
-      if (AnyDue(*store_,
-                 "SELECT 1 FROM t_state WHERE state = 'pending_at' AND ffqn = $1 AND "
-                 "pending_expires_finished <= $2 LIMIT 1",
-                 Params().Text(name).Int(TimeColumn(pending_at_or_sooner)))) {
-        return;
-      }
+    // One query for all the ffqns (the partial pending index serves each).
+    if (!ffqns.empty() &&
+        AnyDue(*store_,
+               "SELECT 1 FROM t_state WHERE state = 'pending_at' AND ffqn = ANY($1::text[]) AND "
+               "pending_expires_finished <= $2 LIMIT 1",
+               Params().Text(names.Literal()).Int(TimeColumn(pending_at_or_sooner)))) {
+      return;
     }
     if (Clock::now() >= wait.deadline) return;
     if (registration.waiter().Wait(NextWake(*store_, wait.deadline)) != WaitEnd::kTimeout) return;
@@ -110,14 +110,23 @@ PostgresConnection::SubscribeToNextResponses(const ExecutionId& execution_id, ui
       *store_, registration, wait,
       [&]() -> Result<std::optional<Responses>, DbErrorReadWithTimeout> {
         return store_->Read<std::optional<Responses>, DbErrorReadWithTimeout>(
-            false, [&](PgConn& db) -> Result<std::optional<Responses>, DbErrorReadWithTimeout> {
-              STELE_ASSIGN_OR_RETURN(auto rows, LoadResponses(db, id, start_idx));
+            [&](PgConn& db) -> Result<std::optional<Responses>, DbErrorReadWithTimeout> {
+              // The responses and, for an empty answer, whether the
+              // execution exists: one round trip.
+              auto results = db.ExecPipeline(
+                  {SelectResponsesStatement(id, start_idx),
+                   Statement{"SELECT 1 FROM t_state WHERE execution_id = $1", Params().Text(id)}});
+              if (!results) {
+                return Unexpected(DbErrorReadWithTimeout(results.error().error.ToGeneric()));
+              }
+              std::vector<ResponseWithCursor> rows;
+              for (int row = 0; row < (*results)[0].rows(); ++row) {
+                auto response = DecodeResponseRow((*results)[0], row, id);
+                if (!response) return Unexpected(DbErrorReadWithTimeout(response.error()));
+                rows.push_back(std::move(*response));
+              }
               if (rows.empty()) {
-                // Absent execution, or nothing new yet.
-                auto exists =
-                    db.Exec("SELECT 1 FROM t_state WHERE execution_id = $1", Params().Text(id));
-                if (!exists) return Unexpected(DbErrorReadWithTimeout(exists.error().ToGeneric()));
-                if (exists->rows() == 0) return Unexpected(DbErrorRead::NotFound());
+                if ((*results)[1].rows() == 0) return Unexpected(DbErrorRead::NotFound());
                 return std::optional<Responses>();
               }
               Responses responses;
@@ -138,7 +147,7 @@ PostgresConnection::WaitForFinishedResult(const ExecutionId& execution_id,
   return WaitLoop<Value>(
       *store_, registration, wait, [&]() -> Result<std::optional<Value>, DbErrorReadWithTimeout> {
         return store_->Read<std::optional<Value>, DbErrorReadWithTimeout>(
-            false, [&](PgConn& db) -> Result<std::optional<Value>, DbErrorReadWithTimeout> {
+            [&](PgConn& db) -> Result<std::optional<Value>, DbErrorReadWithTimeout> {
               // One statement: the state and, when finished, its last event.
               auto res = db.Exec(
                   "SELECT s.state, l.json_value::text, s.corresponding_version FROM t_state s "

@@ -1,5 +1,7 @@
-// Writes and locking of the PostgreSQL backend: each is one transaction on
-// one pooled connection (journal.h has the rules).
+// Writes of the PostgreSQL backend: each is one transaction on one pooled
+// connection, run through a Journal (journal.h has the rules and the round
+// trips): at most one pipeline that locks and reads what the write decides
+// on, then one with the writes and COMMIT. Locking is in lock.cc.
 #include <string>
 #include <utility>
 
@@ -11,169 +13,145 @@ namespace stele::storage::postgres::internal {
 
 namespace {
 
-// A text[] literal: {"a","b"} with " and \ escaped.
-std::string TextArray(const std::vector<std::string>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    for (char c : values[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  out += '}';
-  return out;
-}
-
-// Due PendingAt rows, oldest first (ties by id), locked FOR UPDATE SKIP
-// LOCKED: a row another transaction is locking right now is skipped, not
-// waited for, so concurrent lockers divide the work.
-const std::string kSelectDueByFfqns =
-    "SELECT " + std::string(kStateColumns) +
-    " FROM t_state WHERE state = 'pending_at' AND ffqn = ANY($1::text[]) AND "
-    "pending_expires_finished <= $2 ORDER BY pending_expires_finished, execution_id "
-    "LIMIT $3 FOR UPDATE SKIP LOCKED";
-const std::string kSelectDueByDigest =
-    "SELECT " + std::string(kStateColumns) +
-    " FROM t_state WHERE state = 'pending_at' AND component_id_input_digest = $1::bytea AND "
-    "pending_expires_finished <= $2 ORDER BY pending_expires_finished, execution_id "
-    "LIMIT $3 FOR UPDATE SKIP LOCKED";
-
-Result<std::vector<LockedExecution>, DbErrorGeneric> LockSelected(Tx& tx, const std::string& sql,
-                                                                  const Params& params,
-                                                                  const core::Locked& locked,
-                                                                  DateTime created_at) {
-  STELE_ASSIGN_OR_RETURN(PgResult rows, tx.Q(sql, params));
-  std::vector<LockedExecution> result;
-  const AppendRequest request{created_at, locked};
-  for (int row = 0; row < rows.rows(); ++row) {
-    auto state = DecodeStateRow(rows, row);
-    if (!state) {
-      STELE_LOG(kWarn, "skipping pending row: " << state.error().reason());
-      continue;
-    }
-    auto id = ParseColumn<ExecutionId>(state->execution_id, "t_state.execution_id");
-    if (!id) {
-      STELE_LOG(kWarn, "skipping pending row: " << id.error().reason());
-      continue;
-    }
-    // The lock rules are checked before anything is written, so a refused
-    // row leaves no trace and the others go on.
-    auto appended = AppendEventLockedTx(tx, *state, state->NextVersion(), request, created_at);
-    if (!appended) {
-      if (appended.error().kind() == DbErrorWrite::Kind::kGeneric) {
-        return Unexpected(appended.error().generic());
-      }
-      STELE_LOG(kDebug,
-                "not locking " << state->execution_id << ": " << appended.error().ToString());
-      continue;
-    }
-    STELE_ASSIGN_OR_RETURN(auto loaded, LoadLockedExecution(tx.conn, *id, locked, *appended,
-                                                            state->intermittent_event_count));
-    result.push_back(std::move(loaded));
-  }
-  return result;
-}
+const std::string kFindDelayResponse =
+    "SELECT delay_success FROM t_join_set_response WHERE delay_id = $1";
 
 }  // namespace
-
-Result<std::vector<LockedExecution>, DbErrorGeneric> PostgresConnection::LockPendingByFfqns(
-    uint32_t batch_size, DateTime pending_at_or_sooner, const std::vector<core::FunctionFqn>& ffqns,
-    DateTime created_at, const core::ComponentId& component_id, const core::ExecutorId& executor_id,
-    DateTime lock_expires_at, const core::RunId& run_id,
-    const core::ComponentRetryConfig& retry_config) {
-  const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  std::vector<std::string> names;
-  for (const auto& ffqn : ffqns) names.push_back(ffqn.ToString());
-  return store_->Write<std::vector<LockedExecution>, DbErrorGeneric>([&](Tx& tx) {
-    return LockSelected(
-        tx, kSelectDueByFfqns,
-        Params().Text(TextArray(names)).Int(TimeColumn(pending_at_or_sooner)).Int(batch_size),
-        locked, created_at);
-  });
-}
-
-Result<std::vector<LockedExecution>, DbErrorGeneric> PostgresConnection::LockPendingByComponentId(
-    uint32_t batch_size, DateTime pending_at_or_sooner, const core::ComponentId& component_id,
-    DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
-    const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
-  const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  return store_->Write<std::vector<LockedExecution>, DbErrorGeneric>([&](Tx& tx) {
-    return LockSelected(tx, kSelectDueByDigest,
-                        Params()
-                            .Text(DigestParam(component_id.input_digest))
-                            .Int(TimeColumn(pending_at_or_sooner))
-                            .Int(batch_size),
-                        locked, created_at);
-  });
-}
-
-Result<LockedExecution, DbErrorWrite> PostgresConnection::LockOne(
-    DateTime created_at, const core::ComponentId& component_id, const ExecutionId& execution_id,
-    const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
-    DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) {
-  const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  return store_->Write<LockedExecution, DbErrorWrite>(
-      [&](Tx& tx) -> Result<LockedExecution, DbErrorWrite> {
-        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.conn, execution_id.ToString(), true));
-        if (!state) return Unexpected(DbErrorWrite::NotFound());
-        STELE_ASSIGN_OR_RETURN(Version next,
-                               AppendEventLockedTx(tx, *state, version,
-                                                   AppendRequest{created_at, locked}, created_at));
-        STELE_ASSIGN_OR_RETURN(auto result, LoadLockedExecution(tx.conn, execution_id, locked, next,
-                                                                state->intermittent_event_count));
-        return result;
-      });
-}
 
 Result<Version, DbErrorWrite> PostgresConnection::Append(const ExecutionId& execution_id,
                                                          Version version,
                                                          const AppendRequest& req) {
-  return store_->Write<Version, DbErrorWrite>(
-      [&](Tx& tx) { return AppendEventTx(tx, execution_id, version, req, req.created_at); });
+  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    Journal journal(tx);
+    // A single append has no separate "now": the event's time decides
+    // whether a new PendingAt is due.
+    STELE_ASSIGN_OR_RETURN(Version next,
+                           journal.Append(execution_id, version, req, req.created_at));
+    STELE_TRY(journal.Flush());
+    return next;
+  });
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::AppendBatch(
     DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
     Version version) {
-  return store_->Write<Version, DbErrorWrite>(
-      [&](Tx& tx) { return AppendBatchTx(tx, execution_id, version, batch, current_time); });
+  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    Journal journal(tx);
+    STELE_ASSIGN_OR_RETURN(Version next,
+                           journal.AppendBatch(execution_id, version, batch, current_time));
+    STELE_TRY(journal.Flush());
+    return next;
+  });
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::AppendBatchCreateNewExecution(
     DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
     Version version, const std::vector<CreateRequest>& child_requests) {
   return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    Journal journal(tx);
     STELE_ASSIGN_OR_RETURN(Version next,
-                           AppendBatchTx(tx, execution_id, version, batch, current_time));
+                           journal.AppendBatch(execution_id, version, batch, current_time));
     // Any child that exists already rolls back the whole transaction.
-    for (const CreateRequest& child : child_requests) STELE_TRY(CreateTx(tx, child, current_time));
+    for (const CreateRequest& child : child_requests) {
+      STELE_TRY(journal.Create(child, current_time));
+    }
+    STELE_TRY(journal.Flush());
     return next;
   });
+}
+
+Result<CreatedAndLockedChildren, DbErrorWrite>
+PostgresConnection::AppendBatchCreateAndLockChildren(DateTime current_time,
+                                                     const std::vector<AppendRequest>& batch,
+                                                     const ExecutionId& execution_id,
+                                                     Version version,
+                                                     const std::vector<CreateRequest>& child_requests,
+                                                     const std::vector<ChildLock>& locks) {
+  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
+      [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
+        Journal journal(tx);
+        STELE_ASSIGN_OR_RETURN(Version next,
+                               journal.AppendBatch(execution_id, version, batch, current_time));
+        // Each child is created in its final state: locked when named in
+        // `locks` and the rules allow it (without its "became pending"
+        // notices: nobody else need be woken for it), pending otherwise.
+        std::vector<const CreateRequest*> locked_children;
+        for (const CreateRequest& child : child_requests) {
+          const ChildLock* lock = nullptr;
+          for (const ChildLock& candidate : locks) {
+            if (candidate.child_id == child.execution_id) {
+              lock = &candidate;
+              break;
+            }
+          }
+          STELE_ASSIGN_OR_RETURN(
+              bool locked,
+              journal.Create(child, current_time, lock != nullptr ? &lock->locked : nullptr));
+          if (locked) {
+            locked_children.push_back(&child);
+          } else if (lock != nullptr) {
+            STELE_LOG(kDebug, child.execution_id.ToString()
+                                  << ": not locked at creation: the lock rules refuse it");
+          }
+        }
+        CreatedAndLockedChildren result{next, {}};
+        for (const ChildLock& lock : locks) {
+          const CreateRequest* created = nullptr;
+          for (const CreateRequest* child : locked_children) {
+            if (child->execution_id == lock.child_id) created = child;
+          }
+          if (created == nullptr) {
+            bool known = false;
+            for (const CreateRequest& child : child_requests) {
+              known = known || child.execution_id == lock.child_id;
+            }
+            if (!known) STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+            continue;
+          }
+          // A child locked where it was created has no history and no
+          // responses yet: its LockedExecution is its CreateRequest.
+          result.locked.push_back(LockedExecution{lock.child_id, Version(2), created->metadata,
+                                                  lock.locked, created->ffqn, created->params,
+                                                  {}, {}, created->parent, 0});
+        }
+        STELE_TRY(journal.Flush());
+        return result;
+      });
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::AppendBatchRespondToParent(
     const AppendEventsToExecution& events, const AppendResponseToExecution& response,
     DateTime current_time) {
   return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
-    STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
-                                                       events.batch, current_time));
+    Journal journal(tx);
+    // Both rows locked in one round trip, the child's first (as a child's
+    // own appends and then its response always lock them).
+    journal.Prefetch(events.execution_id.ToString(), &events.batch);
+    journal.Prefetch(response.parent_execution_id.ToString());
+    STELE_ASSIGN_OR_RETURN(Version next, journal.AppendBatch(events.execution_id, events.version,
+                                                             events.batch, current_time));
     core::JoinSetResponseEventOuter outer{
         response.created_at,
         core::JoinSetResponseEvent{
             response.join_set_id,
             core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
                                          response.result}}};
-    STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, outer, current_time));
+    // A second response for the same child is Conflict, and the child's
+    // events above are rolled back with it.
+    STELE_TRY(journal.InsertResponse(response.parent_execution_id, outer, current_time));
+    STELE_TRY(journal.Flush());
     return next;
   });
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::Create(const CreateRequest& req) {
-  return store_->Write<Version, DbErrorWrite>(
-      [&](Tx& tx) { return CreateTx(tx, req, req.created_at); });
+  // Nothing to read first: one pipeline, an implicit transaction.
+  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    Journal journal(tx);
+    STELE_TRY(journal.Create(req, req.created_at));
+    STELE_TRY(journal.Flush());
+    return Version(1);
+  });
 }
 
 Result<AppendDelayResponseOutcome, DbErrorWrite> PostgresConnection::AppendDelayResponse(
@@ -181,27 +159,33 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> PostgresConnection::AppendDelay
     const core::DelayId& delay_id, bool ok) {
   auto outcome = store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(
       [&](Tx& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
+        Journal journal(tx);
         // Lock the parent first: the delay's first response decides, and a
-        // concurrent one waits here and then sees it.
-        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.conn, execution_id.ToString(), true));
-        if (!state) return Unexpected(DbErrorWrite::NotFound());
-        STELE_ASSIGN_OR_RETURN(auto existing, FindDelayResponse(tx.conn, delay_id));
-        if (existing) {
-          return *existing ? AppendDelayResponseOutcome::kAlreadyFinished
-                           : AppendDelayResponseOutcome::kAlreadyCancelled;
+        // concurrent one waits for the lock and then sees it (the lookup
+        // runs after the lock, in the same pipeline).
+        journal.Prefetch(execution_id.ToString());
+        const size_t existing = tx.Read(kFindDelayResponse, Params().Text(delay_id.ToString()));
+        STELE_TRY(journal.State(execution_id.ToString()));
+        STELE_ASSIGN_OR_RETURN(const PgResult* found, tx.Get(existing));
+        if (found->rows() > 0) {
+          return found->Bool(0, 0) ? AppendDelayResponseOutcome::kAlreadyFinished
+                                   : AppendDelayResponseOutcome::kAlreadyCancelled;
         }
         core::JoinSetResponseEventOuter outer{
             created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
-        STELE_TRY(InsertResponseTx(tx, execution_id, outer, created_at));
+        STELE_TRY(journal.InsertResponse(execution_id, outer, created_at));
+        STELE_TRY(journal.Flush());
         return AppendDelayResponseOutcome::kSuccess;
       });
   // Lost a race on the delay id's unique index (another parent row): the
   // committed winner decides.
   if (!outcome && outcome.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kConflict)) {
     auto existing = store_->Read<std::optional<bool>, DbErrorWrite>(
-        false, [&](PgConn& db) -> Result<std::optional<bool>, DbErrorWrite> {
-          STELE_ASSIGN_OR_RETURN(auto found, FindDelayResponse(db, delay_id));
-          return found;
+        [&](PgConn& db) -> Result<std::optional<bool>, DbErrorWrite> {
+          auto res = db.Exec(kFindDelayResponse, Params().Text(delay_id.ToString()));
+          if (!res) return Unexpected(res.error().ToGeneric());
+          if (res->rows() == 0) return std::optional<bool>();
+          return std::optional<bool>(res->Bool(0, 0));
         });
     if (existing && *existing) {
       return **existing ? AppendDelayResponseOutcome::kAlreadyFinished
@@ -214,9 +198,11 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> PostgresConnection::AppendDelay
 Result<void, DbErrorWrite> PostgresConnection::AppendResponse(
     DateTime created_at, const ExecutionId& execution_id,
     const core::JoinSetResponseEvent& response) {
-  return store_->Write<void, DbErrorWrite>([&](Tx& tx) {
-    return InsertResponseTx(tx, execution_id, core::JoinSetResponseEventOuter{created_at, response},
-                            created_at);
+  return store_->Write<void, DbErrorWrite>([&](Tx& tx) -> Result<void, DbErrorWrite> {
+    Journal journal(tx);
+    STELE_TRY(journal.InsertResponse(
+        execution_id, core::JoinSetResponseEventOuter{created_at, response}, created_at));
+    return journal.Flush();
   });
 }
 
@@ -227,12 +213,13 @@ Result<void, DbErrorWrite> PostgresConnection::AppendBacktrace(const core::Backt
 Result<void, DbErrorWrite> PostgresConnection::AppendBacktraceBatch(
     const std::vector<core::BacktraceInfo>& batch) {
   if (batch.empty()) return {};
+  // Writes only: one pipeline, an implicit transaction.
   return store_->Write<void, DbErrorWrite>([&](Tx& tx) -> Result<void, DbErrorWrite> {
     // The first backtrace of a version range wins (as in the reference model).
     for (const core::BacktraceInfo& info : batch) {
       STELE_ASSIGN_OR_RETURN(std::string component, EncodeJson(info.component_id));
       STELE_ASSIGN_OR_RETURN(std::string backtrace, EncodeJson(info.wasm_backtrace));
-      auto inserted = tx.conn.Exec(
+      tx.Write(
           "INSERT INTO t_backtrace (execution_id, component_id, version_min_including, "
           "version_max_excluding, wasm_backtrace) VALUES ($1, $2::json, $3, $4, $5::json) "
           "ON CONFLICT DO NOTHING",
@@ -242,12 +229,6 @@ Result<void, DbErrorWrite> PostgresConnection::AppendBacktraceBatch(
               .Int(info.version_min_including.value())
               .Int(info.version_max_excluding.value())
               .Text(backtrace));
-      if (!inserted) {
-        if (inserted.error().kind == PgError::Kind::kInvalidValue) {
-          return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(inserted.error().message));
-        }
-        return Unexpected(inserted.error().ToGeneric());
-      }
     }
     return {};
   });
@@ -256,8 +237,23 @@ Result<void, DbErrorWrite> PostgresConnection::AppendBacktraceBatch(
 Result<void, DbErrorWrite> PostgresConnection::UpgradeExecutionComponent(
     const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
     const core::InputContentDigest& new_digest) {
-  return store_->Write<void, DbErrorWrite>(
-      [&](Tx& tx) { return UpgradeComponentTx(tx, execution_id, old_digest, new_digest); });
+  return store_->Write<void, DbErrorWrite>([&](Tx& tx) -> Result<void, DbErrorWrite> {
+    Journal journal(tx);
+    const std::string id = execution_id.ToString();
+    STELE_ASSIGN_OR_RETURN(const ExecutionState* state, journal.State(id));
+    if (state->IsFinished()) {
+      return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
+    }
+    if (state->digest != old_digest) return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    tx.Write("UPDATE t_state SET component_id_input_digest = $1::bytea WHERE execution_id = $2",
+             Params().Text(DigestParam(new_digest)).Text(id));
+    if (const auto* pending =
+            std::get_if<core::PendingStatePendingAt>(&state->pending_state.value)) {
+      tx.notices.push_back(
+          Notice{PendingDigestKey(new_digest), pending->scheduled_at, pending->scheduled_at});
+    }
+    return journal.Flush();
+  });
 }
 
 }  // namespace stele::storage::postgres::internal

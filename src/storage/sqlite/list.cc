@@ -122,6 +122,38 @@ Result<ExecutionCounts, DbErrorGeneric> SqliteConnection::CountExecutionsByState
   });
 }
 
+Result<PendingCounts, DbErrorGeneric> SqliteConnection::CountPendingByFfqns(
+    const std::vector<core::FunctionFqn>& ffqns, DateTime now) {
+  if (ffqns.empty()) return PendingCounts{};
+  return store_->Read([&](Connection& db) -> Result<PendingCounts, DbErrorGeneric> {
+    // One statement (one snapshot): the pending half is a range scan of
+    // idx_t_state_pending_ffqn per ffqn, the locked half a scan of
+    // idx_t_state_expired_locks (locked rows only). IN dedups the ffqns.
+    std::string in = "?2";
+    for (size_t i = 1; i < ffqns.size(); ++i) in += ", ?" + std::to_string(i + 2);
+    STELE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare("SELECT COUNT(*) FILTER (WHERE pending_expires_finished <= ?1), "
+                   "COUNT(*) FILTER (WHERE pending_expires_finished > ?1), 0 FROM t_state "
+                   "WHERE state = 'pending_at' AND ffqn IN (" + in + ") "
+                   "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
+                   "WHERE state = 'locked' AND ffqn IN (" + in + ")"));
+    stmt.BindInt64(1, TimeColumn(now));
+    for (size_t i = 0; i < ffqns.size(); ++i) {
+      stmt.BindText(static_cast<int>(i + 2), ffqns[i].ToString());
+    }
+    PendingCounts counts;
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      counts.due += static_cast<uint64_t>(stmt.Int64(0));
+      counts.scheduled_later += static_cast<uint64_t>(stmt.Int64(1));
+      counts.locked += static_cast<uint64_t>(stmt.Int64(2));
+    }
+    return counts;
+  });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> SqliteConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read([&](Connection& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {

@@ -122,6 +122,52 @@ TEST_P(ListTest, CountExecutionsByStateCountsEveryExecution) {
             (ExecutionCounts{.pending_at = 2, .locked = 1, .blocked_by_join_set = 0, .finished = 1}));
 }
 
+TEST_P(ListTest, CountPendingByFfqnsCountsTheQueueOfTheGivenFunctions) {
+  EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnA()}, kT0)), PendingCounts{});
+  // FfqnA: two due (one at exactly `now`), one scheduled later, one backing
+  // off after a temporary failure, one locked, one blocked, one finished,
+  // and a due child.
+  Must(db().Create(CreateReq(NewId(), kT0)));
+  CreateRequest at_now = CreateReq(NewId(), kT0);
+  at_now.scheduled_at = kT0 + 5s;
+  Must(db().Create(at_now));
+  CreateRequest later = CreateReq(NewId(), kT0);
+  later.scheduled_at = kT0 + 1h;
+  Must(db().Create(later));
+  ExecutionId failed = NewId();
+  Version v = CreateLocked(db(), failed, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(failed, v, TemporarilyFailedReq(kT0 + 1s, kT0 + 1min)));
+  CreateLocked(db(), NewId(), kT0, Runner::New(), kT0 + 10s);
+  ExecutionId parent = NewId();
+  v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  const core::JoinSetId join_set = NamedJoinSet("js");
+  const core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
+  Must(db().AppendBatchCreateNewExecution(
+      kT0, {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
+            JoinNextReq(kT0, join_set, kT0 + 10s)},
+      parent, v, {ChildCreateReq(child, kT0)}));
+  ExecutionId finished = NewId();
+  v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(finished, v, FinishedReq(kT0 + 1s, OkResult())));
+  // FfqnB: one due.
+  CreateRequest other = CreateReq(NewId(), kT0);
+  other.ffqn = FfqnB();
+  Must(db().Create(other));
+
+  const DateTime now = kT0 + 5s;
+  EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnA()}, now)),
+            (PendingCounts{.due = 3, .scheduled_later = 2, .locked = 1}));
+  EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnB()}, now)),
+            (PendingCounts{.due = 1, .scheduled_later = 0, .locked = 0}));
+  // Each execution once, however often its ffqn is named.
+  EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnA(), FfqnB(), FfqnA()}, now)),
+            (PendingCounts{.due = 4, .scheduled_later = 2, .locked = 1}));
+  // `now` moves the line between due and later.
+  EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnA()}, kT0 + 2h)),
+            (PendingCounts{.due = 5, .scheduled_later = 0, .locked = 1}));
+  EXPECT_EQ(Must(db().CountPendingByFfqns({}, now)), PendingCounts{});
+}
+
 TEST_P(ListTest, ListExecutionEventsHonoursSinceAndMaxLength) {
   ExecutionId id = NewId();
   Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);

@@ -348,6 +348,11 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
     return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
                    [&] { return inner_->CountExecutionsByState(); });
   }
+  Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
+      const std::vector<core::FunctionFqn>& ffqns, DateTime now) override {
+    return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
+                   [&] { return inner_->CountPendingByFfqns(ffqns, now); });
+  }
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override {

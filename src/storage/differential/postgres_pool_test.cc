@@ -256,9 +256,7 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     rows.push_back(row);
   };
 
-  measure("Create", 1, [&] {
-    return [&] { Must(db->Create(CreateReq(NewId(), kT0))); };
-  });
+  measure("Create", 1, [&] { return [&] { Must(db->Create(CreateReq(NewId(), kT0))); }; });
   measure("LockPendingByFfqns, nothing due", 1, [&] {
     drain();
     return [&] { EXPECT_TRUE(Must(LockPendingA(*db, 8, at, Runner::New(), at + 10s)).empty()); };
@@ -304,7 +302,8 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     return [&, id, v] {
       const auto child = ChildId(id, js, 1);
       Must(db->AppendBatchCreateNewExecution(
-          at, {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
+          at,
+          {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
           id, v, {ChildCreateReq(child, at)}));
     };
   });
@@ -314,10 +313,11 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     return [&, id, v] {
       const auto child = ChildId(id, js, 1);
       Runner runner = Runner::New();
-      const core::Locked lock{conformance::ComponentA(), runner.executor_id, runner.run_id,
-                              at + 5s, RetryConfig()};
+      const core::Locked lock{conformance::ComponentA(), runner.executor_id, runner.run_id, at + 5s,
+                              RetryConfig()};
       auto done = Must(db->AppendBatchCreateAndLockChildren(
-          at, {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
+          at,
+          {JoinSetCreateReq(at, js), ChildRequestReq(at, child), JoinNextReq(at, js, kT0 + 10s)},
           id, v, {ChildCreateReq(child, at)}, {ChildLock{ExecutionId(child), lock}}));
       EXPECT_EQ(done.locked.size(), 1u);
     };
@@ -327,11 +327,11 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
     const auto child = ChildId(id, js, 1);
     v = Must(db->AppendBatchCreateNewExecution(
-        kT0, {JoinSetCreateReq(kT0, js), ChildRequestReq(kT0, child), JoinNextReq(kT0, js, kT0 + 10s)},
+        kT0,
+        {JoinSetCreateReq(kT0, js), ChildRequestReq(kT0, child), JoinNextReq(kT0, js, kT0 + 10s)},
         id, v, {ChildCreateReq(child, kT0)}));
-    Version cv =
-        Must(LockOneAt(*db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 10s))
-            .next_version;
+    Version cv = Must(LockOneAt(*db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 10s))
+                     .next_version;
     return [&, child, cv] {
       Must(db->AppendBatchRespondToParent(
           AppendEventsToExecution{ExecutionId(child), cv, {FinishedReq(at, OkResult())}},
@@ -361,17 +361,14 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     Must(db->Append(finished, v, FinishedReq(at, OkResult())));
   }
   measure("SubscribeToNextResponses (one there)", 1, [&] {
-    return [&] { EXPECT_EQ(Must(db->SubscribeToNextResponses(finished, 0, WaitOptions::For(1s))).size(), 1u); };
+    return [&] {
+      EXPECT_EQ(Must(db->SubscribeToNextResponses(finished, 0, WaitOptions::For(1s))).size(), 1u);
+    };
   });
-  measure("WaitForFinishedResult (finished)", 1, [&] {
-    return [&] { Must(db->WaitForFinishedResult(finished, WaitOptions::For(1s))); };
-  });
-  measure("GetExpiredTimers", 1, [&] {
-    return [&] { Must(db->GetExpiredTimers(kT0)); };
-  });
-  measure("Get (whole log)", 1, [&] {
-    return [&] { Must(db->Get(finished)); };
-  });
+  measure("WaitForFinishedResult (finished)", 1,
+          [&] { return [&] { Must(db->WaitForFinishedResult(finished, WaitOptions::For(1s))); }; });
+  measure("GetExpiredTimers", 1, [&] { return [&] { Must(db->GetExpiredTimers(kT0)); }; });
+  measure("Get (whole log)", 1, [&] { return [&] { Must(db->Get(finished)); }; });
 
   std::string table = "| Operation | Round trips | Statements |\n|---|---|---|\n";
   for (const Row& row : rows) {

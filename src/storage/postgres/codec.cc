@@ -159,14 +159,13 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
 }
 
 Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res, int row,
-                                                             std::string_view execution_id,
-                                                             int c) {
+                                                             std::string_view execution_id, int c) {
   const int64_t idx = res.Int(row, c + 0);
   if (idx < 0 || idx > int64_t{UINT32_MAX}) {
     return Unexpected(Corrupt("t_join_set_response", execution_id, "cursor out of range"));
   }
-  STELE_ASSIGN_OR_RETURN(auto join_set_id,
-                         ParseColumn<core::JoinSetId>(res.Text(row, c + 2), "response join_set_id"));
+  STELE_ASSIGN_OR_RETURN(
+      auto join_set_id, ParseColumn<core::JoinSetId>(res.Text(row, c + 2), "response join_set_id"));
   std::optional<core::JoinSetResponse> event;
   if (auto delay_id = res.OptStr(row, c + 3)) {
     STELE_ASSIGN_OR_RETURN(auto delay, ParseColumn<core::DelayId>(*delay_id, "delay_id"));

@@ -22,9 +22,9 @@
 #include "core/pending_state.h"
 #include "core/version.h"
 #include "storage/db_errors.h"
-#include "storage/row_json.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/requests.h"
+#include "storage/row_json.h"
 
 namespace stele::storage::postgres::internal {
 

@@ -321,9 +321,8 @@ void Journal::NotifyPending(const ExecutionState& state, DateTime scheduled_at,
   tx_.notices.push_back(Notice{PendingDigestKey(state.digest), scheduled_at, current_time});
 }
 
-void Journal::AddEvent(std::string_view id, Version version, DateTime created_at,
-                       std::string json, std::string_view variant,
-                       const std::optional<std::string>& join_set) {
+void Journal::AddEvent(std::string_view id, Version version, DateTime created_at, std::string json,
+                       std::string_view variant, const std::optional<std::string>& join_set) {
   if (!first_event_version_) first_event_version_ = version;
   event_ids_.Text(id);
   event_versions_.Int(version.value());
@@ -363,8 +362,8 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
   if (auto join_set_id = core::ExecutionRequestJoinSetId(req.event)) {
     join_set = join_set_id->ToString();
   }
-  AddEvent(id, version, req.created_at, std::move(json), core::ExecutionRequestVariantTag(req.event),
-           join_set);
+  AddEvent(id, version, req.created_at, std::move(json),
+           core::ExecutionRequestVariantTag(req.event), join_set);
 
   if (locked != nullptr) {
     const core::LockedBy by{locked->executor_id, locked->run_id};
@@ -433,8 +432,7 @@ Result<Version, DbErrorWrite> Journal::Append(const ExecutionId& execution_id, V
   return Apply(*row, version, req, current_time);
 }
 
-Result<Version, DbErrorWrite> Journal::AppendBatch(const ExecutionId& execution_id,
-                                                   Version version,
+Result<Version, DbErrorWrite> Journal::AppendBatch(const ExecutionId& execution_id, Version version,
                                                    const std::vector<AppendRequest>& batch,
                                                    DateTime current_time) {
   if (batch.empty()) {
@@ -600,9 +598,9 @@ Result<void, DbErrorWrite> Journal::Flush() {
     }
     Params params;
     for (const ArrayParam* column :
-         {&ids, &top, &versions, &ffqns, &created, &digests, &first, &pending, &states, &updated,
-          &intermittent, &max_retries, &backoff, &lock_version, &executors, &runs, &join_sets,
-          &closing, &kinds, &responses}) {
+         {&ids,       &top,    &versions,  &ffqns,        &created,     &digests,  &first,
+          &pending,   &states, &updated,   &intermittent, &max_retries, &backoff,  &lock_version,
+          &executors, &runs,   &join_sets, &closing,      &kinds,       &responses}) {
       params.Text(column->Literal());
     }
     // An id that exists already violates t_state's key.

@@ -103,8 +103,8 @@ class Journal {
   };
   struct Row {
     ExecutionState state;
-    bool created = false;  // inserted by this transaction
-    bool dirty = false;    // to be written back
+    bool created = false;                        // inserted by this transaction
+    bool dirty = false;                          // to be written back
     std::map<std::string, Lookahead> lookahead;  // by join set id
   };
   struct FinishedHere {
@@ -125,11 +125,11 @@ class Journal {
   void NotifyPending(const ExecutionState& state, DateTime scheduled_at, DateTime current_time);
 
   Tx& tx_;
-  std::map<std::string, Row> rows_;                  // loaded or created; stable addresses
+  std::map<std::string, Row> rows_;        // loaded or created; stable addresses
   std::map<std::string, size_t> loading_;  // id → ticket of its row lock
   // Lookaheads queued with a row lock, moved into the Row when it loads.
   std::map<std::string, std::map<std::string, Lookahead>> loading_lookaheads_;
-  std::vector<std::string> created_order_;           // new rows, in creation order
+  std::vector<std::string> created_order_;  // new rows, in creation order
   std::vector<FinishedHere> finished_here_;
   // Columns of the events to insert.
   ArrayParam event_ids_, event_versions_, event_created_, event_json_, event_variants_,

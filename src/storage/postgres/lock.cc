@@ -5,8 +5,10 @@
 // (its Created event, history and responses), all in one implicit
 // transaction. LockOne is a Journal append (two round trips) that reads the
 // history with the row lock.
+#include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -46,7 +48,9 @@ const std::string kHistoryOfOk =
 // due by, $3 batch size, $4 the lock's created_at, $5 executor, $6 run, $7
 // the Locked event, $8 lock_expires_at, $9 max_retries, $10 the back-off.
 //
-// `c` locks the due rows; `ok` keeps those the lock rules admit (a new lock
+// `c` locks the due rows (their ids in the default collation: t_state's
+// ids are "C", the other tables' indexes are on the default one, and a join
+// in "C" could not use them); `ok` keeps those the lock rules admit (a new lock
 // once due by $4, or an extension by the same executor and run: storage/
 // pending_state_rules.h) and whose history this statement's snapshot holds
 // completely. A row another transaction changed between this statement's
@@ -57,12 +61,14 @@ const std::string kHistoryOfOk =
 // out with a history missing the latest events.
 std::string LockStatement(const char* filter) {
   return std::string(
-             "WITH c AS (SELECT execution_id, corresponding_version, pending_expires_finished, "
+             "WITH c AS (SELECT execution_id COLLATE \"default\" AS execution_id, "
+             "corresponding_version, pending_expires_finished, "
              "intermittent_event_count, executor_id, run_id, response_count FROM t_state "
              "WHERE state = 'pending_at' AND ") +
          filter +
          " AND pending_expires_finished <= $2 "
-         "ORDER BY pending_expires_finished, execution_id LIMIT $3 FOR UPDATE SKIP LOCKED), "
+         "ORDER BY pending_expires_finished, t_state.execution_id LIMIT $3 FOR UPDATE SKIP "
+         "LOCKED), "
          "ok AS (SELECT * FROM c WHERE (c.pending_expires_finished <= $4 OR "
          "(c.executor_id = $5 AND c.run_id = $6)) AND c.corresponding_version = "
          "(SELECT MAX(l.version) FROM t_execution_log l WHERE l.execution_id = c.execution_id) "
@@ -98,7 +104,8 @@ struct Parts {
   std::vector<core::JoinSetResponseEventOuter> responses;
 };
 
-Result<void, DbErrorGeneric> Gather(const PgResult& res, int row, std::map<std::string, Parts>& by_id) {
+Result<void, DbErrorGeneric> Gather(const PgResult& res, int row,
+                                    std::map<std::string, Parts>& by_id) {
   const std::string id = res.Str(row, 1);
   Parts& parts = by_id[id];
   if (res.Int(row, 0) == 1) {
@@ -123,8 +130,8 @@ Result<LockedExecution, DbErrorGeneric> Assemble(const ExecutionId& execution_id
                                                  const core::Locked& locked, Version next_version,
                                                  uint32_t intermittent_event_count) {
   if (!parts.created) {
-    return Unexpected(DbErrorGeneric::Uncategorized(
-        "execution log of `" + execution_id.ToString() + "` does not start with Created"));
+    return Unexpected(DbErrorGeneric::Uncategorized("execution log of `" + execution_id.ToString() +
+                                                    "` does not start with Created"));
   }
   return LockedExecution{
       .execution_id = execution_id,
@@ -141,9 +148,9 @@ Result<LockedExecution, DbErrorGeneric> Assemble(const ExecutionId& execution_id
 }
 
 Result<std::vector<LockedExecution>, DbErrorGeneric> LockBatch(Store& store, const std::string& sql,
-                                                              Params params,
-                                                              const core::Locked& locked,
-                                                              DateTime created_at) {
+                                                               Params params,
+                                                               const core::Locked& locked,
+                                                               DateTime created_at) {
   // Every row would be refused (pending_state_rules.h): nothing to do.
   if (locked.lock_expires_at <= created_at) return std::vector<LockedExecution>();
   auto event = EncodeEvent(core::ExecutionRequest(locked));
@@ -171,18 +178,20 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> LockBatch(Store& store, con
         return std::move(*done);
       })));
   struct Head {
+    int64_t scheduled_at;
     std::string id;
     Version next_version;
     uint32_t intermittent_event_count;
   };
-  std::vector<Head> heads;  // in lock order
+  std::vector<Head> heads;
   std::map<std::string, Parts> by_id;
   std::map<std::string, std::string> broken;  // id → why it cannot be handed out
   for (int row = 0; row < res.rows(); ++row) {
     if (res.Int(row, 0) == 0) {
       const int64_t version = res.Int(row, 3);
       const int64_t count = res.Int(row, 4);
-      heads.push_back(Head{res.Str(row, 1), Version(static_cast<Version::Type>(version + 2)),
+      heads.push_back(Head{res.Int(row, 2), res.Str(row, 1),
+                           Version(static_cast<Version::Type>(version + 2)),
                            static_cast<uint32_t>(count)});
       continue;
     }
@@ -190,6 +199,11 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> LockBatch(Store& store, con
       broken.emplace(res.Str(row, 1), gathered.error().reason());
     }
   }
+  // In lock order: oldest first, ties by id bytewise (as t_state's "C"
+  // collation orders them).
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) {
+    return std::tie(a.scheduled_at, a.id) < std::tie(b.scheduled_at, b.id);
+  });
   std::vector<LockedExecution> result;
   for (Head& head : heads) {
     auto assembled = [&]() -> Result<LockedExecution, DbErrorGeneric> {
@@ -205,8 +219,8 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> LockBatch(Store& store, con
     } else {
       // Locked already (the statement committed): nobody runs it, and its
       // lock expires like any abandoned one.
-      STELE_LOG(kError, "locked " << head.id << " but cannot read it back: "
-                                  << assembled.error().reason());
+      STELE_LOG(kError,
+                "locked " << head.id << " but cannot read it back: " << assembled.error().reason());
     }
   }
   return result;
@@ -258,9 +272,9 @@ Result<LockedExecution, DbErrorWrite> PostgresConnection::LockOne(
         // The history is read right after the row lock, in its pipeline.
         journal.Prefetch(id);
         const size_t history = tx.Read(kHistoryOfOne, Params().Text(id));
-        STELE_ASSIGN_OR_RETURN(Version next, journal.Append(execution_id, version,
-                                                            AppendRequest{created_at, locked},
-                                                            created_at));
+        STELE_ASSIGN_OR_RETURN(
+            Version next,
+            journal.Append(execution_id, version, AppendRequest{created_at, locked}, created_at));
         STELE_ASSIGN_OR_RETURN(const ExecutionState* state, journal.State(id));
         STELE_ASSIGN_OR_RETURN(const PgResult* res, tx.Get(history));
         std::map<std::string, Parts> by_id;

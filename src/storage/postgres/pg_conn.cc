@@ -213,9 +213,7 @@ Result<void, PgError> PgConn::AwaitResult() {
 
 Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
     const std::vector<Statement>& batch) {
-  auto lost = [&](std::string_view what) {
-    return Unexpected(PipelineError{0, LostError(what)});
-  };
+  auto lost = [&](std::string_view what) { return Unexpected(PipelineError{0, LostError(what)}); };
   if (PQenterPipelineMode(conn_) != 1) return lost("cannot enter pipeline mode");
   // What was sent, in order: a Prepare (of statement `index`, named
   // `name`) or an Execute of statement `index`.
@@ -274,8 +272,8 @@ Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
   size_t next = 0;
   while (true) {
     if (auto ready = AwaitResult(); !ready) {
-      return Unexpected(PipelineError{next < sent.size() ? sent[next].index : 0,
-                                      std::move(ready).error()});
+      return Unexpected(
+          PipelineError{next < sent.size() ? sent[next].index : 0, std::move(ready).error()});
     }
     PGresult* res = PQgetResult(conn_);
     if (res == nullptr) {

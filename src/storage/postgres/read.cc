@@ -33,7 +33,8 @@ bool IsNewer(const core::Pagination<T>& page) {
 
 Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetExecutionEvent(
     const ExecutionId& execution_id, Version version) {
-  return store_->Read<core::ExecutionEvent, DbErrorRead>([&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
+  return store_->Read<core::ExecutionEvent, DbErrorRead>(
+      [&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto event, LoadEvent(db, execution_id.ToString(), version));
         if (!event) return Unexpected(DbErrorRead::NotFound());
         return std::move(*event);
@@ -42,13 +43,14 @@ Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetExecutionEvent(
 
 Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetLastExecutionEvent(
     const ExecutionId& execution_id) {
-  return store_->Read<core::ExecutionEvent, DbErrorRead>([&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
+  return store_->Read<core::ExecutionEvent, DbErrorRead>(
+      [&](PgConn& db) -> Result<core::ExecutionEvent, DbErrorRead> {
         const std::string id = execution_id.ToString();
         // One statement: the state row names the last version.
         STELE_ASSIGN_OR_RETURN(
             PgResult res, Q(db,
                             "SELECT l.version, l.created_at, l.json_value::text FROM t_state s "
-                            "JOIN t_execution_log l ON l.execution_id = s.execution_id AND "
+                            "JOIN t_execution_log l ON l.execution_id = $1 AND "
                             "l.version = s.corresponding_version WHERE s.execution_id = $1",
                             Params().Text(id)));
         if (res.rows() == 0) return Unexpected(DbErrorRead::NotFound());
@@ -59,7 +61,8 @@ Result<core::ExecutionEvent, DbErrorRead> PostgresConnection::GetLastExecutionEv
 
 Result<core::PendingState, DbErrorRead> PostgresConnection::GetPendingState(
     const ExecutionId& execution_id) {
-  return store_->Read<core::PendingState, DbErrorRead>([&](PgConn& db) -> Result<core::PendingState, DbErrorRead> {
+  return store_->Read<core::PendingState, DbErrorRead>(
+      [&](PgConn& db) -> Result<core::PendingState, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, execution_id.ToString()));
         if (!state) return Unexpected(DbErrorRead::NotFound());
         return std::move(state->pending_state);
@@ -67,7 +70,8 @@ Result<core::PendingState, DbErrorRead> PostgresConnection::GetPendingState(
 }
 
 Result<ExecutionLog, DbErrorRead> PostgresConnection::Get(const ExecutionId& execution_id) {
-  return store_->Read<ExecutionLog, DbErrorRead>([&](PgConn& db) -> Result<ExecutionLog, DbErrorRead> {
+  return store_->Read<ExecutionLog, DbErrorRead>(
+      [&](PgConn& db) -> Result<ExecutionLog, DbErrorRead> {
         STELE_ASSIGN_OR_RETURN(auto log, LoadLog(db, execution_id));
         if (!log) return Unexpected(DbErrorRead::NotFound());
         return std::move(*log);
@@ -87,9 +91,9 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
             "SELECT execution_id, join_set_id, delay_id, expires_at "
             "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at";
         // Both in one snapshot, one round trip.
-        STELE_ASSIGN_OR_RETURN(auto results,
-                               SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
-                                                 Statement{kDelays, Params().Int(TimeColumn(at))}}));
+        STELE_ASSIGN_OR_RETURN(
+            auto results, SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
+                                            Statement{kDelays, Params().Int(TimeColumn(at))}}));
         const PgResult& locks = results[0];
         const PgResult& delays = results[1];
         for (int row = 0; row < locks.rows(); ++row) {
@@ -115,7 +119,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
           STELE_ASSIGN_OR_RETURN(
               auto delay_id, ParseColumn<core::DelayId>(delays.Text(row, 2), "t_delay.delay_id"));
           expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
-                                            std::move(delay_id), TimeFromColumn(delays.Int(row, 3))});
+                                            std::move(delay_id),
+                                            TimeFromColumn(delays.Int(row, 3))});
         }
         return expired;
       });
@@ -139,13 +144,12 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> PostgresConnection::ListE
             "ORDER BY l.version LIMIT $3";
         // The existence check and the page in one snapshot, one round trip.
         STELE_ASSIGN_OR_RETURN(
-            auto results,
-            SnapshotRead(db, {Statement{kExists, Params().Text(id)},
-                              Statement{kEvents, Params()
-                                                     .Text(id)
-                                                     .Int(since.value())
-                                                     .Int(max_length)
-                                                     .Bool(include_backtrace_id)}}));
+            auto results, SnapshotRead(db, {Statement{kExists, Params().Text(id)},
+                                            Statement{kEvents, Params()
+                                                                   .Text(id)
+                                                                   .Int(since.value())
+                                                                   .Int(max_length)
+                                                                   .Bool(include_backtrace_id)}}));
         if (results[0].rows() == 0) return Unexpected(DbErrorRead::NotFound());
         const PgResult& res = results[1];
         std::vector<core::ExecutionEvent> events;
@@ -162,7 +166,8 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> PostgresConnection::ListE
 
 Result<core::BacktraceInfo, DbErrorRead> PostgresConnection::GetBacktrace(
     const ExecutionId& execution_id, BacktraceFilter filter) {
-  return store_->Read<core::BacktraceInfo, DbErrorRead>([&](PgConn& db) -> Result<core::BacktraceInfo, DbErrorRead> {
+  return store_->Read<core::BacktraceInfo, DbErrorRead>(
+      [&](PgConn& db) -> Result<core::BacktraceInfo, DbErrorRead> {
         // Ties (same range start) go to the backtrace recorded first.
         const char* kColumns =
             "SELECT component_id::text, version_min_including, version_max_excluding, "
@@ -275,9 +280,10 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> PostgresConnection::List
 }
 
 Result<ExecutionCounts, DbErrorGeneric> PostgresConnection::CountExecutionsByState() {
-  return store_->Read<ExecutionCounts, DbErrorGeneric>([&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
-        STELE_ASSIGN_OR_RETURN(PgResult res,
-                               Q(db, "SELECT state, COUNT(*) FROM t_state GROUP BY state", Params()));
+  return store_->Read<ExecutionCounts, DbErrorGeneric>(
+      [&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
+        STELE_ASSIGN_OR_RETURN(
+            PgResult res, Q(db, "SELECT state, COUNT(*) FROM t_state GROUP BY state", Params()));
         ExecutionCounts counts;
         for (int row = 0; row < res.rows(); ++row) {
           std::string_view state = res.Text(row, 0);
@@ -307,8 +313,8 @@ Result<PendingCounts, DbErrorGeneric> PostgresConnection::CountPendingByFfqns(
             "WHERE state = 'pending_at' AND ffqn = ANY($1::text[]) "
             "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
             "WHERE state = 'locked' AND ffqn = ANY($1::text[])";
-        STELE_ASSIGN_OR_RETURN(
-            PgResult res, Q(db, kSql, Params().Text(names.Literal()).Int(TimeColumn(now))));
+        STELE_ASSIGN_OR_RETURN(PgResult res,
+                               Q(db, kSql, Params().Text(names.Literal()).Int(TimeColumn(now))));
         PendingCounts counts;
         for (int row = 0; row < res.rows(); ++row) {
           counts.due += static_cast<uint64_t>(res.Int(row, 0));
@@ -330,11 +336,10 @@ Result<std::vector<ResponseWithCursor>, DbErrorRead> PostgresConnection::ListRes
                           (newer ? " ASC" : " DESC") + " LIMIT $3";
         STELE_ASSIGN_OR_RETURN(
             auto results,
-            SnapshotRead(db, {Statement{kExists, Params().Text(id)},
-                              Statement{sql, Params()
-                                                 .Text(id)
-                                                 .Int(pagination.cursor)
-                                                 .Int(pagination.length)}}));
+            SnapshotRead(
+                db,
+                {Statement{kExists, Params().Text(id)},
+                 Statement{sql, Params().Text(id).Int(pagination.cursor).Int(pagination.length)}}));
         if (results[0].rows() == 0) return Unexpected(DbErrorRead::NotFound());
         const PgResult& res = results[1];
         std::vector<ResponseWithCursor> page;

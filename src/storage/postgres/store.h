@@ -25,10 +25,10 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <type_traits>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -85,9 +85,9 @@ class Tx {
   PgConn& conn_;
   std::vector<Queued> queue_;
   std::deque<std::optional<PgResult>> results_;  // by ticket; deque: stable addresses
-  bool begun_ = false;             // BEGIN was sent: an explicit transaction is open
-  bool sent_writes_ = false;       // a write reached the server (no blind retry)
-  bool retryable_ = false;         // failed on a lost connection before any write was sent
+  bool begun_ = false;                           // BEGIN was sent: an explicit transaction is open
+  bool sent_writes_ = false;                     // a write reached the server (no blind retry)
+  bool retryable_ = false;               // failed on a lost connection before any write was sent
   std::optional<DbErrorWrite> failure_;  // the failed statement's mapped error
 };
 

@@ -19,12 +19,11 @@ using Clock = std::chrono::steady_clock;
 // Is anything of the given keys due? Errors count as "yes", so that the
 // caller re-queries at once and meets the error there.
 bool AnyDue(Store& store, const std::string& sql, const Params& params) {
-  auto found =
-      store.Read<bool, DbErrorGeneric>([&](PgConn& db) -> Result<bool, DbErrorGeneric> {
-        auto res = db.Exec(sql, params);
-        if (!res) return Unexpected(res.error().ToGeneric());
-        return res->rows() > 0;
-      });
+  auto found = store.Read<bool, DbErrorGeneric>([&](PgConn& db) -> Result<bool, DbErrorGeneric> {
+    auto res = db.Exec(sql, params);
+    if (!res) return Unexpected(res.error().ToGeneric());
+    return res->rows() > 0;
+  });
   return !found || *found;
 }
 
@@ -152,7 +151,7 @@ PostgresConnection::WaitForFinishedResult(const ExecutionId& execution_id,
               auto res = db.Exec(
                   "SELECT s.state, l.json_value::text, s.corresponding_version FROM t_state s "
                   "LEFT JOIN t_execution_log l ON s.state = 'finished' AND "
-                  "l.execution_id = s.execution_id AND l.version = s.corresponding_version "
+                  "l.execution_id = $1 AND l.version = s.corresponding_version "
                   "WHERE s.execution_id = $1",
                   Params().Text(id));
               if (!res) return Unexpected(DbErrorReadWithTimeout(res.error().ToGeneric()));

@@ -60,13 +60,10 @@ Result<Version, DbErrorWrite> PostgresConnection::AppendBatchCreateNewExecution(
   });
 }
 
-Result<CreatedAndLockedChildren, DbErrorWrite>
-PostgresConnection::AppendBatchCreateAndLockChildren(DateTime current_time,
-                                                     const std::vector<AppendRequest>& batch,
-                                                     const ExecutionId& execution_id,
-                                                     Version version,
-                                                     const std::vector<CreateRequest>& child_requests,
-                                                     const std::vector<ChildLock>& locks) {
+Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendBatchCreateAndLockChildren(
+    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
+    Version version, const std::vector<CreateRequest>& child_requests,
+    const std::vector<ChildLock>& locks) {
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
         Journal journal(tx);
@@ -105,14 +102,22 @@ PostgresConnection::AppendBatchCreateAndLockChildren(DateTime current_time,
             for (const CreateRequest& child : child_requests) {
               known = known || child.execution_id == lock.child_id;
             }
-            if (!known) STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+            if (!known)
+              STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
             continue;
           }
           // A child locked where it was created has no history and no
           // responses yet: its LockedExecution is its CreateRequest.
-          result.locked.push_back(LockedExecution{lock.child_id, Version(2), created->metadata,
-                                                  lock.locked, created->ffqn, created->params,
-                                                  {}, {}, created->parent, 0});
+          result.locked.push_back(LockedExecution{lock.child_id,
+                                                  Version(2),
+                                                  created->metadata,
+                                                  lock.locked,
+                                                  created->ffqn,
+                                                  created->params,
+                                                  {},
+                                                  {},
+                                                  created->parent,
+                                                  0});
         }
         STELE_TRY(journal.Flush());
         return result;

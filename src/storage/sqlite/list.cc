@@ -135,9 +135,12 @@ Result<PendingCounts, DbErrorGeneric> SqliteConnection::CountPendingByFfqns(
         Statement stmt,
         db.Prepare("SELECT COUNT(*) FILTER (WHERE pending_expires_finished <= ?1), "
                    "COUNT(*) FILTER (WHERE pending_expires_finished > ?1), 0 FROM t_state "
-                   "WHERE state = 'pending_at' AND ffqn IN (" + in + ") "
+                   "WHERE state = 'pending_at' AND ffqn IN (" +
+                   in +
+                   ") "
                    "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
-                   "WHERE state = 'locked' AND ffqn IN (" + in + ")"));
+                   "WHERE state = 'locked' AND ffqn IN (" +
+                   in + ")"));
     stmt.BindInt64(1, TimeColumn(now));
     for (size_t i = 0; i < ffqns.size(); ++i) {
       stmt.BindText(static_cast<int>(i + 2), ffqns[i].ToString());

@@ -143,8 +143,9 @@ TEST_P(ListTest, CountPendingByFfqnsCountsTheQueueOfTheGivenFunctions) {
   const core::JoinSetId join_set = NamedJoinSet("js");
   const core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
   Must(db().AppendBatchCreateNewExecution(
-      kT0, {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
-            JoinNextReq(kT0, join_set, kT0 + 10s)},
+      kT0,
+      {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
+       JoinNextReq(kT0, join_set, kT0 + 10s)},
       parent, v, {ChildCreateReq(child, kT0)}));
   ExecutionId finished = NewId();
   v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);

@@ -375,7 +375,6 @@ TEST_F(ApiQueueTest, MetricsReportTheExecutorQueueDepth) {
   EXPECT_THAT(text, HasSubstr("stele_executor_queue_depth{component=\"test_activities\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("stele_executor_locked{component=\"test_activities\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("stele_executor_scheduled{component=\"test_activities\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("stele_executor_queue_scan_truncated{component=\"test_activities\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("stele_runs_in_flight{kind=\"activity\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"activity\"} 1\n"));
   // Components without an executor (the stub, the executor-less workflow) have no queue.

@@ -13,11 +13,6 @@ namespace {
 
 constexpr auto kSnapshotMaxAge = std::chrono::seconds(5);
 
-// Queue scan: pages of this many rows, at most kQueueScanBudget rows per
-// component and refresh (then the figures are lower bounds, flagged).
-constexpr uint16_t kQueueScanPage = 500;
-constexpr size_t kQueueScanBudget = 10000;
-
 // Prometheus histogram lines of `h` (seconds) with the label `labels`.
 void WriteHistogram(std::ostringstream& out, const std::string& name, const std::string& labels,
                     const executor::LatencyHistogram::Snapshot& h) {
@@ -58,53 +53,28 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
       << "stele_executions{state=\"finished\"} " << counts->finished << "\n";
 }
 
-// The queue of one component's executor: its functions' executions by
-// state, read with ListExecutions (newest first), within the scan budget.
-// TODO(storage): a count per ffqn on the pending index would make this
-// exact and cheap at any size (see docs/api.md, the queue-depth metric).
-Result<ServerImpl::QueueDepth, storage::DbErrorGeneric> ScanQueue(ServerImpl& d,
-                                                                  const LoadedComponent& component,
-                                                                  DateTime now) {
-  ServerImpl::QueueDepth q;
-  size_t budget = kQueueScanBudget;
-  for (const auto& function : component.functions) {
-    std::optional<core::ExecutionId> cursor;
-    while (true) {
-      if (budget == 0) {
-        q.truncated = true;
-        return q;
-      }
-      auto fetch = static_cast<uint16_t>(std::min<size_t>(kQueueScanPage, budget));
-      core::ExecutionListPagination page =
-          core::Pagination<std::optional<core::ExecutionId>>::OlderThan(fetch, cursor, false);
-      STELE_ASSIGN_OR_RETURN(auto rows, d.api->ListExecutions(function.ffqn, false, page));
-      budget -= rows.size();
-      for (const auto& row : rows) {
-        cursor = row.execution_id;
-        if (const auto* p = std::get_if<core::PendingStatePendingAt>(&row.pending_state.value)) {
-          ++(p->scheduled_at <= now ? q.due : q.scheduled);
-        } else if (std::holds_alternative<core::PendingStateLocked>(row.pending_state.value)) {
-          ++q.locked;
-        }
-      }
-      if (rows.size() < fetch) break;
-    }
-  }
-  return q;
+// The queue of one component's executor: its functions' pending and locked
+// executions, counted on the pending indexes (finished ones are not read).
+Result<storage::PendingCounts, storage::DbErrorGeneric> CountQueue(
+    ServerImpl& d, const LoadedComponent& component, DateTime now) {
+  std::vector<core::FunctionFqn> ffqns;
+  ffqns.reserve(component.functions.size());
+  for (const auto& function : component.functions) ffqns.push_back(function.ffqn);
+  return d.api->CountPendingByFfqns(ffqns, now);
 }
 
 void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
-  std::optional<std::map<std::string, ServerImpl::QueueDepth>> depths;
+  std::optional<std::map<std::string, storage::PendingCounts>> depths;
   {
     std::lock_guard lock(d.snapshots_mu);
     const auto now = std::chrono::steady_clock::now();
     if (!d.queue_depths || now - d.queue_depths_at > kSnapshotMaxAge) {
-      std::map<std::string, ServerImpl::QueueDepth> fresh;
+      std::map<std::string, storage::PendingCounts> fresh;
       bool ok = true;
       const DateTime at = d.clock->Now();
       for (const auto& component : d.components) {
         if (!component.make_worker) continue;  // no executor (stubs)
-        auto q = ScanQueue(d, component, at);
+        auto q = CountQueue(d, component, at);
         if (!q) {
           ok = false;
           break;
@@ -125,19 +95,15 @@ void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
       out << name << "{component=\"" << component << "\"} " << field(q) << "\n";
     }
   };
-  using Q = ServerImpl::QueueDepth;
+  using Q = storage::PendingCounts;
   series("stele_executor_queue_depth",
          "Executions of the component's functions that are due and not locked: work waiting "
          "for its executor (refreshed every 5 s).",
          [](const Q& q) { return q.due; });
   series("stele_executor_scheduled", "Executions of the component pending at a later time.",
-         [](const Q& q) { return q.scheduled; });
+         [](const Q& q) { return q.scheduled_later; });
   series("stele_executor_locked", "Executions of the component locked by an executor.",
          [](const Q& q) { return q.locked; });
-  series("stele_executor_queue_scan_truncated",
-         "1 when the queue scan stopped at its budget of 10000 rows: the three figures above "
-         "are then lower bounds.",
-         [](const Q& q) { return q.truncated ? 1 : 0; });
 }
 
 }  // namespace

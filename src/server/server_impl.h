@@ -79,16 +79,10 @@ class ServerImpl {
   // Database snapshots for /metrics, re-read at most every few seconds
   // (metrics.cc). A separate mutex: a refresh reads the database, and the
   // response logger must not wait for it.
-  struct QueueDepth {
-    uint64_t due = 0;        // pending_at, scheduled at or before now: waiting for a permit/lock
-    uint64_t scheduled = 0;  // pending_at later (retries in backoff, scheduled_at ahead)
-    uint64_t locked = 0;     // being run (by this server or another one on the database)
-    bool truncated = false;  // the scan budget ran out: the figures are lower bounds
-  };
   std::mutex snapshots_mu;
   std::optional<storage::ExecutionCounts> execution_counts;   // guarded by snapshots_mu
   std::chrono::steady_clock::time_point execution_counts_at;  // guarded by snapshots_mu
-  std::optional<std::map<std::string, QueueDepth>> queue_depths;  // by component; snapshots_mu
+  std::optional<std::map<std::string, storage::PendingCounts>> queue_depths;  // by component; snapshots_mu
   std::chrono::steady_clock::time_point queue_depths_at;          // guarded by snapshots_mu
 };
 

@@ -69,6 +69,12 @@ class PostgresConnection final : public DbConnectionTest {
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests,
       const std::vector<ChildLock>& locks) override;
+  bool SupportsOutcomesWithBatch() const override { return true; }
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
+      DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+      const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+      const std::vector<CreateRequest>& child_requests,
+      const std::vector<ChildLock>& locks) override;
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override;
   Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;

@@ -240,6 +240,12 @@ Journal::Lookahead Journal::QueueLookahead(const std::string& id, const std::str
   lookahead.start = offset;
   lookahead.limit = limit;
   lookahead.used = offset;
+  if (auto row = rows_.find(id); row != rows_.end()) {
+    if (auto it = row->second.inserted_responses.find(join_set);
+        it != row->second.inserted_responses.end()) {
+      lookahead.inserted_before = it->second.size();
+    }
+  }
   lookahead.ticket = tx_.Read(kAwaitedResponses, Params()
                                                      .Text(id)
                                                      .Text(join_set)
@@ -309,8 +315,14 @@ Result<std::optional<DateTime>, DbErrorWrite> Journal::AwaitedResponse(
   }
   STELE_ASSIGN_OR_RETURN(const PgResult* res, tx_.Get(*lookahead.ticket));
   const int j = static_cast<int>(i - lookahead.start);
-  if (res->rows() <= j) return std::optional<DateTime>();
-  return std::optional<DateTime>(TimeFromColumn(res->Int(j, 0)));
+  if (j < res->rows()) return std::optional<DateTime>(TimeFromColumn(res->Int(j, 0)));
+  // Past what the database held (the lookup asked for more than it got):
+  // the responses this Journal inserted after queueing the lookup follow.
+  const auto inserted = row.inserted_responses.find(key);
+  if (inserted == row.inserted_responses.end()) return std::optional<DateTime>();
+  const size_t k = lookahead.inserted_before + static_cast<size_t>(j - res->rows());
+  if (k >= inserted->second.size()) return std::optional<DateTime>();
+  return std::optional<DateTime>(inserted->second[k]);
 }
 
 // --- Journal: applying events ----------------------------------------------------
@@ -543,6 +555,7 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
   });
   ++s.response_count;
   row->dirty = true;
+  row->inserted_responses[event.join_set_id.ToString()].push_back(response.created_at);
   const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&s.pending_state.value);
   if (blocked != nullptr && blocked->join_set_id == event.join_set_id) {
     const DateTime scheduled_at = std::max(blocked->lock_expires_at, response.created_at);

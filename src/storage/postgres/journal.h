@@ -80,9 +80,10 @@ class Journal {
   // IllegalState when it commits.
   Result<bool, DbErrorWrite> Create(const CreateRequest& req, DateTime current_time,
                                     const core::Locked* lock = nullptr);
-  // Appends a response to `execution_id` and may unblock it. REQUIRES:
-  // no event of `execution_id` was appended in this Journal (a JoinNext's
-  // lookahead would not see this response).
+  // Appends a response to `execution_id` and may unblock it. A JoinNext
+  // appended later in this Journal sees it (AppendOutcomesAndBatch: a
+  // child's result, then its parent's next step). REQUIRES: no event of
+  // `execution_id` was appended in this Journal before it.
   Result<void, DbErrorWrite> InsertResponse(const ExecutionId& execution_id,
                                             const core::JoinSetResponseEventOuter& response,
                                             DateTime current_time);
@@ -100,12 +101,18 @@ class Journal {
     size_t start = 0;              // the first row is what JoinNext number `start` awaits
     size_t limit = 0;              // rows asked for
     size_t used = 0;               // JoinNexts of this join set applied so far
+    // Responses of the join set this Journal had inserted when the lookup
+    // was queued: the lookup sees those, not the ones inserted after.
+    size_t inserted_before = 0;
   };
   struct Row {
     ExecutionState state;
     bool created = false;                        // inserted by this transaction
     bool dirty = false;                          // to be written back
     std::map<std::string, Lookahead> lookahead;  // by join set id
+    // created_at of the responses inserted by this Journal, in cursor
+    // order, by join set id (not in the database until Flush's pipeline).
+    std::map<std::string, std::vector<DateTime>> inserted_responses;
   };
   struct FinishedHere {
     std::string id;

@@ -60,6 +60,71 @@ Result<Version, DbErrorWrite> PostgresConnection::AppendBatchCreateNewExecution(
   });
 }
 
+namespace {
+
+// AppendBatch of the parent, then each child created in its final state:
+// locked when named in `locks` and the rules allow it (without its "became
+// pending" notices: nobody else need be woken for it), pending otherwise.
+// Flushes the Journal.
+Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
+    Journal& journal, DateTime current_time, const std::vector<AppendRequest>& batch,
+    const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+  STELE_ASSIGN_OR_RETURN(Version next,
+                         journal.AppendBatch(execution_id, version, batch, current_time));
+  std::vector<const CreateRequest*> locked_children;
+  for (const CreateRequest& child : child_requests) {
+    const ChildLock* lock = nullptr;
+    for (const ChildLock& candidate : locks) {
+      if (candidate.child_id == child.execution_id) {
+        lock = &candidate;
+        break;
+      }
+    }
+    STELE_ASSIGN_OR_RETURN(
+        bool locked,
+        journal.Create(child, current_time, lock != nullptr ? &lock->locked : nullptr));
+    if (locked) {
+      locked_children.push_back(&child);
+    } else if (lock != nullptr) {
+      STELE_LOG(kDebug, child.execution_id.ToString()
+                            << ": not locked at creation: the lock rules refuse it");
+    }
+  }
+  CreatedAndLockedChildren result{next, {}};
+  for (const ChildLock& lock : locks) {
+    const CreateRequest* created = nullptr;
+    for (const CreateRequest* child : locked_children) {
+      if (child->execution_id == lock.child_id) created = child;
+    }
+    if (created == nullptr) {
+      bool known = false;
+      for (const CreateRequest& child : child_requests) {
+        known = known || child.execution_id == lock.child_id;
+      }
+      if (!known)
+        STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+      continue;
+    }
+    // A child locked where it was created has no history and no
+    // responses yet: its LockedExecution is its CreateRequest.
+    result.locked.push_back(LockedExecution{lock.child_id,
+                                            Version(2),
+                                            created->metadata,
+                                            lock.locked,
+                                            created->ffqn,
+                                            created->params,
+                                            {},
+                                            {},
+                                            created->parent,
+                                            0});
+  }
+  STELE_TRY(journal.Flush());
+  return result;
+}
+
+}  // namespace
+
 Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendBatchCreateAndLockChildren(
     DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
     Version version, const std::vector<CreateRequest>& child_requests,
@@ -67,60 +132,53 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendBatchCr
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
         Journal journal(tx);
-        STELE_ASSIGN_OR_RETURN(Version next,
-                               journal.AppendBatch(execution_id, version, batch, current_time));
-        // Each child is created in its final state: locked when named in
-        // `locks` and the rules allow it (without its "became pending"
-        // notices: nobody else need be woken for it), pending otherwise.
-        std::vector<const CreateRequest*> locked_children;
-        for (const CreateRequest& child : child_requests) {
-          const ChildLock* lock = nullptr;
-          for (const ChildLock& candidate : locks) {
-            if (candidate.child_id == child.execution_id) {
-              lock = &candidate;
-              break;
-            }
-          }
-          STELE_ASSIGN_OR_RETURN(
-              bool locked,
-              journal.Create(child, current_time, lock != nullptr ? &lock->locked : nullptr));
-          if (locked) {
-            locked_children.push_back(&child);
-          } else if (lock != nullptr) {
-            STELE_LOG(kDebug, child.execution_id.ToString()
-                                  << ": not locked at creation: the lock rules refuse it");
-          }
+        return CreateAndLockChildren(journal, current_time, batch, execution_id, version,
+                                     child_requests, locks);
+      });
+}
+
+Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcomesAndBatch(
+    DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+    const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
+      [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
+        Journal journal(tx);
+        // Every row locked in the first round trip, children before their
+        // parent (the order AppendBatchRespondToParent locks them in), with
+        // the responses the parent's JoinNexts look for.
+        for (const ChildOutcome& outcome : outcomes) {
+          journal.Prefetch(outcome.child.execution_id.ToString(), &outcome.child.batch);
         }
-        CreatedAndLockedChildren result{next, {}};
-        for (const ChildLock& lock : locks) {
-          const CreateRequest* created = nullptr;
-          for (const CreateRequest* child : locked_children) {
-            if (child->execution_id == lock.child_id) created = child;
+        journal.Prefetch(execution_id.ToString(), &batch);
+        for (const ChildOutcome& outcome : outcomes) {
+          const AppendResponseToExecution& response = outcome.response;
+          // The parent's run consumed the response as its response number
+          // `response_index`; one that landed first would reorder what a
+          // replay sees.
+          STELE_ASSIGN_OR_RETURN(const ExecutionState* parent,
+                                 journal.State(response.parent_execution_id.ToString()));
+          if (parent->response_count != outcome.response_index) {
+            return Unexpected(DbErrorWriteNonRetriable::Conflict());
           }
-          if (created == nullptr) {
-            bool known = false;
-            for (const CreateRequest& child : child_requests) {
-              known = known || child.execution_id == lock.child_id;
-            }
-            if (!known)
-              STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
-            continue;
-          }
-          // A child locked where it was created has no history and no
-          // responses yet: its LockedExecution is its CreateRequest.
-          result.locked.push_back(LockedExecution{lock.child_id,
-                                                  Version(2),
-                                                  created->metadata,
-                                                  lock.locked,
-                                                  created->ffqn,
-                                                  created->params,
-                                                  {},
-                                                  {},
-                                                  created->parent,
-                                                  0});
+          STELE_TRY(journal.AppendBatch(outcome.child.execution_id, outcome.child.version,
+                                        outcome.child.batch, current_time));
+          STELE_TRY(journal.InsertResponse(
+              response.parent_execution_id,
+              core::JoinSetResponseEventOuter{
+                  response.created_at,
+                  core::JoinSetResponseEvent{
+                      response.join_set_id,
+                      core::ChildExecutionFinished{response.child_execution_id,
+                                                   response.finished_version, response.result}}},
+              current_time));
         }
-        STELE_TRY(journal.Flush());
-        return result;
+        if (batch.empty()) {
+          STELE_TRY(journal.Flush());
+          return CreatedAndLockedChildren{version, {}};
+        }
+        return CreateAndLockChildren(journal, current_time, batch, execution_id, version,
+                                     child_requests, locks);
       });
 }
 

@@ -436,7 +436,7 @@ ChildOutcome OutcomeOf(const core::ExecutionIdDerived& child, uint32_t index) {
 }
 
 TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "not supported by this backend";
+  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
   ExecutionId parent = NewId();
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
@@ -453,7 +453,7 @@ TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
 }
 
 TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "not supported by this backend";
+  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
   ExecutionId parent = NewId();
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
@@ -474,6 +474,40 @@ TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
             v);
   EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
   EXPECT_THAT(Must(db().Get(parent)).responses, SizeIs(1));
+}
+
+// Two children's outcomes and the parent's second JoinNext in one
+// transaction: the JoinNext consumes the second response, written by that
+// same transaction, so the parent does not block on it.
+TEST_P(AppendTest, AJoinNextSeesAnOutcomeOfTheSameTransaction) {
+  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
+  ExecutionId parent = NewId();
+  core::JoinSetId join_set = NamedJoinSet("js");
+  core::ExecutionIdDerived first = ChildId(parent, join_set, 1);
+  core::ExecutionIdDerived second = ChildId(parent, join_set, 2);
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  v = Must(db().AppendBatchCreateNewExecution(
+      kT0,
+      {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, first), ChildRequestReq(kT0, second),
+       JoinNextReq(kT0, join_set, kT0 + 10s)},
+      parent, v, {ChildCreateReq(first, kT0), ChildCreateReq(second, kT0)}));
+  Must(LockOneAt(db(), ExecutionId(first), Version(1), kT0, Runner::New(), kT0 + 5s));
+  Must(LockOneAt(db(), ExecutionId(second), Version(1), kT0, Runner::New(), kT0 + 5s));
+
+  CreatedAndLockedChildren written = Must(db().AppendOutcomesAndBatch(
+      kT0 + 1s, {OutcomeOf(first, 0), OutcomeOf(second, 1)},
+      {JoinNextReq(kT0 + 1s, join_set, kT0 + 10s)}, parent, v, {}, {}));
+  EXPECT_EQ(written.next_version, Version(v.value() + 1));
+  EXPECT_FALSE(std::holds_alternative<core::PendingStateBlockedByJoinSet>(
+      Must(db().GetPendingState(parent)).value));
+  ExecutionLog log = Must(db().Get(parent));
+  EXPECT_THAT(log.responses, SizeIs(2));
+
+  // A third JoinNext has nothing left to consume: it blocks.
+  Must(db().AppendBatch(kT0 + 2s, {JoinNextReq(kT0 + 2s, join_set, kT0 + 10s)}, parent,
+                        written.next_version));
+  EXPECT_TRUE(std::holds_alternative<core::PendingStateBlockedByJoinSet>(
+      Must(db().GetPendingState(parent)).value));
 }
 
 TEST_P(AppendTest, OutcomesWithBatchIsRefusedCleanlyWhereUnsupported) {

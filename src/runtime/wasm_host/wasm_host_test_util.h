@@ -95,6 +95,9 @@ struct EnvConfig {
   // ffqn → native activity (served by the Engine instead of the wasm component).
   std::map<std::string, ActivityFn> native_activities;
   std::vector<std::string> stubs;
+  // How long past a lock's expiry the watcher waits before it takes over;
+  // tests of the executor's own timeout record give it a long one.
+  std::chrono::milliseconds watcher_leeway{0};
 };
 
 class Env {
@@ -108,7 +111,7 @@ class Env {
     options.pool = pool_;
     options.tick_sleep = std::chrono::milliseconds(20);
     options.watcher_tick = std::chrono::milliseconds(20);
-    options.watcher_leeway = std::chrono::milliseconds(0);
+    options.watcher_leeway = config_.watcher_leeway;
     engine_ = MustDb(Engine::Open(options), "engine");
 
     std::set<std::string> native;

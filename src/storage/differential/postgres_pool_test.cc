@@ -338,6 +338,28 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
           ChildResponse(child, at, cv, OkResult()), at));
     };
   });
+  measure("AppendOutcomesAndBatch (child Finished + response, next step of 3 events)", 2, [&] {
+    ExecutionId id = NewId();
+    Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);
+    const auto child = ChildId(id, js, 1);
+    v = Must(db->AppendBatchCreateNewExecution(
+        kT0,
+        {JoinSetCreateReq(kT0, js), ChildRequestReq(kT0, child), JoinNextReq(kT0, js, kT0 + 10s)},
+        id, v, {ChildCreateReq(child, kT0)}));
+    Version cv = Must(LockOneAt(*db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 10s))
+                     .next_version;
+    return [&, id, v, child, cv] {
+      const core::JoinSetId next_js = NamedJoinSet("next");
+      const auto next_child = ChildId(id, next_js, 1);
+      std::vector<ChildOutcome> outcomes{
+          ChildOutcome{AppendEventsToExecution{ExecutionId(child), cv, {FinishedReq(at, OkResult())}},
+                       ChildResponse(child, at, cv, OkResult()), 0}};
+      Must(db->AppendOutcomesAndBatch(at, outcomes,
+                                      {JoinSetCreateReq(at, next_js), ChildRequestReq(at, next_child),
+                                       JoinNextReq(at, next_js, kT0 + 10s)},
+                                      id, v, {ChildCreateReq(next_child, at)}, {}));
+    };
+  });
   measure("AppendDelayResponse", 2, [&] {
     ExecutionId id = NewId();
     Version v = CreateLocked(*db, id, kT0, Runner::New(), kT0 + 10s);

@@ -167,6 +167,7 @@ TEST_F(PostgresPoolTest, NotifyWakesAWaiterOfAnotherPool) {
   finisher.join();
   EXPECT_TRUE(result.has_value()) << result.error().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_GT(writer_pool->Stats().notices_sent, 0u);  // through the notice sender
 
   // Pending work too.
   auto waiting_executor = Must(waiter_pool->DbExecConn());
@@ -351,13 +352,14 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
     return [&, id, v, child, cv] {
       const core::JoinSetId next_js = NamedJoinSet("next");
       const auto next_child = ChildId(id, next_js, 1);
-      std::vector<ChildOutcome> outcomes{
-          ChildOutcome{AppendEventsToExecution{ExecutionId(child), cv, {FinishedReq(at, OkResult())}},
-                       ChildResponse(child, at, cv, OkResult()), 0}};
-      Must(db->AppendOutcomesAndBatch(at, outcomes,
-                                      {JoinSetCreateReq(at, next_js), ChildRequestReq(at, next_child),
-                                       JoinNextReq(at, next_js, kT0 + 10s)},
-                                      id, v, {ChildCreateReq(next_child, at)}, {}));
+      std::vector<ChildOutcome> outcomes{ChildOutcome{
+          AppendEventsToExecution{ExecutionId(child), cv, {FinishedReq(at, OkResult())}},
+          ChildResponse(child, at, cv, OkResult()), 0}};
+      Must(db->AppendOutcomesAndBatch(
+          at, outcomes,
+          {JoinSetCreateReq(at, next_js), ChildRequestReq(at, next_child),
+           JoinNextReq(at, next_js, kT0 + 10s)},
+          id, v, {ChildCreateReq(next_child, at)}, {}));
     };
   });
   measure("AppendDelayResponse", 2, [&] {
@@ -403,6 +405,90 @@ TEST_F(PostgresPoolTest, RoundTripsPerOperation) {
   }
 }
 
+// Children of one parent finishing at once (a fan-out) on two pools — two
+// processes — with one request that names a wrong version: every good one
+// is recorded exactly once, the bad one fails with its own version
+// conflict, and the parent is unblocked. Their writes may share
+// transactions (response_batcher.h); how many did is printed, not
+// asserted, as it depends on timing.
+TEST_F(PostgresPoolTest, ChildrenRespondingAtOnceAreEachRecordedOnce) {
+  const std::string conninfo = EmptyDatabase();
+  const PostgresOptions options{.conninfo = conninfo, .max_connections = 4};
+  auto pool_a = Must(PostgresPool::Open(options));
+  auto pool_b = Must(PostgresPool::Open(options));
+  auto db = Must(pool_a->ConnectionTest());
+  constexpr uint32_t kChildren = 48;
+  constexpr uint32_t kBad = 17;
+  const ExecutionId parent = NewId();
+  const core::JoinSetId js = NamedJoinSet("fan");
+  Version v = CreateLocked(*db, parent, kT0, Runner::New(), kT0 + 1h);
+  std::vector<AppendRequest> batch{JoinSetCreateReq(kT0, js)};
+  std::vector<CreateRequest> children;
+  std::vector<core::ExecutionIdDerived> child_ids;
+  for (uint32_t i = 1; i <= kChildren; ++i) {
+    child_ids.push_back(ChildId(parent, js, i));
+    batch.push_back(ChildRequestReq(kT0, child_ids.back()));
+    children.push_back(ChildCreateReq(child_ids.back(), kT0));
+  }
+  batch.push_back(JoinNextReq(kT0, js, kT0 + 1h));
+  Must(db->AppendBatchCreateNewExecution(kT0, batch, parent, v, children));
+  std::vector<Version> child_versions;
+  for (const auto& child : child_ids) {
+    child_versions.push_back(
+        Must(LockOneAt(*db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 1h))
+            .next_version);
+  }
+
+  const DateTime at = kT0 + 1s;
+  std::vector<std::optional<Result<Version, DbErrorWrite>>> results(kChildren);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < kChildren; ++i) {
+    threads.emplace_back([&, i] {
+      auto conn = Must((i % 2 == 0 ? pool_a : pool_b)->Connection());
+      const Version version = i + 1 == kBad ? child_versions[i].Increment() : child_versions[i];
+      while (!go) std::this_thread::yield();
+      results[i].emplace(conn->AppendBatchRespondToParent(
+          AppendEventsToExecution{
+              ExecutionId(child_ids[i]), version, {FinishedReq(at, OkResult())}},
+          ChildResponse(child_ids[i], at, version, OkResult()), at));
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+
+  for (uint32_t i = 0; i < kChildren; ++i) {
+    ASSERT_TRUE(results[i].has_value());
+    if (i + 1 == kBad) {
+      ASSERT_FALSE(results[i]->has_value());
+      EXPECT_TRUE(results[i]->error().IsVersionConflict()) << results[i]->error().ToString();
+    } else {
+      ASSERT_TRUE(results[i]->has_value()) << i << ": " << results[i]->error().ToString();
+      EXPECT_EQ(**results[i], child_versions[i].Increment());
+    }
+  }
+  const ExecutionLog log = Must(db->Get(parent));
+  std::set<std::string> responded;
+  for (const auto& response : log.responses) {
+    const auto& finished = std::get<core::ChildExecutionFinished>(response.event.event);
+    EXPECT_TRUE(responded.insert(finished.child_execution_id.ToString()).second)
+        << "recorded twice: " << finished.child_execution_id.ToString();
+  }
+  EXPECT_EQ(responded.size(), kChildren - 1);
+  EXPECT_EQ(responded.count(child_ids[kBad - 1].ToString()), 0u);
+  EXPECT_EQ(log.pending_state.StateName(), "PendingAt");
+  for (uint32_t i = 0; i < kChildren; ++i) {
+    EXPECT_EQ(Must(db->GetPendingState(ExecutionId(child_ids[i]))).IsFinished(), i + 1 != kBad);
+  }
+  for (const auto* pool : {pool_a.get(), pool_b.get()}) {
+    const PostgresPoolStats stats = pool->Stats();
+    std::printf("pool: %llu responses in %llu shared transactions, %llu of them retried alone\n",
+                static_cast<unsigned long long>(stats.grouped_responses),
+                static_cast<unsigned long long>(stats.response_groups),
+                static_cast<unsigned long long>(stats.failed_response_groups));
+  }
+}
+
 TEST_F(PostgresPoolTest, PoolIsBounded) {
   const std::string conninfo = EmptyDatabase();
   auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo, .max_connections = 2}));
@@ -418,8 +504,8 @@ TEST_F(PostgresPoolTest, PoolIsBounded) {
   auto count = admin->Exec("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1",
                            internal::Params().Text(databases_.back()));
   ASSERT_TRUE(count.has_value());
-  // Two pooled connections plus the listener.
-  EXPECT_LE(count->Int(0, 0), 3);
+  // Two pooled connections plus the listener and the notice sender.
+  EXPECT_LE(count->Int(0, 0), 4);
 }
 
 }  // namespace

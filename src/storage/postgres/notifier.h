@@ -1,13 +1,13 @@
 // Wake-ups of the PostgreSQL backend (reference/obelisk.md §3.3), in and
 // across processes.
 //
-// Every write transaction queues its notices (new pending work, a new
-// response, a finished execution) with pg_notify on channel `channel` in
-// the same transaction, so PostgreSQL delivers them only if and after it
-// commits. Each pool keeps one LISTEN connection (Listener) whose thread
-// fans incoming notices out to the waiters of that pool; the pool's own
-// commits are also fanned out locally right after COMMIT, without the
-// round trip through the server.
+// Every write transaction collects its notices (new pending work, a new
+// response, a finished execution); after it commits they are fanned out
+// locally to the pool's own waiters at once, and sent to the other
+// processes with pg_notify on channel `channel` by the pool's NoticeSender
+// (notice_sender.h: coalesced, outside the write transactions — PostgreSQL
+// serialises notifying commits). Each pool keeps one LISTEN connection
+// (Listener) whose thread fans incoming notices out to its waiters.
 //
 // Notices are hints: a woken waiter re-queries the database. Every wait is
 // also bounded by a poll interval, so a notice lost with a dropped listener

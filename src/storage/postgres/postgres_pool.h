@@ -59,6 +59,17 @@ struct PostgresPoolStats {
   uint64_t round_trips = 0;  // waits for a reply of the server
   uint64_t statements = 0;   // statements executed (BEGIN and COMMIT included)
   size_t connections = 0;    // open now, idle or in use
+  // Children's responses to one parent folded into shared transactions
+  // (response_batcher.h): transactions of 2 or more, the responses in them,
+  // and groups that failed (their members then wrote alone).
+  uint64_t response_groups = 0;
+  uint64_t grouped_responses = 0;
+  uint64_t failed_response_groups = 0;
+  // Notices sent to other processes (notice_sender.h): transactions, the
+  // notices in them, and notices dropped (server unreachable; they poll).
+  uint64_t notice_batches = 0;
+  uint64_t notices_sent = 0;
+  uint64_t notices_dropped = 0;
 };
 
 class PostgresPool final : public DbPool {

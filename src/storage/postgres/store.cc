@@ -124,6 +124,7 @@ Result<std::shared_ptr<Store>, DbErrorGeneric> Store::Open(const PostgresOptions
   store->idle_.push_back(std::move(*conn));
   store->listener_ =
       std::make_unique<Listener>(options.conninfo, options.channel, store->notifier_);
+  store->sender_ = std::make_unique<NoticeSender>(options.conninfo, options.channel);
   return store;
 }
 
@@ -194,29 +195,6 @@ Store::Lease::~Lease() {
   if (conn_ != nullptr) store_->Release(std::move(conn_));
 }
 
-std::vector<Statement> Store::NoticeStatements(const std::vector<Notice>& notices) const {
-  // Usually one pg_notify per transaction; a payload is limited to 8000
-  // bytes, so large batches are split.
-  std::vector<Statement> statements;
-  std::vector<Notice> chunk;
-  size_t size = 0;
-  auto flush = [&] {
-    if (chunk.empty()) return;
-    statements.push_back(Statement{"SELECT pg_notify($1, $2)",
-                                   Params().Text(options_.channel).Text(EncodeNotices(chunk))});
-    chunk.clear();
-    size = 0;
-  };
-  for (const Notice& notice : notices) {
-    const size_t line = notice.key.size() + 48;
-    if (size + line > 7000) flush();
-    chunk.push_back(notice);
-    size += line;
-  }
-  flush();
-  return statements;
-}
-
 void Store::Close() {
   std::vector<std::unique_ptr<PgConn>> idle;
   {
@@ -227,6 +205,7 @@ void Store::Close() {
     open_connections_ -= idle.size();
   }
   cv_.notify_all();
+  if (sender_ != nullptr) sender_->Stop();
   notifier_.Close();
   if (listener_ != nullptr) listener_->Stop();
 }
@@ -235,6 +214,16 @@ PostgresPoolStats Store::Stats() {
   PostgresPoolStats stats;
   stats.round_trips = counters_.round_trips.load(std::memory_order_relaxed);
   stats.statements = counters_.statements.load(std::memory_order_relaxed);
+  const ResponseBatcher::Stats responses = response_batcher_.GetStats();
+  stats.response_groups = responses.groups;
+  stats.grouped_responses = responses.grouped;
+  stats.failed_response_groups = responses.failed_groups;
+  if (sender_ != nullptr) {
+    const NoticeSender::Stats notices = sender_->GetStats();
+    stats.notice_batches = notices.batches;
+    stats.notices_sent = notices.notices;
+    stats.notices_dropped = notices.dropped;
+  }
   std::lock_guard lock(mu_);
   stats.connections = open_connections_;
   return stats;

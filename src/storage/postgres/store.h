@@ -1,8 +1,8 @@
 // Store: what one PostgresPool shares with its connections — a bounded
 // pool of libpq connections, the notifier and its LISTEN thread — and the
 // two ways to run work: Write (one transaction in as few pipelines as its
-// reads allow — Tx below —, notices sent with pg_notify inside it and
-// fanned out locally after COMMIT) and Read (one statement, or one
+// reads allow — Tx below —, its notices fanned out locally and handed to
+// the NoticeSender after COMMIT) and Read (one statement, or one
 // REPEATABLE READ snapshot in one pipeline when it needs several).
 //
 // Reconnection: a connection found dead when taken from the pool (e.g.
@@ -34,17 +34,19 @@
 
 #include "base/result.h"
 #include "storage/db_errors.h"
+#include "storage/postgres/notice_sender.h"
 #include "storage/postgres/notifier.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/postgres_pool.h"
+#include "storage/postgres/response_batcher.h"
 
 namespace stele::storage::postgres::internal {
 
 // A write transaction in progress. Statements are queued and sent in
 // pipelines: a read's result is waited for only when asked for (Get), which
 // sends everything queued so far — BEGIN first, when nothing was sent yet —
-// in one round trip; the writes still queued at the end go out with the
-// pg_notify of the notices and COMMIT in one more. A transaction that never
+// in one round trip; the writes still queued at the end go out with
+// COMMIT in one more. A transaction that never
 // asked for a result is one pipeline without BEGIN: an implicit
 // transaction, committed by PostgreSQL at its Sync.
 class Tx {
@@ -70,7 +72,7 @@ class Tx {
     return Get(Read(std::move(sql), std::move(params)));
   }
 
-  std::vector<Notice> notices;  // sent with pg_notify before COMMIT
+  std::vector<Notice> notices;  // fanned out and sent after COMMIT
 
  private:
   friend class Store;
@@ -119,7 +121,7 @@ class Store {
             E(DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what()))));
       }
       if (result->has_value()) {
-        if (auto committed = tx.Send(NoticeStatements(tx.notices), true); !committed) {
+        if (auto committed = tx.Send({}, true); !committed) {
           result.emplace(Unexpected(E(std::move(committed).error())));
         }
       }
@@ -131,7 +133,10 @@ class Store {
         if (tx.failure_) return Unexpected(As<E>(*tx.failure_));
         return std::move(*result);
       }
-      if (!tx.notices.empty()) notifier_.Notify(tx.notices);
+      if (!tx.notices.empty()) {
+        notifier_.Notify(tx.notices);
+        sender_->Enqueue(tx.notices);
+      }
       return std::move(*result);
     }
   }
@@ -159,6 +164,7 @@ class Store {
   }
 
   Notifier& notifier() { return notifier_; }
+  ResponseBatcher& response_batcher() { return response_batcher_; }
   const PostgresOptions& options() const { return options_; }
   // How long a waiter sleeps before re-checking without a notice.
   std::chrono::milliseconds PollInterval() const;
@@ -188,8 +194,6 @@ class Store {
   explicit Store(const PostgresOptions& options) : options_(options) {}
   Result<Lease, DbErrorGeneric> Acquire();
   void Release(std::unique_ptr<PgConn> conn);
-  // pg_notify statements carrying `notices` (usually one).
-  std::vector<Statement> NoticeStatements(const std::vector<Notice>& notices) const;
   template <class E>
   static E As(const DbErrorWrite& error) {
     if constexpr (std::is_same_v<E, DbErrorWrite>) {
@@ -201,9 +205,11 @@ class Store {
   }
 
   const PostgresOptions options_;
+  ResponseBatcher response_batcher_;
   PgCounters counters_;  // of the pooled connections (not the listener)
   Notifier notifier_;
   std::unique_ptr<Listener> listener_;
+  std::unique_ptr<NoticeSender> sender_;  // to the other processes' listeners
   std::mutex mu_;
   std::condition_variable cv_;
   bool closed_ = false;                        // guarded by mu_

@@ -2,8 +2,10 @@
 // connection, run through a Journal (journal.h has the rules and the round
 // trips): at most one pipeline that locks and reads what the write decides
 // on, then one with the writes and COMMIT. Locking is in lock.cc.
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "storage/postgres/connection.h"
@@ -15,6 +17,15 @@ namespace {
 
 const std::string kFindDelayResponse =
     "SELECT delay_success FROM t_join_set_response WHERE delay_id = $1";
+
+core::JoinSetResponseEventOuter ChildFinishedResponse(const AppendResponseToExecution& response) {
+  return core::JoinSetResponseEventOuter{
+      response.created_at,
+      core::JoinSetResponseEvent{
+          response.join_set_id,
+          core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
+                                       response.result}}};
+}
 
 }  // namespace
 
@@ -81,9 +92,8 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
         break;
       }
     }
-    STELE_ASSIGN_OR_RETURN(
-        bool locked,
-        journal.Create(child, current_time, lock != nullptr ? &lock->locked : nullptr));
+    STELE_ASSIGN_OR_RETURN(bool locked, journal.Create(child, current_time,
+                                                       lock != nullptr ? &lock->locked : nullptr));
     if (locked) {
       locked_children.push_back(&child);
     } else if (lock != nullptr) {
@@ -102,8 +112,7 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
       for (const CreateRequest& child : child_requests) {
         known = known || child.execution_id == lock.child_id;
       }
-      if (!known)
-        STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+      if (!known) STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
       continue;
     }
     // A child locked where it was created has no history and no
@@ -163,15 +172,8 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
           }
           STELE_TRY(journal.AppendBatch(outcome.child.execution_id, outcome.child.version,
                                         outcome.child.batch, current_time));
-          STELE_TRY(journal.InsertResponse(
-              response.parent_execution_id,
-              core::JoinSetResponseEventOuter{
-                  response.created_at,
-                  core::JoinSetResponseEvent{
-                      response.join_set_id,
-                      core::ChildExecutionFinished{response.child_execution_id,
-                                                   response.finished_version, response.result}}},
-              current_time));
+          STELE_TRY(journal.InsertResponse(response.parent_execution_id,
+                                           ChildFinishedResponse(response), current_time));
         }
         if (batch.empty()) {
           STELE_TRY(journal.Flush());
@@ -182,29 +184,74 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
       });
 }
 
-Result<Version, DbErrorWrite> PostgresConnection::AppendBatchRespondToParent(
-    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-    DateTime current_time) {
-  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+namespace {
+
+Result<Version, DbErrorWrite> WriteChildResponse(Store& store, const ChildResponseWrite& request) {
+  return store.Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
     Journal journal(tx);
     // Both rows locked in one round trip, the child's first (as a child's
     // own appends and then its response always lock them).
-    journal.Prefetch(events.execution_id.ToString(), &events.batch);
-    journal.Prefetch(response.parent_execution_id.ToString());
-    STELE_ASSIGN_OR_RETURN(Version next, journal.AppendBatch(events.execution_id, events.version,
-                                                             events.batch, current_time));
-    core::JoinSetResponseEventOuter outer{
-        response.created_at,
-        core::JoinSetResponseEvent{
-            response.join_set_id,
-            core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
-                                         response.result}}};
+    journal.Prefetch(request.events->execution_id.ToString(), &request.events->batch);
+    journal.Prefetch(request.response->parent_execution_id.ToString());
+    STELE_ASSIGN_OR_RETURN(
+        Version next, journal.AppendBatch(request.events->execution_id, request.events->version,
+                                          request.events->batch, request.current_time));
     // A second response for the same child is Conflict, and the child's
     // events above are rolled back with it.
-    STELE_TRY(journal.InsertResponse(response.parent_execution_id, outer, current_time));
+    STELE_TRY(journal.InsertResponse(request.response->parent_execution_id,
+                                     ChildFinishedResponse(*request.response),
+                                     request.current_time));
     STELE_TRY(journal.Flush());
     return next;
   });
+}
+
+// Several children of one parent (response_batcher.h): their rows locked in
+// id order — one order for every group, so two groups (two processes)
+// cannot deadlock on each other — then the parent's; the responses
+// inserted in arrival order.
+Result<std::vector<Version>, DbErrorWrite> WriteChildResponses(
+    Store& store, const std::vector<const ChildResponseWrite*>& group) {
+  return store.Write<std::vector<Version>, DbErrorWrite>(
+      [&](Tx& tx) -> Result<std::vector<Version>, DbErrorWrite> {
+        Journal journal(tx);
+        std::vector<const ChildResponseWrite*> by_id = group;
+        std::sort(by_id.begin(), by_id.end(), [](const auto* a, const auto* b) {
+          return a->events->execution_id.ToString() < b->events->execution_id.ToString();
+        });
+        for (const ChildResponseWrite* request : by_id) {
+          journal.Prefetch(request->events->execution_id.ToString(), &request->events->batch);
+        }
+        journal.Prefetch(group.front()->response->parent_execution_id.ToString());
+        std::vector<Version> versions;
+        versions.reserve(group.size());
+        for (const ChildResponseWrite* request : group) {
+          STELE_ASSIGN_OR_RETURN(
+              Version next,
+              journal.AppendBatch(request->events->execution_id, request->events->version,
+                                  request->events->batch, request->current_time));
+          STELE_TRY(journal.InsertResponse(request->response->parent_execution_id,
+                                           ChildFinishedResponse(*request->response),
+                                           request->current_time));
+          versions.push_back(next);
+        }
+        STELE_TRY(journal.Flush());
+        return versions;
+      });
+}
+
+}  // namespace
+
+Result<Version, DbErrorWrite> PostgresConnection::AppendBatchRespondToParent(
+    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+    DateTime current_time) {
+  Store& store = *store_;
+  return store.response_batcher().Run(
+      ChildResponseWrite{&events, &response, current_time},
+      [&](const std::vector<const ChildResponseWrite*>& group) {
+        return WriteChildResponses(store, group);
+      },
+      [&](const ChildResponseWrite& request) { return WriteChildResponse(store, request); });
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::Create(const CreateRequest& req) {

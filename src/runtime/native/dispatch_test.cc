@@ -1,15 +1,17 @@
 // Eager dispatch (executor/local_dispatch.h) through the Engine: a child
 // that the engine serves is created locked for its executor in the
 // workflow's own transaction, and the executions come out the same as when
-// every child goes through the pending state.
+// every child goes through the pending state; and the result hand-off
+// (executor/response_handoff.h) that pairs with it.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/ids.h"
 #include "runtime/native/sdk_test_util.h"
@@ -152,22 +154,76 @@ TEST_P(DispatchTest, ChildrenBeyondTheFreePermitsWaitPendingAndStillRun) {
   options.max_concurrency = 1;  // one activity slot for a fan-out of eight
   Engine& engine = Open(std::move(options));
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      kFlow, [](WorkflowContext& ctx, Json) -> Task<Json> {
-        JoinSet join_set = co_await ctx.new_join_set();
-        for (int i = 0; i < 8; ++i) (void)co_await ctx.submit(join_set, kAdd, Params(i));
-        int sum = 0;
-        for (int i = 0; i < 8; ++i) {
-          auto next = co_await ctx.join_next(join_set);
-          if (next && next->result.ok()) sum += next->result.value.get<int>();
-        }
-        co_return sum;
-      }));
+  ASSERT_TRUE(engine.RegisterWorkflow(kFlow, [](WorkflowContext& ctx, Json) -> Task<Json> {
+    JoinSet join_set = co_await ctx.new_join_set();
+    for (int i = 0; i < 8; ++i) (void)co_await ctx.submit(join_set, kAdd, Params(i));
+    int sum = 0;
+    for (int i = 0; i < 8; ++i) {
+      auto next = co_await ctx.join_next(join_set);
+      if (next && next->result.ok()) sum += next->result.value.get<int>();
+    }
+    co_return sum;
+  }));
   ASSERT_TRUE(engine.Start());
   const std::string id = OkOrDie(engine.Submit(kFlow, Json::array()), "submit");
   ExecutionResult result = Await(id);
   ASSERT_TRUE(result.ok()) << result.ToString();
   EXPECT_EQ(result.value, Json(36));  // (0+1) + ... + (7+1)
+  for (const std::string& child : Children(id)) {
+    std::vector<core::ExecutionEvent> events = Events(child);
+    ASSERT_EQ(events.size(), 3u) << child;
+    EXPECT_EQ(Kind(events[2]), "Finished") << child;
+  }
+}
+
+// A warm run that took its child's result in memory and must extend its
+// lock before the next call: the row still says BlockedByJoinSet (the
+// result is not recorded yet), where a Locked event is refused, so the run
+// records the result first and then extends — in the same run, with no
+// replay. On a manual clock the child moves time to 50 ms before the
+// workflow's lease ends (inside the 100 ms extension leeway); with the
+// watcher off, a run that failed here would never finish.
+TEST_P(DispatchTest, ARunHoldingAHandedOffResultExtendsItsLock) {
+  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
+  EngineOptions options = Options();
+  options.pool = pool_;
+  options.clock = &clock;
+  options.start_watcher = false;
+  options.max_warm_wait = std::chrono::seconds(20);
+  options.workflow_lock_expiry = std::chrono::milliseconds(2000);
+  options.eager_dispatch = GetParam();
+  options.result_handoff = GetParam();
+  Engine& engine = Open(std::move(options));
+  constexpr const char* kLate = "test:dispatch/api.late";
+  ASSERT_TRUE(engine.RegisterActivity(kLate, [&](ActivityContext&, const Json& params) {
+    clock.Advance(std::chrono::milliseconds(1950));
+    return ActivityResult(Json(params.at(0).get<int>() + 1));
+  }));
+  ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
+  ASSERT_TRUE(engine.RegisterWorkflow(kFlow, [](WorkflowContext& ctx, Json) -> Task<Json> {
+    auto late = co_await ctx.call(kLate, Params(0));
+    auto next = co_await ctx.call(kAdd, Params(late.value));
+    co_return next.value;
+  }));
+  ASSERT_TRUE(engine.Start());
+  const std::string id = OkOrDie(engine.Submit(kFlow, Json::array()), "submit");
+  ExecutionResult result = Await(id);
+  ASSERT_TRUE(result.ok()) << result.ToString();
+  EXPECT_EQ(result.value, Json(2));
+
+  std::set<std::string> runs;
+  int locks = 0;
+  for (const core::ExecutionEvent& event : Events(id)) {
+    if (const auto* locked = std::get_if<core::Locked>(&event.event)) {
+      runs.insert(locked->run_id.ToString());
+      ++locks;
+    }
+    EXPECT_FALSE(std::holds_alternative<core::Unlocked>(event.event));
+    EXPECT_FALSE(std::holds_alternative<core::TemporarilyFailed>(event.event));
+    EXPECT_FALSE(std::holds_alternative<core::TemporarilyTimedOut>(event.event));
+  }
+  EXPECT_EQ(runs.size(), 1u) << "the workflow was replayed by another run";
+  EXPECT_GE(locks, 2) << "the lock was not extended";
   for (const std::string& child : Children(id)) {
     std::vector<core::ExecutionEvent> events = Events(child);
     ASSERT_EQ(events.size(), 3u) << child;

@@ -46,9 +46,7 @@ bool KeyMatches(const core::HistoryEvent& key, const core::HistoryEvent& recorde
             const auto& r = std::get<core::HistoryStub>(recorded);
             return k.target_execution_id == r.target_execution_id && k.result == r.result;
           },
-          [&](const auto& k) {
-            return k == std::get<std::decay_t<decltype(k)>>(recorded);
-          },
+          [&](const auto& k) { return k == std::get<std::decay_t<decltype(k)>>(recorded); },
       },
       key);
 }
@@ -82,8 +80,8 @@ RunState::~RunState() {
   // if that fails their executors record them.
   std::vector<storage::ChildOutcome> outcomes;
   for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
-  auto written = deps.db->AppendOutcomesAndBatch(Now(), outcomes, {}, ctx.execution_id, version_,
-                                                 {}, {});
+  auto written =
+      deps.db->AppendOutcomesAndBatch(Now(), outcomes, {}, ctx.execution_id, version_, {}, {});
   ResolveTaken(written.has_value());
 }
 
@@ -133,6 +131,11 @@ Result<void, Interruption> RunState::Begin() {
 }
 
 Result<void, Interruption> RunState::ExtendLock(DateTime now) {
+  // The row still says BlockedByJoinSet until the results this run took in
+  // memory are recorded, and a Locked event is refused there: record them
+  // first (the row becomes PendingAt(lease), last locked by this run, which
+  // may then extend).
+  if (!taken_.empty()) STELE_TRY(Flush());
   core::Locked locked = ctx.locked_event;
   locked.lock_expires_at =
       now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension);
@@ -308,19 +311,18 @@ void RunState::Apply(const core::HistoryEvent& event) {
             }
           },
           [&](const core::HistoryJoinSetRequest& request) {
-            auto it =
-                join_sets_.try_emplace(request.join_set_id, JoinSetState{request.join_set_id})
-                    .first;
+            auto it = join_sets_.try_emplace(request.join_set_id, JoinSetState{request.join_set_id})
+                          .first;
             JoinSetState& state = it->second;
             ++state.submissions;
             Submission submission = std::visit(
-                Overloaded{[](const core::DelayRequest& delay) {
-                             return Submission{delay.delay_id, std::nullopt, delay.expires_at};
-                           },
-                           [](const core::ChildExecutionRequest& child) {
-                             return Submission{child.child_execution_id, child.target_ffqn,
-                                               std::nullopt};
-                           }},
+                Overloaded{
+                    [](const core::DelayRequest& delay) {
+                      return Submission{delay.delay_id, std::nullopt, delay.expires_at};
+                    },
+                    [](const core::ChildExecutionRequest& child) {
+                      return Submission{child.child_execution_id, child.target_ffqn, std::nullopt};
+                    }},
                 request.request);
             std::string id = IdText(submission.id);
             if (submission.ffqn) child_ffqn_.insert_or_assign(id, *submission.ffqn);
@@ -412,8 +414,7 @@ void RunState::AcceptHandedOver(executor::PlannedWrite write,
       std::move(ticket)});
 }
 
-Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& join_set,
-                                                      uint64_t k,
+Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& join_set, uint64_t k,
                                                       executor::ResponseHandoff::Slot* slot,
                                                       const CancellationToken* wake) {
   auto have = [&] {
@@ -454,8 +455,8 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
     if (now >= lock_expires_at_) {
       return Interrupt(Interruption::Kind::kBlocked, awaiting + " (lease ended)");
     }
-    Steady::duration wait = std::min<Steady::duration>(options.subscription_interruption,
-                                                       lock_expires_at_ - now);
+    Steady::duration wait =
+        std::min<Steady::duration>(options.subscription_interruption, lock_expires_at_ - now);
     if (options.max_warm_wait) {
       const Steady::duration left = started + *options.max_warm_wait - Steady::now();
       wait = std::max<Steady::duration>(Steady::duration::zero(), std::min(wait, left));
@@ -485,7 +486,8 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
 bool RunState::OnlyDelaysBeyondLease(const JoinSetState* state) const {
   if (state == nullptr || state->unconsumed.empty()) return false;
   for (const auto& [id, submission] : state->unconsumed) {
-    if (!submission.delay_expires_at || *submission.delay_expires_at <= lock_expires_at_) return false;
+    if (!submission.delay_expires_at || *submission.delay_expires_at <= lock_expires_at_)
+      return false;
   }
   return true;
 }
@@ -505,8 +507,7 @@ JoinSetResponseValue RunState::Consume(JoinSetState& state, size_t response_idx)
             std::optional<core::FunctionFqn> ffqn = ChildFfqn(id);
             if (!ffqn) {
               // Cannot happen in a consistent log: a response follows its request.
-              STELE_LOG(kWarn, ctx.execution_id.ToString()
-                                   << ": response of unknown child " << id);
+              STELE_LOG(kWarn, ctx.execution_id.ToString() << ": response of unknown child " << id);
               ffqn = ctx.ffqn;
             }
             return ChildResponse{child.child_execution_id, *std::move(ffqn), child.result};

@@ -2,6 +2,8 @@
 // Debian's headless chromium. Exit 0 = all passed, 1 = a failure, 77 = skipped
 // (no chromium / playwright-core).
 //   node tests/ui/ui_e2e.mjs --stele build/x/src/cli/stele [--wasm-dir build/x/examples/wasm]
+// Each test runs against one of three servers ("suites"): `default`, `token`
+// ([api] token set) and `ui_listen` (the UI on its own address).
 import assert from 'node:assert/strict';
 import { args, loadPlaywright, startServer, launch, until } from './harness.mjs';
 
@@ -10,9 +12,11 @@ const pw = await loadPlaywright();
 const XSS = '<img src=x onerror=window.__xss=1>';
 const MISSING = 'E_01ARZ3NDEKTSV4RRFFQ69G5FAV';
 
+const TOKEN = 'ui-test-token';
+
 let passed = 0, failed = 0, skipped = 0;
 const tests = [];
-const test = (name, fn, { wasm = false } = {}) => tests.push({ name, fn, wasm });
+const test = (name, fn, { wasm = false, suite = 'default' } = {}) => tests.push({ name, fn, wasm, suite });
 
 async function finished(srv, id, timeout = 30000) {
   return until(async () => {
@@ -211,6 +215,40 @@ test('404 for an unknown execution, page and file', async ({ srv, page }) => {
   assert.equal(res.status(), 404);
 });
 
+// --- [api] token ---------------------------------------------------------
+
+test('token: the list needs it, the token box fixes it', async ({ srv, page }) => {
+  await srv.request('POST', '/v1/executions', { ffqn: 'demo:greet/api.hello', params: ['tok'] });
+  await page.goto(srv.uiBase + '/ui/');
+  await page.waitForSelector('#executions .error-box');
+  assert.ok((await page.textContent('#executions .error-box')).includes('401'));
+  await page.fill('#token', TOKEN);
+  await page.click('#token-form button');
+  await page.waitForSelector('#executions tbody tr[data-id]');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('stele.token')), TOKEN);
+  await page.reload();
+  await page.waitForSelector('#executions tbody tr[data-id]');
+}, { suite: 'token' });
+
+// --- [api] ui_listen -----------------------------------------------------
+
+test('ui_listen: the UI on its own address calls the API there', async ({ srv, page }) => {
+  assert.notEqual(srv.uiBase, srv.base);
+  const id = await submit(srv, 'demo:greet/api.hello', ['elsewhere']);
+  await finished(srv, id);
+  const res = await page.goto(srv.uiBase + '/');
+  assert.equal(new URL(page.url()).pathname, '/ui/');
+  assert.ok(res.headers()['content-security-policy'].includes("default-src 'self'"));
+  assert.equal(res.headers()['x-content-type-options'], 'nosniff');
+  await page.waitForSelector(`#executions tr[data-id="${id}"] a`);
+  await page.click(`#executions tr[data-id="${id}"] a`);
+  await page.waitForSelector('#app[data-finished="true"]');
+  assert.ok((await page.textContent('#result')).includes('Hello, elsewhere!'));
+  // The API's address serves no UI.
+  assert.equal((await page.goto(srv.base + '/ui/')).status(), 404);
+  assert.equal((await page.goto(srv.base + '/')).status(), 404);
+}, { suite: 'ui_listen' });
+
 // ---------------------------------------------------------------------------
 
 async function seed(srv) {
@@ -229,13 +267,20 @@ async function seed(srv) {
   return s;
 }
 
-async function runAll() {
+const SUITES = {
+  default: { server: {}, seed },
+  token: { server: { token: TOKEN } },
+  ui_listen: { server: { uiListen: true } },
+};
+
+async function runSuite(name, suiteTests) {
   const { chromium } = pw;
-  const srv = await startServer({ stele: opts.stele, wasmDir: opts.wasmDir });
+  const needsWasm = suiteTests.some((t) => t.wasm);
+  const srv = await startServer({ stele: opts.stele, wasmDir: needsWasm ? opts.wasmDir : null, ...SUITES[name].server });
   const browser = await launch(chromium);
   try {
-    const seeded = await seed(srv);
-    for (const t of tests) {
+    const seeded = SUITES[name].seed ? await SUITES[name].seed(srv) : {};
+    for (const t of suiteTests) {
       if (t.wasm && !srv.wasm) {
         console.log(`skip - ${t.name} (no wasm examples; pass --wasm-dir)`);
         ++skipped;
@@ -245,7 +290,7 @@ async function runAll() {
       const errors = [];
       page.on('pageerror', (e) => errors.push(e.message));
       try {
-        await t.fn({ srv, page, seeded });
+        await t.fn({ srv, page, seeded, context: browser.context });
         assert.deepEqual(errors, [], 'no uncaught page errors');
         console.log(`ok - ${t.name}`);
         ++passed;
@@ -260,39 +305,16 @@ async function runAll() {
     await browser.close();
     await srv.stop();
   }
-
-  // With a token: the UI loads without one, the API refuses, the token box fixes it.
-  const TOKEN = 'ui-test-token';
-  const tsrv = await startServer({ stele: opts.stele, wasmDir: null, token: TOKEN });
-  const tb = await launch(chromium);
-  try {
-    await tsrv.request('POST', '/v1/executions', { ffqn: 'demo:greet/api.hello', params: ['tok'] });
-    const page = await tb.context.newPage();
-    await page.goto(tsrv.base + '/ui/');
-    await page.waitForSelector('#executions .error-box');
-    assert.ok((await page.textContent('#executions .error-box')).includes('401'));
-    await page.fill('#token', TOKEN);
-    await page.click('#token-form button');
-    await page.waitForSelector('#executions tbody tr[data-id]');
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('stele.token')), TOKEN);
-    await page.reload();
-    await page.waitForSelector('#executions tbody tr[data-id]');
-    console.log('ok - works with an API token');
-    ++passed;
-  } catch (e) {
-    console.log(`FAIL - works with an API token\n  ${e.stack || e}`);
-    ++failed;
-  } finally {
-    await tb.close();
-    await tsrv.stop();
-  }
 }
 
-try {
-  await runAll();
-} catch (e) {
-  console.log('FAIL - setup: ' + (e.stack || e));
-  ++failed;
+for (const name of Object.keys(SUITES)) {
+  const suiteTests = tests.filter((t) => t.suite === name);
+  try {
+    await runSuite(name, suiteTests);
+  } catch (e) {
+    console.log(`FAIL - setup of the ${name} suite: ` + (e.stack || e));
+    ++failed;
+  }
 }
 console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed ? 1 : 0);

@@ -21,6 +21,10 @@ let passed = 0, failed = 0, skipped = 0;
 const tests = [];
 const test = (name, fn, { wasm = false, suite = 'default' } = {}) => tests.push({ name, fn, wasm, suite });
 
+// "rgb(r, g, b)" -> [r, g, b]
+const rgb = (c) => (/rgba?\((\d+), (\d+), (\d+)/.exec(c) || []).slice(1).map(Number);
+const colorDistance = (a, b) => Math.hypot(...rgb(a).map((x, i) => x - rgb(b)[i]));
+
 async function finished(srv, id, timeout = 30000) {
   return until(async () => {
     const ex = await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}`);
@@ -147,6 +151,17 @@ test('stub an approval from the child page', async ({ srv, page }) => {
   await page.waitForSelector('#app[data-finished="true"]');
   const req = page.locator('#timeline li', { hasText: child.execution_id });
   assert.ok((await req.first().textContent()).includes('response #0'));
+  // Two join sets (the approval, then the payment): each badge has its own
+  // colour, and the two look clearly different.
+  const sets = await page.$$eval('#timeline .js', (b) => b.map((x) => [x.dataset.joinSet, getComputedStyle(x).backgroundColor]));
+  const colorOf = new Map(sets);
+  assert.equal(colorOf.size, 2, 'two join sets: ' + JSON.stringify(sets));
+  for (const [name, color] of sets) {
+    assert.equal(colorOf.get(name), color, 'one colour per join set');
+    assert.ok(rgb(color).length === 3 && !/rgba\(.*, 0\)$/.test(color), `${name} has a colour: ${color}`);
+  }
+  const [a, b] = [...colorOf.values()];
+  assert.ok(colorDistance(a, b) > 100, `distinct colours: ${a} vs ${b}`);
   await page.locator('#timeline button.bt').first().click();
   await page.waitForSelector('#backtrace ol.frames li, #backtrace .error-box');
   assert.equal(await page.locator('#backtrace .error-box').count(), 0, await page.textContent('#backtrace'));

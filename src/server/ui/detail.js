@@ -3,7 +3,7 @@
 // the cancel/stub actions. Follows the execution live while it runs.
 import { api, allEvents, follow } from './api.js';
 import {
-  el, clear, badge, fmtTime, idLink, jsonView, errorBox, flash, joinSetColor, confirmDialog, link,
+  el, clear, badge, fmtTime, idLink, jsonView, errorBox, flash, joinSetColors, confirmDialog, link,
 } from './util.js';
 
 let componentsCache = null;
@@ -158,6 +158,7 @@ export async function detailPage(root, id) {
       if (key) answered.set(key, r);
     }
     clear(timeline);
+    const joinSetColor = joinSetColors();  // by first appearance in this log
     for (const ev of events) {
       const [k, body] = kindOf(ev.event);
       let title = k;
@@ -229,7 +230,9 @@ export async function detailPage(root, id) {
       const li = el('li', { class: 'ev ev-' + k.replace(/[^a-z_]/g, ''), 'data-version': ev.version },
         el('span', { class: 'ver' }, '#' + ev.version),
         el('span', { class: 'time' }, fmtTime(ev.created_at)),
-        js ? el('span', { class: 'js', style: { background: joinSetColor(js) }, title: 'join set ' + js }, String(js)) : null,
+        js ? el('span', {
+          class: 'js', style: { background: joinSetColor(js) }, title: 'join set ' + js, 'data-join-set': js,
+        }, String(js)) : null,
         el('span', { class: 'kind' }, title),
         el('span', { class: 'details' }, details),
         ev.backtrace_id !== undefined && ev.backtrace_id !== null

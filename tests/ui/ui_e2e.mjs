@@ -241,6 +241,30 @@ test('404 for an unknown execution, page and file', async ({ srv, page }) => {
   assert.equal(res.status(), 404);
 });
 
+test('trace: follows the list pages to the end, and says when it is truncated', async ({ srv, page, seeded }) => {
+  // The real server with pages of one row: the page must follow next_cursor.
+  const asked = [];
+  await page.route(/\/v1\/executions\?/, (route) => {
+    const url = new URL(route.request().url());
+    if (url.searchParams.get('show_derived') === 'true') {
+      asked.push(url.searchParams.get('cursor'));
+      url.searchParams.set('length', '1');
+    }
+    return route.continue({ url: url.toString() });
+  });
+  await page.goto(srv.base + '/ui/#/trace/' + seeded.paid);
+  await page.waitForSelector('#trace .trow');
+  const rows = await page.$$eval('#trace .trow', (r) => r.map((x) => x.dataset.id));
+  assert.equal(rows.length, 3, 'the parent and both children: ' + rows);
+  assert.ok(asked.length >= 2 && asked.slice(1).every(Boolean), 'later pages use the cursor: ' + asked);
+  assert.equal(await page.locator('#trace-truncated').count(), 0);
+  // At most one descendant: the page says the trace is truncated.
+  await page.goto(srv.base + '/ui/#/trace/' + seeded.paid + '?max=1');
+  await page.waitForSelector('#trace-truncated');
+  assert.equal((await page.$$('#trace .trow')).length, 2);
+  assert.ok((await page.textContent('#trace-truncated')).includes('1 descendants are shown'));
+}, { wasm: true });
+
 // --- [api] token ---------------------------------------------------------
 
 test('token: the list needs it, the token box fixes it', async ({ srv, page }) => {
@@ -287,6 +311,11 @@ async function seed(srv) {
   if (srv.wasm) {
     s.expense = await submit(srv, 'demo:expenses/flow.expense', [7, 'dave']);
     s.child = (await childOf(srv, s.expense)).execution_id;
+    // Approved and paid: two children.
+    s.paid = await submit(srv, 'demo:expenses/flow.expense', [5, 'erin']);
+    const approval = (await childOf(srv, s.paid)).execution_id;
+    await srv.request('PUT', `/v1/executions/${encodeURIComponent(approval)}/stub`, { result: { ok: true } });
+    await finished(srv, s.paid);
   }
   await finished(srv, s.xss);
   await finished(srv, s.retried);

@@ -1,10 +1,14 @@
 // Execution detail: state, params, result, the event log as a timeline,
 // responses linked to their requests, children as a tree, backtraces, and
 // the cancel/stub actions. Follows the execution live while it runs.
-import { api, allEvents, follow } from './api.js';
+import { api, allEvents, descendants, follow } from './api.js';
 import {
   el, clear, badge, fmtTime, idLink, jsonView, errorBox, flash, joinSetColors, confirmDialog, link,
+  truncatedNote,
 } from './util.js';
+
+// Descendants listed at most in the children tree.
+const MAX_CHILDREN = 10000;
 
 let componentsCache = null;
 async function functionKinds() {
@@ -244,18 +248,12 @@ export async function detailPage(root, id) {
 
   async function renderChildren() {
     clear(childrenBox);
-    let rows = [];
+    let rows;
+    let truncated;
     try {
-      let cursor = null;
-      for (let i = 0; i < 10; ++i) {
-        const q = { show_derived: 'true', execution_id_prefix: id + '.', length: 1000 };
-        if (cursor) q.cursor = cursor;
-        const res = await api.list(q);
-        rows.push(...res.executions);
-        if (!res.next_cursor) break;
-        cursor = res.next_cursor;
-      }
+      ({ rows, truncated } = await descendants(id, MAX_CHILDREN));
     } catch (e) { childrenBox.append(errorBox(e)); return; }
+    if (truncated) childrenBox.append(truncatedNote(truncated, 'children-truncated'));
     if (!rows.length) { childrenBox.append(el('p', { class: 'muted' }, 'No children.')); return; }
     rows.sort((a, b) => (a.execution_id < b.execution_id ? -1 : 1));
     const byParent = new Map();

@@ -105,6 +105,13 @@ export function joinSetColors() {
   };
 }
 
+// The note of a list cut short by api.js descendants().
+export function truncatedNote(truncated, id) {
+  const why = truncated.reason === 'max' ? 'the execution has more'
+    : `the search stopped after ${truncated.shown} were found; there may be more`;
+  return el('p', { class: 'truncated', id }, `Truncated: ${truncated.shown} descendants are shown (${why}).`);
+}
+
 export function errorBox(e) {
   return el('div', { class: 'error-box' },
     el('strong', {}, e.status ? `${e.status} ${e.kind}` : 'error'), ': ', e.message);

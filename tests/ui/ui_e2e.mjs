@@ -21,9 +21,35 @@ let passed = 0, failed = 0, skipped = 0;
 const tests = [];
 const test = (name, fn, { wasm = false, suite = 'default' } = {}) => tests.push({ name, fn, wasm, suite });
 
+// The UI's time format (util.js fmtTime) of an API timestamp.
+const uiTime = (s) => new Date(s).toISOString().replace('T', ' ').replace('Z', '');
+
+// The first value under `key` anywhere in `obj` (depth first).
+function findKey(obj, key) {
+  if (!obj || typeof obj !== 'object') return undefined;
+  if (key in obj) return obj[key];
+  for (const v of Object.values(obj)) {
+    const f = findKey(v, key);
+    if (f !== undefined) return f;
+  }
+  return undefined;
+}
+
+async function eventsOf(srv, id) {
+  return (await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}/events?length=1000`)).events;
+}
+
 // "rgb(r, g, b)" -> [r, g, b]
 const rgb = (c) => (/rgba?\((\d+), (\d+), (\d+)/.exec(c) || []).slice(1).map(Number);
 const colorDistance = (a, b) => Math.hypot(...rgb(a).map((x, i) => x - rgb(b)[i]));
+
+// Enters the token in the page's token box (kept in this tab's sessionStorage).
+async function useToken(page, srv) {
+  await page.goto(srv.uiBase + '/ui/#/components');
+  await page.fill('#token', TOKEN);
+  await page.click('#token-form button');
+  await until(async () => (await page.evaluate(() => sessionStorage.getItem('stele.token'))) === TOKEN, 'the token');
+}
 
 async function finished(srv, id, timeout = 30000) {
   return until(async () => {
@@ -113,12 +139,24 @@ test('detail: params, result and timeline; user data is rendered as text', async
   assert.deepEqual([kinds[0], kinds[1], kinds.at(-1)], ['created', 'locked', 'finished']);
 });
 
-test('detail: retries show their reason', async ({ srv, page, seeded }) => {
+test('detail: retries show their reason, backoff and retry policy', async ({ srv, page, seeded }) => {
   await page.goto(srv.base + '/ui/#/execution/' + seeded.retried);
   await page.waitForSelector('#timeline li.ev-finished');
   const text = await page.textContent('#timeline');
   assert.ok(text.includes('retry'), text);
   assert.ok(text.includes('reason'), text);
+  // Each retry says until when it backs off: the stored backoff_expires_at.
+  const retries = (await eventsOf(srv, seeded.retried)).filter((e) => e.event.temporarily_failed);
+  assert.equal(retries.length, 2, 'max_retries = 2');
+  const shown = await page.$$eval('#timeline li.ev-temporarily_failed', (l) => l.map((x) => x.textContent));
+  assert.equal(shown.length, 2);
+  retries.forEach((e, i) => {
+    const until = e.event.temporarily_failed.backoff_expires_at;
+    assert.ok(shown[i].includes('backoff until ' + uiTime(until)), `${shown[i]} shows ${until}`);
+  });
+  // The lock shows the component's retry policy (max_retries 2, retry_backoff 200ms).
+  const locked = await page.locator('#timeline li.ev-locked').first().textContent();
+  assert.ok(locked.includes('max retries 2, backoff from 200 ms'), locked);
 });
 
 test('follow a running workflow to completion', async ({ srv, page }) => {
@@ -162,15 +200,23 @@ test('stub an approval from the child page', async ({ srv, page }) => {
   }
   const [a, b] = [...colorOf.values()];
   assert.ok(colorDistance(a, b) > 100, `distinct colours: ${a} vs ${b}`);
+  // The backtrace names the guest function, not just frames.
   await page.locator('#timeline button.bt').first().click();
   await page.waitForSelector('#backtrace ol.frames li, #backtrace .error-box');
   assert.equal(await page.locator('#backtrace .error-box').count(), 0, await page.textContent('#backtrace'));
+  const frames = await page.$$eval('#backtrace ol.frames li .fn', (f) => f.map((x) => x.textContent));
+  assert.ok(frames.includes('expense'), 'the workflow function in ' + JSON.stringify(frames));
 }, { wasm: true });
 
 test('cancel a delay (with confirmation)', async ({ srv, page }) => {
   const id = await submit(srv, 'demo:reminder/api.remind', [3600, 'never']);
   await page.goto(srv.base + '/ui/#/execution/' + id);
   await page.waitForSelector('button.cancel-delay', { timeout: 30000 });
+  // The sleep shows when it expires: the stored expires_at.
+  const request = (await eventsOf(srv, id)).map((e) => findKey(e.event, 'request')).find((r) => r && r.delay_id);
+  assert.ok(request && request.expires_at, 'a delay request in the log');
+  const li = await page.locator('#timeline li', { has: page.locator('button.cancel-delay') }).textContent();
+  assert.ok(li.includes(request.delay_id + ' expires ' + uiTime(request.expires_at)), li);
   // Declining the confirmation changes nothing.
   await page.click('button.cancel-delay');
   await page.click('dialog.confirm [data-confirm=no]');
@@ -241,6 +287,29 @@ test('404 for an unknown execution, page and file', async ({ srv, page }) => {
   assert.equal(res.status(), 404);
 });
 
+test('list: refreshes by itself', async ({ srv, page }) => {
+  await page.goto(srv.base + '/ui/#/executions');
+  await page.waitForSelector('#executions tbody tr[data-id]');
+  const id = await submit(srv, 'demo:greet/api.hello', ['auto-refresh']);
+  // No click: the 3 s refresh brings the new row to the top.
+  await until(async () => (await page.getAttribute('#executions tbody tr[data-id]', 'data-id')) === id,
+    'the new submission at the top', 12000);
+});
+
+test('components: parameter and return types', async ({ page, srv }) => {
+  await page.goto(srv.base + '/ui/#/components');
+  const greet = page.locator('.function[data-ffqn="demo:greet/api.hello"]');
+  await greet.waitFor();
+  assert.equal(await greet.locator('h3').textContent(), 'demo:greet/api.hello(who: string) -> result<string, string>');
+  assert.equal(await greet.locator('label.field small').textContent(), 'string');
+  assert.equal(await greet.locator('input[name=who]').getAttribute('data-type'), 'string');
+  const approve = page.locator('.function[data-ffqn="demo:expenses/manager.approve"]');
+  assert.equal(await approve.locator('h3').textContent(),
+    'demo:expenses/manager.approve(amount: u64, payee: string) -> result<bool, string>');
+  assert.equal(await approve.locator('form.submit').count(), 0, 'stubs have no submit form');
+  assert.ok((await page.textContent('section.component[data-name=approvals] .badge.type')).includes('activity_stub'));
+});
+
 test('trace: follows the list pages to the end, and says when it is truncated', async ({ srv, page, seeded }) => {
   // The real server with pages of one row: the page must follow next_cursor.
   const asked = [];
@@ -279,6 +348,37 @@ test('token: the list needs it, the token box fixes it', async ({ srv, page }) =
   await page.reload();
   await page.waitForSelector('#executions tbody tr[data-id]');
 }, { suite: 'token' });
+
+test('token: detail, follow and stub', async ({ srv, page, context }) => {
+  const id = await submit(srv, 'demo:expenses/flow.expense', [11, 'tok']);
+  const child = (await childOf(srv, id)).execution_id;
+  const follows = [];
+  page.on('response', (r) => { if (r.url().includes('/follow')) follows.push(r.status()); });
+  await useToken(page, srv);
+  await page.goto(srv.uiBase + '/ui/#/execution/' + id);
+  await page.waitForSelector(`#children li[data-id="${child}"] a`);
+  await page.waitForSelector('#timeline li[data-version]');
+  assert.equal(await page.locator('.error-box').count(), 0);
+  assert.notEqual(await page.getAttribute('#app', 'data-finished'), 'true');
+  // Another tab (its own sessionStorage) stubs the child.
+  const stubPage = await context.newPage();
+  try {
+    await useToken(stubPage, srv);
+    await stubPage.goto(srv.uiBase + '/ui/#/execution/' + child);
+    await stubPage.waitForSelector('#stub-form');
+    await stubPage.fill('#stub-value', 'true');
+    await stubPage.click('#stub-form button[type=submit]');
+    await stubPage.click('dialog.confirm [data-confirm=yes]');
+    await until(async () => (await stubPage.textContent('#state .badge')) === 'ok', 'the stubbed child ok');
+  } finally {
+    await stubPage.close();
+  }
+  // The first tab follows the parent to its end.
+  await page.waitForSelector('#app[data-finished="true"]', { timeout: 30000 });
+  await until(async () => (await page.textContent('#state .badge')) === 'ok', 'the parent ok');
+  assert.ok((await page.textContent('#result')).includes('paid 11 to tok'));
+  assert.ok(follows.length >= 1 && follows.every((s) => s === 200), 'follow streamed with the token: ' + follows);
+}, { wasm: true, suite: 'token' });
 
 // --- [api] ui_listen -----------------------------------------------------
 

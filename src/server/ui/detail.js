@@ -145,9 +145,14 @@ export async function detailPage(root, id) {
       const bt = await api.backtrace(id, String(version));
       const frames = (bt.wasm_backtrace && bt.wasm_backtrace.frames) || [];
       btBox.append(el('p', { class: 'muted' },
-        `versions ${bt.version_min_including}..${bt.version_max_excluding} of ${bt.component_id}`));
+        `versions ${bt.version_min_including}..${bt.version_max_excluding} of ${bt.component_id}`,
+        bt.wasm_backtrace && bt.wasm_backtrace.engine ? ` · ${bt.wasm_backtrace.engine}` : ''));
+      // Each frame: the function, its module, and source positions when known.
+      const where = (f) => (f.symbols || []).map((s) => [s.func_name !== f.func_name ? s.func_name : null,
+        s.file ? s.file + (s.line ? ':' + s.line : '') : null].filter(Boolean).join(' ')).filter(Boolean).join('; ');
       btBox.append(el('ol', { class: 'frames' }, frames.map((f) => el('li', { class: 'mono' },
-        f.func_name || f.function || '', ' ', el('span', { class: 'muted' }, JSON.stringify(f))))));
+        el('span', { class: 'fn' }, f.func_name || '?'), ' ', el('span', { class: 'muted' }, f.module || ''),
+        where(f) ? el('span', { class: 'muted' }, ' · ', where(f)) : null))));
     } catch (e) { btBox.append(errorBox(e)); }
   }
 

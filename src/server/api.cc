@@ -325,8 +325,7 @@ Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Reques
 
 }  // namespace
 
-void InstallRoutes(ServerImpl& d) {
-  auto& http = d.http;
+void InstallRoutes(ServerImpl& d, httplib::Server& http) {
   http.set_payload_max_length(d.config.api.max_body_bytes);
   // A thread per connection up to [api] max_connections (http_pool.h),
   // instead of httplib's fixed pool of 8.
@@ -337,7 +336,7 @@ void InstallRoutes(ServerImpl& d) {
   // httplib writes a response's head and body separately: with Nagle's
   // algorithm the body then waits for the client's delayed ACK (~40 ms).
   http.set_tcp_nodelay(true);
-  http.set_pre_routing_handler([&d](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([&d, &http](const httplib::Request& req, httplib::Response& res) {
     if (HttpPool::RefusingOnThisThread()) {
       // Answered before the body is read; the connection is closed after.
       res.set_header("Connection", "close");
@@ -357,7 +356,7 @@ void InstallRoutes(ServerImpl& d) {
                                    " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.path == "/healthz" || IsUiPath(d, req.path)) {
+    if (req.path == "/healthz" || IsUiPath(d, http, req.path)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (!Authorized(d, req)) {
@@ -400,8 +399,8 @@ void InstallRoutes(ServerImpl& d) {
   http.Get("/v1/executions", api::Wrap(d, ListExecutions));
   http.Get(kIdPath, api::Wrap(d, GetExecution));
   http.Get(std::string(kIdPath) + "/result", api::Wrap(d, GetResult));
-  api::InstallOperationRoutes(d, kIdPath);
-  InstallUiRoutes(d);
+  api::InstallOperationRoutes(d, http, kIdPath);
+  InstallUiRoutes(d, http);
 }
 
 }  // namespace stele::server

@@ -262,8 +262,7 @@ void Healthz(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
 
 }  // namespace
 
-void InstallOperationRoutes(ServerImpl& d, const std::string& id_path) {
-  auto& http = d.http;
+void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path) {
   http.Get(id_path + "/events", Wrap(d, ListEvents));
   http.Get(id_path + "/responses", Wrap(d, ListResponses));
   http.Put(id_path + "/cancel", Wrap(d, CancelExecution));

@@ -25,7 +25,7 @@ httplib::Server::Handler Wrap(ServerImpl& d, Handler h);
 // {"status": "pending_at"|"locked"|"blocked_by_join_set"|"finished", ...} (api.cc).
 core::Json PendingStateToJson(const core::PendingState& state);
 
-void InstallOperationRoutes(ServerImpl& d, const std::string& id_path);
+void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path);
 
 // GET /metrics: Prometheus text (metrics.cc; the metrics are in docs/api.md).
 void Metrics(ServerImpl& d, const httplib::Request& req, httplib::Response& res);

@@ -240,6 +240,27 @@ const toml::table* TableAt(TableReader& parent, std::string_view key) {
   return table;
 }
 
+// [api] ui_listen (after `listen` and `ui` are read): a second address for
+// the web UI, which needs the UI on and an address other than `listen`.
+void ReadUiListen(TableReader& r, ApiConfig& api) {
+  auto text = r.String("ui_listen");
+  if (!text) return;
+  const int line = TableReader::Line(*r.Get("ui_listen"));
+  ApiConfig::UiListen ui;
+  if (!ParseListen(*text, ui.host, ui.port)) {
+    r.Error(line, "ui_listen", "expected HOST:PORT (e.g. \"127.0.0.1:5006\"), got `" + *text + "`");
+  } else if (!api.ui) {
+    r.Error(line, "ui_listen",
+            "the web UI is off (`ui = false`): remove ui_listen or turn the UI on");
+  } else if (ui.port != 0 && ui.port == api.listen_port && ui.host == api.listen_host) {
+    r.Error(
+        line, "ui_listen",
+        "must differ from `listen` (" + *text + "); omit it to serve the UI on the API's address");
+  } else {
+    api.ui_listen = std::move(ui);
+  }
+}
+
 void ReadApi(TableReader& root, ServerConfig& config) {
   const toml::table* table = TableAt(root, "api");
   if (!table) return;
@@ -293,6 +314,7 @@ void ReadApi(TableReader& root, ServerConfig& config) {
                 "), so that waiting requests leave room for the others");
   }
   if (auto v = r.Bool("ui")) config.api.ui = *v;
+  ReadUiListen(r, config.api);
 }
 
 void ReadDatabase(TableReader& root, ServerConfig& config) {

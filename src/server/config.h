@@ -48,6 +48,15 @@ struct ApiConfig {
   // clients never starve the other requests.
   size_t max_waiters = 128;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
+  // [api] ui_listen: serve the UI on this address instead of `listen`. That
+  // listener also serves the same API routes (same handlers, token and
+  // limits), so the pages call /v1 on their own origin; `listen` then serves
+  // the API only. Port 0: any free port (tests).
+  struct UiListen {
+    std::string host;
+    int port = 0;
+  };
+  std::optional<UiListen> ui_listen;
 };
 
 struct DatabaseConfig {

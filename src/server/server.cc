@@ -6,7 +6,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
 
 #include "base/log.h"
 #include "server/server_impl.h"
@@ -114,6 +120,44 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   return {};
 }
 
+// Binds `http` to host:port (port 0: any free port); the bound port or -1.
+int Bind(httplib::Server& http, const std::string& host, int port) {
+  if (port == 0) return http.bind_to_any_port(host);
+  return http.bind_to_port(host, port) ? port : -1;
+}
+
+// [api] ui_listen: a second listener with the UI and every API route (the
+// pages call /v1 on their own origin, and get the same token check). An
+// error names the address. (A failure leaves the API's socket bound but
+// unused until the process exits: httplib closes a socket only once it has
+// listened.)
+Result<void, std::string> BindUiListener(ServerImpl& d) {
+  const auto& ui = d.config.api.ui_listen;
+  if (!ui) return {};
+  d.ui_http = std::make_unique<httplib::Server>();
+  InstallRoutes(d, *d.ui_http);
+  d.ui_port = Bind(*d.ui_http, ui->host, ui->port);
+  if (d.ui_port <= 0) {
+    return Unexpected("cannot listen on " + ui->host + ":" + std::to_string(ui->port) +
+                      " ([api] ui_listen; address in use or not local?)");
+  }
+  return {};
+}
+
+// Runs `http` on a new `thread` and returns once it is listening (or has
+// already returned): httplib's stop() does nothing before listen began, so
+// a Stop right after Start would leave the thread blocked in accept().
+void StartListening(httplib::Server& http, std::thread& thread) {
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  thread = std::thread([&http, returned] {
+    http.listen_after_bind();
+    *returned = true;
+  });
+  while (!http.is_running() && !*returned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void StopAll(ServerImpl& d) {
   {
     std::lock_guard lock(d.mu);
@@ -124,6 +168,8 @@ void StopAll(ServerImpl& d) {
   d.stop_wait.Cancel();
   d.http.stop();
   if (d.http_thread.joinable()) d.http_thread.join();
+  if (d.ui_http) d.ui_http->stop();
+  if (d.ui_http_thread.joinable()) d.ui_http_thread.join();
   for (auto& task : d.tasks) task->Stop();
   d.tasks.clear();
   if (d.watcher) d.watcher->Stop();
@@ -168,31 +214,38 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   }
   d.api = std::move(*api);
 
-  InstallRoutes(d);
+  InstallRoutes(d, d.http);
   const auto& listen = d.config.api;
-  if (listen.listen_port == 0) {
-    d.port = d.http.bind_to_any_port(listen.listen_host);
-  } else {
-    d.port = d.http.bind_to_port(listen.listen_host, listen.listen_port) ? listen.listen_port : -1;
-  }
+  d.port = Bind(d.http, listen.listen_host, listen.listen_port);
+  std::optional<std::string> bind_error;
   if (d.port <= 0) {
+    bind_error = "cannot listen on " + listen.listen_host + ":" +
+                 std::to_string(listen.listen_port) + " (address in use or not local?)";
+  } else if (auto ui = BindUiListener(d); !ui) {
+    bind_error = ui.error();
+  }
+  if (bind_error) {
     d.api.reset();
     d.pool->Close();
-    return Unexpected("cannot listen on " + listen.listen_host + ":" +
-                      std::to_string(listen.listen_port) + " (address in use or not local?)");
+    return Unexpected(*bind_error);
   }
   // Executors start after the bind, so a server that cannot listen does no work.
   if (auto started = StartExecutors(d); !started) {
     StopAll(d);
     return Unexpected(started.error());
   }
-  d.http_thread = std::thread([&d] { d.http.listen_after_bind(); });
+  StartListening(d.http, d.http_thread);
+  if (d.ui_http) StartListening(*d.ui_http, d.ui_http_thread);
   STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.port << " with "
                                                 << d.components.size() << " component(s)");
+  if (d.ui_http)
+    STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_port << "/ui/");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 int Server::port() const { return impl_->port; }
+
+int Server::ui_port() const { return impl_->ui_port; }
 
 void Server::Wait() {
   std::unique_lock lock(impl_->mu);

@@ -1,7 +1,8 @@
 // Server: the composition root of `stele server run` — opens the storage
 // pool, builds the function registry from the loaded components, runs one
 // executor::ExecTask per component that has a worker, the expired-timers
-// watcher and the HTTP/JSON API (docs/api.md).
+// watcher and the HTTP/JSON API (docs/api.md), plus a second listener for
+// the web UI when [api] ui_listen is set (docs/ui.md).
 //
 // Shutdown (Stop, idempotent): stop accepting HTTP, end follow streams and
 // result waits, stop the executors (they unlock what they hold), stop the
@@ -48,6 +49,8 @@ class Server {
 
   // The bound TCP port (useful when the config says port 0).
   int port() const;
+  // The port of the separate web UI listener ([api] ui_listen), or 0.
+  int ui_port() const;
   // Blocks until Stop() is called (from another thread or a signal watcher).
   void Wait();
   void Stop();

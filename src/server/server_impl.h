@@ -58,6 +58,11 @@ class ServerImpl {
   httplib::Server http;
   std::thread http_thread;
   int port = 0;
+  // The second listener of [api] ui_listen (null without it): the UI and
+  // the same API routes as `http`.
+  std::unique_ptr<httplib::Server> ui_http;
+  std::thread ui_http_thread;
+  int ui_port = 0;
   std::atomic<bool> stopping{false};  // ends follow streams
   CancellationToken stop_wait;        // cancelled by Stop: ends result waits
 
@@ -92,12 +97,17 @@ class ServerImpl {
 bool TryAcquireWaiter(ServerImpl& d);
 void ReleaseWaiter(ServerImpl& d);
 
-// Registers every route of docs/api.md on `impl.http` (api.cc).
-void InstallRoutes(ServerImpl& impl);
+// Registers every route of docs/api.md on `http` (api.cc): `impl.http`, and
+// `impl.ui_http` too when [api] ui_listen is set. Both share the handlers
+// and state of `impl`.
+void InstallRoutes(ServerImpl& impl, httplib::Server& http);
 
-// The web UI at /ui/ when `[api] ui` is on (ui_routes.cc); IsUiPath tells the
-// auth check which paths are the UI's static files (they need no token).
-void InstallUiRoutes(ServerImpl& impl);
-bool IsUiPath(const ServerImpl& impl, const std::string& path);
+// The web UI at /ui/ (ui_routes.cc), on the listener ServesUi names: with
+// `[api] ui` on, `impl.ui_http` when [api] ui_listen is set, else
+// `impl.http`. IsUiPath tells the auth check which paths of that listener
+// are the UI's static files (they need no token).
+bool ServesUi(const ServerImpl& impl, const httplib::Server& http);
+void InstallUiRoutes(ServerImpl& impl, httplib::Server& http);
+bool IsUiPath(const ServerImpl& impl, const httplib::Server& http, const std::string& path);
 
 }  // namespace stele::server

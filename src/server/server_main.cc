@@ -78,6 +78,9 @@ int Run(const std::string& path, bool is_default) {
     return 1;
   }
   std::fprintf(stderr, "stele server: listening on port %d\n", (*server)->port());
+  if ((*server)->ui_port() > 0) {
+    std::fprintf(stderr, "stele server: web UI on port %d\n", (*server)->ui_port());
+  }
   int received = 0;
   sigwait(&signals, &received);
   std::fprintf(stderr, "stele server: %s received, shutting down\n",

@@ -3,6 +3,11 @@
 // fixed table, so no request can reach the filesystem (no traversal), and
 // unknown names are 404. The pages themselves carry no data: they call the
 // JSON API, which enforces the token, so the UI paths need none.
+//
+// With [api] ui_listen the UI is served by the second listener only (which
+// serves the API routes too, so the pages' relative /v1 calls reach the
+// same handlers, token check included); the API's own listener then treats
+// /ui/ and / like any unknown path (401 without the token, else 404).
 #include <string>
 
 #include "server/api_util.h"
@@ -11,14 +16,19 @@
 
 namespace stele::server {
 
-bool IsUiPath(const ServerImpl& d, const std::string& path) {
+bool ServesUi(const ServerImpl& d, const httplib::Server& http) {
   if (!d.config.api.ui) return false;
+  if (d.config.api.ui_listen) return &http == d.ui_http.get();
+  return &http == &d.http;
+}
+
+bool IsUiPath(const ServerImpl& d, const httplib::Server& http, const std::string& path) {
+  if (!ServesUi(d, http)) return false;
   return path == "/" || path == "/ui" || path.starts_with("/ui/");
 }
 
-void InstallUiRoutes(ServerImpl& d) {
-  if (!d.config.api.ui) return;
-  auto& http = d.http;
+void InstallUiRoutes(ServerImpl& d, httplib::Server& http) {
+  if (!ServesUi(d, http)) return;
   auto redirect = [](const httplib::Request&, httplib::Response& res) {
     res.set_redirect("/ui/", 302);
   };

@@ -45,13 +45,14 @@ export function wasmAvailable(dir) {
     .every((n) => fs.existsSync(path.join(dir, n + '.wasm')));
 }
 
-function config(dataDir, wasmDir, token) {
+function config(dataDir, wasmDir, token, uiListen) {
   const slow = path.join(dataDir, '..', 'slow.sh');
   fs.writeFileSync(slow, '#!/bin/sh\ncat >/dev/null\nsleep "${SLOW_SECS:-60}"\nprintf \'{"ok": "slept"}\\n\'\n', { mode: 0o755 });
   let t = `data_dir = "${dataDir}"
 [api]
 listen = "127.0.0.1:0"
 ${token ? `token = "${token}"` : ''}
+${uiListen ? 'ui_listen = "127.0.0.1:0"' : ''}
 [executor]
 tick_sleep = "50ms"
 [watcher]
@@ -115,21 +116,24 @@ return_type = "result<string, string>"
   return t;
 }
 
-// Starts `stele server run`; resolves { base, stop(), token, request() }.
-export async function startServer({ stele, wasmDir, token }) {
+// Starts `stele server run`; resolves { base, uiBase, stop(), request() }:
+// `base` is the API's address, `uiBase` the UI's (the same, unless
+// `uiListen` asks for [api] ui_listen: then a second port).
+export async function startServer({ stele, wasmDir, token, uiListen = false }) {
   if (!fs.existsSync(stele)) throw new Error(`no stele binary at ${stele} (build the \`stele\` target)`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stele-ui-'));
   const dataDir = path.join(tmp, 'data');
   fs.mkdirSync(dataDir);
   const cfg = path.join(tmp, 'stele.toml');
-  fs.writeFileSync(cfg, config(dataDir, wasmDir, token));
+  fs.writeFileSync(cfg, config(dataDir, wasmDir, token, uiListen));
   const child = spawn(stele, ['server', 'run', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  const port = await new Promise((resolve, reject) => {
+  const [port, uiPort] = await new Promise((resolve, reject) => {
     const onData = (d) => {
       log += d.toString();
       const m = /listening on port (\d+)/.exec(log);
-      if (m) resolve(Number(m[1]));
+      const ui = /web UI on port (\d+)/.exec(log);
+      if (m && (!uiListen || ui)) resolve([Number(m[1]), ui ? Number(ui[1]) : Number(m[1])]);
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -154,7 +158,9 @@ export async function startServer({ stele, wasmDir, token }) {
     }
     fs.rmSync(tmp, { recursive: true, force: true });
   };
-  return { base, port, stop, request, log: () => log, wasm: wasmAvailable(wasmDir) };
+  return {
+    base, uiBase: `http://127.0.0.1:${uiPort}`, port, stop, request, log: () => log, wasm: wasmAvailable(wasmDir),
+  };
 }
 
 export async function launch(chromium) {

@@ -6,7 +6,8 @@
 # them the script exits 77 (ctest: skipped, with the reason), for a
 # developer running the tests by hand; with STELE_REQUIRE_UI_TESTS=1 (set by
 # scripts/test.sh, i.e. CI) it fails instead, so that a green run always
-# means the browser tests ran.
+# means the browser tests ran — the wasm cases included: ui_e2e.mjs fails
+# them, rather than skipping, when the wasm examples are missing.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 chromium="${STELE_CHROMIUM:-/usr/bin/chromium}"

@@ -70,6 +70,30 @@ export async function allEvents(id) {
   }
 }
 
+// Requests made at most by descendants(): the server scans at most 10,000
+// rows per request (docs/api.md), so this bounds the rows scanned too.
+const MAX_LIST_REQUESTS = 100;
+
+// Every descendant of `id` (children, grandchildren...), newest first,
+// following next_cursor until the list ends. Stops early past `max` rows or
+// MAX_LIST_REQUESTS requests; `truncated` then says which, else it is null.
+// Resolves { rows, truncated: null | { shown, reason: 'max' | 'requests' } }.
+export async function descendants(id, max) {
+  const rows = [];
+  let cursor = null;
+  for (let i = 0; i < MAX_LIST_REQUESTS; ++i) {
+    // One row more than `max` in all, to know whether more exist.
+    const q = { show_derived: 'true', execution_id_prefix: id + '.', length: Math.min(1000, max + 1 - rows.length) };
+    if (cursor) q.cursor = cursor;
+    const res = await api.list(q);
+    rows.push(...res.executions);
+    if (rows.length > max) return { rows: rows.slice(0, max), truncated: { shown: max, reason: 'max' } };
+    if (!res.next_cursor) return { rows, truncated: null };
+    cursor = res.next_cursor;
+  }
+  return { rows, truncated: { shown: rows.length, reason: 'requests' } };
+}
+
 // Live state: Server-Sent Events from /follow need a header for the token,
 // which EventSource cannot send, so the stream is read with fetch.
 // onState(state) for each `state`, onFinished(data) at the end. Returns a

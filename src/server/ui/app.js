@@ -34,7 +34,7 @@ async function route() {
   try {
     if (page === 'executions') cleanup = await executionsPage(root, query);
     else if (page === 'execution' && parts[1]) cleanup = await detailPage(root, parts[1]);
-    else if (page === 'trace' && parts[1]) cleanup = await tracePage(root, parts[1]);
+    else if (page === 'trace' && parts[1]) cleanup = await tracePage(root, parts[1], query);
     else if (page === 'components') cleanup = await componentsPage(root, query);
     else notFound(root, 'No page at ' + location.hash);
   } catch (e) {

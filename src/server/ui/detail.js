@@ -1,10 +1,14 @@
 // Execution detail: state, params, result, the event log as a timeline,
 // responses linked to their requests, children as a tree, backtraces, and
 // the cancel/stub actions. Follows the execution live while it runs.
-import { api, allEvents, follow } from './api.js';
+import { api, allEvents, descendants, follow } from './api.js';
 import {
-  el, clear, badge, fmtTime, idLink, jsonView, errorBox, flash, joinSetColor, confirmDialog, link,
+  el, clear, badge, fmtTime, idLink, jsonView, errorBox, flash, joinSetColors, confirmDialog, link,
+  truncatedNote,
 } from './util.js';
+
+// Descendants listed at most in the children tree.
+const MAX_CHILDREN = 10000;
 
 let componentsCache = null;
 async function functionKinds() {
@@ -141,9 +145,14 @@ export async function detailPage(root, id) {
       const bt = await api.backtrace(id, String(version));
       const frames = (bt.wasm_backtrace && bt.wasm_backtrace.frames) || [];
       btBox.append(el('p', { class: 'muted' },
-        `versions ${bt.version_min_including}..${bt.version_max_excluding} of ${bt.component_id}`));
+        `versions ${bt.version_min_including}..${bt.version_max_excluding} of ${bt.component_id}`,
+        bt.wasm_backtrace && bt.wasm_backtrace.engine ? ` · ${bt.wasm_backtrace.engine}` : ''));
+      // Each frame: the function, its module, and source positions when known.
+      const where = (f) => (f.symbols || []).map((s) => [s.func_name !== f.func_name ? s.func_name : null,
+        s.file ? s.file + (s.line ? ':' + s.line : '') : null].filter(Boolean).join(' ')).filter(Boolean).join('; ');
       btBox.append(el('ol', { class: 'frames' }, frames.map((f) => el('li', { class: 'mono' },
-        f.func_name || f.function || '', ' ', el('span', { class: 'muted' }, JSON.stringify(f))))));
+        el('span', { class: 'fn' }, f.func_name || '?'), ' ', el('span', { class: 'muted' }, f.module || ''),
+        where(f) ? el('span', { class: 'muted' }, ' · ', where(f)) : null))));
     } catch (e) { btBox.append(errorBox(e)); }
   }
 
@@ -158,6 +167,7 @@ export async function detailPage(root, id) {
       if (key) answered.set(key, r);
     }
     clear(timeline);
+    const joinSetColor = joinSetColors();  // by first appearance in this log
     for (const ev of events) {
       const [k, body] = kindOf(ev.event);
       let title = k;
@@ -229,7 +239,9 @@ export async function detailPage(root, id) {
       const li = el('li', { class: 'ev ev-' + k.replace(/[^a-z_]/g, ''), 'data-version': ev.version },
         el('span', { class: 'ver' }, '#' + ev.version),
         el('span', { class: 'time' }, fmtTime(ev.created_at)),
-        js ? el('span', { class: 'js', style: { background: joinSetColor(js) }, title: 'join set ' + js }, String(js)) : null,
+        js ? el('span', {
+          class: 'js', style: { background: joinSetColor(js) }, title: 'join set ' + js, 'data-join-set': js,
+        }, String(js)) : null,
         el('span', { class: 'kind' }, title),
         el('span', { class: 'details' }, details),
         ev.backtrace_id !== undefined && ev.backtrace_id !== null
@@ -241,18 +253,12 @@ export async function detailPage(root, id) {
 
   async function renderChildren() {
     clear(childrenBox);
-    let rows = [];
+    let rows;
+    let truncated;
     try {
-      let cursor = null;
-      for (let i = 0; i < 10; ++i) {
-        const q = { show_derived: 'true', execution_id_prefix: id + '.', length: 1000 };
-        if (cursor) q.cursor = cursor;
-        const res = await api.list(q);
-        rows.push(...res.executions);
-        if (!res.next_cursor) break;
-        cursor = res.next_cursor;
-      }
+      ({ rows, truncated } = await descendants(id, MAX_CHILDREN));
     } catch (e) { childrenBox.append(errorBox(e)); return; }
+    if (truncated) childrenBox.append(truncatedNote(truncated, 'children-truncated'));
     if (!rows.length) { childrenBox.append(el('p', { class: 'muted' }, 'No children.')); return; }
     rows.sort((a, b) => (a.execution_id < b.execution_id ? -1 : 1));
     const byParent = new Map();

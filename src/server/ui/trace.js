@@ -1,19 +1,25 @@
 // Trace: an execution and all its descendants as bars on one time axis
 // (created → finished, or → now while running).
-import { api } from './api.js';
-import { el, badge, idLink, fmtDuration, fmtTime, errorBox, link, resultLabel } from './util.js';
-import { parentOf } from './detail.js';
+import { api, descendants } from './api.js';
+import { el, badge, idLink, fmtDuration, fmtTime, errorBox, link, resultLabel, truncatedNote } from './util.js';
 
-export async function tracePage(root, id) {
+// Descendants shown at most; `#/trace/<id>?max=N` lowers it.
+const MAX_DESCENDANTS = 10000;
+
+export async function tracePage(root, id, query = new URLSearchParams()) {
+  const asked = Number.parseInt(query.get('max') || '', 10);
+  const max = asked >= 1 && asked <= MAX_DESCENDANTS ? asked : MAX_DESCENDANTS;
   let top;
   try { top = await api.get(id); } catch (e) {
     root.append(el('section', { class: 'not-found' }, el('h1', {}, 'Execution not found'), errorBox(e)));
     return null;
   }
   const rows = [{ ...top, execution_id: id }];
+  let truncated = null;
   try {
-    const res = await api.list({ show_derived: 'true', execution_id_prefix: id + '.', length: 1000 });
-    rows.push(...res.executions);
+    const found = await descendants(id, max);
+    rows.push(...found.rows);
+    truncated = found.truncated;
   } catch (e) { root.append(errorBox(e)); }
   const now = Date.now();
   const span = (r) => {
@@ -31,6 +37,7 @@ export async function tracePage(root, id) {
 
   root.append(el('h1', {}, 'Trace of ', link('#/execution/' + encodeURIComponent(id), id, { class: 'mono' })),
     el('p', { class: 'muted' }, `${rows.length} executions · ${fmtTime(new Date(t0).toISOString())} · total ${fmtDuration(total)}`));
+  if (truncated) root.append(truncatedNote(truncated, 'trace-truncated'));
   const axis = el('div', { class: 'axis' },
     [0, 0.25, 0.5, 0.75, 1].map((f) => el('span', { style: { left: `${f * 100}%` } }, fmtDuration(f * total))));
   const list = el('div', { class: 'trace', id: 'trace' }, axis);
@@ -49,6 +56,5 @@ export async function tracePage(root, id) {
         }, el('span', {}, fmtDuration(e - s))))));
   });
   root.append(list);
-  void parentOf;
   return null;
 }

@@ -78,11 +78,38 @@ export function flash(msg, kind = 'error') {
   flash.t = setTimeout(() => { f.hidden = true; }, 8000);
 }
 
-// A small colour per join set, stable for its name.
-export function joinSetColor(name) {
+// Hues for join sets, in order of first appearance: each at least 55° from
+// the one before, the first four at least 75° from each other, so the first
+// join sets of an execution never look alike (a hash of the names did:
+// o:1-approve and o:2-pay got hues 230 and 226).
+const JOIN_SET_HUES = [215, 28, 140, 320, 265, 185, 0, 85];
+
+function hashHue(name) {
   let h = 0;
   for (const ch of String(name)) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
-  return `hsl(${h % 360} 65% 45%)`;
+  return h % 360;
+}
+
+// A colour assigner for the join sets of one execution: call it with each
+// join set name in event order. The first JOIN_SET_HUES.length distinct
+// names get the palette's hues in order, later ones a hash of the name, so
+// a given event log always gets the same colours.
+export function joinSetColors() {
+  const hues = new Map();
+  return (name) => {
+    const key = String(name);
+    if (!hues.has(key)) {
+      hues.set(key, hues.size < JOIN_SET_HUES.length ? JOIN_SET_HUES[hues.size] : hashHue(key));
+    }
+    return `hsl(${hues.get(key)} 65% 42%)`;
+  };
+}
+
+// The note of a list cut short by api.js descendants().
+export function truncatedNote(truncated, id) {
+  const why = truncated.reason === 'max' ? 'the execution has more'
+    : `the search stopped after ${truncated.shown} were found; there may be more`;
+  return el('p', { class: 'truncated', id }, `Truncated: ${truncated.shown} descendants are shown (${why}).`);
 }
 
 export function errorBox(e) {

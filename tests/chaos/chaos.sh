@@ -31,6 +31,9 @@
 #   CHAOS_SERVERS=N       servers sharing the database (default 1 on SQLite,
 #                         2 on PostgreSQL; SQLite allows one); each kill picks
 #                         one at random
+#   STELE_REQUIRE_WASM=1  a missing binary, wasm guest or jq fails the run
+#                         instead of skipping it (scripts/test.sh sets it)
+#   STELE_REQUIRE_POSTGRES_TESTS=1  so does a missing PostgreSQL server or psql
 # Exit: 0 pass, 1 fail, 77 skipped (binary, wasm guests or jq missing).
 set -uo pipefail
 
@@ -40,12 +43,17 @@ if [ -z "$stele" ] || [ -z "$wasm_dir" ]; then
   echo "usage: $0 STELE_BINARY WASM_DIR" >&2
   exit 2
 fi
-skip() { echo "chaos: SKIPPED: $*"; exit 77; }
-[ -x "$stele" ] || skip "no stele binary at $stele"
+# skip REQUIRE_VAR REASON: exit 77 (ctest: skipped), or fail when the
+# environment says this run must not be skipped.
+skip() {
+  if [ "${!1:-}" = 1 ]; then echo "chaos: FAILED: $2 (and $1=1)"; exit 1; fi
+  echo "chaos: SKIPPED: $2"; exit 77
+}
+[ -x "$stele" ] || skip STELE_REQUIRE_WASM "no stele binary at $stele"
 for guest in fan_out durable_sleep order_saga; do
-  [ -f "$wasm_dir/$guest.wasm" ] || skip "wasm guest $wasm_dir/$guest.wasm not built"
+  [ -f "$wasm_dir/$guest.wasm" ] || skip STELE_REQUIRE_WASM "wasm guest $wasm_dir/$guest.wasm not built"
 done
-command -v jq >/dev/null || skip "jq not installed"
+command -v jq >/dev/null || skip STELE_REQUIRE_WASM "jq not installed"
 stele=$(cd "$(dirname "$stele")" && pwd)/$(basename "$stele")
 wasm_dir=$(cd "$wasm_dir" && pwd)
 
@@ -61,10 +69,10 @@ start_s=$(date +%s)
 pg_admin=${CHAOS_POSTGRES_URL:-}
 if [ "${CHAOS_BACKEND:-sqlite}" = postgres ] && [ -z "$pg_admin" ]; then
   pg_admin=${STELE_TEST_POSTGRES_URL:-}
-  [ -n "$pg_admin" ] || skip "CHAOS_BACKEND=postgres without CHAOS_POSTGRES_URL or STELE_TEST_POSTGRES_URL"
+  [ -n "$pg_admin" ] || skip STELE_REQUIRE_POSTGRES_TESTS "CHAOS_BACKEND=postgres without CHAOS_POSTGRES_URL or STELE_TEST_POSTGRES_URL"
 fi
 if [ -n "$pg_admin" ]; then
-  command -v psql >/dev/null || skip "psql not installed"
+  command -v psql >/dev/null || skip STELE_REQUIRE_POSTGRES_TESTS "psql not installed"
   servers=${CHAOS_SERVERS:-2}
 else
   servers=1

@@ -18,6 +18,21 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using core::Json;
 
+// The value of the series `series` (name and labels, exactly as printed) in
+// a Prometheus text body; nullopt when absent.
+std::optional<double> MetricValue(const std::string& body, const std::string& series) {
+  const std::string prefix = series + " ";
+  for (size_t at = 0; at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    if (body.compare(at, prefix.size(), prefix) == 0) {
+      return std::stod(body.substr(at + prefix.size(), end - at - prefix.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 TEST_F(ApiTest, SubmitRunsAndReturnsTheResult) {
   std::string id = Submit({{"ffqn", kEcho}, {"params", {"hello"}}});
   ASSERT_THAT(id, ::testing::StartsWith("E_"));
@@ -317,6 +332,84 @@ TEST_F(ApiTest, ComponentsHealthzMetrics) {
   EXPECT_THAT(metrics->body, HasSubstr("# TYPE stele_lock_latency_seconds histogram"));
   EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_lock_latency_seconds_bucket\\{component=\"[a-z_]+\",le=\"\\+Inf\"\\} [1-9]"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_record_latency_seconds_count"));
+
+  // A finished execution's outcome was recorded and measured. The executor
+  // records the latency after the append that wakes the result waiter:
+  // poll (bounded) instead of expecting it at once.
+  const std::string records = "stele_record_latency_seconds_count{component=\"test_activities\"}";
+  EXPECT_EQ(MetricValue(metrics->body, records), 0.0) << metrics->body;
+  std::string id = Submit({{"ffqn", kEcho}, {"params", {"measured"}}});
+  ASSERT_EQ(Get("/v1/executions/" + id + "/result?timeout=30")->status, 200);
+  std::optional<double> count;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    count = MetricValue(Get("/metrics")->body, records);
+    if (count && *count > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(count.has_value());
+  EXPECT_EQ(*count, 1.0);
+  const std::string text = Get("/metrics")->body;
+  EXPECT_EQ(
+      MetricValue(text,
+                  "stele_record_latency_seconds_bucket{component=\"test_activities\",le=\"+Inf\"}"),
+      1.0);
+  EXPECT_GT(*MetricValue(text, "stele_record_latency_seconds_sum{component=\"test_activities\"}"),
+            0.0);
+}
+
+// /metrics re-reads the database on every scrape (snapshot age 0): the
+// state gauges follow the executions.
+class ApiMetricsTest : public ApiTest {
+ protected:
+  void SetUp() override {
+    metrics_snapshot_max_age_ = std::chrono::milliseconds(0);
+    StartServer("");
+  }
+  double State(const std::string& state) {
+    auto res = Get("/metrics");
+    EXPECT_EQ(res->status, 200);
+    auto v = MetricValue(res->body, "stele_executions{state=\"" + state + "\"}");
+    EXPECT_TRUE(v.has_value()) << res->body;
+    return v.value_or(-1);
+  }
+};
+
+TEST_F(ApiMetricsTest, ExecutionStateGaugesFollowTheExecutions) {
+  EXPECT_EQ(State("locked"), 0);
+  EXPECT_EQ(State("blocked_by_join_set"), 0);
+  EXPECT_EQ(State("finished"), 0);
+
+  // An activity that runs until cancelled: locked while it runs.
+  std::string running = Submit({{"ffqn", kBlock}});
+  activities_->WaitForBlocked(1);
+  EXPECT_EQ(State("locked"), 1);
+  EXPECT_EQ(State("pending_at"), 0);
+
+  // A workflow awaiting a stub child: blocked; its child pending.
+  core::ExecutionIdDerived child = ParentWithStubChild(/*join_next=*/true);
+  std::string parent = child.SplitToParts().first.ToString();
+  ASSERT_EQ(Body(Get("/v1/executions/" + parent))["pending_state"]["status"],
+            "blocked_by_join_set");
+  EXPECT_EQ(State("blocked_by_join_set"), 1);
+  EXPECT_EQ(State("locked"), 1);
+  EXPECT_EQ(State("pending_at"), 1);
+
+  // The cancel is written before it answers: no longer locked.
+  ASSERT_EQ(Body(Put("/v1/executions/" + running + "/cancel", Json::object()))["outcome"],
+            "cancelled");
+  EXPECT_EQ(State("locked"), 0);
+  EXPECT_EQ(State("finished"), 1);
+
+  // The child's result unblocks the parent (nothing runs test_workflows,
+  // so it stays unfinished, but no longer blocked).
+  ASSERT_EQ(
+      Put("/v1/executions/" + child.ToString() + "/stub", {{"result", {{"ok", "yes"}}}})->status,
+      200);
+  EXPECT_EQ(State("blocked_by_join_set"), 0);
+  EXPECT_EQ(State("finished"), 2);
+  EXPECT_NE(Body(Get("/v1/executions/" + parent))["pending_state"]["status"],
+            "blocked_by_join_set");
 }
 
 TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {

@@ -68,6 +68,18 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
   // The child call is visible as a response of the workflow.
   auto responses = client.Get(("/v1/executions/" + id + "/responses").c_str());
   EXPECT_GE((*core::ParseJson(responses->body))["responses"].size(), 1u);
+  // The workflow's own writes during its run (the child's creation came
+  // before its Finished) are measured, per workflow component only.
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string series = "stele_workflow_write_latency_seconds_count{component=\"hello_wf\"} ";
+  const size_t at = metrics->body.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  EXPECT_GE(std::stoull(metrics->body.substr(at + series.size())), 1u)
+      << metrics->body.substr(at, 100);
+  EXPECT_THAT(metrics->body,
+              ::testing::Not(::testing::HasSubstr(
+                  "stele_workflow_write_latency_seconds_count{component=\"hello_act\"}")));
   (*server)->Stop();
   std::filesystem::remove_all(dir);
 }

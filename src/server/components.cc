@@ -251,7 +251,12 @@ Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerCo
       errors.push_back(std::move(loaded.error()));
     }
   }
-  if (!errors.empty()) return Unexpected(std::move(errors));
+  if (!errors.empty()) {
+    // In file order, as the config's own errors (components are loaded by kind).
+    std::stable_sort(errors.begin(), errors.end(),
+                     [](const ConfigError& a, const ConfigError& b) { return a.line < b.line; });
+    return Unexpected(std::move(errors));
+  }
   return out;
 }
 

@@ -263,6 +263,67 @@ TEST_F(ApiTest, StubAChildAndSeeTheParentsResponse) {
   EXPECT_EQ(Put("/v1/executions/" + parent + "/cancel", Json::object())->status, 400);
 }
 
+// Malformed bodies to PUT stub and PUT upgrade: 400 with the error
+// envelope, and the database is as before (events, state, digest, responses).
+TEST_F(ApiTest, MalformedStubAndUpgradeBodiesChangeNothing) {
+  core::ExecutionIdDerived child = ParentWithStubChild();
+  const std::string cid = child.ToString();
+  const std::string parent = child.SplitToParts().first.ToString();
+  const std::string later =
+      Submit({{"ffqn", kEcho}, {"params", {"u"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  auto snapshot = [&] {
+    Json out = Json::array();
+    for (const std::string& id : {cid, parent, later}) {
+      Json doc = Body(Get("/v1/executions/" + id));
+      out.push_back({doc["pending_state"], doc["component_digest"],
+                     Body(Get("/v1/executions/" + id + "/events?length=1000")),
+                     Body(Get("/v1/executions/" + id + "/responses"))});
+    }
+    out.push_back(Body(Get("/v1/executions?show_derived=true&length=1000")));
+    return out;
+  };
+  const Json before = snapshot();
+  const std::string digest = Sha256Digest("v2").ToString();
+  const std::vector<std::string> garbage = {
+      "",
+      "{",
+      "{\"result\": ",
+      "[]",
+      "null",
+      "42",
+      "\"ok\"",
+      "\xff\xfe{}",
+      "{\"result\": {\"ok\": tru}}",
+      std::string(5000, '[') + std::string(5000, ']'),
+      "{\"result\": {\"ok\": \"x\"}, \"result\": 1, \"extra\": 2}"};
+  for (const std::string& body : garbage) {
+    for (const std::string& path :
+         {"/v1/executions/" + cid + "/stub", "/v1/executions/" + later + "/upgrade"}) {
+      auto res = client_->Put(path, body, "application/json");
+      ASSERT_TRUE(res) << path;
+      EXPECT_EQ(res->status, 400) << path << " " << body.substr(0, 40) << " → " << res->body;
+      EXPECT_EQ(ErrorKind(res), "validation") << path << " " << body.substr(0, 40);
+    }
+  }
+  // Well-formed JSON of the wrong shape.
+  for (const Json& body : {Json{{"result", "ok"}}, Json{{"result", {{"ok", "a"}, {"err", "b"}}}},
+                           Json{{"result", {{"ok", "a"}}}, {"extra", 1}}}) {
+    EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", body)->status, 400) << body.dump();
+  }
+  for (const Json& body : {Json{{"old_digest", 1}, {"new_digest", digest}},
+                           Json{{"old_digest", digest}, {"new_digest", digest}, {"extra", 1}},
+                           Json{{"new_digest", digest}}}) {
+    EXPECT_EQ(Put("/v1/executions/" + later + "/upgrade", body)->status, 400) << body.dump();
+  }
+  EXPECT_EQ(snapshot(), before);
+  // The same endpoints still work afterwards.
+  EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "fine"}}}})->status, 200);
+  EXPECT_EQ(Put("/v1/executions/" + later + "/upgrade",
+                {{"old_digest", before[2][1]}, {"new_digest", digest}})
+                ->status,
+            200);
+}
+
 TEST_F(ApiTest, CancelARunningActivity) {
   std::string id = Submit({{"ffqn", kBlock}});
   activities_->WaitForBlocked(1);
@@ -438,6 +499,16 @@ TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {
   EXPECT_THAT(stream, HasSubstr("event: finished\ndata: "));
   EXPECT_THAT(stream, HasSubstr("\"kind\":\"cancelled\""));
   EXPECT_EQ(Get("/v1/executions/E_nope/follow")->status, 400);
+  // A valid id that does not exist: 404 before any stream starts.
+  for (const std::string& missing : {core::ExecutionId::Generate().ToString(),
+                                     core::ExecutionId::Generate().ToString() + ".n:js_1"}) {
+    auto unknown = Get("/v1/executions/" + missing + "/follow");
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(unknown->status, 404) << unknown->body;
+    EXPECT_EQ(ErrorKind(unknown), "not_found");
+    EXPECT_THAT(unknown->get_header_value("Content-Type"), HasSubstr("application/json"));
+  }
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("stele_follow_streams 0\n"));
 }
 
 TEST_F(ApiTest, ResultTimeoutIsCapped) {

@@ -508,6 +508,13 @@ TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {
     EXPECT_EQ(ErrorKind(unknown), "not_found");
     EXPECT_THAT(unknown->get_header_value("Content-Type"), HasSubstr("application/json"));
   }
+  // No stream is left open (the finished one is released just after its
+  // last chunk: wait for it, bounded).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         Get("/metrics")->body.find("stele_follow_streams 0\n") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_THAT(Get("/metrics")->body, HasSubstr("stele_follow_streams 0\n"));
 }
 

@@ -191,7 +191,14 @@ TEST_F(E2eOpsTest, WasmBacktraceAndDelayCancel) {
   std::string id = Submit("demo:reminder/api.remind", R"([3600, "Ada"])");
   ASSERT_TRUE(WaitForStatus(id, "blocked_by_join_set")) << HttpJson("/v1/executions/" + id).dump()
                                                         << server_.Log();
-  auto bt = Http().Get("/v1/executions/" + id + "/backtrace");
+  // The run stores its backtraces after its guest returned, i.e. after the
+  // JoinNext that blocked it: wait (bounded) for them.
+  std::optional<httplib::Result> stored;
+  WaitFor([&] {
+    stored.emplace(Http().Get("/v1/executions/" + id + "/backtrace"));
+    return *stored && (*stored)->status != 404;
+  });
+  httplib::Result& bt = *stored;
   ASSERT_TRUE(bt);
   ASSERT_EQ(bt->status, 200) << bt->body;
   json trace = json::parse(bt->body);

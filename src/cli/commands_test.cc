@@ -220,6 +220,27 @@ TEST(CliCommands, CancelOfADelayUsesTheDelayRoute) {
   EXPECT_EQ(api.recorded()[0].path, "/v1/delays/" + delay + "/cancel");
 }
 
+TEST(CliCommands, StubSendsTheResultAndPrintsStubbed) {
+  FakeApi api;
+  const std::string child = std::string(kId) + ".o:1_1";
+  api.Answer("PUT", R"(/v1/executions/([^/]+)/stub)", 200, {{"execution_id", child}});
+  CliRun r = Cli(api, {"execution", "stub", child, R"({"ok": {"approved": true}})"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "stubbed\n");
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  auto rec = api.recorded();
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0].method, "PUT");
+  EXPECT_EQ(rec[0].path, "/v1/executions/" + child + "/stub");
+  EXPECT_EQ(json::parse(rec[0].body), json::parse(R"({"result": {"ok": {"approved": true}}})"));
+
+  CliRun as_json = Cli(api, {"--json", "execution", "stub", child, R"({"err": null})"});
+  EXPECT_EQ(as_json.code, 0) << as_json.err;
+  EXPECT_EQ(json::parse(as_json.out), json({{"execution_id", child}}));
+  ASSERT_EQ(api.recorded().size(), 2u);
+  EXPECT_EQ(json::parse(api.recorded()[1].body), json::parse(R"({"result": {"err": null}})"));
+}
+
 TEST(CliCommands, FollowStreamsUntilFinished) {
   FakeApi api;
   std::mutex mu;

@@ -1,8 +1,8 @@
 // Fixture of the end-to-end tests (e2e_test.cc, e2e_ops_test.cc): runs the
 // real `stele` binary as a server process (a free 127.0.0.1 port, a temp
 // SQLite file, a stele.toml written by the test: exec activities as small
-// /bin/sh scripts, a stub activity, optionally the example wasm workflow
-// durable_sleep) and as the CLI, and talks raw HTTP to it.
+// /bin/sh scripts, a stub activity, optionally the example wasm workflows
+// durable_sleep and human_approval) and as the CLI, and talks raw HTTP to it.
 //
 // Every wait is bounded (kWait) and every child process is killed in
 // teardown, so a broken server fails the test instead of hanging it.
@@ -51,6 +51,11 @@ constexpr auto kWait = std::chrono::seconds(30);  // bound of every wait
 constexpr const char* kEcho = "e2e:test/exec.echo";
 constexpr const char* kFail = "e2e:test/exec.fail";
 constexpr const char* kSlow = "e2e:test/exec.slow";
+// examples/wasm/human_approval.c: awaits the stub activity kApprove (a
+// child execution), then on `true` calls the exec activity kPay.
+constexpr const char* kExpense = "demo:expenses/flow.expense";
+constexpr const char* kApprove = "demo:expenses/manager.approve";
+constexpr const char* kPay = "demo:expenses/bank.pay";
 
 extern "C" char** environ;
 
@@ -252,11 +257,16 @@ class ServerProcess {
 
 struct Options {
   std::optional<std::string> token;
-  bool exec = true;   // the exec activity components (else only the stub one)
-  bool wasm = false;  // the wasm example components (WasmDir() must hold them)
+  bool exec = true;       // the exec activity components (else only the stub one)
+  bool wasm = false;      // durable_sleep (WasmDir() must hold it)
+  bool approval = false;  // human_approval, its stub kApprove and the exec activity kPay
 };
 // A server with only the stub component: runs whatever the server supports.
-Options NoExec(std::optional<std::string> token = std::nullopt) { return Options{std::move(token), false}; }
+[[maybe_unused]] Options NoExec(std::optional<std::string> token = std::nullopt) {
+  return Options{std::move(token), false};
+}
+// The human approval example: a workflow whose child is a stub activity.
+[[maybe_unused]] Options Approval() { return Options{std::nullopt, false, false, true}; }
 
 class E2eTest : public ::testing::Test {
  protected:
@@ -264,6 +274,7 @@ class E2eTest : public ::testing::Test {
     char tmpl[] = "/tmp/stele_e2e_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    sqlite_ = dir_ / "stele.sqlite";
     WriteScripts();
   }
 
@@ -292,6 +303,7 @@ class E2eTest : public ::testing::Test {
               "cat >/dev/null\necho \"$$ $STELE_ATTEMPT\" >> \"$RUNS\"\ni=0\n"
               "while [ -e \"$HOLD\" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"
               "printf '{\"ok\": \"done\"}\\n'\n");
+    WriteFile(dir_ / "pay.sh", "cat >/dev/null\nprintf '{\"ok\": \"paid\"}\\n'\n");
   }
 
   std::string ExecComponent(const std::string& name, const std::string& ffqn,
@@ -306,7 +318,7 @@ class E2eTest : public ::testing::Test {
   void WriteConfig(const Options& options) {
     std::string toml = "data_dir = \"" + (dir_ / "data").string() + "\"\n\n[api]\nlisten = \"127.0.0.1:0\"\n";
     if (options.token) toml += "token = \"" + *options.token + "\"\n";
-    toml += "\n[database]\nsqlite = \"" + (dir_ / "stele.sqlite").string() +
+    toml += "\n[database]\nsqlite = \"" + sqlite_.string() +
             "\"\n\n[executor]\ntick_sleep = \"50ms\"\nlock_expiry = \"5s\"\n\n"
             "[watcher]\ntick_sleep = \"50ms\"\nleeway = \"100ms\"\n\n";
     if (options.exec) {
@@ -325,15 +337,28 @@ class E2eTest : public ::testing::Test {
       toml += "[[workflow_wasm]]\nname = \"durable_sleep\"\nlocation = \"" +
               (dir_ / "durable_sleep.wasm").string() + "\"\n\n";
     }
+    if (options.approval) {
+      toml += "[[workflow_wasm]]\nname = \"human_approval\"\nlocation = \"" + WasmDir() +
+              "/e2e_human_approval.wasm\"\n\n";
+      toml += ExecComponent(
+          "pay", kPay,
+          "[{ name = \"amount\", type = \"u64\" }, { name = \"payee\", type = \"string\" }]",
+          "max_retries = 0\n");
+    }
     toml += "[[activity_stub]]\nname = \"approvals\"\n[[activity_stub.functions]]\n"
             "ffqn = \"e2e:test/stub.approve\"\nparams = []\nreturn_type = \"result<bool, string>\"\n";
+    if (options.approval) {
+      toml += "[[activity_stub.functions]]\nffqn = \"" + std::string(kApprove) +
+              "\"\nparams = [{ name = \"amount\", type = \"u64\" }, { name = \"payee\", type = "
+              "\"string\" }]\nreturn_type = \"result<bool, string>\"\n";
+    }
     WriteFile(dir_ / "stele.toml", toml);
   }
 
   // Verifies and starts the server; skips the test when this build of the
   // server does not support exec activities yet.
   void StartServer(const Options& options = {}) {
-    if (options.wasm && !HaveWasmGuests()) {
+    if ((options.wasm || options.approval) && !HaveWasmGuests()) {
       GTEST_SKIP() << "the example wasm guests were not built (no clang/wasm-ld for wasm32): "
                    << WasmDir();
     }
@@ -409,8 +434,13 @@ class E2eTest : public ::testing::Test {
   }
   static bool HaveWasmGuests() {
     const std::string d = WasmDir();
-    return !d.empty() && fs::exists(d + "/e2e_durable_sleep.wasm");
+    return !d.empty() && fs::exists(d + "/e2e_durable_sleep.wasm") &&
+           fs::exists(d + "/e2e_human_approval.wasm");
   }
+
+  // `stele db check` of the server's SQLite file (it may run while the
+  // server does): exit 0 when consistent.
+  CliRun DbCheck() { return RunStele({"db", "check", "--sqlite", sqlite_.string()}); }
 
   // GET `path` as JSON (null when the request failed or the body is not JSON).
   json HttpJson(const std::string& path) {
@@ -440,6 +470,7 @@ class E2eTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  fs::path sqlite_;  // the database file (dir_/stele.sqlite unless a test moves it)
   ServerProcess server_;
   std::string api_;
 };

@@ -3,14 +3,60 @@
 // raw HTTP (413), a cancel racing an activity that finishes, and on the
 // example wasm workflow durable_sleep a stored backtrace, a delay cancel and
 // an upgrade to a new component digest (skipped when the wasm guest was
-// not built).
+// not built), and a full disk under a running server (503, then recovery;
+// root only).
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
 #include "e2e_fixture.h"
 
 namespace {
 
 // Its own suite name: gtest requires one fixture class per suite, and each
-// test file has its own (anonymous) E2eTest.
-class E2eOpsTest : public E2eTest {};
+// test file has its own (anonymous) E2eTest. It can put the database on a
+// small tmpfs of its own (root only), unmounted in teardown.
+class E2eOpsTest : public E2eTest {
+ protected:
+  void TearDown() override {
+    server_.Kill(SIGKILL);
+    if (!mounted_.empty()) ::umount2(mounted_.c_str(), MNT_DETACH);
+    E2eTest::TearDown();
+  }
+
+  // Mounts a tmpfs of `size` ("4m") at `dir`; why not, when that fails.
+  std::optional<std::string> MountTmpfs(const fs::path& dir, const std::string& size) {
+    fs::create_directories(dir);
+    const std::string data = "size=" + size + ",mode=0755";
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, data.c_str()) != 0) {
+      return "cannot mount a tmpfs at " + dir.string() + " (" + std::strerror(errno) + ")";
+    }
+    mounted_ = dir;
+    return std::nullopt;
+  }
+
+  fs::path mounted_;
+};
+
+// Fills the file system of `path` with a file of zeros until ENOSPC, then
+// gives `spare` bytes back; returns the size of the file.
+size_t FillDisk(const fs::path& path, size_t spare) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 0;
+  std::string chunk(4096, '\0');
+  size_t written = 0;
+  for (;;) {
+    const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  written = written > spare ? written - spare : 0;
+  if (::ftruncate(fd, static_cast<off_t>(written)) != 0) written = 0;
+  ::close(fd);
+  return written;
+}
 
 // Seconds since the epoch of an RFC 3339 UTC time ("...Z", fraction optional).
 double EpochSeconds(const std::string& text) {
@@ -145,7 +191,14 @@ TEST_F(E2eOpsTest, WasmBacktraceAndDelayCancel) {
   std::string id = Submit("demo:reminder/api.remind", R"([3600, "Ada"])");
   ASSERT_TRUE(WaitForStatus(id, "blocked_by_join_set")) << HttpJson("/v1/executions/" + id).dump()
                                                         << server_.Log();
-  auto bt = Http().Get("/v1/executions/" + id + "/backtrace");
+  // The run stores its backtraces after its guest returned, i.e. after the
+  // JoinNext that blocked it: wait (bounded) for them.
+  std::optional<httplib::Result> stored;
+  WaitFor([&] {
+    stored.emplace(Http().Get("/v1/executions/" + id + "/backtrace"));
+    return *stored && (*stored)->status != 404;
+  });
+  httplib::Result& bt = *stored;
   ASSERT_TRUE(bt);
   ASSERT_EQ(bt->status, 200) << bt->body;
   json trace = json::parse(bt->body);
@@ -239,6 +292,113 @@ TEST_F(E2eOpsTest, WasmUpgradeToANewDigest) {
   EXPECT_EQ(result.out, "ok \"time to stretch, Bo\"\n");
   // Finished: an upgrade is refused now.
   EXPECT_EQ(put(id, {{"old_digest", v2}, {"new_digest", v1}}).first, 409);
+}
+
+// The disk of the database fills up while the real server runs (a 4 MiB
+// tmpfs and a ballast file; mounting needs root). Submissions get 503
+// database_unavailable with the error envelope and Retry-After (the CLI
+// exits 4), refused ones do not exist, reads keep working; once space
+// returns the same process accepts writes again, and after a SIGKILL and a
+// restart every acknowledged submission is there and the file is consistent.
+TEST_F(E2eOpsTest, FullDiskIs503ThenRecovers) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root (uid " << ::geteuid()
+                 << "): the test mounts a small tmpfs for the database and fills it";
+  }
+  const fs::path mnt = dir_ / "mnt";
+  if (auto why = MountTmpfs(mnt, "4m")) GTEST_SKIP() << *why << "; the test needs CAP_SYS_ADMIN";
+  sqlite_ = mnt / "stele.sqlite";
+  START_SERVER();
+  auto post = [&](const std::string& id, const std::string& value) {
+    // Far ahead: nothing runs, so the only writes are the submissions.
+    json body = {{"ffqn", kEcho},
+                 {"params", {value}},
+                 {"execution_id", id},
+                 {"scheduled_at", "2999-01-01T00:00:00Z"}};
+    return Http().Post("/v1/executions", body.dump(), "application/json");
+  };
+  auto new_id = [](int i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%06d", i);
+    return "E_01J0E2EF0000000000000" + std::string(buf).substr(1);
+  };
+  // Work done before the disk fills up.
+  std::string done = Submit(kEcho, R"(["before"])");
+  ASSERT_EQ(Cli({"execution", "result", done, "--timeout", "30"}).code, 0);
+
+  const size_t ballast = FillDisk(mnt / "ballast", 256 * 1024);
+  ASSERT_GT(ballast, 0u);
+  const std::string big(32 * 1024, 'x');
+  std::vector<std::string> accepted, refused;
+  for (int i = 0; i < 400 && refused.size() < 3; ++i) {
+    const std::string id = new_id(i);
+    auto res = post(id, big + std::to_string(i));
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    if (res->status == 201) {
+      accepted.push_back(id);
+      continue;
+    }
+    ASSERT_EQ(res->status, 503) << res->body;
+    json error = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(error.is_object() && error.contains("error")) << res->body;
+    EXPECT_EQ(error["error"]["kind"], "database_unavailable") << res->body;
+    EXPECT_NE(error["error"]["message"].get<std::string>().find("full"), std::string::npos)
+        << res->body;
+    EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+    refused.push_back(id);
+  }
+  ASSERT_FALSE(refused.empty()) << "the disk never filled up (" << accepted.size() << " accepted)";
+  std::cout << "[ disk    ] " << ballast << " bytes of ballast; " << accepted.size()
+            << " submissions accepted, then " << refused.size() << " refused with 503\n";
+  // The CLI: a server error, exit 4, the kind on stderr, nothing on stdout.
+  WriteFile(dir_ / "big.json", "[\"" + big + "\"]");
+  CliRun cli = Cli({"execution", "submit", kEcho, "@" + (dir_ / "big.json").string()});
+  EXPECT_EQ(cli.code, 4) << cli.out << cli.err;
+  EXPECT_TRUE(cli.out.empty()) << cli.out;
+  EXPECT_NE(cli.err.find("database_unavailable"), std::string::npos) << cli.err;
+
+  // Reads keep working; a refused submission does not exist.
+  EXPECT_EQ(Cli({"execution", "result", done}).out, "ok \"before\"\n");
+  for (const auto& id : refused) {
+    auto res = Http().Get("/v1/executions/" + id);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404) << id << ": " << res->body;
+  }
+  EXPECT_EQ(CliJson({"execution", "list", "--length", "1000"})["executions"].size(),
+            1 + accepted.size());
+  auto health = Http().Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200) << health->body;
+
+  // Space returns: the same process takes writes again, refused ids anew.
+  fs::remove(mnt / "ballast");
+  for (const auto& id : refused) {
+    auto res = post(id, "after");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 201) << res->body;
+  }
+  std::string after = Submit(kEcho, R"(["after"])");
+  EXPECT_EQ(Cli({"execution", "result", after, "--timeout", "30"}).out, "ok \"after\"\n");
+
+  // Nothing acknowledged is lost, even across a crash.
+  server_.Kill(SIGKILL);
+  ASSERT_TRUE(server_.Start(dir_ / "stele.toml", dir_ / "server.log"));
+  api_ = server_.url();
+  json all = CliJson({"execution", "list", "--length", "1000"});
+  std::set<std::string> ids;
+  for (const json& e : all["executions"]) ids.insert(e["execution_id"].get<std::string>());
+  EXPECT_EQ(ids.size(), 2 + accepted.size() + refused.size()) << all.dump().substr(0, 500);
+  for (const auto& id : accepted) EXPECT_TRUE(ids.contains(id)) << id;
+  for (const auto& id : refused) EXPECT_TRUE(ids.contains(id)) << id;
+  EXPECT_EQ(Cli({"execution", "result", done}).out, "ok \"before\"\n");
+  // A sample of the accepted params survived intact.
+  for (const std::string& id : {accepted.front(), accepted.back()}) {
+    json events = CliJson({"execution", "events", id, "--length", "1"});
+    const std::string params = events["events"][0]["event"]["created"]["params"].dump();
+    EXPECT_NE(params.find(big), std::string::npos) << id << ": " << params.substr(0, 100);
+  }
+  CliRun check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
 }
 
 }  // namespace

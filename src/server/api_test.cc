@@ -18,6 +18,21 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using core::Json;
 
+// The value of the series `series` (name and labels, exactly as printed) in
+// a Prometheus text body; nullopt when absent.
+std::optional<double> MetricValue(const std::string& body, const std::string& series) {
+  const std::string prefix = series + " ";
+  for (size_t at = 0; at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    if (body.compare(at, prefix.size(), prefix) == 0) {
+      return std::stod(body.substr(at + prefix.size(), end - at - prefix.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 TEST_F(ApiTest, SubmitRunsAndReturnsTheResult) {
   std::string id = Submit({{"ffqn", kEcho}, {"params", {"hello"}}});
   ASSERT_THAT(id, ::testing::StartsWith("E_"));
@@ -248,6 +263,67 @@ TEST_F(ApiTest, StubAChildAndSeeTheParentsResponse) {
   EXPECT_EQ(Put("/v1/executions/" + parent + "/cancel", Json::object())->status, 400);
 }
 
+// Malformed bodies to PUT stub and PUT upgrade: 400 with the error
+// envelope, and the database is as before (events, state, digest, responses).
+TEST_F(ApiTest, MalformedStubAndUpgradeBodiesChangeNothing) {
+  core::ExecutionIdDerived child = ParentWithStubChild();
+  const std::string cid = child.ToString();
+  const std::string parent = child.SplitToParts().first.ToString();
+  const std::string later =
+      Submit({{"ffqn", kEcho}, {"params", {"u"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  auto snapshot = [&] {
+    Json out = Json::array();
+    for (const std::string& id : {cid, parent, later}) {
+      Json doc = Body(Get("/v1/executions/" + id));
+      out.push_back({doc["pending_state"], doc["component_digest"],
+                     Body(Get("/v1/executions/" + id + "/events?length=1000")),
+                     Body(Get("/v1/executions/" + id + "/responses"))});
+    }
+    out.push_back(Body(Get("/v1/executions?show_derived=true&length=1000")));
+    return out;
+  };
+  const Json before = snapshot();
+  const std::string digest = Sha256Digest("v2").ToString();
+  const std::vector<std::string> garbage = {
+      "",
+      "{",
+      "{\"result\": ",
+      "[]",
+      "null",
+      "42",
+      "\"ok\"",
+      "\xff\xfe{}",
+      "{\"result\": {\"ok\": tru}}",
+      std::string(5000, '[') + std::string(5000, ']'),
+      "{\"result\": {\"ok\": \"x\"}, \"result\": 1, \"extra\": 2}"};
+  for (const std::string& body : garbage) {
+    for (const std::string& path :
+         {"/v1/executions/" + cid + "/stub", "/v1/executions/" + later + "/upgrade"}) {
+      auto res = client_->Put(path, body, "application/json");
+      ASSERT_TRUE(res) << path;
+      EXPECT_EQ(res->status, 400) << path << " " << body.substr(0, 40) << " → " << res->body;
+      EXPECT_EQ(ErrorKind(res), "validation") << path << " " << body.substr(0, 40);
+    }
+  }
+  // Well-formed JSON of the wrong shape.
+  for (const Json& body : {Json{{"result", "ok"}}, Json{{"result", {{"ok", "a"}, {"err", "b"}}}},
+                           Json{{"result", {{"ok", "a"}}}, {"extra", 1}}}) {
+    EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", body)->status, 400) << body.dump();
+  }
+  for (const Json& body : {Json{{"old_digest", 1}, {"new_digest", digest}},
+                           Json{{"old_digest", digest}, {"new_digest", digest}, {"extra", 1}},
+                           Json{{"new_digest", digest}}}) {
+    EXPECT_EQ(Put("/v1/executions/" + later + "/upgrade", body)->status, 400) << body.dump();
+  }
+  EXPECT_EQ(snapshot(), before);
+  // The same endpoints still work afterwards.
+  EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "fine"}}}})->status, 200);
+  EXPECT_EQ(Put("/v1/executions/" + later + "/upgrade",
+                {{"old_digest", before[2][1]}, {"new_digest", digest}})
+                ->status,
+            200);
+}
+
 TEST_F(ApiTest, CancelARunningActivity) {
   std::string id = Submit({{"ffqn", kBlock}});
   activities_->WaitForBlocked(1);
@@ -317,6 +393,84 @@ TEST_F(ApiTest, ComponentsHealthzMetrics) {
   EXPECT_THAT(metrics->body, HasSubstr("# TYPE stele_lock_latency_seconds histogram"));
   EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_lock_latency_seconds_bucket\\{component=\"[a-z_]+\",le=\"\\+Inf\"\\} [1-9]"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_record_latency_seconds_count"));
+
+  // A finished execution's outcome was recorded and measured. The executor
+  // records the latency after the append that wakes the result waiter:
+  // poll (bounded) instead of expecting it at once.
+  const std::string records = "stele_record_latency_seconds_count{component=\"test_activities\"}";
+  EXPECT_EQ(MetricValue(metrics->body, records), 0.0) << metrics->body;
+  std::string id = Submit({{"ffqn", kEcho}, {"params", {"measured"}}});
+  ASSERT_EQ(Get("/v1/executions/" + id + "/result?timeout=30")->status, 200);
+  std::optional<double> count;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    count = MetricValue(Get("/metrics")->body, records);
+    if (count && *count > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(count.has_value());
+  EXPECT_EQ(*count, 1.0);
+  const std::string text = Get("/metrics")->body;
+  EXPECT_EQ(
+      MetricValue(text,
+                  "stele_record_latency_seconds_bucket{component=\"test_activities\",le=\"+Inf\"}"),
+      1.0);
+  EXPECT_GT(*MetricValue(text, "stele_record_latency_seconds_sum{component=\"test_activities\"}"),
+            0.0);
+}
+
+// /metrics re-reads the database on every scrape (snapshot age 0): the
+// state gauges follow the executions.
+class ApiMetricsTest : public ApiTest {
+ protected:
+  void SetUp() override {
+    metrics_snapshot_max_age_ = std::chrono::milliseconds(0);
+    StartServer("");
+  }
+  double State(const std::string& state) {
+    auto res = Get("/metrics");
+    EXPECT_EQ(res->status, 200);
+    auto v = MetricValue(res->body, "stele_executions{state=\"" + state + "\"}");
+    EXPECT_TRUE(v.has_value()) << res->body;
+    return v.value_or(-1);
+  }
+};
+
+TEST_F(ApiMetricsTest, ExecutionStateGaugesFollowTheExecutions) {
+  EXPECT_EQ(State("locked"), 0);
+  EXPECT_EQ(State("blocked_by_join_set"), 0);
+  EXPECT_EQ(State("finished"), 0);
+
+  // An activity that runs until cancelled: locked while it runs.
+  std::string running = Submit({{"ffqn", kBlock}});
+  activities_->WaitForBlocked(1);
+  EXPECT_EQ(State("locked"), 1);
+  EXPECT_EQ(State("pending_at"), 0);
+
+  // A workflow awaiting a stub child: blocked; its child pending.
+  core::ExecutionIdDerived child = ParentWithStubChild(/*join_next=*/true);
+  std::string parent = child.SplitToParts().first.ToString();
+  ASSERT_EQ(Body(Get("/v1/executions/" + parent))["pending_state"]["status"],
+            "blocked_by_join_set");
+  EXPECT_EQ(State("blocked_by_join_set"), 1);
+  EXPECT_EQ(State("locked"), 1);
+  EXPECT_EQ(State("pending_at"), 1);
+
+  // The cancel is written before it answers: no longer locked.
+  ASSERT_EQ(Body(Put("/v1/executions/" + running + "/cancel", Json::object()))["outcome"],
+            "cancelled");
+  EXPECT_EQ(State("locked"), 0);
+  EXPECT_EQ(State("finished"), 1);
+
+  // The child's result unblocks the parent (nothing runs test_workflows,
+  // so it stays unfinished, but no longer blocked).
+  ASSERT_EQ(
+      Put("/v1/executions/" + child.ToString() + "/stub", {{"result", {{"ok", "yes"}}}})->status,
+      200);
+  EXPECT_EQ(State("blocked_by_join_set"), 0);
+  EXPECT_EQ(State("finished"), 2);
+  EXPECT_NE(Body(Get("/v1/executions/" + parent))["pending_state"]["status"],
+            "blocked_by_join_set");
 }
 
 TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {
@@ -345,6 +499,23 @@ TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {
   EXPECT_THAT(stream, HasSubstr("event: finished\ndata: "));
   EXPECT_THAT(stream, HasSubstr("\"kind\":\"cancelled\""));
   EXPECT_EQ(Get("/v1/executions/E_nope/follow")->status, 400);
+  // A valid id that does not exist: 404 before any stream starts.
+  for (const std::string& missing : {core::ExecutionId::Generate().ToString(),
+                                     core::ExecutionId::Generate().ToString() + ".n:js_1"}) {
+    auto unknown = Get("/v1/executions/" + missing + "/follow");
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(unknown->status, 404) << unknown->body;
+    EXPECT_EQ(ErrorKind(unknown), "not_found");
+    EXPECT_THAT(unknown->get_header_value("Content-Type"), HasSubstr("application/json"));
+  }
+  // No stream is left open (the finished one is released just after its
+  // last chunk: wait for it, bounded).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         Get("/metrics")->body.find("stele_follow_streams 0\n") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("stele_follow_streams 0\n"));
 }
 
 TEST_F(ApiTest, ResultTimeoutIsCapped) {

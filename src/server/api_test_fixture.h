@@ -167,6 +167,7 @@ class ApiTest : public ::testing::Test {
 
     activities_ = std::make_shared<TestActivities>();
     ServerHooks hooks;
+    hooks.metrics_snapshot_max_age = metrics_snapshot_max_age_;
     LoadedComponent acts;
     acts.config.name = "test_activities";
     acts.config.lock_expiry = std::chrono::seconds(60);
@@ -225,8 +226,10 @@ class ApiTest : public ::testing::Test {
     return Body(res).value("execution_id", "");
   }
 
-  // A parent workflow blocked on a stub child; returns the child's id.
-  core::ExecutionIdDerived ParentWithStubChild() {
+  // A parent workflow (locked by hand) that requested a stub child; with
+  // `join_next` it also awaits it (blocked_by_join_set until the child
+  // finishes). Returns the child's id.
+  core::ExecutionIdDerived ParentWithStubChild(bool join_next = false) {
     auto db = server_->pool().Connection();
     EXPECT_TRUE(db.has_value());
     DateTime now = SystemClock::Instance().Now();
@@ -246,6 +249,10 @@ class ApiTest : public ::testing::Test {
     batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
                               join_set, core::ChildExecutionRequest{child, Ffqn(kApprove),
                                                                      Json::array()}}}});
+    if (join_next) {
+      batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinNext{
+                                join_set, now + std::chrono::seconds(60), Ffqn(kApprove), false}}});
+    }
     core::ComponentId stub_id{core::ComponentType::kActivityStub, "approvals", stub_digest_};
     storage::CreateRequest child_req{now,          core::ExecutionId(child), Ffqn(kApprove),
                                      Json::array(), std::pair{parent, join_set}, now,
@@ -257,6 +264,8 @@ class ApiTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  // ServerHooks::metrics_snapshot_max_age of the next StartServer.
+  std::chrono::milliseconds metrics_snapshot_max_age_ = std::chrono::seconds(5);
   std::unique_ptr<Server> server_;
   std::unique_ptr<httplib::Client> client_;
   std::shared_ptr<TestActivities> activities_;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/json_codec.h"
+#include "server/timed_db_connection.h"
 #if STELE_SERVER_HAVE_EXEC
 #include "runtime/exec/exec_activity_worker.h"
 #endif
@@ -179,6 +180,9 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
       if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
       wh::WasmWorkflowWorkerDeps deps;
       deps.db = std::shared_ptr<storage::DbConnection>(std::move(*conn));
+      if (env.workflow_writes) {
+        deps.db = std::make_shared<TimedDbConnection>(deps.db, env.workflow_writes);
+      }
       deps.clock = env.clock;
       deps.functions = env.registry;
       deps.dispatch = env.dispatch;
@@ -247,7 +251,12 @@ Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerCo
       errors.push_back(std::move(loaded.error()));
     }
   }
-  if (!errors.empty()) return Unexpected(std::move(errors));
+  if (!errors.empty()) {
+    // In file order, as the config's own errors (components are loaded by kind).
+    std::stable_sort(errors.begin(), errors.end(),
+                     [](const ConfigError& a, const ConfigError& b) { return a.line < b.line; });
+    return Unexpected(std::move(errors));
+  }
   return out;
 }
 

@@ -289,6 +289,7 @@ class HttpAuthTest : public testing::ServerTest {
 // a rejected request reads and writes nothing.
 TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
   const std::string id = core::ExecutionId::Generate().ToString();
+  const std::string delay = "Delay_" + id.substr(2) + ".n:js_1";
   auto expect_401 = [](const httplib::Result& res, const std::string& what) {
     ASSERT_TRUE(res) << what;
     EXPECT_EQ(res->status, 401) << what << ": " << res->body;
@@ -315,6 +316,7 @@ TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
     expect_401(Put("/v1/executions/" + id + "/stub", {{"result", {{"ok", nullptr}}}}),
                token + " stub");
     expect_401(Put("/v1/executions/" + id + "/upgrade", Json::object()), token + " upgrade");
+    expect_401(Put("/v1/delays/" + delay + "/cancel", Json::object()), token + " delay cancel");
   }
   // Other schemes are not accepted either.
   httplib::Headers basic = {{"Authorization", "Basic czNjcmV0"}};
@@ -322,6 +324,8 @@ TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
   EXPECT_EQ(Get("/healthz")->status, 200);
   client_->set_bearer_token_auth("s3cret");
   EXPECT_EQ(Get("/v1/executions/" + id)->status, 404) << "nothing was written";
+  // With the token the delay route is reached: a valid id of no execution.
+  EXPECT_EQ(Put("/v1/delays/" + delay + "/cancel", Json::object())->status, 404);
   EXPECT_THAT(Body(Get("/v1/executions"))["executions"], SizeIs(0));
 }
 

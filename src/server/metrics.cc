@@ -1,6 +1,6 @@
 // GET /metrics (api_ops.h): Prometheus text. Figures that need a database
-// read (executions by state, executor queues) are cached for a few seconds:
-// scrapers poll, and the reads scan.
+// read (executions by state, executor queues) are cached for a few seconds
+// (ServerImpl::snapshot_max_age): scrapers poll, and the reads scan.
 #include <algorithm>
 #include <sstream>
 
@@ -10,8 +10,6 @@
 namespace stele::server::api {
 
 namespace {
-
-constexpr auto kSnapshotMaxAge = std::chrono::seconds(5);
 
 // Prometheus histogram lines of `h` (seconds) with the label `labels`.
 void WriteHistogram(std::ostringstream& out, const std::string& name, const std::string& labels,
@@ -36,7 +34,7 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
   {
     std::lock_guard lock(d.snapshots_mu);
     const auto now = std::chrono::steady_clock::now();
-    if (!d.execution_counts || now - d.execution_counts_at > kSnapshotMaxAge) {
+    if (!d.execution_counts || now - d.execution_counts_at >= d.snapshot_max_age) {
       if (auto fresh = d.api->CountExecutionsByState()) {
         d.execution_counts = *fresh;
         d.execution_counts_at = now;
@@ -68,7 +66,7 @@ void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
   {
     std::lock_guard lock(d.snapshots_mu);
     const auto now = std::chrono::steady_clock::now();
-    if (!d.queue_depths || now - d.queue_depths_at > kSnapshotMaxAge) {
+    if (!d.queue_depths || now - d.queue_depths_at >= d.snapshot_max_age) {
       std::map<std::string, storage::PendingCounts> fresh;
       bool ok = true;
       const DateTime at = d.clock->Now();
@@ -123,6 +121,14 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   for (const auto& task : d.tasks) {
     WriteHistogram(out, "stele_record_latency_seconds",
                    "component=\"" + task->options().component_id.name + "\"", task->stats().record.Take());
+  }
+  out << "# HELP stele_workflow_write_latency_seconds One write a workflow run makes itself "
+         "(appends "
+         "during the run, backtraces).\n"
+      << "# TYPE stele_workflow_write_latency_seconds histogram\n";
+  for (const auto& [component, writes] : d.workflow_writes) {
+    WriteHistogram(out, "stele_workflow_write_latency_seconds", "component=\"" + component + "\"",
+                   writes->Take());
   }
   out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
       << "# TYPE stele_http_responses_total counter\n";

@@ -76,16 +76,26 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   const auto& defaults = d.config.executor;
   d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
   d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
-  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry, &d.dispatch,
-                d.handoff.get()};
+  WorkerEnv env;
+  env.pool = d.pool.get();
+  env.clock = d.clock;
+  env.registry = &d.registry;
+  env.default_lock_expiry = defaults.lock_expiry;
+  env.dispatch = &d.dispatch;
+  env.handoff = d.handoff.get();
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   for (auto& component : d.components) {
     if (!component.make_worker) continue;  // stubs
+    bool workflow = component.kind == wf::FunctionKind::kWorkflow;
+    env.workflow_writes = nullptr;
+    if (workflow) {
+      env.workflow_writes = std::make_shared<executor::LatencyHistogram>();
+      d.workflow_writes.emplace_back(component.component_id.name, env.workflow_writes);
+    }
     auto worker = component.make_worker(env);
     if (!worker) {
       return Unexpected("component `" + component.config.name + "`: " + worker.error());
     }
-    bool workflow = component.kind == wf::FunctionKind::kWorkflow;
     const ComponentConfig& c = component.config;
     executor::ExecutorOptions exec;
     exec.batch_size = c.batch_size.value_or(defaults.batch_size);
@@ -192,6 +202,7 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   ServerImpl& d = *impl;
   d.config = std::move(config);
   d.clock = hooks.clock ? hooks.clock : &SystemClock::Instance();
+  d.snapshot_max_age = hooks.metrics_snapshot_max_age;
   for (auto& extra : hooks.extra_components) components.push_back(std::move(extra));
   for (const auto& component : components) {
     for (const auto& f : component.functions) {

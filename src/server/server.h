@@ -15,6 +15,7 @@
 // Clock (ServerHooks::clock) must outlive it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct ServerHooks {
   const Clock* clock = nullptr;  // default: SystemClock
   // Components added to those of the config (e.g. an in-process activity).
   std::vector<LoadedComponent> extra_components = {};
+  // How long /metrics reuses its database figures (executions by state,
+  // executor queues) before reading them again; 0 reads on every scrape.
+  std::chrono::milliseconds metrics_snapshot_max_age = std::chrono::seconds(5);
 };
 
 class ServerImpl;

@@ -48,6 +48,9 @@ class ServerImpl {
   std::shared_ptr<executor::ConcurrencyLimiter> limiter;
   std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
+  // The writes of each workflow component's runs, by component name
+  // (WorkerEnv::workflow_writes; /metrics).
+  std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>> workflow_writes;
   // `tasks` by function, for eager dispatch of children (StopAll stops
   // every task before any is destroyed).
   executor::LocalDispatch dispatch;
@@ -85,6 +88,7 @@ class ServerImpl {
   // (metrics.cc). A separate mutex: a refresh reads the database, and the
   // response logger must not wait for it.
   std::mutex snapshots_mu;
+  std::chrono::milliseconds snapshot_max_age{5000};  // ServerHooks::metrics_snapshot_max_age
   std::optional<storage::ExecutionCounts> execution_counts;   // guarded by snapshots_mu
   std::chrono::steady_clock::time_point execution_counts_at;  // guarded by snapshots_mu
   std::optional<std::map<std::string, storage::PendingCounts>> queue_depths;  // by component; snapshots_mu

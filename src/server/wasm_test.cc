@@ -68,6 +68,18 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
   // The child call is visible as a response of the workflow.
   auto responses = client.Get(("/v1/executions/" + id + "/responses").c_str());
   EXPECT_GE((*core::ParseJson(responses->body))["responses"].size(), 1u);
+  // The workflow's own writes during its run (the child's creation came
+  // before its Finished) are measured, per workflow component only.
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string series = "stele_workflow_write_latency_seconds_count{component=\"hello_wf\"} ";
+  const size_t at = metrics->body.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  EXPECT_GE(std::stoull(metrics->body.substr(at + series.size())), 1u)
+      << metrics->body.substr(at, 100);
+  EXPECT_THAT(metrics->body,
+              ::testing::Not(::testing::HasSubstr(
+                  "stele_workflow_write_latency_seconds_count{component=\"hello_act\"}")));
   (*server)->Stop();
   std::filesystem::remove_all(dir);
 }
@@ -122,21 +134,29 @@ class WasmUpgradeTest : public ::testing::Test {
     EXPECT_TRUE(res);
     return res ? res->status : 0;
   }
-  // Submits two-calls and waits until it blocks on the stub.
+  // Submits two-calls and waits until it blocks on the stub (it blocks on
+  // its first call, an activity, before: under load that is seen too).
   std::string SubmitAndBlock() {
     auto res = client_->Post("/v1/executions", R"({"ffqn": "testing:wasm/wf.two-calls", "params": []})",
                              "application/json");
     EXPECT_TRUE(res && res->status == 201);
     std::string id = (*core::ParseJson(res->body))["execution_id"];
     for (int i = 0; i < 600; ++i) {
-      if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "blocked_by_join_set") break;
+      if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "blocked_by_join_set" &&
+          !GetJson(StubChildrenQuery(id))["executions"].empty()) {
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_EQ(GetJson("/v1/executions/" + id)["pending_state"]["status"], "blocked_by_join_set");
     return id;
   }
+  static std::string StubChildrenQuery(const std::string& id) {
+    return "/v1/executions?show_derived=true&ffqn_prefix=testing:wasm/stub&execution_id_prefix=" +
+           id;
+  }
   std::string StubChild(const std::string& id) {
-    Json list = GetJson("/v1/executions?show_derived=true&ffqn_prefix=testing:wasm/stub&execution_id_prefix=" + id);
+    Json list = GetJson(StubChildrenQuery(id));
     EXPECT_EQ(list["executions"].size(), 1u) << list.dump();
     return list["executions"].empty() ? "" : list["executions"][0]["execution_id"].get<std::string>();
   }

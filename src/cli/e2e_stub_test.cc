@@ -1,0 +1,164 @@
+// End-to-end tests of `stele execution stub` through the real `stele`
+// binary (e2e_fixture.h) on the example wasm workflow human_approval: its
+// child is a stub activity that only the API completes. A successful stub,
+// the same result again, a different result (409, exit 5), and a stub
+// racing a cancel of the same child (exactly one wins). Skipped when the
+// wasm guests were not built.
+#include <atomic>
+
+#include "e2e_fixture.h"
+
+namespace {
+
+class E2eStubTest : public E2eTest {
+ protected:
+  // Submits an expense and waits until the workflow is blocked on its
+  // approval; returns {workflow id, the stub child's id}.
+  std::pair<std::string, std::string> BlockedExpense(const std::string& params) {
+    std::string id = Submit(kExpense, params);
+    EXPECT_TRUE(WaitForStatus(id, "blocked_by_join_set"))
+        << HttpJson("/v1/executions/" + id).dump() << server_.Log();
+    // The child is derived: listed only with --show-derived.
+    json top = CliJson({"execution", "list", "--id-prefix", id + "."});
+    EXPECT_EQ(top["executions"].size(), 0u) << top.dump();
+    json derived = CliJson({"execution", "list", "--show-derived", "--id-prefix", id + "."});
+    EXPECT_EQ(derived["executions"].size(), 1u) << derived.dump();
+    if (derived["executions"].size() != 1) return {id, ""};
+    const json& child = derived["executions"][0];
+    EXPECT_EQ(child["ffqn"], kApprove) << child.dump();
+    // Nothing runs a stub activity: its child stays pending until stubbed.
+    EXPECT_EQ(child["pending_state"]["status"], "pending_at") << child.dump();
+    return {id, child["execution_id"].get<std::string>()};
+  }
+
+  // Responses delivered to `parent` that name `child`.
+  size_t ResponsesNaming(const std::string& parent, const std::string& child) {
+    json responses = CliJson({"execution", "responses", parent, "--length", "1000"});
+    size_t n = 0;
+    for (const json& r : responses["responses"])
+      n += r.dump().find("\"" + child + "\"") != std::string::npos;
+    return n;
+  }
+};
+
+// The documented path: find the child, stub it (exit 0, `stubbed`), the
+// workflow continues with the approval; the same result again is accepted,
+// another result is a conflict (exit 5) and changes nothing.
+TEST_F(E2eStubTest, StubCompletesAWorkflowsChild) {
+  START_SERVER(Approval());
+  auto [id, child] = BlockedExpense(R"([120, "Ada"])");
+  ASSERT_FALSE(child.empty());
+
+  CliRun stub = Cli({"execution", "stub", child, R"({"ok": true})"});
+  EXPECT_EQ(stub.code, 0) << stub.out << stub.err;
+  EXPECT_EQ(stub.out, "stubbed\n");
+  EXPECT_TRUE(stub.err.empty()) << stub.err;
+
+  CliRun result = Cli({"execution", "result", id, "--timeout", "30"});
+  EXPECT_EQ(result.code, 0) << result.out << result.err << server_.Log();
+  EXPECT_EQ(result.out, "ok \"paid\"\n");
+  EXPECT_EQ(Cli({"execution", "result", child}).out, "ok true\n");
+
+  // The same result again: idempotent, and --json prints the server's document.
+  CliRun again = Cli({"--json", "execution", "stub", child, R"({"ok": true})"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(json::parse(again.out, nullptr, false), json({{"execution_id", child}})) << again.out;
+  // Another result: 409, exit 5, nothing on stdout, the server's message on stderr.
+  CliRun other = Cli({"execution", "stub", child, R"({"err": "no"})"});
+  EXPECT_EQ(other.code, 5) << other.out << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
+  EXPECT_NE(other.err.find("conflict"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("409"), std::string::npos) << other.err;
+  EXPECT_EQ(Cli({"execution", "result", child}).out, "ok true\n");
+
+  // The workflow received exactly one response for the approval.
+  EXPECT_EQ(ResponsesNaming(id, child), 1u);
+  EXPECT_EQ(Count(EventTypes(child), "finished"), 1u);
+  CliRun check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+}
+
+// A rejection (err) is recorded and the workflow takes the other branch.
+TEST_F(E2eStubTest, StubWithAnErrResult) {
+  START_SERVER(Approval());
+  auto [id, child] = BlockedExpense(R"([7, "Bo"])");
+  ASSERT_FALSE(child.empty());
+  CliRun stub = Cli({"execution", "stub", child, R"({"err": "over budget"})"});
+  EXPECT_EQ(stub.code, 0) << stub.err;
+  EXPECT_EQ(Cli({"execution", "result", id, "--timeout", "30"}).out, "ok \"rejected\"\n");
+  CliRun child_result = Cli({"execution", "result", child});
+  EXPECT_EQ(child_result.code, 1);
+  EXPECT_EQ(child_result.out, "err \"over budget\"\n");
+  // A value the declared return type (result<bool, string>) refuses: 400, exit 2.
+  auto [id2, child2] = BlockedExpense(R"([8, "Cy"])");
+  ASSERT_FALSE(child2.empty());
+  CliRun typed = Cli({"execution", "stub", child2, R"({"ok": "yes"})"});
+  EXPECT_EQ(typed.code, 2) << typed.err;
+  EXPECT_EQ(HttpJson("/v1/executions/" + child2)["pending_state"]["status"], "pending_at");
+}
+
+// A stub and a cancel of the same child at once, over raw HTTP: exactly one
+// wins. Stub first: 200, the cancel finds it finished; cancel first: the
+// stub is a 409. Either way the child has one Finished event, the workflow
+// gets exactly one response for it and finishes on the matching branch, and
+// the database is consistent.
+TEST_F(E2eStubTest, StubRacingACancel) {
+  START_SERVER(Approval());
+  std::map<std::string, int> winners;
+  for (int round = 0; round < 6; ++round) {
+    auto [id, child] = BlockedExpense("[" + std::to_string(100 + round) + ", \"Race\"]");
+    ASSERT_FALSE(child.empty());
+    std::atomic<int> ready{0};
+    auto barrier = [&] {
+      ++ready;
+      while (ready.load() < 2) std::this_thread::yield();
+    };
+    std::optional<httplib::Result> stub, cancel;
+    // Alternate which request is sent first, so that both sides win rounds.
+    std::thread stubber([&] {
+      auto http = Http();
+      barrier();
+      if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      stub.emplace(http.Put("/v1/executions/" + child + "/stub", R"({"result": {"ok": true}})",
+                            "application/json"));
+    });
+    std::thread canceller([&] {
+      auto http = Http();
+      barrier();
+      if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      cancel.emplace(http.Put("/v1/executions/" + child + "/cancel", "{}", "application/json"));
+    });
+    stubber.join();
+    canceller.join();
+    ASSERT_TRUE(stub && *stub && cancel && *cancel);
+    ASSERT_EQ((*cancel)->status, 200) << (*cancel)->body;
+    const std::string outcome = json::parse((*cancel)->body)["outcome"];
+    const int stub_status = (*stub)->status;
+    json child_doc = HttpJson("/v1/executions/" + child);
+    CliRun result = Cli({"execution", "result", id, "--timeout", "30"});
+    EXPECT_EQ(result.code, 0) << result.out << result.err << server_.Log();
+    if (stub_status == 200) {
+      ++winners["stub"];
+      EXPECT_EQ(outcome, "already_finished") << "both won";
+      EXPECT_EQ(child_doc["result"], json({{"ok", true}})) << child_doc.dump();
+      EXPECT_EQ(result.out, "ok \"paid\"\n");
+    } else {
+      ++winners["cancel"];
+      EXPECT_EQ(stub_status, 409) << (*stub)->body;
+      EXPECT_EQ(json::parse((*stub)->body, nullptr, false)["error"]["kind"], "conflict");
+      EXPECT_EQ(outcome, "cancelled") << "neither won";
+      EXPECT_EQ(child_doc["result"]["execution_error"]["kind"], "cancelled") << child_doc.dump();
+      EXPECT_EQ(result.out, "ok \"rejected\"\n");
+    }
+    std::vector<std::string> types = EventTypes(child);
+    EXPECT_EQ(Count(types, "finished"), 1u) << ::testing::PrintToString(types);
+    EXPECT_EQ(types.back(), "finished") << ::testing::PrintToString(types);
+    EXPECT_EQ(ResponsesNaming(id, child), 1u);
+  }
+  std::cout << "stub/cancel winners: stub " << winners["stub"] << ", cancel " << winners["cancel"]
+            << "\n";
+  CliRun check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+}
+
+}  // namespace

@@ -76,17 +76,30 @@ struct EngineOptions {
   uint32_t max_workflow_concurrency = 256;
   // Executions one executor locks per tick.
   uint32_t batch_size = 32;
+  // The workflow settings below are the defaults of every workflow;
+  // WorkflowOptions overrides them per workflow.
   // Lease of a workflow run; a run that dies is retried after it ends.
   std::chrono::milliseconds workflow_lock_expiry{2000};
-  // true: a workflow whose awaited response is not in yet stays loaded
-  // until its lease ends (short calls finish without a replay); false: it
-  // is unloaded at once and replayed when the response arrives.
+  // true (BlockingStrategy::kAwait): a workflow whose awaited response is
+  // not in yet stays loaded until its lease ends (short calls finish
+  // without a replay); false (kInterrupt): it is unloaded at once and
+  // replayed when the response arrives.
   bool workflow_keep_warm = true;
   // With workflow_keep_warm: longest steady time one wait stays warm
   // (nullopt: until the lease ends). Tests on a ManualClock set it.
   std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
   // Backoff of a workflow retried after a failed run.
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // Non-blocking events (join sets, submissions, random values, stubs) a
+  // run keeps in memory and writes with its next blocking write (a wait, a
+  // direct call, a sleep, the finish); at most this many are kept before
+  // they are written on their own. 0: each is written at once.
+  uint32_t workflow_event_batching = 100;
+  // After writing this many events a run unlocks its execution and frees
+  // its slot (the execution is pending again at once and continues in a
+  // new run), so one long workflow cannot hold a slot indefinitely.
+  // 0: no limit.
+  uint32_t workflow_max_events_per_run = 0;
   // Longest wait of an idle executor before it looks for work again.
   std::chrono::milliseconds tick_sleep{200};
   // Expired-timers watcher: its tick bounds how late a durable sleep ends
@@ -110,8 +123,34 @@ struct EngineOptions {
   bool result_handoff = true;
 };
 
+// How a workflow run waits for a response that is not in yet.
+enum class BlockingStrategy {
+  kAwait,      // stays loaded (warm) while its lease lasts: no replay for short waits
+  kInterrupt,  // is unloaded at once and replayed when the response arrives
+};
+
+// Settings of one workflow. Every field left unset takes the engine-wide
+// value of EngineOptions named beside it. Both strategies and every
+// setting here record the same history for the same code and results;
+// they change when a run is unloaded, how many commits it makes and how
+// it is leased, never what the workflow does. Workflows retry forever.
+// Workflows with equal lock_expiry and retry_backoff share one executor.
 struct WorkflowOptions {
-  // Reserved for per-workflow tuning; workflows retry forever.
+  // nullopt: EngineOptions::workflow_keep_warm (true: kAwait).
+  std::optional<BlockingStrategy> blocking_strategy = std::nullopt;
+  // kAwait: longest steady time one wait stays warm; a wait never outlasts
+  // the lease. nullopt: EngineOptions::max_warm_wait. Must not be negative.
+  std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
+  // nullopt: EngineOptions::workflow_event_batching.
+  std::optional<uint32_t> non_blocking_event_batching = std::nullopt;
+  // nullopt: EngineOptions::workflow_max_events_per_run.
+  std::optional<uint32_t> max_events_per_run = std::nullopt;
+  // Lease of a run (extended while it makes progress). nullopt:
+  // EngineOptions::workflow_lock_expiry. Must be positive.
+  std::optional<std::chrono::milliseconds> lock_expiry = std::nullopt;
+  // Backoff before a failed run is retried. nullopt:
+  // EngineOptions::workflow_retry_backoff. Must not be negative.
+  std::optional<std::chrono::milliseconds> retry_backoff = std::nullopt;
 };
 
 struct SubmitOptions {
@@ -150,8 +189,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // --- Registration (before Start) --------------------------------------
-  // Errors: kInvalidArgument for a malformed ffqn, kConflict when the ffqn
-  // is registered already, kFailedPrecondition after Start.
+  // Errors: kInvalidArgument for a malformed ffqn or options out of range
+  // (named in the message), kConflict when the ffqn is registered already,
+  // kFailedPrecondition after Start.
   Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFn fn,
                                        WorkflowOptions options = {});
   Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFnWithErr fn,
@@ -163,7 +203,8 @@ class Engine {
   Result<void, Error> RegisterStub(std::string_view ffqn);
 
   // --- Running ------------------------------------------------------------
-  // Starts one executor for the workflows, one per group of activities with
+  // Starts one executor per group of workflows with equal lock_expiry and
+  // retry_backoff (WorkflowOptions), one per group of activities with
   // equal options, and the expired-timers watcher. Errors:
   // kFailedPrecondition when started before, kStorage.
   Result<void, Error> Start();

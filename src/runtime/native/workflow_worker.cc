@@ -35,18 +35,16 @@ WorkflowFnWithErr AdaptOkOnly(WorkflowFn fn) {
   };
 }
 
-NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowFnWithErr> workflows,
+NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
                                            std::shared_ptr<storage::DbConnection> db,
                                            const Clock* clock,
                                            const workflow::FunctionRegistry* functions,
-                                           workflow::WorkflowRunOptions options,
                                            const executor::LocalDispatch* dispatch,
                                            executor::ResponseHandoff* handoff)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
-      options_(std::move(options)),
       dispatch_(dispatch),
       handoff_(handoff) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
@@ -59,14 +57,15 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
                                          "no workflow registered for " + ctx.ffqn.ToString());
   }
   Json params = ctx.params;
-  workflow::WorkflowRun run(std::move(ctx),
-                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_}, options_);
+  workflow::WorkflowRun run(
+      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_},
+      it->second.run_options);
   NativeRun native(run);
   WorkflowContext wctx(native);
 
   std::optional<TaskDriver<WorkflowResult>> driver;
   try {
-    driver.emplace(it->second(wctx, std::move(params)));
+    driver.emplace(it->second.fn(wctx, std::move(params)));
   } catch (...) {
     return run.Trap(DescribeException(std::current_exception()));
   }

@@ -32,13 +32,19 @@
 
 namespace stele::runtime::native {
 
+// A registered workflow and the settings of its runs (blocking strategy,
+// batching, ...: each workflow has its own, stele::WorkflowOptions).
+struct NativeWorkflow {
+  WorkflowFnWithErr fn;
+  workflow::WorkflowRunOptions run_options;
+};
+
 class NativeWorkflowWorker final : public executor::Worker {
  public:
   // REQUIRES: db, clock, functions non-null and outliving the worker.
-  NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowFnWithErr> workflows,
+  NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
                        std::shared_ptr<storage::DbConnection> db, const Clock* clock,
                        const workflow::FunctionRegistry* functions,
-                       workflow::WorkflowRunOptions options,
                        const executor::LocalDispatch* dispatch = nullptr,
                        executor::ResponseHandoff* handoff = nullptr);
 
@@ -46,12 +52,11 @@ class NativeWorkflowWorker final : public executor::Worker {
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
  private:
-  std::map<core::FunctionFqn, WorkflowFnWithErr> workflows_;
+  std::map<core::FunctionFqn, NativeWorkflow> workflows_;
   std::vector<core::FunctionFqn> ffqns_;
   std::shared_ptr<storage::DbConnection> db_;
   const Clock* clock_;
   const workflow::FunctionRegistry* functions_;
-  workflow::WorkflowRunOptions options_;
   const executor::LocalDispatch* dispatch_;  // may be null
   executor::ResponseHandoff* handoff_;        // may be null
 };

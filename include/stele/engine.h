@@ -171,10 +171,32 @@ struct ExecutionStatus {
   bool finished = false;
 };
 
+// Which way List pages from its cursor. Executions are ordered by id
+// (ULIDs sort by creation time; children sort right after their parent).
+enum class ListDirection {
+  kOlder,  // ids before the cursor (without one: from the newest)
+  kNewer,  // ids after the cursor (without one: from the oldest)
+};
+
 struct ListOptions {
+  // Largest page List returns; a larger limit is refused, not truncated.
+  static constexpr uint32_t kMaxLimit = 1000;
   std::optional<std::string> ffqn = std::nullopt;  // only this function
   bool top_level_only = false;
-  uint32_t limit = 20;  // the newest first
+  uint32_t limit = 20;  // executions per page, 1..kMaxLimit
+  // Where the page starts (excluded): ListPage::next_cursor of the page
+  // before, with the same filters and direction. nullopt: from the end
+  // `direction` starts at.
+  std::optional<std::string> cursor = std::nullopt;
+  ListDirection direction = ListDirection::kOlder;
+};
+
+struct ListPage {
+  // At most `limit` executions, newest first in either direction.
+  std::vector<ExecutionStatus> executions;
+  // Present when more executions follow in `direction`: pass it as
+  // ListOptions::cursor for the next page.
+  std::optional<std::string> next_cursor;
 };
 
 enum class CancelOutcome { kCancelled, kAlreadyFinished };
@@ -228,7 +250,9 @@ class Engine {
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.
   Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);
-  Result<std::vector<ExecutionStatus>, Error> List(const ListOptions& options = {});
+  // One page of executions. Errors: kInvalidArgument for a malformed ffqn
+  // or cursor, or a limit of 0 or over ListOptions::kMaxLimit; kStorage.
+  Result<ListPage, Error> List(const ListOptions& options = {});
 
   // One pass of the expired-timers watcher over the timers expired at
   // `at` (fires due delays, settles expired locks), for tests on a manual

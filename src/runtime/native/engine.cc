@@ -488,7 +488,7 @@ Result<void, Error> Engine::Stub(std::string_view text, ExecutionResult result) 
   return Unexpected(FromWrite(stubbed.error(), "stub " + std::string(text)));
 }
 
-Result<std::vector<ExecutionStatus>, Error> Engine::List(const ListOptions& options) {
+Result<ListPage, Error> Engine::List(const ListOptions& options) {
   std::optional<core::FunctionFqn> ffqn;
   if (options.ffqn) {
     auto parsed = core::FunctionFqn::Parse(*options.ffqn);
@@ -498,19 +498,46 @@ Result<std::vector<ExecutionStatus>, Error> Engine::List(const ListOptions& opti
     }
     ffqn = std::move(*parsed);
   }
-  uint16_t length = static_cast<uint16_t>(std::min<uint32_t>(options.limit, 1000));
+  if (options.limit == 0 || options.limit > ListOptions::kMaxLimit) {
+    return Unexpected(Error::InvalidArgument(
+        "list limit must be 1.." + std::to_string(ListOptions::kMaxLimit) + ", got " +
+        std::to_string(options.limit) + " (page with ListOptions::cursor for more)"));
+  }
+  std::optional<core::ExecutionId> cursor;
+  if (options.cursor) {
+    auto parsed = core::ExecutionId::Parse(*options.cursor);
+    if (!parsed) {
+      return Unexpected(
+          Error::InvalidArgument("invalid list cursor `" + *options.cursor +
+                                 "` (expected an execution id): " + parsed.error().message));
+    }
+    cursor = std::move(*parsed);
+  }
+  // One row more than asked tells whether another page follows.
+  const auto fetch = static_cast<uint16_t>(options.limit + 1);
+  using IdPage = core::Pagination<std::optional<core::ExecutionId>>;
+  const bool newer = options.direction == ListDirection::kNewer;
   core::ExecutionListPagination pagination =
-      core::Pagination<std::optional<DateTime>>::OlderThan(length, std::nullopt, false);
+      newer ? IdPage::NewerThan(fetch, cursor, false) : IdPage::OlderThan(fetch, cursor, false);
   auto rows = impl_->api->ListExecutions(ffqn, options.top_level_only, pagination);
   if (!rows) return Unexpected(Error::Storage("list: " + rows.error().ToString()));
-  std::vector<ExecutionStatus> out;
-  out.reserve(rows->size());
+  // Rows come newest first either way; the one too many is the farthest in
+  // `direction`: the oldest for kOlder, the newest for kNewer.
+  const bool more = rows->size() > options.limit;
+  if (more) rows->erase(newer ? rows->begin() : rows->end() - 1);
+  ListPage page;
+  page.executions.reserve(rows->size());
   for (const auto& row : *rows) {
-    out.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
-                                  std::string(row.pending_state.StateName()),
-                                  row.pending_state.ToString(), row.pending_state.IsFinished()});
+    page.executions.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
+                                              std::string(row.pending_state.StateName()),
+                                              row.pending_state.ToString(),
+                                              row.pending_state.IsFinished()});
   }
-  return out;
+  if (more) {
+    page.next_cursor =
+        newer ? page.executions.front().execution_id : page.executions.back().execution_id;
+  }
+  return page;
 }
 
 Result<uint32_t, Error> Engine::FireExpiredTimersForTest(std::chrono::system_clock::time_point at) {

@@ -109,6 +109,12 @@ struct EngineOptions {
   std::chrono::milliseconds watcher_leeway{500};
   // Start the watcher with the executors (tests drive it by hand).
   bool start_watcher = true;
+  // Store where each workflow waits: the call site (file, line, function)
+  // of every operation that wrote to the log, as the execution's backtrace
+  // (DbExternalApi::GetBacktrace; GET /v1/executions/{id}/backtrace of a
+  // server on the same database). Costs one write per run that recorded
+  // events, hence off by default.
+  bool store_backtraces = false;
   // A child that this engine serves is locked in the transaction of the
   // workflow step that creates it and handed to its executor at once,
   // instead of being created pending and locked by a second transaction

@@ -259,7 +259,8 @@ Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, Workflo
   entry.lock_expiry = lock_expiry;
   entry.retry_backoff = retry_backoff;
   entry.workflows.emplace(
-      std::move(ffqn), runtime::native::NativeWorkflow{std::move(fn), RunOptions(engine, options)});
+      std::move(ffqn), runtime::native::NativeWorkflow{std::move(fn), RunOptions(engine, options),
+                                                       engine.store_backtraces});
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "base/log.h"
 #include "runtime/native/native_run.h"
 
 namespace stele::runtime::native {
@@ -57,11 +58,19 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
                                          "no workflow registered for " + ctx.ffqn.ToString());
   }
   Json params = ctx.params;
+  std::optional<core::ComponentId> traced;
+  if (it->second.store_backtraces) traced = ctx.locked_event.component_id;
   workflow::WorkflowRun run(
       std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_},
       it->second.run_options);
-  NativeRun native(run);
+  NativeRun native(run, std::move(traced));
   WorkflowContext wctx(native);
+  // Whichever way the run ends (destroyed before `native`).
+  struct StoreOnExit {
+    NativeWorkflowWorker* worker;
+    NativeRun* native;
+    ~StoreOnExit() { worker->StoreBacktraces(*native); }
+  } store_on_exit{this, &native};
 
   std::optional<TaskDriver<WorkflowResult>> driver;
   try {
@@ -86,6 +95,15 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   driver->Destroy();
   if (value) return run.Finish(core::ReturnValueOk{std::move(*value)});
   return run.Finish(core::ReturnValueErr{std::move(value.error())});
+}
+
+void NativeWorkflowWorker::StoreBacktraces(NativeRun& native) {
+  std::vector<core::BacktraceInfo> traces = native.TakeBacktraces();
+  if (traces.empty()) return;
+  if (auto stored = db_->AppendBacktraceBatch(traces); !stored) {
+    STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << native.execution_id()
+                                << " failed: " << stored.error().ToString());
+  }
 }
 
 }  // namespace stele::runtime::native

@@ -12,6 +12,8 @@
 //     returned;
 //   - suspended on anything that is not a stele operation, or an exception
 //     escaped the workflow → a permanent workflow trap.
+// With store_backtraces, the run's backtraces are written when it ends, in
+// one AppendBacktraceBatch (a failure is logged: they are diagnostics).
 //
 // Threading: Run is called concurrently; the worker is immutable after
 // construction. Ownership: borrows the DbConnection's owner (shared), the
@@ -32,11 +34,16 @@
 
 namespace stele::runtime::native {
 
+class NativeRun;
+
 // A registered workflow and the settings of its runs (blocking strategy,
 // batching, ...: each workflow has its own, stele::WorkflowOptions).
 struct NativeWorkflow {
   WorkflowFnWithErr fn;
   workflow::WorkflowRunOptions run_options;
+  // Store the call sites of operations that wrote as backtraces
+  // (native_run.h), one batch per run (EngineOptions::store_backtraces).
+  bool store_backtraces = false;
 };
 
 class NativeWorkflowWorker final : public executor::Worker {
@@ -52,6 +59,8 @@ class NativeWorkflowWorker final : public executor::Worker {
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
  private:
+  void StoreBacktraces(NativeRun& native);
+
   std::map<core::FunctionFqn, NativeWorkflow> workflows_;
   std::vector<core::FunctionFqn> ffqns_;
   std::shared_ptr<storage::DbConnection> db_;

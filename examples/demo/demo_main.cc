@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
 
   std::cout << "\nexecutions in " << path << " (newest first):\n";
   if (auto all = engine.List({.limit = 40})) {
-    for (const auto& row : *all) {
+    for (const auto& row : all->executions) {
       std::cout << "  " << row.execution_id << "  " << row.ffqn << "  " << row.description << "\n";
     }
   }

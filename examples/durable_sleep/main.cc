@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
     std::cerr << id.error().ToString() << "\n";
     return 1;
   }
-  std::cout << "submitted " << *id << "\n";
+  // Flushed: whoever watches for this line (a person, a test) may kill the
+  // program right after it.
+  std::cout << "submitted " << *id << std::endl;
   if (auto status = e.GetStatus(*id)) std::cout << "status: " << status->description << "\n";
   auto result = e.WaitForResult(*id, std::chrono::seconds(seconds + 30));
   if (!result) {

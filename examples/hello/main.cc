@@ -16,8 +16,8 @@ stele::Task<stele::Json> Welcome(stele::WorkflowContext& ctx, stele::Json params
   co_return greeting.value;
 }
 
-int main() {
-  auto engine = stele::Engine::Open({.sqlite_path = "hello.sqlite"});
+int main(int argc, char** argv) {
+  auto engine = stele::Engine::Open({.sqlite_path = argc > 1 ? argv[1] : "hello.sqlite"});
   if (!engine) return 1;
   stele::Engine& e = **engine;
   if (!e.RegisterActivity("demo:hello/api.greet", Greet) ||
@@ -28,4 +28,5 @@ int main() {
   if (!id) return 1;
   auto result = e.WaitForResult(*id, std::chrono::seconds(10));
   std::cout << (result ? result->ToString() : result.error().ToString()) << "\n";
+  return result && result->ok() ? 0 : 1;
 }

@@ -76,17 +76,30 @@ struct EngineOptions {
   uint32_t max_workflow_concurrency = 256;
   // Executions one executor locks per tick.
   uint32_t batch_size = 32;
+  // The workflow settings below are the defaults of every workflow;
+  // WorkflowOptions overrides them per workflow.
   // Lease of a workflow run; a run that dies is retried after it ends.
   std::chrono::milliseconds workflow_lock_expiry{2000};
-  // true: a workflow whose awaited response is not in yet stays loaded
-  // until its lease ends (short calls finish without a replay); false: it
-  // is unloaded at once and replayed when the response arrives.
+  // true (BlockingStrategy::kAwait): a workflow whose awaited response is
+  // not in yet stays loaded until its lease ends (short calls finish
+  // without a replay); false (kInterrupt): it is unloaded at once and
+  // replayed when the response arrives.
   bool workflow_keep_warm = true;
   // With workflow_keep_warm: longest steady time one wait stays warm
   // (nullopt: until the lease ends). Tests on a ManualClock set it.
   std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
   // Backoff of a workflow retried after a failed run.
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // Non-blocking events (join sets, submissions, random values, stubs) a
+  // run keeps in memory and writes with its next blocking write (a wait, a
+  // direct call, a sleep, the finish); at most this many are kept before
+  // they are written on their own. 0: each is written at once.
+  uint32_t workflow_event_batching = 100;
+  // After writing this many events a run unlocks its execution and frees
+  // its slot (the execution is pending again at once and continues in a
+  // new run), so one long workflow cannot hold a slot indefinitely.
+  // 0: no limit.
+  uint32_t workflow_max_events_per_run = 0;
   // Longest wait of an idle executor before it looks for work again.
   std::chrono::milliseconds tick_sleep{200};
   // Expired-timers watcher: its tick bounds how late a durable sleep ends
@@ -96,6 +109,12 @@ struct EngineOptions {
   std::chrono::milliseconds watcher_leeway{500};
   // Start the watcher with the executors (tests drive it by hand).
   bool start_watcher = true;
+  // Store where each workflow waits: the call site (file, line, function)
+  // of every operation that wrote to the log, as the execution's backtrace
+  // (DbExternalApi::GetBacktrace; GET /v1/executions/{id}/backtrace of a
+  // server on the same database). Costs one write per run that recorded
+  // events, hence off by default.
+  bool store_backtraces = false;
   // A child that this engine serves is locked in the transaction of the
   // workflow step that creates it and handed to its executor at once,
   // instead of being created pending and locked by a second transaction
@@ -110,8 +129,34 @@ struct EngineOptions {
   bool result_handoff = true;
 };
 
+// How a workflow run waits for a response that is not in yet.
+enum class BlockingStrategy {
+  kAwait,      // stays loaded (warm) while its lease lasts: no replay for short waits
+  kInterrupt,  // is unloaded at once and replayed when the response arrives
+};
+
+// Settings of one workflow. Every field left unset takes the engine-wide
+// value of EngineOptions named beside it. Both strategies and every
+// setting here record the same history for the same code and results;
+// they change when a run is unloaded, how many commits it makes and how
+// it is leased, never what the workflow does. Workflows retry forever.
+// Workflows with equal lock_expiry and retry_backoff share one executor.
 struct WorkflowOptions {
-  // Reserved for per-workflow tuning; workflows retry forever.
+  // nullopt: EngineOptions::workflow_keep_warm (true: kAwait).
+  std::optional<BlockingStrategy> blocking_strategy = std::nullopt;
+  // kAwait: longest steady time one wait stays warm; a wait never outlasts
+  // the lease. nullopt: EngineOptions::max_warm_wait. Must not be negative.
+  std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
+  // nullopt: EngineOptions::workflow_event_batching.
+  std::optional<uint32_t> non_blocking_event_batching = std::nullopt;
+  // nullopt: EngineOptions::workflow_max_events_per_run.
+  std::optional<uint32_t> max_events_per_run = std::nullopt;
+  // Lease of a run (extended while it makes progress). nullopt:
+  // EngineOptions::workflow_lock_expiry. Must be positive.
+  std::optional<std::chrono::milliseconds> lock_expiry = std::nullopt;
+  // Backoff before a failed run is retried. nullopt:
+  // EngineOptions::workflow_retry_backoff. Must not be negative.
+  std::optional<std::chrono::milliseconds> retry_backoff = std::nullopt;
 };
 
 struct SubmitOptions {
@@ -132,10 +177,32 @@ struct ExecutionStatus {
   bool finished = false;
 };
 
+// Which way List pages from its cursor. Executions are ordered by id
+// (ULIDs sort by creation time; children sort right after their parent).
+enum class ListDirection {
+  kOlder,  // ids before the cursor (without one: from the newest)
+  kNewer,  // ids after the cursor (without one: from the oldest)
+};
+
 struct ListOptions {
+  // Largest page List returns; a larger limit is refused, not truncated.
+  static constexpr uint32_t kMaxLimit = 1000;
   std::optional<std::string> ffqn = std::nullopt;  // only this function
   bool top_level_only = false;
-  uint32_t limit = 20;  // the newest first
+  uint32_t limit = 20;  // executions per page, 1..kMaxLimit
+  // Where the page starts (excluded): ListPage::next_cursor of the page
+  // before, with the same filters and direction. nullopt: from the end
+  // `direction` starts at.
+  std::optional<std::string> cursor = std::nullopt;
+  ListDirection direction = ListDirection::kOlder;
+};
+
+struct ListPage {
+  // At most `limit` executions, newest first in either direction.
+  std::vector<ExecutionStatus> executions;
+  // Present when more executions follow in `direction`: pass it as
+  // ListOptions::cursor for the next page.
+  std::optional<std::string> next_cursor;
 };
 
 enum class CancelOutcome { kCancelled, kAlreadyFinished };
@@ -150,8 +217,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // --- Registration (before Start) --------------------------------------
-  // Errors: kInvalidArgument for a malformed ffqn, kConflict when the ffqn
-  // is registered already, kFailedPrecondition after Start.
+  // Errors: kInvalidArgument for a malformed ffqn or options out of range
+  // (named in the message), kConflict when the ffqn is registered already,
+  // kFailedPrecondition after Start.
   Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFn fn,
                                        WorkflowOptions options = {});
   Result<void, Error> RegisterWorkflow(std::string_view ffqn, WorkflowFnWithErr fn,
@@ -163,7 +231,8 @@ class Engine {
   Result<void, Error> RegisterStub(std::string_view ffqn);
 
   // --- Running ------------------------------------------------------------
-  // Starts one executor for the workflows, one per group of activities with
+  // Starts one executor per group of workflows with equal lock_expiry and
+  // retry_backoff (WorkflowOptions), one per group of activities with
   // equal options, and the expired-timers watcher. Errors:
   // kFailedPrecondition when started before, kStorage.
   Result<void, Error> Start();
@@ -187,7 +256,9 @@ class Engine {
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.
   Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);
-  Result<std::vector<ExecutionStatus>, Error> List(const ListOptions& options = {});
+  // One page of executions. Errors: kInvalidArgument for a malformed ffqn
+  // or cursor, or a limit of 0 or over ListOptions::kMaxLimit; kStorage.
+  Result<ListPage, Error> List(const ListOptions& options = {});
 
   // One pass of the expired-timers watcher over the timers expired at
   // `at` (fires due delays, settles expired locks), for tests on a manual

@@ -15,6 +15,12 @@
 // activities. Changing the code of a workflow is safe only after the part
 // of it that existing executions have already recorded.
 //
+// Every operation takes the call site as its last parameter (defaulted:
+// never pass it). With EngineOptions::store_backtraces, the call site of an
+// operation that wrote to the log is stored as the execution's backtrace
+// for those versions (DbExternalApi::GetBacktrace, GET
+// /v1/executions/{id}/backtrace): where a waiting workflow waits.
+//
 // ffqns are "namespace:package/interface.function" strings; an ffqn that
 // does not parse, or names no registered function, fails the workflow
 // permanently with a clear reason. Params are a JSON array.
@@ -35,6 +41,7 @@
 
 #include "base/log.h"
 #include "base/result.h"
+#include "base/source_location.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
 #include "stele/task.h"
@@ -126,68 +133,82 @@ class WorkflowContext {
   // Runs `ffqn(params)` as a child and waits for its result (a one-off
   // join set). An activity's retries and timeouts happen inside the child;
   // the result is what it finished with.
-  Op<ExecutionResult> call(std::string_view ffqn, Json params);
+  Op<ExecutionResult> call(std::string_view ffqn, Json params,
+                           SourceLocation where = SourceLocation::current());
   // call() with the ok value converted to T; an error string otherwise.
   template <class T>
-  Op<Result<T, std::string>> call_as(std::string_view ffqn, Json params) {
-    return call(ffqn, std::move(params)).Then([](ExecutionResult r) { return r.As<T>(); });
+  Op<Result<T, std::string>> call_as(std::string_view ffqn, Json params,
+                                     SourceLocation where = SourceLocation::current()) {
+    return call(ffqn, std::move(params), where).Then([](ExecutionResult r) { return r.As<T>(); });
   }
 
   // A new generated join set ("g:1", "g:2", ...).
-  Op<JoinSet> new_join_set();
+  Op<JoinSet> new_join_set(SourceLocation where = SourceLocation::current());
   // A named join set ("n:<name>"); the name is ASCII alphanumerics, '-' and
   // '/'. Error: a bad name, or a set of that name exists already.
-  Op<Result<JoinSet, std::string>> new_join_set(std::string_view name);
+  Op<Result<JoinSet, std::string>> new_join_set(std::string_view name,
+                                                SourceLocation where = SourceLocation::current());
 
   // Starts `ffqn(params)` as a child in `join_set`; returns its id at once.
-  Op<std::string> submit(const JoinSet& join_set, std::string_view ffqn, Json params);
+  Op<std::string> submit(const JoinSet& join_set, std::string_view ffqn, Json params,
+                         SourceLocation where = SourceLocation::current());
   // A durable timer in `join_set` that responds after `delay`; returns its id.
-  Op<std::string> submit_delay(const JoinSet& join_set, std::chrono::milliseconds delay);
+  Op<std::string> submit_delay(const JoinSet& join_set, std::chrono::milliseconds delay,
+                               SourceLocation where = SourceLocation::current());
 
   // The next response of `join_set`, in arrival order; waits for it.
   // Error kAllProcessed when everything submitted was already awaited.
-  Op<Result<JoinNextResponse, JoinNextError>> join_next(const JoinSet& join_set);
+  Op<Result<JoinNextResponse, JoinNextError>> join_next(
+      const JoinSet& join_set, SourceLocation where = SourceLocation::current());
   // As above, but the response must be of `ffqn` (kFunctionMismatch
   // otherwise; the response is consumed all the same).
-  Op<Result<JoinNextResponse, JoinNextError>> join_next(const JoinSet& join_set,
-                                                        std::string_view ffqn);
+  Op<Result<JoinNextResponse, JoinNextError>> join_next(
+      const JoinSet& join_set, std::string_view ffqn,
+      SourceLocation where = SourceLocation::current());
   // The result of child `child_execution_id` of function `ffqn` whose
   // response join_next already returned. Error: the id is not among the
   // processed responses, or the child runs another function.
   Op<Result<ExecutionResult, std::string>> get(std::string_view ffqn,
-                                               std::string_view child_execution_id);
+                                               std::string_view child_execution_id,
+                                               SourceLocation where = SourceLocation::current());
 
   // Closes `join_set` now: cancels its unawaited activities and delays and
   // waits for every unawaited child. Later submissions to it fail the
   // workflow.
-  Op<Done> close(const JoinSet& join_set);
+  Op<Done> close(const JoinSet& join_set, SourceLocation where = SourceLocation::current());
 
   // --- Time -------------------------------------------------------------
 
   // Sleeps durably for `duration`. True when the timer expired, false when
   // it was cancelled (Engine::Cancel on its delay id).
-  Op<bool> sleep(std::chrono::milliseconds duration);
+  Op<bool> sleep(std::chrono::milliseconds duration,
+                 SourceLocation where = SourceLocation::current());
 
   // --- Other executions -------------------------------------------------
 
   // Creates a new top-level execution of `ffqn(params)`, due after `delay`;
   // fire and forget. Returns its id (deterministic on replay).
   Op<std::string> schedule(std::string_view ffqn, Json params,
-                           std::chrono::milliseconds delay = std::chrono::milliseconds(0));
+                           std::chrono::milliseconds delay = std::chrono::milliseconds(0),
+                           SourceLocation where = SourceLocation::current());
   // Writes `result` into `execution_id`, a child of this workflow running
   // the stub activity `ffqn`. Idempotent for the same value; an error when
   // another value is there.
   Op<Result<void, std::string>> stub(std::string_view ffqn, std::string_view execution_id,
-                                     ExecutionResult result);
+                                     ExecutionResult result,
+                                     SourceLocation where = SourceLocation::current());
 
   // --- Deterministic randomness -----------------------------------------
 
   // Uniform in [min, max_exclusive). REQUIRES: min < max_exclusive.
-  Op<uint64_t> random_u64(uint64_t min, uint64_t max_exclusive);
+  Op<uint64_t> random_u64(uint64_t min, uint64_t max_exclusive,
+                          SourceLocation where = SourceLocation::current());
   // Uniform in [min, max_inclusive]. REQUIRES: min <= max_inclusive.
-  Op<uint64_t> random_u64_inclusive(uint64_t min, uint64_t max_inclusive);
+  Op<uint64_t> random_u64_inclusive(uint64_t min, uint64_t max_inclusive,
+                                    SourceLocation where = SourceLocation::current());
   // Alphanumeric, length in [min_length, max_length_exclusive).
-  Op<std::string> random_string(uint32_t min_length, uint32_t max_length_exclusive);
+  Op<std::string> random_string(uint32_t min_length, uint32_t max_length_exclusive,
+                                SourceLocation where = SourceLocation::current());
 
   // --- Logging ----------------------------------------------------------
 

@@ -55,26 +55,10 @@ std::string Kind(const core::ExecutionEvent& event) {
   return core::ExecutionRequestToString(event.event);
 }
 
-class DispatchTest : public testing::EngineTest, public ::testing::WithParamInterface<bool> {
+class DispatchTest : public testing::PoolEngineTest, public ::testing::WithParamInterface<bool> {
  protected:
-  void SetUp() override {
-    EngineTest::SetUp();
-    storage::sqlite::SqliteOptions sqlite;
-    sqlite.path = (dir_ / "dispatch.sqlite").string();
-    sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kFull;
-    pool_ = std::shared_ptr<storage::sqlite::SqlitePool>(
-        OkOrDie(storage::sqlite::SqlitePool::Open(sqlite), "open pool"));
-    api_ = OkOrDie(pool_->ExternalApiConn(), "api connection");
-  }
-  void TearDown() override {
-    engine_.reset();
-    api_.reset();
-    pool_->Close();
-    EngineTest::TearDown();
-  }
   Engine& OpenEngine() {
     EngineOptions options = Options();
-    options.pool = pool_;
     options.eager_dispatch = GetParam();
     options.result_handoff = GetParam();
     Engine& engine = Open(std::move(options));
@@ -83,11 +67,6 @@ class DispatchTest : public testing::EngineTest, public ::testing::WithParamInte
     EXPECT_TRUE(engine.RegisterWorkflow(kParent, Parent));
     EXPECT_TRUE(engine.Start());
     return engine;
-  }
-  std::vector<core::ExecutionEvent> Events(const std::string& id) {
-    auto parsed = core::ExecutionId::Parse(id);
-    EXPECT_TRUE(parsed.has_value()) << id;
-    return OkOrDie(api_->ListExecutionEvents(*parsed, core::Version(0), 1000, false), "events");
   }
   // Ids of the children `id` requested, in request order.
   std::vector<std::string> Children(const std::string& id) {
@@ -103,9 +82,6 @@ class DispatchTest : public testing::EngineTest, public ::testing::WithParamInte
     }
     return children;
   }
-
-  std::shared_ptr<storage::sqlite::SqlitePool> pool_;
-  std::unique_ptr<storage::DbExternalApi> api_;
 };
 
 TEST_P(DispatchTest, ChildrenRunAndEachResultIsRecordedOnce) {
@@ -148,7 +124,6 @@ TEST_P(DispatchTest, ChildrenRunAndEachResultIsRecordedOnce) {
 
 TEST_P(DispatchTest, ChildrenBeyondTheFreePermitsWaitPendingAndStillRun) {
   EngineOptions options = Options();
-  options.pool = pool_;
   options.eager_dispatch = GetParam();
   options.result_handoff = GetParam();
   options.max_concurrency = 1;  // one activity slot for a fan-out of eight
@@ -186,7 +161,6 @@ TEST_P(DispatchTest, ChildrenBeyondTheFreePermitsWaitPendingAndStillRun) {
 TEST_P(DispatchTest, ARunHoldingAHandedOffResultExtendsItsLock) {
   ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
   EngineOptions options = Options();
-  options.pool = pool_;
   options.clock = &clock;
   options.start_watcher = false;
   options.max_warm_wait = std::chrono::seconds(20);

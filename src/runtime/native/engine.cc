@@ -1,7 +1,8 @@
 // Engine: the composition root of libstele (stele/engine.h). Opens the
-// storage, keeps the registrations, and runs one ExecTask for the
-// workflows, one per group of activities with equal options, and the
-// expired-timers watcher — all sharing one ConcurrencyLimiter.
+// storage, keeps the registrations, and runs one ExecTask per group of
+// workflows with equal lease and backoff, one per group of activities with
+// equal options, and the expired-timers watcher. The workflows share one
+// ConcurrencyLimiter, the activities another.
 #include "stele/engine.h"
 
 #include <map>
@@ -41,6 +42,53 @@ std::string GroupName(const ActivityOptions& o) {
          (o.retry_on_err ? "_e" : "_n");
 }
 
+// Workflows whose runs are leased and retried alike share one executor and
+// one component. The engine-wide settings keep the name every workflow had
+// before per-workflow options, so databases written then stay consistent.
+std::string WorkflowGroupName(const EngineOptions& engine, std::chrono::milliseconds lock_expiry,
+                              std::chrono::milliseconds retry_backoff) {
+  if (lock_expiry == engine.workflow_lock_expiry &&
+      retry_backoff == engine.workflow_retry_backoff) {
+    return "native_workflows";
+  }
+  return "native_workflows_l" + std::to_string(lock_expiry.count()) + "_b" +
+         std::to_string(retry_backoff.count());
+}
+
+// The replay settings of one workflow's runs: its own where set, the
+// engine's otherwise.
+wf::WorkflowRunOptions RunOptions(const EngineOptions& engine, const WorkflowOptions& workflow) {
+  wf::WorkflowRunOptions run;
+  run.lock_extension = workflow.lock_expiry.value_or(engine.workflow_lock_expiry);
+  const bool await = workflow.blocking_strategy
+                         ? *workflow.blocking_strategy == BlockingStrategy::kAwait
+                         : engine.workflow_keep_warm;
+  run.blocking_strategy = await ? wf::BlockingStrategy::kAwait : wf::BlockingStrategy::kInterrupt;
+  run.max_warm_wait = workflow.max_warm_wait ? workflow.max_warm_wait : engine.max_warm_wait;
+  run.non_blocking_event_batching =
+      workflow.non_blocking_event_batching.value_or(engine.workflow_event_batching);
+  run.max_events_per_run = workflow.max_events_per_run.value_or(engine.workflow_max_events_per_run);
+  return run;
+}
+
+Result<void, Error> CheckWorkflowOptions(const WorkflowOptions& o) {
+  if (o.lock_expiry && o.lock_expiry->count() <= 0) {
+    return Unexpected(Error::InvalidArgument("WorkflowOptions::lock_expiry must be positive, got " +
+                                             std::to_string(o.lock_expiry->count()) + " ms"));
+  }
+  if (o.retry_backoff && o.retry_backoff->count() < 0) {
+    return Unexpected(
+        Error::InvalidArgument("WorkflowOptions::retry_backoff must not be negative, got " +
+                               std::to_string(o.retry_backoff->count()) + " ms"));
+  }
+  if (o.max_warm_wait && o.max_warm_wait->count() < 0) {
+    return Unexpected(
+        Error::InvalidArgument("WorkflowOptions::max_warm_wait must not be negative, got " +
+                               std::to_string(o.max_warm_wait->count()) + " ms"));
+  }
+  return {};
+}
+
 core::ComponentId Component(core::ComponentType type, std::string name) {
   return core::ComponentId{type, std::move(name), core::InputContentDigest()};
 }
@@ -72,7 +120,12 @@ class Engine::Impl {
   std::shared_ptr<storage::DbExternalApi> api;  // Submit, status, waits, cancel, stub, list
 
   wf::MapFunctionRegistry registry;
-  std::map<core::FunctionFqn, WorkflowFnWithErr> workflows;
+  struct WorkflowGroup {
+    std::chrono::milliseconds lock_expiry{0};
+    std::chrono::milliseconds retry_backoff{0};
+    std::map<core::FunctionFqn, runtime::native::NativeWorkflow> workflows;
+  };
+  std::map<std::string, WorkflowGroup> workflow_groups;  // by WorkflowGroupName
   struct ActivityGroup {
     ActivityOptions options;
     std::vector<NativeActivity> activities;
@@ -192,13 +245,22 @@ Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn, WorkflowFn f
 }
 
 Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, WorkflowFnWithErr fn,
-                                             WorkflowOptions) {
+                                             WorkflowOptions options) {
   if (!fn) return Unexpected(Error::InvalidArgument("workflow function is empty"));
+  STELE_TRY(CheckWorkflowOptions(options));
   STELE_ASSIGN_OR_RETURN(auto ffqn, impl_->ParseNew(ffqn_text));
-  impl_->registry.Add(ffqn, wf::FunctionInfo{Component(core::ComponentType::kWorkflowNative,
-                                                       "native_workflows"),
+  const EngineOptions& engine = impl_->options;
+  const auto lock_expiry = options.lock_expiry.value_or(engine.workflow_lock_expiry);
+  const auto retry_backoff = options.retry_backoff.value_or(engine.workflow_retry_backoff);
+  std::string group = WorkflowGroupName(engine, lock_expiry, retry_backoff);
+  impl_->registry.Add(ffqn, wf::FunctionInfo{Component(core::ComponentType::kWorkflowNative, group),
                                              wf::FunctionKind::kWorkflow});
-  impl_->workflows.emplace(std::move(ffqn), std::move(fn));
+  auto& entry = impl_->workflow_groups[group];
+  entry.lock_expiry = lock_expiry;
+  entry.retry_backoff = retry_backoff;
+  entry.workflows.emplace(
+      std::move(ffqn), runtime::native::NativeWorkflow{std::move(fn), RunOptions(engine, options),
+                                                       engine.store_backtraces});
   return {};
 }
 
@@ -240,26 +302,23 @@ Result<void, Error> Engine::Start() {
   auto workflow_limiter = executor::ConcurrencyLimiter::Create(d.options.max_workflow_concurrency);
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
 
-  if (!d.workflows.empty()) {
+  // One executor per group of workflows with equal lease and backoff; the
+  // rest of their settings are per workflow (RunOptions).
+  for (auto& [name, group] : d.workflow_groups) {
     auto conn = d.pool->Connection();
     if (!conn) return Unexpected(Error::Storage("cannot connect: " + conn.error().ToString()));
-    wf::WorkflowRunOptions run_options;
-    run_options.lock_extension = d.options.workflow_lock_expiry;
-    run_options.blocking_strategy = d.options.workflow_keep_warm ? wf::BlockingStrategy::kAwait
-                                                                 : wf::BlockingStrategy::kInterrupt;
-    run_options.max_warm_wait = d.options.max_warm_wait;
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
-        d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
-        &d.registry, run_options, d.options.eager_dispatch ? &d.dispatch : nullptr,
+        group.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
+        &d.registry, d.options.eager_dispatch ? &d.dispatch : nullptr,
         d.options.result_handoff ? d.handoff.get() : nullptr);
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
-    exec.lock_expiry = d.options.workflow_lock_expiry;
+    exec.lock_expiry = group.lock_expiry;
     exec.tick_sleep = d.options.tick_sleep;
-    exec.component_id = Component(core::ComponentType::kWorkflowNative, "native_workflows");
+    exec.component_id = Component(core::ComponentType::kWorkflowNative, name);
     exec.retry_config = core::ComponentRetryConfig{
         std::nullopt,
-        core::Duration::FromMillis(static_cast<uint64_t>(d.options.workflow_retry_backoff.count()))};
+        core::Duration::FromMillis(static_cast<uint64_t>(group.retry_backoff.count()))};
     exec.concurrency_limiter = workflow_limiter;
     if (d.options.result_handoff) exec.response_handoff = d.handoff;
     auto db = d.pool->DbExecConn();
@@ -430,7 +489,7 @@ Result<void, Error> Engine::Stub(std::string_view text, ExecutionResult result) 
   return Unexpected(FromWrite(stubbed.error(), "stub " + std::string(text)));
 }
 
-Result<std::vector<ExecutionStatus>, Error> Engine::List(const ListOptions& options) {
+Result<ListPage, Error> Engine::List(const ListOptions& options) {
   std::optional<core::FunctionFqn> ffqn;
   if (options.ffqn) {
     auto parsed = core::FunctionFqn::Parse(*options.ffqn);
@@ -440,19 +499,46 @@ Result<std::vector<ExecutionStatus>, Error> Engine::List(const ListOptions& opti
     }
     ffqn = std::move(*parsed);
   }
-  uint16_t length = static_cast<uint16_t>(std::min<uint32_t>(options.limit, 1000));
+  if (options.limit == 0 || options.limit > ListOptions::kMaxLimit) {
+    return Unexpected(Error::InvalidArgument(
+        "list limit must be 1.." + std::to_string(ListOptions::kMaxLimit) + ", got " +
+        std::to_string(options.limit) + " (page with ListOptions::cursor for more)"));
+  }
+  std::optional<core::ExecutionId> cursor;
+  if (options.cursor) {
+    auto parsed = core::ExecutionId::Parse(*options.cursor);
+    if (!parsed) {
+      return Unexpected(
+          Error::InvalidArgument("invalid list cursor `" + *options.cursor +
+                                 "` (expected an execution id): " + parsed.error().message));
+    }
+    cursor = std::move(*parsed);
+  }
+  // One row more than asked tells whether another page follows.
+  const auto fetch = static_cast<uint16_t>(options.limit + 1);
+  using IdPage = core::Pagination<std::optional<core::ExecutionId>>;
+  const bool newer = options.direction == ListDirection::kNewer;
   core::ExecutionListPagination pagination =
-      core::Pagination<std::optional<DateTime>>::OlderThan(length, std::nullopt, false);
+      newer ? IdPage::NewerThan(fetch, cursor, false) : IdPage::OlderThan(fetch, cursor, false);
   auto rows = impl_->api->ListExecutions(ffqn, options.top_level_only, pagination);
   if (!rows) return Unexpected(Error::Storage("list: " + rows.error().ToString()));
-  std::vector<ExecutionStatus> out;
-  out.reserve(rows->size());
+  // Rows come newest first either way; the one too many is the farthest in
+  // `direction`: the oldest for kOlder, the newest for kNewer.
+  const bool more = rows->size() > options.limit;
+  if (more) rows->erase(newer ? rows->begin() : rows->end() - 1);
+  ListPage page;
+  page.executions.reserve(rows->size());
   for (const auto& row : *rows) {
-    out.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
-                                  std::string(row.pending_state.StateName()),
-                                  row.pending_state.ToString(), row.pending_state.IsFinished()});
+    page.executions.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
+                                              std::string(row.pending_state.StateName()),
+                                              row.pending_state.ToString(),
+                                              row.pending_state.IsFinished()});
   }
-  return out;
+  if (more) {
+    page.next_cursor =
+        newer ? page.executions.front().execution_id : page.executions.back().execution_id;
+  }
+  return page;
 }
 
 Result<uint32_t, Error> Engine::FireExpiredTimersForTest(std::chrono::system_clock::time_point at) {

@@ -1,10 +1,13 @@
 // Engine API: bad input gets a clear error and loses nothing — malformed
 // and unknown ffqns, params that are not an array or are too large, bad
 // execution ids, resubmission with other params, wrong kinds of targets.
-#include <chrono>
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
 
 #include "runtime/native/sdk_test_util.h"
 #include "stele/stele.h"
@@ -125,12 +128,12 @@ TEST_F(EngineApiTest, BadExecutionIds) {
                         "no such execution"));
   EXPECT_TRUE(FailsWith(engine.WaitForResult("x", milliseconds(1)), Error::Kind::kInvalidArgument,
                         "invalid execution id"));
-  EXPECT_TRUE(FailsWith(engine.Cancel("Delay_zzz"), Error::Kind::kInvalidArgument,
-                        "invalid delay id"));
-  EXPECT_TRUE(FailsWith(engine.Cancel("bogus"), Error::Kind::kInvalidArgument,
+  EXPECT_TRUE(
+      FailsWith(engine.Cancel("Delay_zzz"), Error::Kind::kInvalidArgument, "invalid delay id"));
+  EXPECT_TRUE(
+      FailsWith(engine.Cancel("bogus"), Error::Kind::kInvalidArgument, "invalid execution id"));
+  EXPECT_TRUE(FailsWith(engine.Stub("bogus", ExecutionResult::Ok()), Error::Kind::kInvalidArgument,
                         "invalid execution id"));
-  EXPECT_TRUE(FailsWith(engine.Stub("bogus", ExecutionResult::Ok()),
-                        Error::Kind::kInvalidArgument, "invalid execution id"));
 }
 
 TEST_F(EngineApiTest, ResubmissionIsIdempotentOrAConflict) {
@@ -191,16 +194,83 @@ TEST_F(EngineApiTest, ListAndStatus) {
   ASSERT_TRUE(Await(a).ok());
   ASSERT_TRUE(Await(b).ok());
   auto all = OkOrDie(engine.List({.limit = 10}), "list");
-  EXPECT_EQ(all.size(), 3u);  // a, its child, b
+  EXPECT_EQ(all.executions.size(), 3u);  // a, its child, b
+  EXPECT_EQ(all.next_cursor, std::nullopt);
   auto top = OkOrDie(engine.List({.top_level_only = true}), "list top");
-  EXPECT_EQ(top.size(), 2u);
+  EXPECT_EQ(top.executions.size(), 2u);
   auto flows = OkOrDie(engine.List({.ffqn = std::string(kFlow)}), "list flows");
-  ASSERT_EQ(flows.size(), 1u);
-  EXPECT_EQ(flows[0].execution_id, a);
-  EXPECT_TRUE(flows[0].finished);
-  EXPECT_EQ(flows[0].state, "Finished");
+  ASSERT_EQ(flows.executions.size(), 1u);
+  EXPECT_EQ(flows.executions[0].execution_id, a);
+  EXPECT_TRUE(flows.executions[0].finished);
+  EXPECT_EQ(flows.executions[0].state, "Finished");
   EXPECT_TRUE(FailsWith(engine.List({.ffqn = std::string("??")}), Error::Kind::kInvalidArgument,
                         "invalid ffqn"));
+}
+
+// The ids of every page of a listing, following next_cursor.
+std::vector<std::vector<std::string>> AllPages(Engine& engine, ListOptions options) {
+  std::vector<std::vector<std::string>> pages;
+  for (int guard = 0; guard < 100; ++guard) {
+    ListPage page = OkOrDie(engine.List(options), "list");
+    std::vector<std::string> ids;
+    for (const ExecutionStatus& row : page.executions) ids.push_back(row.execution_id);
+    pages.push_back(std::move(ids));
+    if (!page.next_cursor) return pages;
+    options.cursor = page.next_cursor;
+  }
+  ADD_FAILURE() << "next_cursor never ran out";
+  return pages;
+}
+
+TEST_F(EngineApiTest, ListPagesOlderAndNewerWithACursor) {
+  Engine& engine = OpenRegistered();  // not started: the executions stay pending
+  std::vector<std::string> ids;
+  for (int i = 0; i < 45; ++i) ids.push_back(OkOrDie(engine.Submit(kEcho, Params(i)), "submit"));
+  std::sort(ids.rbegin(), ids.rend());  // newest first, as List orders them
+  auto slice = [&](size_t from, size_t to) {
+    return std::vector<std::string>(ids.begin() + static_cast<ptrdiff_t>(from),
+                                    ids.begin() + static_cast<ptrdiff_t>(to));
+  };
+
+  // Older: from the newest down; the last page is short and ends the list.
+  EXPECT_EQ(AllPages(engine, {.limit = 20}),
+            (std::vector<std::vector<std::string>>{slice(0, 20), slice(20, 40), slice(40, 45)}));
+  // Newer: from the oldest up; every page is still newest first.
+  EXPECT_EQ(AllPages(engine, {.limit = 20, .direction = ListDirection::kNewer}),
+            (std::vector<std::vector<std::string>>{slice(25, 45), slice(5, 25), slice(0, 5)}));
+  // A full last page has no cursor: there is nothing after it.
+  EXPECT_EQ(AllPages(engine, {.limit = 15}),
+            (std::vector<std::vector<std::string>>{slice(0, 15), slice(15, 30), slice(30, 45)}));
+  EXPECT_EQ(AllPages(engine, {.limit = 45}), (std::vector<std::vector<std::string>>{slice(0, 45)}));
+  // Back from a cursor: newer than the 20th newest are the 19 before it.
+  EXPECT_EQ(AllPages(engine, {.limit = 20, .cursor = ids[19], .direction = ListDirection::kNewer}),
+            (std::vector<std::vector<std::string>>{slice(0, 19)}));
+  EXPECT_EQ(AllPages(engine, {.limit = 5, .cursor = ids[19]}),
+            (std::vector<std::vector<std::string>>{slice(20, 25), slice(25, 30), slice(30, 35),
+                                                   slice(35, 40), slice(40, 45)}));
+  // Filters hold across pages.
+  std::vector<std::string> flows;
+  for (int i = 0; i < 6; ++i) flows.push_back(OkOrDie(engine.Submit(kFlow, Params(i)), "flow"));
+  std::sort(flows.rbegin(), flows.rend());
+  EXPECT_EQ(AllPages(engine, {.ffqn = std::string(kFlow), .limit = 4}),
+            (std::vector<std::vector<std::string>>{{flows.begin(), flows.begin() + 4},
+                                                   {flows.begin() + 4, flows.end()}}));
+}
+
+TEST_F(EngineApiTest, ListRefusesBadLimitsAndCursors) {
+  Engine& engine = OpenRegistered();
+  OkOrDie(engine.Submit(kEcho, Params(1)), "submit");
+  EXPECT_TRUE(FailsWith(engine.List({.limit = 0}), Error::Kind::kInvalidArgument,
+                        "limit must be 1..1000, got 0"));
+  EXPECT_TRUE(FailsWith(engine.List({.limit = ListOptions::kMaxLimit + 1}),
+                        Error::Kind::kInvalidArgument, "got 1001"));
+  EXPECT_TRUE(FailsWith(engine.List({.limit = 4'000'000'000u}), Error::Kind::kInvalidArgument,
+                        "got 4000000000"));
+  EXPECT_EQ(OkOrDie(engine.List({.limit = ListOptions::kMaxLimit}), "max").executions.size(), 1u);
+  EXPECT_TRUE(FailsWith(engine.List({.cursor = std::string("E_not-a-ulid")}),
+                        Error::Kind::kInvalidArgument, "invalid list cursor `E_not-a-ulid`"));
+  EXPECT_TRUE(FailsWith(engine.List({.cursor = std::string("")}), Error::Kind::kInvalidArgument,
+                        "invalid list cursor"));
 }
 
 TEST_F(EngineApiTest, OpenReportsAnUnusablePath) {

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,7 +36,42 @@ ActivityResult Add(ActivityContext&, const Json& params) {
   return Json(*a + *b);
 }
 
-class SdkTest : public EngineTest {};
+constexpr const char* kNap = "test:sdk/wf.nap";
+constexpr const char* kLong = "test:sdk/api.long";
+
+// Sleeps an hour: "woke" when the timer fired, "cancelled" when it did not.
+Task<Json> Nap(WorkflowContext& ctx, Json) {
+  bool expired = co_await ctx.sleep(hours(1));
+  co_return Json(expired ? "woke" : "cancelled");
+}
+
+// An activity that runs until its token fires (30 s at most). `started` is
+// set when an attempt begins; `saw_cancel`, when given, when the token cut
+// the attempt short.
+ActivityFn LongActivity(std::atomic<bool>& started, std::atomic<bool>* saw_cancel = nullptr) {
+  return [&started, saw_cancel](ActivityContext& ctx, const Json&) -> ActivityResult {
+    started = true;
+    if (!ctx.SleepFor(seconds(30)) && saw_cancel != nullptr) *saw_cancel = true;
+    return Json("finished anyway");
+  };
+}
+constexpr ActivityOptions kLongOptions{.timeout = seconds(60)};
+
+class SdkTest : public EngineTest {
+ protected:
+  // An engine on clock_, a frozen manual clock: timers fire only through
+  // FireExpiredTimersForTest (no watcher), and a waiting workflow is
+  // unloaded at once (no keep-warm).
+  Engine& OpenOnManualClock() {
+    EngineOptions options = Options();
+    options.clock = &clock_;
+    options.start_watcher = false;
+    options.workflow_keep_warm = false;
+    return Open(options);
+  }
+
+  ManualClock clock_{DateTimeFromMillis(1'700'000'000'000)};
+};
 
 TEST_F(SdkTest, CallActivityReturnsItsValue) {
   Engine& engine = Open();
@@ -80,43 +117,25 @@ TEST_F(SdkTest, NestedTasksCompose) {
 }
 
 TEST_F(SdkTest, DurableSleepWakesWhenTheTimerFires) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
-  EngineOptions options = Options();
-  options.clock = &clock;
-  options.start_watcher = false;
-  options.workflow_keep_warm = false;
-  Engine& engine = Open(options);
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.nap",
-                                      [](WorkflowContext& ctx, Json) -> Task<Json> {
-                                        bool expired = co_await ctx.sleep(hours(1));
-                                        co_return Json(expired ? "woke" : "cancelled");
-                                      }));
+  Engine& engine = OpenOnManualClock();
+  ASSERT_TRUE(engine.RegisterWorkflow(kNap, Nap));
   ASSERT_TRUE(engine.Start());
-  auto id = OkOrDie(engine.Submit("test:sdk/wf.nap", Json::array()), "submit");
+  auto id = OkOrDie(engine.Submit(kNap, Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
   // Not due yet: nothing fires.
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock.Now() + std::chrono::minutes(59)), "f"),
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now() + std::chrono::minutes(59)), "f"),
             0u);
-  clock.Advance(hours(1));
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock.Now()), "fire"), 1u);
+  clock_.Advance(hours(1));
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now()), "fire"), 1u);
   auto result = Await(id);
   EXPECT_EQ(result.value, Json("woke")) << result.ToString();
 }
 
 TEST_F(SdkTest, CancelledSleepReturnsFalse) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
-  EngineOptions options = Options();
-  options.clock = &clock;
-  options.start_watcher = false;
-  options.workflow_keep_warm = false;
-  Engine& engine = Open(options);
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.nap",
-                                      [](WorkflowContext& ctx, Json) -> Task<Json> {
-                                        bool expired = co_await ctx.sleep(hours(1));
-                                        co_return Json(expired ? "woke" : "cancelled");
-                                      }));
+  Engine& engine = OpenOnManualClock();
+  ASSERT_TRUE(engine.RegisterWorkflow(kNap, Nap));
   ASSERT_TRUE(engine.Start());
-  auto id = OkOrDie(engine.Submit("test:sdk/wf.nap", Json::array()), "submit");
+  auto id = OkOrDie(engine.Submit(kNap, Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
   std::string delay_id = "Delay_" + id.substr(2) + ".o:1-sleep_1";
   EXPECT_EQ(OkOrDie(engine.Cancel(delay_id), "cancel"), CancelOutcome::kCancelled);
@@ -126,12 +145,7 @@ TEST_F(SdkTest, CancelledSleepReturnsFalse) {
 }
 
 TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
-  EngineOptions options = Options();
-  options.clock = &clock;
-  options.start_watcher = false;
-  options.workflow_keep_warm = false;
-  Engine& engine = Open(options);
+  Engine& engine = OpenOnManualClock();
   std::atomic<int> catches{0};
   ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.greedy",
                                       [&](WorkflowContext& ctx, Json) -> Task<Json> {
@@ -146,8 +160,8 @@ TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.greedy", Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
-  clock.Advance(hours(2));
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock.Now()), "fire"), 1u);
+  clock_.Advance(hours(2));
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now()), "fire"), 1u);
   EXPECT_EQ(Await(id).value, Json("woke"));
   EXPECT_EQ(catches.load(), 0);
 }
@@ -410,110 +424,115 @@ TEST_F(SdkTest, BadFfqnInAWorkflowFailsItWithAClearReason) {
 
 // --- Activities ---------------------------------------------------------------
 
-TEST_F(SdkTest, ActivityErrIsRetriedThenSucceeds) {
+// One activity, its options, and how its execution must end: the five
+// ways an attempt's outcome meets the retry policy.
+struct ActivityCase {
+  const char* name;
+  ActivityOptions options;
+  std::function<ActivityResult(ActivityContext&)> attempt;
+  // ok / err: the kind and value; failed: the failure kind, and a fragment
+  // of the reason (empty: any reason).
+  ExecutionResult expected;
+  int attempts;
+  bool deadline_fires;  // the attempt's token fires (its deadline passed)
+};
+void PrintTo(const ActivityCase& c, std::ostream* out) { *out << c.name; }
+
+const ActivityCase kActivityCases[] = {
+    {"ErrIsRetriedThenSucceeds",
+     {.max_retries = 5, .backoff = milliseconds(1)},
+     [](ActivityContext& ctx) -> ActivityResult {
+       if (ctx.attempt() < 3) return Unexpected(Json("not yet"));
+       return Json(ctx.attempt());
+     },
+     ExecutionResult::Ok(3),
+     3,
+     false},
+    {"ErrIsFinalWithoutRetryOnErr",
+     {.max_retries = 5, .backoff = milliseconds(1), .retry_on_err = false},
+     [](ActivityContext&) -> ActivityResult { return Unexpected(Json("insufficient funds")); },
+     ExecutionResult::Err("insufficient funds"),
+     1,
+     false},
+    {"ErrIsTheResultOnceRetriesRunOut",
+     {.max_retries = 2, .backoff = milliseconds(1)},
+     [](ActivityContext&) -> ActivityResult { return Unexpected(Json("still no")); },
+     ExecutionResult::Err("still no"),
+     3,
+     false},
+    {"ExceptionIsATrapRetriedThenFinal",
+     {.max_retries = 1, .backoff = milliseconds(1)},
+     [](ActivityContext&) -> ActivityResult { throw std::runtime_error("disk on fire"); },
+     ExecutionResult::Failed("uncategorized", "disk on fire"),
+     2,
+     false},
+    // Returns as soon as the deadline fires the token.
+    {"PastItsDeadlineTimesOut",
+     {.max_retries = 0, .timeout = milliseconds(100)},
+     [](ActivityContext& ctx) -> ActivityResult {
+       ctx.SleepFor(seconds(30));
+       return Json("late");
+     },
+     ExecutionResult::Failed("timed_out"),
+     1,
+     true},
+};
+
+class ActivityOutcomeTest : public EngineTest,
+                            public ::testing::WithParamInterface<ActivityCase> {};
+
+TEST_P(ActivityOutcomeTest, EndsAsItsOptionsSay) {
+  const ActivityCase& c = GetParam();
   Engine& engine = Open();
   std::atomic<int> attempts{0};
+  std::atomic<bool> token_fired{false};
   ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.flaky",
+      "test:sdk/api.attempt",
       [&](ActivityContext& ctx, const Json&) -> ActivityResult {
         ++attempts;
-        if (ctx.attempt() < 3) return Unexpected(Json("not yet"));
-        return Json(ctx.attempt());
+        // Looked at when the attempt ends, by a return or an exception.
+        struct SeeToken {
+          ActivityContext& ctx;
+          std::atomic<bool>& fired;
+          ~SeeToken() {
+            if (ctx.cancelled()) fired = true;
+          }
+        } see{ctx, token_fired};
+        return c.attempt(ctx);
       },
-      ActivityOptions{.max_retries = 5, .backoff = milliseconds(1)}));
+      c.options));
   ASSERT_TRUE(engine.Start());
-  auto id = OkOrDie(engine.Submit("test:sdk/api.flaky", Json::array()), "submit");
-  auto result = Await(id);
-  EXPECT_EQ(result.value, Json(3)) << result.ToString();
-  EXPECT_EQ(attempts.load(), 3);
+  auto result = Await(OkOrDie(engine.Submit("test:sdk/api.attempt", Json::array()), "submit"));
+  ASSERT_EQ(result.kind, c.expected.kind) << result.ToString();
+  if (c.expected.failed()) {
+    EXPECT_EQ(result.failure_kind, c.expected.failure_kind) << result.ToString();
+    EXPECT_NE(result.failure_reason.find(c.expected.failure_reason), std::string::npos)
+        << result.ToString();
+  } else {
+    EXPECT_EQ(result.value, c.expected.value) << result.ToString();
+  }
+  if (c.deadline_fires) {
+    // The expired-timers watcher may record the timeout first; the token
+    // fires at the deadline all the same.
+    EXPECT_TRUE(testing::WaitUntil([&] { return token_fired.load(); }));
+  } else {
+    EXPECT_FALSE(token_fired.load());
+  }
+  EXPECT_EQ(attempts.load(), c.attempts);
 }
 
-TEST_F(SdkTest, ActivityErrIsFinalWithoutRetryOnErr) {
-  Engine& engine = Open();
-  std::atomic<int> attempts{0};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.declines",
-      [&](ActivityContext&, const Json&) -> ActivityResult {
-        ++attempts;
-        return Unexpected(Json("insufficient funds"));
-      },
-      ActivityOptions{.max_retries = 5, .backoff = milliseconds(1), .retry_on_err = false}));
-  ASSERT_TRUE(engine.Start());
-  auto result = Await(OkOrDie(engine.Submit("test:sdk/api.declines", Json::array()), "submit"));
-  EXPECT_TRUE(result.err());
-  EXPECT_EQ(result.value, Json("insufficient funds"));
-  EXPECT_EQ(attempts.load(), 1);
-}
-
-TEST_F(SdkTest, ActivityErrIsTheResultOnceRetriesRunOut) {
-  Engine& engine = Open();
-  std::atomic<int> attempts{0};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.declines",
-      [&](ActivityContext&, const Json&) -> ActivityResult {
-        ++attempts;
-        return Unexpected(Json("still no"));
-      },
-      ActivityOptions{.max_retries = 2, .backoff = milliseconds(1)}));
-  ASSERT_TRUE(engine.Start());
-  auto result = Await(OkOrDie(engine.Submit("test:sdk/api.declines", Json::array()), "submit"));
-  EXPECT_TRUE(result.err());
-  EXPECT_EQ(result.value, Json("still no"));
-  EXPECT_EQ(attempts.load(), 3);
-}
-
-TEST_F(SdkTest, ActivityExceptionIsATrapRetriedThenFinal) {
-  Engine& engine = Open();
-  std::atomic<int> attempts{0};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.throws",
-      [&](ActivityContext&, const Json&) -> ActivityResult {
-        ++attempts;
-        throw std::runtime_error("disk on fire");
-      },
-      ActivityOptions{.max_retries = 1, .backoff = milliseconds(1)}));
-  ASSERT_TRUE(engine.Start());
-  auto result = Await(OkOrDie(engine.Submit("test:sdk/api.throws", Json::array()), "submit"));
-  ASSERT_TRUE(result.failed());
-  EXPECT_EQ(result.failure_kind, "uncategorized");
-  EXPECT_NE(result.failure_reason.find("disk on fire"), std::string::npos) << result.ToString();
-  EXPECT_EQ(attempts.load(), 2);
-}
-
-TEST_F(SdkTest, ActivityPastItsDeadlineTimesOut) {
-  Engine& engine = Open();
-  std::atomic<bool> saw_cancel{false};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.slow",
-      [&](ActivityContext& ctx, const Json&) -> ActivityResult {
-        // Returns as soon as the deadline fires the token.
-        if (!ctx.SleepFor(seconds(30))) saw_cancel = true;
-        return Json("late");
-      },
-      ActivityOptions{.max_retries = 0, .timeout = milliseconds(100)}));
-  ASSERT_TRUE(engine.Start());
-  auto result = Await(OkOrDie(engine.Submit("test:sdk/api.slow", Json::array()), "submit"));
-  ASSERT_TRUE(result.failed()) << result.ToString();
-  EXPECT_EQ(result.failure_kind, "timed_out");
-  // The expired-timers watcher may record the timeout first; the token
-  // fires at the deadline all the same.
-  EXPECT_TRUE(testing::WaitUntil([&] { return saw_cancel.load(); }));
-}
+INSTANTIATE_TEST_SUITE_P(Activities, ActivityOutcomeTest, ::testing::ValuesIn(kActivityCases),
+                         [](const ::testing::TestParamInfo<ActivityCase>& param) {
+                           return std::string(param.param.name);
+                         });
 
 TEST_F(SdkTest, CancellingARunningActivity) {
   Engine& engine = Open();
   std::atomic<bool> started{false};
   std::atomic<bool> saw_cancel{false};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.long",
-      [&](ActivityContext& ctx, const Json&) -> ActivityResult {
-        started = true;
-        if (!ctx.SleepFor(seconds(30))) saw_cancel = true;
-        return Json("finished anyway");
-      },
-      ActivityOptions{.timeout = seconds(60)}));
+  ASSERT_TRUE(engine.RegisterActivity(kLong, LongActivity(started, &saw_cancel), kLongOptions));
   ASSERT_TRUE(engine.Start());
-  auto id = OkOrDie(engine.Submit("test:sdk/api.long", Json::array()), "submit");
+  auto id = OkOrDie(engine.Submit(kLong, Json::array()), "submit");
   ASSERT_TRUE(testing::WaitUntil([&] { return started.load(); }));
   EXPECT_EQ(OkOrDie(engine.Cancel(id), "cancel"), CancelOutcome::kCancelled);
   auto result = Await(id);
@@ -526,20 +545,12 @@ TEST_F(SdkTest, CancellingARunningActivity) {
 TEST_F(SdkTest, WorkflowSeesACancelledChildActivity) {
   Engine& engine = Open();
   std::atomic<bool> started{false};
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:sdk/api.long",
-      [&](ActivityContext& ctx, const Json&) -> ActivityResult {
-        started = true;
-        ctx.SleepFor(seconds(30));
-        return Json("finished anyway");
-      },
-      ActivityOptions{.timeout = seconds(60)}));
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.waits",
-                                      [](WorkflowContext& ctx, Json) -> Task<Json> {
-                                        auto r = co_await ctx.call("test:sdk/api.long",
-                                                                   Json::array());
-                                        co_return Json(r.failure_kind);
-                                      }));
+  ASSERT_TRUE(engine.RegisterActivity(kLong, LongActivity(started), kLongOptions));
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.waits", [](WorkflowContext& ctx, Json) -> Task<Json> {
+        auto r = co_await ctx.call(kLong, Json::array());
+        co_return Json(r.failure_kind);
+      }));
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.waits", Json::array()), "submit");
   ASSERT_TRUE(testing::WaitUntil([&] { return started.load(); }));

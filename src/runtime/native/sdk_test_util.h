@@ -1,7 +1,10 @@
 // Test support for the SDK tests: an Engine on a fresh SQLite file in a
-// temporary directory, and bounded waits for an execution's state (polling
-// the database; never a sleep whose length decides the outcome).
+// temporary directory (optionally on a pool the test reads too), and
+// bounded waits for an execution's state (polling the database; never a
+// sleep whose length decides the outcome).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,10 +13,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
-#include <gtest/gtest.h>
-
+#include "core/ids.h"
 #include "stele/engine.h"
+#include "storage/db_external_api.h"
+#include "storage/sqlite/sqlite_pool.h"
 
 namespace stele::testing {
 
@@ -94,6 +99,45 @@ class EngineTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::unique_ptr<Engine> engine_;
+};
+
+// An EngineTest whose engine runs on a SQLite pool the test opened itself,
+// so that it can read what the Engine API does not show: execution logs
+// and the pool's commit counters.
+class PoolEngineTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    storage::sqlite::SqliteOptions sqlite;
+    sqlite.path = (dir_ / "pool.sqlite").string();
+    sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kFull;
+    pool_ = std::shared_ptr<storage::sqlite::SqlitePool>(
+        OkOrDie(storage::sqlite::SqlitePool::Open(sqlite), "open pool"));
+    api_ = OkOrDie(pool_->ExternalApiConn(), "api connection");
+  }
+  void TearDown() override {
+    engine_.reset();
+    api_.reset();
+    pool_->Close();
+    EngineTest::TearDown();
+  }
+  // EngineTest::Options on this test's pool.
+  EngineOptions Options() {
+    EngineOptions options = EngineTest::Options();
+    options.pool = pool_;
+    return options;
+  }
+  using EngineTest::Open;
+  Engine& Open() { return Open(Options()); }
+  // The whole log of execution `id`.
+  std::vector<core::ExecutionEvent> Events(const std::string& id) {
+    auto parsed = core::ExecutionId::Parse(id);
+    EXPECT_TRUE(parsed.has_value()) << id;
+    return OkOrDie(api_->ListExecutionEvents(*parsed, core::Version(0), 1000, false), "events");
+  }
+
+  std::shared_ptr<storage::sqlite::SqlitePool> pool_;
+  std::unique_ptr<storage::DbExternalApi> api_;
 };
 
 }  // namespace stele::testing

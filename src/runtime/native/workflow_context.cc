@@ -51,29 +51,34 @@ std::optional<T> Take(Result<T, wf::Interruption> result) {
 
 const std::string& WorkflowContext::execution_id() const { return run_.execution_id(); }
 
-Op<ExecutionResult> WorkflowContext::call(std::string_view ffqn_text, Json params) {
-  return Op<ExecutionResult>(
-      [run = &run_, text = std::string(ffqn_text),
-       params = std::move(params)]() mutable -> std::optional<ExecutionResult> {
-        auto ffqn = run->ParseFfqn(text);
-        if (!ffqn) return std::nullopt;
-        auto result = run->run().Call(*ffqn, std::move(params));
-        if (!result) return std::nullopt;
-        return runtime::native::ToPublic(*result);
-      });
+Op<ExecutionResult> WorkflowContext::call(std::string_view ffqn_text, Json params,
+                                          SourceLocation where) {
+  return Op<ExecutionResult>([run = &run_, text = std::string(ffqn_text),
+                              params = std::move(params),
+                              where]() mutable -> std::optional<ExecutionResult> {
+    NativeRun::CallScope scope(*run, where);
+    auto ffqn = run->ParseFfqn(text);
+    if (!ffqn) return std::nullopt;
+    auto result = run->run().Call(*ffqn, std::move(params));
+    if (!result) return std::nullopt;
+    return runtime::native::ToPublic(*result);
+  });
 }
 
-Op<JoinSet> WorkflowContext::new_join_set() {
-  return Op<JoinSet>([run = &run_]() -> std::optional<JoinSet> {
+Op<JoinSet> WorkflowContext::new_join_set(SourceLocation where) {
+  return Op<JoinSet>([run = &run_, where]() -> std::optional<JoinSet> {
+    NativeRun::CallScope scope(*run, where);
     auto id = run->run().CreateJoinSet();
     if (!id) return std::nullopt;
     return JoinSet(id->ToString());
   });
 }
 
-Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view name) {
+Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view name,
+                                                               SourceLocation where) {
   using R = Result<JoinSet, std::string>;
-  return Op<R>([run = &run_, name = std::string(name)]() -> std::optional<R> {
+  return Op<R>([run = &run_, name = std::string(name), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
     auto id = run->run().CreateNamedJoinSet(name);
     if (!id) return std::nullopt;
     if (!*id) {
@@ -87,9 +92,11 @@ Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view 
 }
 
 Op<std::string> WorkflowContext::submit(const JoinSet& join_set, std::string_view ffqn_text,
-                                        Json params) {
+                                        Json params, SourceLocation where) {
   return Op<std::string>([run = &run_, js = join_set.id(), text = std::string(ffqn_text),
-                          params = std::move(params)]() mutable -> std::optional<std::string> {
+                          params = std::move(params),
+                          where]() mutable -> std::optional<std::string> {
+    NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto join_set_id = run->ParseJoinSet(js);
@@ -101,19 +108,24 @@ Op<std::string> WorkflowContext::submit(const JoinSet& join_set, std::string_vie
 }
 
 Op<std::string> WorkflowContext::submit_delay(const JoinSet& join_set,
-                                              std::chrono::milliseconds delay) {
-  return Op<std::string>([run = &run_, js = join_set.id(), delay]() -> std::optional<std::string> {
-    auto join_set_id = run->ParseJoinSet(js);
-    if (!join_set_id) return std::nullopt;
-    auto id = Take(run->run().SubmitDelay(*join_set_id, InIntent(delay)));
-    if (!id) return std::nullopt;
-    return id->ToString();
-  });
+                                              std::chrono::milliseconds delay,
+                                              SourceLocation where) {
+  return Op<std::string>(
+      [run = &run_, js = join_set.id(), delay, where]() -> std::optional<std::string> {
+        NativeRun::CallScope scope(*run, where);
+        auto join_set_id = run->ParseJoinSet(js);
+        if (!join_set_id) return std::nullopt;
+        auto id = Take(run->run().SubmitDelay(*join_set_id, InIntent(delay)));
+        if (!id) return std::nullopt;
+        return id->ToString();
+      });
 }
 
-Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const JoinSet& join_set) {
+Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const JoinSet& join_set,
+                                                                       SourceLocation where) {
   using R = Result<JoinNextResponse, JoinNextError>;
-  return Op<R>([run = &run_, js = join_set.id()]() -> std::optional<R> {
+  return Op<R>([run = &run_, js = join_set.id(), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
     auto join_set_id = run->ParseJoinSet(js);
     if (!join_set_id) return std::nullopt;
     auto next = run->run().JoinNext(*join_set_id);
@@ -127,10 +139,12 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
 }
 
 Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const JoinSet& join_set,
-                                                                       std::string_view ffqn_text) {
+                                                                       std::string_view ffqn_text,
+                                                                       SourceLocation where) {
   using R = Result<JoinNextResponse, JoinNextError>;
-  return Op<R>([run = &run_, js = join_set.id(),
-                text = std::string(ffqn_text)]() -> std::optional<R> {
+  return Op<R>([run = &run_, js = join_set.id(), text = std::string(ffqn_text),
+                where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto join_set_id = run->ParseJoinSet(js);
@@ -152,10 +166,12 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
 }
 
 Op<Result<ExecutionResult, std::string>> WorkflowContext::get(std::string_view ffqn_text,
-                                                              std::string_view child_id) {
+                                                              std::string_view child_id,
+                                                              SourceLocation where) {
   using R = Result<ExecutionResult, std::string>;
-  return Op<R>([run = &run_, text = std::string(ffqn_text),
-                id = std::string(child_id)]() -> std::optional<R> {
+  return Op<R>([run = &run_, text = std::string(ffqn_text), id = std::string(child_id),
+                where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto child = core::ExecutionIdDerived::Parse(id);
@@ -174,8 +190,9 @@ Op<Result<ExecutionResult, std::string>> WorkflowContext::get(std::string_view f
   });
 }
 
-Op<Done> WorkflowContext::close(const JoinSet& join_set) {
-  return Op<Done>([run = &run_, js = join_set.id()]() -> std::optional<Done> {
+Op<Done> WorkflowContext::close(const JoinSet& join_set, SourceLocation where) {
+  return Op<Done>([run = &run_, js = join_set.id(), where]() -> std::optional<Done> {
+    NativeRun::CallScope scope(*run, where);
     auto join_set_id = run->ParseJoinSet(js);
     if (!join_set_id) return std::nullopt;
     if (!run->run().CloseJoinSet(*join_set_id)) return std::nullopt;
@@ -183,8 +200,9 @@ Op<Done> WorkflowContext::close(const JoinSet& join_set) {
   });
 }
 
-Op<bool> WorkflowContext::sleep(std::chrono::milliseconds duration) {
-  return Op<bool>([run = &run_, duration]() -> std::optional<bool> {
+Op<bool> WorkflowContext::sleep(std::chrono::milliseconds duration, SourceLocation where) {
+  return Op<bool>([run = &run_, duration, where]() -> std::optional<bool> {
+    NativeRun::CallScope scope(*run, where);
     auto slept = run->run().Sleep(InIntent(duration));
     if (!slept) return std::nullopt;
     return slept->has_value();
@@ -192,9 +210,10 @@ Op<bool> WorkflowContext::sleep(std::chrono::milliseconds duration) {
 }
 
 Op<std::string> WorkflowContext::schedule(std::string_view ffqn_text, Json params,
-                                          std::chrono::milliseconds delay) {
+                                          std::chrono::milliseconds delay, SourceLocation where) {
   return Op<std::string>([run = &run_, text = std::string(ffqn_text), params = std::move(params),
-                          delay]() mutable -> std::optional<std::string> {
+                          delay, where]() mutable -> std::optional<std::string> {
+    NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto id = Take(run->run().Schedule(InIntent(delay), *ffqn, std::move(params)));
@@ -205,10 +224,11 @@ Op<std::string> WorkflowContext::schedule(std::string_view ffqn_text, Json param
 
 Op<Result<void, std::string>> WorkflowContext::stub(std::string_view ffqn_text,
                                                     std::string_view execution_id,
-                                                    ExecutionResult result) {
+                                                    ExecutionResult result, SourceLocation where) {
   using R = Result<void, std::string>;
   return Op<R>([run = &run_, text = std::string(ffqn_text), id = std::string(execution_id),
-                result = std::move(result)]() -> std::optional<R> {
+                result = std::move(result), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto target = core::ExecutionIdDerived::Parse(id);
@@ -224,21 +244,26 @@ Op<Result<void, std::string>> WorkflowContext::stub(std::string_view ffqn_text,
   });
 }
 
-Op<uint64_t> WorkflowContext::random_u64(uint64_t min, uint64_t max_exclusive) {
-  return Op<uint64_t>([run = &run_, min, max_exclusive]() {
+Op<uint64_t> WorkflowContext::random_u64(uint64_t min, uint64_t max_exclusive,
+                                         SourceLocation where) {
+  return Op<uint64_t>([run = &run_, min, max_exclusive, where]() {
+    NativeRun::CallScope scope(*run, where);
     return Take(run->run().RandomU64(min, max_exclusive));
   });
 }
 
-Op<uint64_t> WorkflowContext::random_u64_inclusive(uint64_t min, uint64_t max_inclusive) {
-  return Op<uint64_t>([run = &run_, min, max_inclusive]() {
+Op<uint64_t> WorkflowContext::random_u64_inclusive(uint64_t min, uint64_t max_inclusive,
+                                                   SourceLocation where) {
+  return Op<uint64_t>([run = &run_, min, max_inclusive, where]() {
+    NativeRun::CallScope scope(*run, where);
     return Take(run->run().RandomU64Inclusive(min, max_inclusive));
   });
 }
 
-Op<std::string> WorkflowContext::random_string(uint32_t min_length,
-                                               uint32_t max_length_exclusive) {
-  return Op<std::string>([run = &run_, min_length, max_length_exclusive]() {
+Op<std::string> WorkflowContext::random_string(uint32_t min_length, uint32_t max_length_exclusive,
+                                               SourceLocation where) {
+  return Op<std::string>([run = &run_, min_length, max_length_exclusive, where]() {
+    NativeRun::CallScope scope(*run, where);
     return Take(run->run().RandomString(min_length, max_length_exclusive));
   });
 }

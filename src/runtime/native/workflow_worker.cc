@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "base/log.h"
 #include "runtime/native/native_run.h"
 
 namespace stele::runtime::native {
@@ -35,18 +36,16 @@ WorkflowFnWithErr AdaptOkOnly(WorkflowFn fn) {
   };
 }
 
-NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowFnWithErr> workflows,
+NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
                                            std::shared_ptr<storage::DbConnection> db,
                                            const Clock* clock,
                                            const workflow::FunctionRegistry* functions,
-                                           workflow::WorkflowRunOptions options,
                                            const executor::LocalDispatch* dispatch,
                                            executor::ResponseHandoff* handoff)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
-      options_(std::move(options)),
       dispatch_(dispatch),
       handoff_(handoff) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
@@ -59,14 +58,23 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
                                          "no workflow registered for " + ctx.ffqn.ToString());
   }
   Json params = ctx.params;
-  workflow::WorkflowRun run(std::move(ctx),
-                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_}, options_);
-  NativeRun native(run);
+  std::optional<core::ComponentId> traced;
+  if (it->second.store_backtraces) traced = ctx.locked_event.component_id;
+  workflow::WorkflowRun run(
+      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_},
+      it->second.run_options);
+  NativeRun native(run, std::move(traced));
   WorkflowContext wctx(native);
+  // Whichever way the run ends (destroyed before `native`).
+  struct StoreOnExit {
+    NativeWorkflowWorker* worker;
+    NativeRun* native;
+    ~StoreOnExit() { worker->StoreBacktraces(*native); }
+  } store_on_exit{this, &native};
 
   std::optional<TaskDriver<WorkflowResult>> driver;
   try {
-    driver.emplace(it->second(wctx, std::move(params)));
+    driver.emplace(it->second.fn(wctx, std::move(params)));
   } catch (...) {
     return run.Trap(DescribeException(std::current_exception()));
   }
@@ -87,6 +95,15 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   driver->Destroy();
   if (value) return run.Finish(core::ReturnValueOk{std::move(*value)});
   return run.Finish(core::ReturnValueErr{std::move(value.error())});
+}
+
+void NativeWorkflowWorker::StoreBacktraces(NativeRun& native) {
+  std::vector<core::BacktraceInfo> traces = native.TakeBacktraces();
+  if (traces.empty()) return;
+  if (auto stored = db_->AppendBacktraceBatch(traces); !stored) {
+    STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << native.execution_id()
+                                << " failed: " << stored.error().ToString());
+  }
 }
 
 }  // namespace stele::runtime::native

@@ -12,6 +12,8 @@
 //     returned;
 //   - suspended on anything that is not a stele operation, or an exception
 //     escaped the workflow → a permanent workflow trap.
+// With store_backtraces, the run's backtraces are written when it ends, in
+// one AppendBacktraceBatch (a failure is logged: they are diagnostics).
 //
 // Threading: Run is called concurrently; the worker is immutable after
 // construction. Ownership: borrows the DbConnection's owner (shared), the
@@ -32,13 +34,24 @@
 
 namespace stele::runtime::native {
 
+class NativeRun;
+
+// A registered workflow and the settings of its runs (blocking strategy,
+// batching, ...: each workflow has its own, stele::WorkflowOptions).
+struct NativeWorkflow {
+  WorkflowFnWithErr fn;
+  workflow::WorkflowRunOptions run_options;
+  // Store the call sites of operations that wrote as backtraces
+  // (native_run.h), one batch per run (EngineOptions::store_backtraces).
+  bool store_backtraces = false;
+};
+
 class NativeWorkflowWorker final : public executor::Worker {
  public:
   // REQUIRES: db, clock, functions non-null and outliving the worker.
-  NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowFnWithErr> workflows,
+  NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
                        std::shared_ptr<storage::DbConnection> db, const Clock* clock,
                        const workflow::FunctionRegistry* functions,
-                       workflow::WorkflowRunOptions options,
                        const executor::LocalDispatch* dispatch = nullptr,
                        executor::ResponseHandoff* handoff = nullptr);
 
@@ -46,12 +59,13 @@ class NativeWorkflowWorker final : public executor::Worker {
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
  private:
-  std::map<core::FunctionFqn, WorkflowFnWithErr> workflows_;
+  void StoreBacktraces(NativeRun& native);
+
+  std::map<core::FunctionFqn, NativeWorkflow> workflows_;
   std::vector<core::FunctionFqn> ffqns_;
   std::shared_ptr<storage::DbConnection> db_;
   const Clock* clock_;
   const workflow::FunctionRegistry* functions_;
-  workflow::WorkflowRunOptions options_;
   const executor::LocalDispatch* dispatch_;  // may be null
   executor::ResponseHandoff* handoff_;        // may be null
 };

@@ -22,16 +22,6 @@ std::shared_ptr<const WasmComponent> Activities() {
   return LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
 }
 
-Json OkJson(const core::SupportedFunctionReturnValue& v) {
-  const auto* ok = std::get_if<core::ReturnValueOk>(&v);
-  EXPECT_NE(ok, nullptr) << "not ok";
-  if (ok == nullptr || !ok->ok) return nullptr;
-  return *ok->ok;
-}
-const core::FinishedExecutionError* Failure(const core::SupportedFunctionReturnValue& v) {
-  return std::get_if<core::FinishedExecutionError>(&v);
-}
-
 // The first child execution the log submitted.
 std::optional<core::ExecutionId> FirstChild(const std::vector<core::ExecutionEvent>& events) {
   for (const auto& e : events) {

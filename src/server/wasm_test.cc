@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -23,7 +24,9 @@ using core::Json;
 #if defined(STELE_SERVER_TEST_WASM_DIR)
 
 TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
-  auto dir = std::filesystem::temp_directory_path() / "stele_server_wasm_test";
+  // Per process: worktrees on one machine run these tests concurrently.
+  auto dir = std::filesystem::temp_directory_path() /
+             ("stele_server_wasm_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::string wasm_dir = STELE_SERVER_TEST_WASM_DIR;
@@ -78,7 +81,8 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
 class WasmUpgradeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / "stele_server_upgrade_test";
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stele_server_upgrade_test_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -122,23 +126,33 @@ class WasmUpgradeTest : public ::testing::Test {
     EXPECT_TRUE(res);
     return res ? res->status : 0;
   }
-  // Submits two-calls and waits until it blocks on the stub.
+  // Submits two-calls and waits until it blocks on the stub (not on the
+  // activity before it: a server restarted with other code would leave
+  // the execution pending on its old digest once the activity answered).
   std::string SubmitAndBlock() {
     auto res = client_->Post("/v1/executions", R"({"ffqn": "testing:wasm/wf.two-calls", "params": []})",
                              "application/json");
     EXPECT_TRUE(res && res->status == 201);
     std::string id = (*core::ParseJson(res->body))["execution_id"];
     for (int i = 0; i < 600; ++i) {
-      if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "blocked_by_join_set") break;
+      if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "blocked_by_join_set" &&
+          StubChildren(id).size() == 1) {
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_EQ(GetJson("/v1/executions/" + id)["pending_state"]["status"], "blocked_by_join_set");
     return id;
   }
+  Json StubChildren(const std::string& id) {
+    return GetJson(
+        "/v1/executions?show_derived=true&ffqn_prefix=testing:wasm/stub&execution_id_prefix=" +
+        id)["executions"];
+  }
   std::string StubChild(const std::string& id) {
-    Json list = GetJson("/v1/executions?show_derived=true&ffqn_prefix=testing:wasm/stub&execution_id_prefix=" + id);
-    EXPECT_EQ(list["executions"].size(), 1u) << list.dump();
-    return list["executions"].empty() ? "" : list["executions"][0]["execution_id"].get<std::string>();
+    Json list = StubChildren(id);
+    EXPECT_EQ(list.size(), 1u) << list.dump();
+    return list.empty() ? "" : list[0]["execution_id"].get<std::string>();
   }
   std::filesystem::path dir_;
   std::unique_ptr<Server> server_;
@@ -167,6 +181,39 @@ TEST_F(WasmUpgradeTest, UpgradedExecutionReplaysOnTheNewCodeOrReportsNondetermin
   Json failed = GetJson("/v1/executions/" + diverging + "/result?timeout=60");
   ASSERT_TRUE(failed["result"].contains("execution_error")) << failed.dump();
   EXPECT_EQ(failed["result"]["execution_error"]["kind"], "nondeterminism_detected") << failed.dump();
+}
+
+// A server runs a workflow only on the digest it was created with: after a
+// restart with changed code, an execution of the old digest stays pending
+// (never replayed on the new code) until it is upgraded, then finishes on
+// the new code.
+TEST_F(WasmUpgradeTest, ExecutionOfAnotherDigestStaysPendingUntilUpgraded) {
+  StartWith(1);
+  const std::string id = SubmitAndBlock();
+  const std::string v1 = GetJson("/v1/executions/" + id)["component_digest"];
+
+  StartWith(3);
+  const std::string v3 = GetJson("/v1/components")["components"][0]["digest"];
+  ASSERT_NE(v1, v3);
+  // The stub's response makes it pending again, but on v1.
+  EXPECT_EQ(Put("/v1/executions/" + StubChild(id) + "/stub", {{"result", {{"ok", true}}}}), 200);
+  for (int i = 0; i < 600; ++i) {
+    if (GetJson("/v1/executions/" + id)["pending_state"]["status"] == "pending_at") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(GetJson("/v1/executions/" + id)["pending_state"]["status"], "pending_at");
+  // The v3 executor is working: an execution submitted after it is locked,
+  // runs and blocks on its own stub. The v1 one is still pending.
+  const std::string fresh = SubmitAndBlock();
+  EXPECT_EQ(GetJson("/v1/executions/" + fresh)["component_digest"], v3);
+  EXPECT_EQ(GetJson("/v1/executions/" + id)["pending_state"]["status"], "pending_at");
+  EXPECT_EQ(GetJson("/v1/executions/" + id)["component_digest"], v1);
+
+  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade", {{"old_digest", v1}, {"new_digest", v3}}),
+            200);
+  Json done = GetJson("/v1/executions/" + id + "/result?timeout=60");
+  ASSERT_TRUE(done["result"].contains("ok")) << done.dump();
+  EXPECT_EQ(done["result"]["ok"].back(), "v3") << "ran the new code after the replayed prefix";
 }
 
 #else

@@ -126,36 +126,42 @@ TEST(WasmEffectsTest, NamedJoinSetConflictAndInvalidName) {
 }
 
 TEST(WasmEffectsTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows) {
-  ExpectSameHistoryUnderBothStrategies(
-      WorkflowsAnd(false, true), [](Env& env, const core::ExecutionId& id) {
-        env.Submit("testing:wasm/wf.close", Json::array(), id);
-        EXPECT_EQ(OkJson(env.Await(id)), Json("parent done"));
-        // Explicit closes in the guest's order: `second` (two closing
-        // JoinNexts), then `first` (one).
-        std::vector<std::string> closing;
-        for (const auto& e : History(env, id)) {
-          if (const auto* next = std::get_if<core::HistoryJoinNext>(&e)) {
-            EXPECT_TRUE(next->closing);
-            closing.push_back(next->join_set_id.ToString());
-          }
-        }
-        EXPECT_THAT(closing, ElementsAre("n:second", "n:second", "n:first"));
-        // The stub activity was cancelled, the child workflow ran to its end.
-        const core::ExecutionId stub(id.NextLevel(JoinSet("n:second"), 2));
-        const auto stub_result = env.Await(stub);
-        const auto* cancelled = Failure(stub_result);
-        ASSERT_NE(cancelled, nullptr);
-        EXPECT_EQ(cancelled->kind, core::ExecutionFailureKind::kCancelled);
-        const core::ExecutionId child(id.NextLevel(JoinSet("n:second"), 1));
-        EXPECT_EQ(OkJson(env.Await(child)), Json("slept"));
-        // The delay was cancelled, not fired.
-        bool delay_cancelled = false;
-        for (const auto& response : env.Responses(id)) {
-          if (const auto* d = std::get_if<core::DelayFinished>(&response.event.event))
-            delay_cancelled = !d->ok;
-        }
-        EXPECT_TRUE(delay_cancelled);
-      });
+  const auto config = WorkflowsAnd(false, true);
+  const core::ComponentId workflows = config.workflows->component_id;
+  ExpectSameHistoryUnderBothStrategies(config, [&](Env& env, const core::ExecutionId& id) {
+    env.Submit("testing:wasm/wf.close", Json::array(), id);
+    EXPECT_EQ(OkJson(env.Await(id)), Json("parent done"));
+    // Explicit closes in the guest's order: `second` (two closing
+    // JoinNexts), then `first` (one).
+    std::vector<std::string> closing;
+    for (const auto& e : History(env, id)) {
+      if (const auto* next = std::get_if<core::HistoryJoinNext>(&e)) {
+        EXPECT_TRUE(next->closing);
+        closing.push_back(next->join_set_id.ToString());
+      }
+    }
+    EXPECT_THAT(closing, ElementsAre("n:second", "n:second", "n:first"));
+    // The stub activity was cancelled, the child workflow ran to its end.
+    const core::ExecutionId stub(id.NextLevel(JoinSet("n:second"), 2));
+    const auto stub_result = env.Await(stub);
+    const auto* cancelled = Failure(stub_result);
+    ASSERT_NE(cancelled, nullptr);
+    EXPECT_EQ(cancelled->kind, core::ExecutionFailureKind::kCancelled);
+    const core::ExecutionId child(id.NextLevel(JoinSet("n:second"), 1));
+    EXPECT_EQ(OkJson(env.Await(child)), Json("slept"));
+    // Each child carries the component (digest) serving its ffqn: what
+    // the workflow executor locks the child workflow by.
+    EXPECT_EQ(std::get<core::Created>(env.Events(child).at(0).event).component_id, workflows);
+    EXPECT_EQ(std::get<core::Created>(env.Events(stub).at(0).event).component_id.component_type,
+              core::ComponentType::kActivityStub);
+    // The delay was cancelled, not fired.
+    bool delay_cancelled = false;
+    for (const auto& response : env.Responses(id)) {
+      if (const auto* d = std::get_if<core::DelayFinished>(&response.event.event))
+        delay_cancelled = !d->ok;
+    }
+    EXPECT_TRUE(delay_cancelled);
+  });
 }
 
 TEST(WasmEffectsTest, JoinNextWithAnotherFfqnIsAMismatchThatConsumesTheResponse) {

@@ -220,9 +220,14 @@ TEST_F(WasmHostTest, MemoryGrowthBeyondTheCapFailsCleanly) {
   EXPECT_NE(failure->reason->find("workflow trap"), std::string::npos) << *failure->reason;
 }
 
+// A workflow runs only on the component digest it was created with or
+// upgraded to: the executor of new code (another digest) leaves it pending,
+// and it runs once upgraded. Here the new code changed inside the recorded
+// prefix, so the upgraded execution ends with nondeterminism detected.
 TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
   core::ExecutionId id = core::ExecutionId::Generate();
   std::string child;
+  const core::InputContentDigest v1 = Workflows()->component_id.input_digest;
   {
     EnvConfig config;
     config.activities = Activities();
@@ -258,10 +263,23 @@ TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
   }
   EnvConfig config;
   config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_V2_WASM, "test_workflows", GuestKind::kWorkflow);
+  const core::InputContentDigest v2 = config.workflows->component_id.input_digest;
+  ASSERT_NE(v1, v2);
   config.activities = Activities();
   config.stubs = {"testing:wasm/stub.approve"};
   Env& env = Start(std::move(config));
+  const size_t locks_under_v1 = CountEvents<core::Locked>(env.Events(id));
   ASSERT_TRUE(env.engine().Stub(child, ExecutionResult::Ok(Json(true))));
+  // Unblocked, but created under v1: the v2 executor does not lock it. A
+  // fresh v2 execution submitted after it runs to its end meanwhile (the
+  // executor ticked), and the v1 one is still pending, unlocked.
+  ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "PendingAt"; }));
+  auto fresh = env.Submit("testing:wasm/wf.sleep", Json::array({1}));
+  EXPECT_EQ(OkJson(env.Await(fresh)), Json("slept"));
+  EXPECT_EQ(env.StateName(id), "PendingAt");
+  EXPECT_EQ(CountEvents<core::Locked>(env.Events(id)), locks_under_v1)
+      << "the v2 executor locked it";
+  ASSERT_TRUE(env.api().UpgradeExecutionComponent(id, v1, v2));
   auto result = env.Await(id);
   const auto* failure = Failure(result);
   ASSERT_NE(failure, nullptr);

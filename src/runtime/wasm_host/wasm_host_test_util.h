@@ -151,6 +151,8 @@ class Env {
     wf.lock_expiry = std::chrono::milliseconds(2000);
     wf.tick_sleep = std::chrono::milliseconds(20);
     wf.component_id = config_.workflows->component_id;
+    // As the server: a workflow runs only on the digest it was created with.
+    wf.locking_strategy = executor::LockingStrategy::kByComponentId;
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
     wf.response_handoff = handoff_;
     tasks_.push_back(std::make_unique<executor::ExecTask>(

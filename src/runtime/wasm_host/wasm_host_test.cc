@@ -126,6 +126,27 @@ TEST_F(WasmHostTest, InfiniteLoopIsInterruptedAndRetriedNotFinished) {
   EXPECT_EQ(CountEvents<core::Finished>(env.Events(id)), 0u);
 }
 
+// Deep recursion in a guest: where the engine's stack runs out depends on
+// the JIT tier and on the stack the worker thread has left, so a stack
+// overflow is never a workflow outcome (which replay would have to
+// reproduce): the run ends as LimitReached — Unlocked, retried after the
+// backoff, not counted against retries — and the execution never finishes.
+TEST_F(WasmHostTest, StackOverflowIsRetriedNeverFinal) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.recurse", Json::array({1000000000}));
+  EXPECT_TRUE(env.WaitUntil([&] { return CountEvents<core::Unlocked>(env.Events(id)) >= 2; }));
+  const auto events = env.Events(id);
+  for (const auto& e : events) {
+    if (const auto* unlocked = std::get_if<core::Unlocked>(&e.event)) {
+      EXPECT_NE(unlocked->reason.find("stack overflow"), std::string::npos) << unlocked->reason;
+      EXPECT_EQ(unlocked->engine, wasm::CreateV8Engine()->EngineId());
+    }
+  }
+  EXPECT_EQ(CountEvents<core::Finished>(events), 0u);
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(events), 0u);
+  EXPECT_EQ(CountEvents<core::TemporarilyTimedOut>(events), 0u);
+}
+
 TEST_F(WasmHostTest, WorkflowTrapIsFinalWithTheBacktrace) {
   Env& env = Start(EnvConfig{});
   auto id = env.Submit("testing:wasm/wf.trap", Json::array());

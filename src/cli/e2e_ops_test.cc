@@ -145,7 +145,13 @@ TEST_F(E2eOpsTest, WasmBacktraceAndDelayCancel) {
   std::string id = Submit("demo:reminder/api.remind", R"([3600, "Ada"])");
   ASSERT_TRUE(WaitForStatus(id, "blocked_by_join_set")) << HttpJson("/v1/executions/" + id).dump()
                                                         << server_.Log();
+  // The run's backtraces are stored when the run ends, just after the
+  // events that block it: wait for them (bounded).
   auto bt = Http().Get("/v1/executions/" + id + "/backtrace");
+  for (int i = 0; i < 200 && bt && bt->status == 404; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    bt = Http().Get("/v1/executions/" + id + "/backtrace");
+  }
   ASSERT_TRUE(bt);
   ASSERT_EQ(bt->status, 200) << bt->body;
   json trace = json::parse(bt->body);

@@ -36,15 +36,18 @@ for p in "${runtime_deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-if $SUDO apt-get -o DPkg::Lock::Timeout=600 install -s -q libnode-dev >/dev/null 2>&1; then
+# --no-remove: apt must never uninstall a package (a preinstalled Node.js
+# conflicts with libnode108) to satisfy these installs; when it would have
+# to, the simulation fails and the package is unpacked instead (below).
+if $SUDO apt-get -o DPkg::Lock::Timeout=600 install --no-remove -s -q libnode-dev >/dev/null 2>&1; then
   echo "setup_v8: installing libnode-dev with apt" >&2
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends libnode-dev
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install --no-remove -y -q --no-install-recommends libnode-dev
   exit 0
 fi
 
 if [ ${#missing[@]} -ne 0 ]; then
   echo "setup_v8: installing libnode108 runtime dependencies ${missing[*]}" >&2
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install --no-remove -y -q --no-install-recommends "${missing[@]}"
 fi
 
 echo "setup_v8: apt cannot install libnode-dev here; unpacking it into ${prefix}" >&2

@@ -17,6 +17,10 @@ if(STELE_WASM_CLANG AND STELE_WASM_LD)
   set(STELE_WASM_GUESTS TRUE)
 else()
   set(STELE_WASM_GUESTS FALSE)
+  if(STELE_REQUIRE_WASM)
+    message(FATAL_ERROR "wasm guests: clang or wasm-ld not found, and STELE_REQUIRE_WASM is ON "
+                        "(apt-get install clang-14 lld-14 wasi-libc)")
+  endif()
   message(STATUS "wasm guests: clang or wasm-ld not found; wasm examples and tests are skipped")
 endif()
 

@@ -1,5 +1,12 @@
 // stele_wasm_bench: what running WebAssembly costs Stele per run.
 //
+//   host_call          a guest loop calling a cheap host function N times,
+//                      minus the same loop without the call
+//                      (host_call_guest.c): the cost of one crossing into
+//                      the host and back, through the adapter
+//   workflow_instantiate  instantiate fan_out.wasm with the "stele"
+//                      imports and drop it, calling nothing: the fixed cost
+//                      every workflow run pays before its first replayed step
 //   activity_attempt   instantiate square_activity.wasm with the WASI and
 //                      HTTP imports, `_initialize`, call the export, drop —
 //                      one wasm activity attempt without the database
@@ -11,6 +18,7 @@
 //                      an `interrupt`-strategy workflow pays per wake-up
 //
 // Usage: stele_wasm_bench <dir with the example .wasm files> [n...]
+//        (STELE_BENCH_QUICK=1: few iterations, to check that it runs)
 // Output: `stele wasm <metric> <value> <unit>` lines (BENCHMARKS.md).
 #include <chrono>
 #include <cstdio>
@@ -31,6 +39,7 @@
 #include "runtime/wasm_host/wasm_activity_worker.h"
 #include "runtime/wasm_host/wasm_component.h"
 #include "runtime/wasm_host/wasm_workflow_worker.h"
+#include "runtime/wasm_host/workflow_host.h"
 #include "runtime/workflow/function_registry.h"
 #include "storage/sqlite/sqlite_pool.h"
 
@@ -60,10 +69,67 @@ double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+// Iteration counts shrink with STELE_BENCH_QUICK=1 (a smoke run).
+bool Quick() {
+  const char* quick = std::getenv("STELE_BENCH_QUICK");
+  return quick != nullptr && std::string(quick) == "1";
+}
+
+uint32_t CallU32(wasm::WasmInstance& instance, const char* name, uint32_t arg) {
+  const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(arg))};
+  auto result = Must(instance.Call(name, args), std::string("call ") + name);
+  return static_cast<uint32_t>(result.at(0).AsI32());
+}
+
+void HostCall(const std::shared_ptr<wasm::WasmEngine>& engine, const std::filesystem::path& guest) {
+  auto table = std::make_shared<wasm::ImportTable>();
+  table->Add(
+      "bench", "noop", wasm::FuncType{{wasm::ValType::kI32}, {wasm::ValType::kI32}},
+      [](wasm::HostCall&,
+         std::span<const wasm::Value> args) -> Result<std::vector<wasm::Value>, wasm::WasmError> {
+        return std::vector<wasm::Value>{wasm::Value::I32(args[0].AsI32() + 1)};
+      });
+  auto bytes = Must(wh::ReadFileBytes(guest), "read " + guest.string());
+  auto module = Must(engine->Compile(bytes, table->AsLimits()), "compile " + guest.string());
+  auto instance = Must(engine->Instantiate(module, table), "instantiate " + guest.string());
+  const uint32_t n = Quick() ? 10'000 : 10'000'000;
+  // Both loops compute the same value: the host's noop(i) is i + 1.
+  if (CallU32(*instance, "loop_host", 1000) != CallU32(*instance, "loop_empty", 1000)) {
+    Die("loop_host and loop_empty disagree");
+  }
+  for (int i = 0; i < 3; ++i) {  // warm-up: tier-up to the optimising compiler
+    CallU32(*instance, "loop_host", n / 10);
+    CallU32(*instance, "loop_empty", n / 10);
+  }
+  auto start = Clock::now();
+  CallU32(*instance, "loop_empty", n);
+  const double empty = MicrosSince(start);
+  start = Clock::now();
+  CallU32(*instance, "loop_host", n);
+  const double host = MicrosSince(start);
+  Report("host_call_loop_empty", empty * 1000.0 / n, "ns/iteration");
+  Report("host_call_loop_host", host * 1000.0 / n, "ns/iteration");
+  Report("host_call", (host - empty) * 1000.0 / n, "ns/call");
+}
+
+void WorkflowInstantiate(const std::shared_ptr<const wh::WasmComponent>& workflows) {
+  // The import table of a real run, bound to no run: nothing is called.
+  wh::WorkflowHost host(nullptr, workflows->component_id);
+  const auto imports = host.Imports();
+  const int runs = Quick() ? 20 : 2000;
+  auto once = [&] {
+    Must(workflows->engine->Instantiate(workflows->module, imports), "instantiate");
+  };
+  for (int i = 0; i < runs / 10; ++i) once();  // warm-up
+  auto start = Clock::now();
+  for (int i = 0; i < runs; ++i) once();
+  Report("workflow_instantiate", MicrosSince(start) / runs, "us/instance");
+}
+
 void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
   const wh::DeclaredFunction* fn = square->Find(core::FunctionFqn::Parse("math:squares/api.square").value());
   if (fn == nullptr) Die("square_activity.wasm does not export math:squares/api.square");
-  constexpr int kRuns = 2000;
+  const int kRuns = Quick() ? 20 : 2000;
   auto table = std::make_shared<wasm::ImportTable>();
   wh::AddWasiImports(*table, std::make_shared<wh::WasiState>());
   wh::AddHttpImports(*table, std::make_shared<wh::HttpState>());
@@ -76,7 +142,7 @@ void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
                                 wasm::Value::I32(static_cast<int32_t>(params.size()))};
     if (!instance->Call(fn->export_name, args)) Die("call");
   };
-  for (int i = 0; i < 100; ++i) once();  // warm-up: compile tiers, allocator
+  for (int i = 0; i < kRuns / 20; ++i) once();  // warm-up: compile tiers, allocator
   auto start = Clock::now();
   for (int i = 0; i < kRuns; ++i) once();
   Report("activity_attempt", MicrosSince(start) / kRuns, "us/attempt");
@@ -185,7 +251,7 @@ void FanOut(FanOutWorld& world, int n) {
   Report("fanout_runs_n" + std::to_string(n), static_cast<double>(runs), "runs");
   Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()), "events");
 
-  constexpr int kReplays = 20;
+  const int kReplays = Quick() ? 2 : 20;
   auto replay_start = Clock::now();
   for (int i = 0; i < kReplays; ++i) {
     auto replayed = world.workflow_worker->Run(ctx);
@@ -198,7 +264,9 @@ void FanOut(FanOutWorld& world, int n) {
 }
 
 int Main(int argc, char** argv) {
-  if (argc < 2) Die("usage: stele_wasm_bench <dir with fan_out.wasm and square_activity.wasm> [n...]");
+  if (argc < 2) {
+    Die("usage: stele_wasm_bench <dir with fan_out.wasm and square_activity.wasm> [n...]");
+  }
   const std::filesystem::path dir = argv[1];
   std::vector<int> sizes;
   for (int i = 2; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
@@ -213,6 +281,12 @@ int Main(int argc, char** argv) {
       "load square_activity.wasm");
   std::printf("stele wasm engine %s\n", engine->EngineId().c_str());
 
+#ifdef STELE_BENCH_HOST_CALL_WASM
+  HostCall(engine, STELE_BENCH_HOST_CALL_WASM);  // built next to this binary
+#else
+  HostCall(engine, dir / "host_call_guest.wasm");
+#endif
+  WorkflowInstantiate(workflows);
   ActivityAttempt(activities);
 
   const char* tmp = std::getenv("STELE_BENCH_DIR");

@@ -102,6 +102,14 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     exec.lock_expiry = c.lock_expiry.value_or(defaults.lock_expiry);
     exec.tick_sleep = defaults.tick_sleep;
     exec.component_id = component.component_id;
+    // A wasm workflow replays its history on the code that locks it, so it
+    // runs only on the component digest it was created with (or upgraded
+    // to, PUT /v1/executions/{id}/upgrade): a restart with changed code
+    // leaves older executions pending instead of replaying them on other
+    // code. Activities are not replayed and stay locked by ffqn.
+    if (c.kind == ComponentKind::kWorkflowWasm) {
+      exec.locking_strategy = executor::LockingStrategy::kByComponentId;
+    }
     std::optional<uint32_t> max_retries = workflow ? std::nullopt : c.max_retries;
     if (!workflow && !c.max_retries) max_retries = 5;
     exec.retry_config = core::ComponentRetryConfig{

@@ -1,8 +1,10 @@
 // Runs the example guests of examples/wasm (C and C++ workflows, wasi-libc
-// activities) end to end, so that the examples stay working.
-#include <string>
-
+// activities in C and C++) end to end, so that the examples stay working.
+// The examples written in both languages run once per language (the C++
+// file is the C one's name + "_cpp").
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "runtime/wasm_host/wasm_host_test_util.h"
 
@@ -11,7 +13,9 @@ namespace {
 
 using core::Json;
 
-std::string Example(const char* name) { return std::string(STELE_EXAMPLES_WASM_DIR) + "/" + name + "_t.wasm"; }
+std::string Example(const char* name) {
+  return std::string(STELE_EXAMPLES_WASM_DIR) + "/" + name + "_t.wasm";
+}
 
 std::shared_ptr<const WasmComponent> Load(const char* name, GuestKind kind) {
   return LoadOrDie(Example(name).c_str(), name, kind);
@@ -29,13 +33,30 @@ class WasmExamplesTest : public ::testing::Test {
   std::unique_ptr<Env> env_;
 };
 
-TEST_F(WasmExamplesTest, Hello) {
+// Parameter: "" for the C example, "_cpp" for its C++ version.
+class WasmExamplesByLanguageTest : public WasmExamplesTest,
+                                   public ::testing::WithParamInterface<const char*> {
+ protected:
+  std::shared_ptr<const WasmComponent> LoadIn(const std::string& name, GuestKind kind) {
+    return Load((name + GetParam()).c_str(), kind);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Languages, WasmExamplesByLanguageTest, ::testing::Values("", "_cpp"),
+                         [](const ::testing::TestParamInfo<const char*>& language) {
+                           return std::string(language.param).empty() ? std::string("C")
+                                                                      : std::string("Cpp");
+                         });
+
+// The C workflow with hello's activity in C, then in C++.
+TEST_P(WasmExamplesByLanguageTest, Hello) {
   EnvConfig config;
   config.workflows = Load("hello_workflow", GuestKind::kWorkflow);
-  config.activities = Load("hello_activity", GuestKind::kActivity);
+  config.activities = LoadIn("hello_activity", GuestKind::kActivity);
   env_ = std::make_unique<Env>(dir_, std::move(config));
   auto id = env_->Submit("demo:hello/api.welcome", Json::array({"Ada"}));
-  EXPECT_EQ(env_->Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("hello, Ada")}));
+  EXPECT_EQ(env_->Await(id),
+            core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("hello, Ada")}));
 }
 
 TEST_F(WasmExamplesTest, FanOutInCpp) {
@@ -50,29 +71,32 @@ TEST_F(WasmExamplesTest, FanOutInCpp) {
 
 // The replay scenarios run under both blocking strategies, each writing the
 // same history (ExpectSameHistoryUnderBothStrategies).
-TEST_F(WasmExamplesTest, DurableSleepUnderBothStrategies) {
+TEST_P(WasmExamplesByLanguageTest, DurableSleepUnderBothStrategies) {
   EnvConfig config;
-  config.workflows = Load("durable_sleep", GuestKind::kWorkflow);
+  config.workflows = LoadIn("durable_sleep", GuestKind::kWorkflow);
   ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
     env.Submit("demo:reminder/api.remind", Json::array({0, "Bob"}), id);
-    EXPECT_EQ(env.Await(id),
-              core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("time to stretch, Bob")}));
+    EXPECT_EQ(env.Await(id), core::SupportedFunctionReturnValue(
+                                 core::ReturnValueOk{Json("time to stretch, Bob")}));
   });
 }
 
 // The saga's activities are native; they record the steps they ran.
-EnvConfig SagaConfig(std::shared_ptr<std::vector<std::string>> calls) {
+EnvConfig SagaConfig(std::shared_ptr<std::vector<std::string>> calls,
+                     std::shared_ptr<const WasmComponent> saga) {
   EnvConfig config;
-  config.workflows = Load("order_saga", GuestKind::kWorkflow);
+  config.workflows = std::move(saga);
   auto record = [calls](std::string step, Json value) -> ActivityFn {
     return [calls, step, value](ActivityContext&, const Json&) -> ActivityResult {
       calls->push_back(step);
       return value;
     };
   };
-  config.native_activities["shop:payments/card.charge"] = record("charge", Json{{"payment", "P-1"}});
+  config.native_activities["shop:payments/card.charge"] =
+      record("charge", Json{{"payment", "P-1"}});
   config.native_activities["shop:payments/card.refund"] = record("refund", Json(true));
-  config.native_activities["shop:stock/items.reserve"] = record("reserve", Json{{"reservation", "R-1"}});
+  config.native_activities["shop:stock/items.reserve"] =
+      record("reserve", Json{{"reservation", "R-1"}});
   config.native_activities["shop:stock/items.release"] = record("release", Json(true));
   config.native_activities["shop:shipping/parcels.ship"] =
       [calls](ActivityContext&, const Json& p) -> ActivityResult {
@@ -83,20 +107,23 @@ EnvConfig SagaConfig(std::shared_ptr<std::vector<std::string>> calls) {
   return config;
 }
 
-TEST_F(WasmExamplesTest, OrderSagaPlacesAnOrderUnderBothStrategies) {
+TEST_P(WasmExamplesByLanguageTest, OrderSagaPlacesAnOrderUnderBothStrategies) {
   auto calls = std::make_shared<std::vector<std::string>>();
-  ExpectSameHistoryUnderBothStrategies(SagaConfig(calls), [&](Env& env, const core::ExecutionId& id) {
+  EnvConfig config = SagaConfig(calls, LoadIn("order_saga", GuestKind::kWorkflow));
+  ExpectSameHistoryUnderBothStrategies(config, [&](Env& env, const core::ExecutionId& id) {
     calls->clear();
-    env.Submit("shop:orders/saga.place-order", Json::array({"A-1", 4999, "teapot", "Baker St"}), id);
-    EXPECT_EQ(env.Await(id), core::SupportedFunctionReturnValue(core::ReturnValueOk{
-                                 Json{{"order", "A-1"}, {"tracking", "T-1"}}}));
+    env.Submit("shop:orders/saga.place-order", Json::array({"A-1", 4999, "teapot", "Baker St"}),
+               id);
+    EXPECT_EQ(env.Await(id), core::SupportedFunctionReturnValue(
+                                 core::ReturnValueOk{Json{{"order", "A-1"}, {"tracking", "T-1"}}}));
     EXPECT_EQ(*calls, (std::vector<std::string>{"charge", "reserve", "ship"}));
   });
 }
 
-TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipmentUnderBothStrategies) {
+TEST_P(WasmExamplesByLanguageTest, OrderSagaCompensatesAFailedShipmentUnderBothStrategies) {
   auto calls = std::make_shared<std::vector<std::string>>();
-  ExpectSameHistoryUnderBothStrategies(SagaConfig(calls), [&](Env& env, const core::ExecutionId& id) {
+  EnvConfig config = SagaConfig(calls, LoadIn("order_saga", GuestKind::kWorkflow));
+  ExpectSameHistoryUnderBothStrategies(config, [&](Env& env, const core::ExecutionId& id) {
     calls->clear();
     env.Submit("shop:orders/saga.place-order", Json::array({"A-2", 4999, "teapot", ""}), id);
     auto result = env.Await(id, std::chrono::seconds(60));
@@ -108,13 +135,12 @@ TEST_F(WasmExamplesTest, OrderSagaCompensatesAFailedShipmentUnderBothStrategies)
   });
 }
 
-TEST_F(WasmExamplesTest, HumanApprovalUnderBothStrategies) {
+TEST_P(WasmExamplesByLanguageTest, HumanApprovalUnderBothStrategies) {
   EnvConfig config;
-  config.workflows = Load("human_approval", GuestKind::kWorkflow);
+  config.workflows = LoadIn("human_approval", GuestKind::kWorkflow);
   config.stubs = {"demo:expenses/manager.approve"};
-  config.native_activities["demo:expenses/bank.pay"] = [](ActivityContext&, const Json&) -> ActivityResult {
-    return Json("paid");
-  };
+  config.native_activities["demo:expenses/bank.pay"] =
+      [](ActivityContext&, const Json&) -> ActivityResult { return Json("paid"); };
   ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
     env.Submit("demo:expenses/flow.expense", Json::array({120, "Ada"}), id);
     ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));

@@ -22,16 +22,6 @@ std::shared_ptr<const WasmComponent> Activities() {
   return LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
 }
 
-Json OkJson(const core::SupportedFunctionReturnValue& v) {
-  const auto* ok = std::get_if<core::ReturnValueOk>(&v);
-  EXPECT_NE(ok, nullptr) << "not ok";
-  if (ok == nullptr || !ok->ok) return nullptr;
-  return *ok->ok;
-}
-const core::FinishedExecutionError* Failure(const core::SupportedFunctionReturnValue& v) {
-  return std::get_if<core::FinishedExecutionError>(&v);
-}
-
 // The first child execution the log submitted.
 std::optional<core::ExecutionId> FirstChild(const std::vector<core::ExecutionEvent>& events) {
   for (const auto& e : events) {
@@ -136,6 +126,27 @@ TEST_F(WasmHostTest, InfiniteLoopIsInterruptedAndRetriedNotFinished) {
   EXPECT_EQ(CountEvents<core::Finished>(env.Events(id)), 0u);
 }
 
+// Deep recursion in a guest: where the engine's stack runs out depends on
+// the JIT tier and on the stack the worker thread has left, so a stack
+// overflow is never a workflow outcome (which replay would have to
+// reproduce): the run ends as LimitReached — Unlocked, retried after the
+// backoff, not counted against retries — and the execution never finishes.
+TEST_F(WasmHostTest, StackOverflowIsRetriedNeverFinal) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:wasm/wf.recurse", Json::array({1000000000}));
+  EXPECT_TRUE(env.WaitUntil([&] { return CountEvents<core::Unlocked>(env.Events(id)) >= 2; }));
+  const auto events = env.Events(id);
+  for (const auto& e : events) {
+    if (const auto* unlocked = std::get_if<core::Unlocked>(&e.event)) {
+      EXPECT_NE(unlocked->reason.find("stack overflow"), std::string::npos) << unlocked->reason;
+      EXPECT_EQ(unlocked->engine, wasm::CreateV8Engine()->EngineId());
+    }
+  }
+  EXPECT_EQ(CountEvents<core::Finished>(events), 0u);
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(events), 0u);
+  EXPECT_EQ(CountEvents<core::TemporarilyTimedOut>(events), 0u);
+}
+
 TEST_F(WasmHostTest, WorkflowTrapIsFinalWithTheBacktrace) {
   Env& env = Start(EnvConfig{});
   auto id = env.Submit("testing:wasm/wf.trap", Json::array());
@@ -230,9 +241,14 @@ TEST_F(WasmHostTest, MemoryGrowthBeyondTheCapFailsCleanly) {
   EXPECT_NE(failure->reason->find("workflow trap"), std::string::npos) << *failure->reason;
 }
 
+// A workflow runs only on the component digest it was created with or
+// upgraded to: the executor of new code (another digest) leaves it pending,
+// and it runs once upgraded. Here the new code changed inside the recorded
+// prefix, so the upgraded execution ends with nondeterminism detected.
 TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
   core::ExecutionId id = core::ExecutionId::Generate();
   std::string child;
+  const core::InputContentDigest v1 = Workflows()->component_id.input_digest;
   {
     EnvConfig config;
     config.activities = Activities();
@@ -268,10 +284,23 @@ TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
   }
   EnvConfig config;
   config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_V2_WASM, "test_workflows", GuestKind::kWorkflow);
+  const core::InputContentDigest v2 = config.workflows->component_id.input_digest;
+  ASSERT_NE(v1, v2);
   config.activities = Activities();
   config.stubs = {"testing:wasm/stub.approve"};
   Env& env = Start(std::move(config));
+  const size_t locks_under_v1 = CountEvents<core::Locked>(env.Events(id));
   ASSERT_TRUE(env.engine().Stub(child, ExecutionResult::Ok(Json(true))));
+  // Unblocked, but created under v1: the v2 executor does not lock it. A
+  // fresh v2 execution submitted after it runs to its end meanwhile (the
+  // executor ticked), and the v1 one is still pending, unlocked.
+  ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "PendingAt"; }));
+  auto fresh = env.Submit("testing:wasm/wf.sleep", Json::array({1}));
+  EXPECT_EQ(OkJson(env.Await(fresh)), Json("slept"));
+  EXPECT_EQ(env.StateName(id), "PendingAt");
+  EXPECT_EQ(CountEvents<core::Locked>(env.Events(id)), locks_under_v1)
+      << "the v2 executor locked it";
+  ASSERT_TRUE(env.api().UpgradeExecutionComponent(id, v1, v2));
   auto result = env.Await(id);
   const auto* failure = Failure(result);
   ASSERT_NE(failure, nullptr);

@@ -5,6 +5,8 @@
 // database with bounded limits; no sleep decides an outcome.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "executor/exec_task.h"
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm_host/wasm_activity_worker.h"
@@ -24,6 +24,7 @@
 #include "runtime/workflow/function_registry.h"
 #include "stele/engine.h"
 #include "storage/db_external_api.h"
+#include "storage/operations.h"
 #include "storage/sqlite/sqlite_pool.h"
 
 namespace stele::runtime::wasm_host::testing {
@@ -150,6 +151,8 @@ class Env {
     wf.lock_expiry = std::chrono::milliseconds(2000);
     wf.tick_sleep = std::chrono::milliseconds(20);
     wf.component_id = config_.workflows->component_id;
+    // As the server: a workflow runs only on the digest it was created with.
+    wf.locking_strategy = executor::LockingStrategy::kByComponentId;
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
     wf.response_handoff = handoff_;
     tasks_.push_back(std::make_unique<executor::ExecTask>(
@@ -216,6 +219,21 @@ class Env {
     return false;
   }
 
+  // The responses the execution received, in arrival order.
+  std::vector<core::JoinSetResponseEventOuter> Responses(const core::ExecutionId& id) {
+    auto page = MustDb(
+        api_->ListResponses(id, core::Pagination<uint32_t>::NewerThan(1000, 0, true)), "responses");
+    std::vector<core::JoinSetResponseEventOuter> out;
+    for (auto& r : page) out.push_back(std::move(r.event));
+    return out;
+  }
+
+  // Cancels a delay as `stele cancel` does.
+  void CancelDelay(const core::DelayId& delay) {
+    auto conn = MustDb(pool_->Connection(), "conn");
+    MustDb(storage::CancelDelay(*conn, delay, SystemClock::Instance().Now()), "cancel delay");
+  }
+
   std::string StateName(const core::ExecutionId& id) {
     auto state = api_->GetPendingState(id);
     return state ? std::string(state->StateName()) : "?";
@@ -238,6 +256,17 @@ class Env {
   executor::LocalDispatch dispatch_;
   std::shared_ptr<executor::ResponseHandoff> handoff_ = executor::ResponseHandoff::Create();
 };
+
+// The ok value of a result (null, and a failure, when it is not ok).
+inline core::Json OkJson(const core::SupportedFunctionReturnValue& v) {
+  const auto* ok = std::get_if<core::ReturnValueOk>(&v);
+  EXPECT_NE(ok, nullptr) << "not ok";
+  if (ok == nullptr || !ok->ok) return nullptr;
+  return *ok->ok;
+}
+inline const core::FinishedExecutionError* Failure(const core::SupportedFunctionReturnValue& v) {
+  return std::get_if<core::FinishedExecutionError>(&v);
+}
 
 template <class T>
 size_t CountEvents(const std::vector<core::ExecutionEvent>& events) {

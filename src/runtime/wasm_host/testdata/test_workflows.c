@@ -154,6 +154,22 @@ int bad_result(stele_str params, stele_buf* result) {
   return STELE_OK;
 }
 
+/* Recurses `depth` levels through an indirect call (no tail call to turn
+ * into a loop, no locals in linear memory: only the engine's stack grows).
+ * Where the engine's stack runs out depends on the JIT tier and on the
+ * stack the worker thread has left: never a deterministic outcome. */
+STELE_WORKFLOW("testing:wasm/wf.recurse", recurse_wf, "depth: u64", "u64")
+static uint64_t recurse(uint64_t depth);
+static uint64_t (*volatile recurse_indirect)(uint64_t) = recurse;
+__attribute__((noinline)) static uint64_t recurse(uint64_t depth) {
+  if (depth == 0) return 0;
+  return recurse_indirect(depth - 1) + 1;
+}
+int recurse_wf(stele_str params, stele_buf* result) {
+  stele_buf_add_u64(result, recurse(stele_json_u64(stele_json_at(params, 0))));
+  return STELE_OK;
+}
+
 /* Hostile: hands the host a string outside linear memory. */
 STELE_WORKFLOW("testing:wasm/wf.oob", oob, "", "string")
 int oob(stele_str params, stele_buf* result) {

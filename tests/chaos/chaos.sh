@@ -27,7 +27,9 @@
 #                         scripts/with_postgres.sh): a fresh database, dropped
 #                         at the end, and CHAOS_SERVERS servers on it
 #   CHAOS_BACKEND=postgres  the same with $STELE_TEST_POSTGRES_URL (skips
-#                         without it); how ctest's stele_chaos_postgres runs
+#                         without it, or fails under
+#                         STELE_REQUIRE_POSTGRES_TESTS=1 as for any missing
+#                         prerequisite); how ctest's stele_chaos_postgres runs
 #   CHAOS_SERVERS=N       servers sharing the database (default 1 on SQLite,
 #                         2 on PostgreSQL; SQLite allows one); each kill picks
 #                         one at random
@@ -40,7 +42,17 @@ if [ -z "$stele" ] || [ -z "$wasm_dir" ]; then
   echo "usage: $0 STELE_BINARY WASM_DIR" >&2
   exit 2
 fi
-skip() { echo "chaos: SKIPPED: $*"; exit 77; }
+# The PostgreSQL variant under STELE_REQUIRE_POSTGRES_TESTS=1 (CI stages that
+# run under scripts/with_postgres.sh) fails instead of skipping: a stage
+# meant to run it cannot pass with it silently skipped.
+skip() {
+  if [ "${CHAOS_BACKEND:-sqlite}" = postgres ] && [ "${STELE_REQUIRE_POSTGRES_TESTS:-0}" = 1 ]; then
+    echo "chaos: FAILED: $* [STELE_REQUIRE_POSTGRES_TESTS=1: the PostgreSQL chaos run must run, not skip]" >&2
+    exit 1
+  fi
+  echo "chaos: SKIPPED: $*"
+  exit 77
+}
 [ -x "$stele" ] || skip "no stele binary at $stele"
 for guest in fan_out durable_sleep order_saga; do
   [ -f "$wasm_dir/$guest.wasm" ] || skip "wasm guest $wasm_dir/$guest.wasm not built"

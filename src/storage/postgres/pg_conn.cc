@@ -173,7 +173,8 @@ PgError PgConn::ErrorOf(pg_result* res) {
     error.kind = PgError::Kind::kConnectionLost;
   } else if (error.sqlstate == "23505") {
     error.kind = PgError::Kind::kUniqueViolation;
-  } else if (error.sqlstate == "22P05" || error.sqlstate == "22021" || error.sqlstate == "22P02") {
+  } else if (error.sqlstate == "22P05" || error.sqlstate == "22021" || error.sqlstate == "22P02" ||
+             error.sqlstate == "23514") {  // 23514: a CHECK constraint refused the value
     error.kind = PgError::Kind::kInvalidValue;
   }
   if (res != nullptr) PQclear(res);

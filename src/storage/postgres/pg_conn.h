@@ -17,8 +17,9 @@
 //   unique violation → reported to the caller as PgError::kUniqueViolation
 //     (with the constraint's name) so that it can map it to Conflict /
 //     IllegalState / VersionConflict;
-//   invalid text or JSON value (e.g. bad encoding) → kInvalidValue
-//     (ValidationFailed upstream).
+//   invalid text or JSON value (e.g. bad encoding), or a value a CHECK
+//   constraint refuses (e.g. an instant past year 9999) → kInvalidValue
+//     (ValidationFailed upstream: retrying the same value cannot help).
 //
 // Threading: a PgConn is used by one thread at a time (the pool hands it
 // out exclusively). Ownership: owns its PGconn.

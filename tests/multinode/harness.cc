@@ -71,6 +71,12 @@ std::string SkipReason() {
   return "";
 }
 
+std::string RequiredBy() {
+  if (pgtest::PostgresTestsRequired()) return "STELE_REQUIRE_POSTGRES_TESTS=1";
+  if (Env("STELE_REQUIRE_WASM") == "1") return "STELE_REQUIRE_WASM=1";
+  return "";
+}
+
 int WorkflowCount(int fallback) {
   std::string v = Env("MULTINODE_N");
   int n = v.empty() ? fallback : std::atoi(v.c_str());

@@ -40,6 +40,11 @@ std::string SteleBinary();
 std::string WasmDir();
 // Empty when the tests can run, else why they are skipped.
 std::string SkipReason();
+// Set when a test that cannot run must fail instead of skipping: names the
+// variable that asks for it — STELE_REQUIRE_POSTGRES_TESTS=1 (these are
+// PostgreSQL tests: every prerequisite counts, wasm guests included) or
+// STELE_REQUIRE_WASM=1 — else empty.
+std::string RequiredBy();
 // MULTINODE_N (default `fallback`): workflows per test.
 int WorkflowCount(int fallback = 2000);
 

@@ -5,8 +5,10 @@
 // with the database restarted under load. docs/multinode.md.
 //
 // Needs STELE_TEST_POSTGRES_URL (scripts/with_postgres.sh), the restart
-// test also STELE_TEST_POSTGRES_RESTART (exported by the same script);
-// skipped with a message otherwise. MULTINODE_N sets the workflows per test.
+// test also STELE_TEST_POSTGRES_RESTART (exported by the same script), and
+// a `stele` with a wasm runtime plus the example guests; skipped with a
+// message otherwise, failed under STELE_REQUIRE_POSTGRES_TESTS=1 or
+// STELE_REQUIRE_WASM=1 (RequiredBy). MULTINODE_N sets the workflows per test.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -64,11 +66,21 @@ std::string Figures(const std::vector<int>& per_node) {
   return out;
 }
 
+// Ends the test that cannot run for `reason`: skipped, or failed when the
+// environment requires these tests to run (RequiredBy).
+#define MULTINODE_CANNOT_RUN(reason)                                                     \
+  do {                                                                                   \
+    if (const std::string required = RequiredBy(); !required.empty()) {                  \
+      GTEST_FAIL() << reason << " [" << required << ": these tests must run, not skip]"; \
+    }                                                                                    \
+    GTEST_SKIP() << reason;                                                              \
+  } while (false)
+
 class MultinodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string reason = SkipReason();
-    if (!reason.empty()) GTEST_SKIP() << reason;
+    if (!reason.empty()) MULTINODE_CANNOT_RUN(reason);
   }
 
   // A started cluster of `nodes`, or a fatal failure.
@@ -205,8 +217,9 @@ TEST_F(MultinodeTest, KilledNodesWorkIsFinishedByTheOthers) {
 TEST_F(MultinodeTest, DatabaseRestartUnderLoad) {
   const char* restart = std::getenv("STELE_TEST_POSTGRES_RESTART");
   if (restart == nullptr || *restart == '\0') {
-    GTEST_SKIP() << "STELE_TEST_POSTGRES_RESTART is not set (scripts/with_postgres.sh sets it "
-                    "to a command restarting its throw-away cluster)";
+    MULTINODE_CANNOT_RUN(
+        "STELE_TEST_POSTGRES_RESTART is not set (scripts/with_postgres.sh sets it "
+        "to a command restarting its throw-away cluster)");
   }
   ASSERT_NO_FATAL_FAILURE(StartCluster(2));
   const int n = WorkflowCount();

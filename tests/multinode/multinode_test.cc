@@ -174,6 +174,11 @@ class MultinodeTest : public ::testing::Test {
     std::vector<size_t> all(per_node.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     ExpectFairShare(per_node, all);
+    // The config sized each node's pool ([database] postgres_max_connections).
+    const int sessions = OperationSessions(cluster_->database());
+    std::printf("[multinode] pooled sessions: %d (bound %d per node)\n", sessions, kNodePoolSize);
+    EXPECT_GT(sessions, 0);
+    EXPECT_LE(sessions, kNodePoolSize * nodes) << "a node's pool outgrew postgres_max_connections";
     for (int i = 0; i < nodes; ++i) EXPECT_TRUE(cluster_->node(i).Running()) << "node " << i << " died";
   }
 

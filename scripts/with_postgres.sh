@@ -11,7 +11,8 @@
 #     create a fresh database per test, and STELE_TEST_POSTGRES_DATADIR /
 #     STELE_TEST_POSTGRES_RESTART (a command restarting the cluster);
 #   - runs CMD and returns its exit status; the cluster is stopped and its
-#     directory removed on every exit path (trap), failures included.
+#     directory removed on every exit path (trap), failures included, and
+#     when this script gets TERM or INT (passed on to CMD first; 143/130).
 # PostgreSQL refuses to run as root: as root, the server runs as the
 # `postgres` system user (created if needed).
 set -euo pipefail
@@ -91,8 +92,22 @@ export STELE_TEST_POSTGRES_DATADIR="$tmp/data"
 STELE_TEST_POSTGRES_RESTART="$(printf '%q ' "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -m fast -w -t 60 restart) >/dev/null"
 export STELE_TEST_POSTGRES_RESTART
 echo "with_postgres: PostgreSQL 15 on 127.0.0.1:$port (data in $tmp)" >&2
+# CMD runs in the background and is waited for, so that a TERM or INT sent
+# to this script is handled at once (bash runs traps only between foreground
+# commands): CMD gets TERM (also for an INT: a background job ignores INT),
+# and once it has ended the EXIT trap stops the cluster. `<&0` keeps CMD's
+# stdin (a background job's would be /dev/null).
 set +e
-"$@"
-status=$?
+"$@" <&0 &
+child=$!
+signalled=""
+trap 'signalled=143; kill -TERM "$child" 2>/dev/null' TERM
+trap 'signalled=130; kill -TERM "$child" 2>/dev/null' INT
+while true; do
+  wait "$child"
+  status=$?
+  kill -0 "$child" 2>/dev/null || break  # wait was cut short by a signal
+done
 set -e
+if [ -n "$signalled" ]; then status=$signalled; fi
 exit "$status"

@@ -342,6 +342,26 @@ void ReadDatabase(TableReader& root, ServerConfig& config) {
       config.database.postgres = *postgres;
     }
   }
+  // The pool's size and poll interval (PostgresOptions), PostgreSQL only.
+  if (auto v = r.Integer("postgres_max_connections", 1, 1000)) {
+    config.database.postgres_max_connections = static_cast<size_t>(*v);
+  }
+  if (auto v = r.Duration("postgres_poll_interval", false)) {
+    if (*v < std::chrono::milliseconds(10) || *v > std::chrono::hours(1)) {
+      r.Error(TableReader::Line(*r.Get("postgres_poll_interval")), "postgres_poll_interval",
+              "must be between 10ms and 1h");
+    } else {
+      config.database.postgres_poll_interval = *v;
+    }
+  }
+  if (r.Get("postgres") == nullptr) {
+    for (const char* key : {"postgres_max_connections", "postgres_poll_interval"}) {
+      if (const toml::node* node = r.Get(key)) {
+        r.Error(TableReader::Line(*node), key,
+                "applies only with `postgres` (the database is SQLite)");
+      }
+    }
+  }
   if (auto sync = r.String("sqlite_synchronous")) {
     if (*sync == "full") {
       config.database.sqlite_synchronous_full = true;

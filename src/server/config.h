@@ -60,10 +60,17 @@ struct ApiConfig {
 };
 
 struct DatabaseConfig {
-  // Exactly one is used; sqlite is the default.
+  // Exactly one is used; sqlite is the default (also when
+  // STELE_POSTGRES_URL is set: the server reads the database from the
+  // config only; `postgres = "${STELE_POSTGRES_URL}"` uses the variable).
   std::optional<std::string> sqlite;  // absolute path after loading
   std::optional<std::string> postgres;
   bool sqlite_synchronous_full = true;
+  // PostgresOptions of the pool (only with `postgres`): connections used
+  // by operations (the LISTEN and notice connections are 2 more), and how
+  // often waits re-check without a notice.
+  size_t postgres_max_connections = 8;
+  std::chrono::milliseconds postgres_poll_interval{1000};
 };
 
 struct ExecutorDefaults {

@@ -20,6 +20,7 @@ EnvLookup FakeEnv() {
   return [](const std::string& name) -> std::optional<std::string> {
     if (name == "STELE_TEST_TOKEN") return std::string("s3cret");
     if (name == "STELE_TEST_DIR") return std::string("/srv/stele");
+    if (name == "STELE_POSTGRES_URL") return std::string("postgresql://stele@db/stele");
     return std::nullopt;
   };
 }
@@ -190,6 +191,29 @@ TEST(ConfigTest, UnknownKeysAreErrorsWithKeyAndLine) {
            "workflow_wasm[0].max_retries", 4);
 }
 
+// The PostgreSQL pool's size and poll interval; the documented idiom for
+// taking the connection string from the environment.
+TEST(ConfigTest, PostgresPoolSettings) {
+  auto config = Parse(
+      "[database]\npostgres = \"${STELE_POSTGRES_URL}\"\npostgres_max_connections = 24\n"
+      "postgres_poll_interval = \"250ms\"\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->database.postgres, "postgresql://stele@db/stele");
+  EXPECT_FALSE(config->database.sqlite);
+  EXPECT_EQ(config->database.postgres_max_connections, 24u);
+  EXPECT_EQ(config->database.postgres_poll_interval, std::chrono::milliseconds(250));
+  // Defaults: PostgresOptions'.
+  auto defaults = Parse("[database]\npostgres = \"postgresql://x\"\n");
+  ASSERT_TRUE(defaults.has_value()) << FormatErrors(defaults.error());
+  EXPECT_EQ(defaults->database.postgres_max_connections, 8u);
+  EXPECT_EQ(defaults->database.postgres_poll_interval, std::chrono::seconds(1));
+  // STELE_POSTGRES_URL alone does not switch the server to PostgreSQL.
+  auto plain = Parse("");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->database.postgres);
+  EXPECT_TRUE(plain->database.sqlite);
+}
+
 TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   EXPECT_THAT(OneError("[api]\nlisten = \"localhost\"\n", "api.listen", 2).message,
               HasSubstr("HOST:PORT"));
@@ -203,6 +227,28 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   OneError("[watcher]\nenabled = \"yes\"\n", "watcher.enabled", 2);
   OneError("[database]\nsqlite = \"a\"\npostgres = \"postgresql://x\"\n", "database.postgres", 3);
   OneError("[database]\nsqlite = \":memory:\"\n", "database.sqlite", 2);
+  const std::string pg = "[database]\npostgres = \"postgresql://x\"\n";
+  EXPECT_THAT(
+      OneError(pg + "postgres_max_connections = 0\n", "database.postgres_max_connections", 3)
+          .message,
+      HasSubstr("between 1 and 1000"));
+  OneError(pg + "\npostgres_max_connections = \"8\"\n", "database.postgres_max_connections", 4);
+  EXPECT_THAT(
+      OneError(pg + "postgres_poll_interval = \"0s\"\n", "database.postgres_poll_interval", 3)
+          .message,
+      HasSubstr("must be positive"));
+  EXPECT_THAT(
+      OneError(pg + "postgres_poll_interval = \"1ms\"\n", "database.postgres_poll_interval", 3)
+          .message,
+      HasSubstr("between 10ms and 1h"));
+  OneError(pg + "postgres_poll_interval = \"soon\"\n", "database.postgres_poll_interval", 3);
+  EXPECT_THAT(
+      OneError("[database]\npostgres_max_connections = 4\n", "database.postgres_max_connections", 2)
+          .message,
+      HasSubstr("only with `postgres`"));
+  EXPECT_THAT(
+      OneError("[database]\npostgres = \"${STELE_NOT_SET}\"\n", "database.postgres", 2).message,
+      HasSubstr("`STELE_NOT_SET` is not set"));
   OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nblocking_strategy = \"spin\"\n",
            "workflow_wasm[0].blocking_strategy", 4);
   OneError("api = 3\n", "api", 1);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <atomic>
 #include <chrono>
@@ -46,6 +47,8 @@ Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfi
 #if STELE_SERVER_HAVE_POSTGRES
     storage::postgres::PostgresOptions options;
     options.conninfo = *config.database.postgres;
+    options.max_connections = config.database.postgres_max_connections;
+    options.poll_interval = config.database.postgres_poll_interval;
     auto pool = storage::postgres::PostgresPool::Open(options);
     if (!pool) return Unexpected("cannot open PostgreSQL database: " + pool.error().ToString());
     return std::unique_ptr<storage::DbPool>(std::move(*pool));
@@ -55,6 +58,14 @@ Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfi
   }
   storage::sqlite::SqliteOptions options;
   options.path = *config.database.sqlite;
+  // The library's fallback to STELE_POSTGRES_URL is not the server's: its
+  // database comes from the config alone (docs/config.md). Say so.
+  if (const char* url = std::getenv("STELE_POSTGRES_URL"); url != nullptr && *url != '\0') {
+    STELE_LOG(kWarn, "STELE_POSTGRES_URL is set, but [database] postgres is not: using SQLite at `"
+                         << options.path
+                         << "` (write postgres = \"${STELE_POSTGRES_URL}\" under [database] to "
+                            "use PostgreSQL)");
+  }
   options.synchronous = config.database.sqlite_synchronous_full
                             ? storage::sqlite::SqliteOptions::Synchronous::kFull
                             : storage::sqlite::SqliteOptions::Synchronous::kNormal;

@@ -27,7 +27,9 @@
 #                         scripts/with_postgres.sh): a fresh database, dropped
 #                         at the end, and CHAOS_SERVERS servers on it
 #   CHAOS_BACKEND=postgres  the same with $STELE_TEST_POSTGRES_URL (skips
-#                         without it); how ctest's stele_chaos_postgres runs
+#                         without it, or fails under
+#                         STELE_REQUIRE_POSTGRES_TESTS=1 as for any missing
+#                         prerequisite); how ctest's stele_chaos_postgres runs
 #   CHAOS_SERVERS=N       servers sharing the database (default 1 on SQLite,
 #                         2 on PostgreSQL; SQLite allows one); each kill picks
 #                         one at random

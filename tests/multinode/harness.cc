@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "storage/postgres/pg_conn.h"
 #include "storage/postgres/test_database.h"
 
 #ifndef STELE_BINARY
@@ -69,6 +70,23 @@ std::string SkipReason() {
     }
   }
   return "";
+}
+
+std::string RequiredBy() {
+  if (pgtest::PostgresTestsRequired()) return "STELE_REQUIRE_POSTGRES_TESTS=1";
+  if (Env("STELE_REQUIRE_WASM") == "1") return "STELE_REQUIRE_WASM=1";
+  return "";
+}
+
+int OperationSessions(const std::string& database) {
+  auto admin = pgtest::AdminConninfo();
+  if (!admin) return -1;
+  auto conn = storage::postgres::internal::PgConn::Connect(*admin);
+  if (!conn) return -1;
+  auto res = (*conn)->Exec(
+      "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'stele'",
+      storage::postgres::internal::Params().Text(database));
+  return res ? static_cast<int>(res->Int(0, 0)) : -1;
 }
 
 int WorkflowCount(int fallback) {
@@ -218,7 +236,8 @@ std::unique_ptr<Cluster> Cluster::Create(int nodes, std::string* error) {
   // small watcher leeway for the same reason.
   const fs::path wasm = WasmDir();
   std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\n\n[database]\npostgres = " +
-                     TomlString(*conninfo) +
+                     TomlString(*conninfo) + "\npostgres_max_connections = " +
+                     std::to_string(kNodePoolSize) + "\npostgres_poll_interval = \"500ms\"" +
                      "\n\n[executor]\nlock_expiry = \"2s\"\ntick_sleep = \"100ms\"\n"
                      "batch_size = 10\n\n[watcher]\nleeway = \"200ms\"\n\n"
                      "[[workflow_wasm]]\nname = \"fan_out\"\nlocation = " +

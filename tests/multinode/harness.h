@@ -40,8 +40,21 @@ std::string SteleBinary();
 std::string WasmDir();
 // Empty when the tests can run, else why they are skipped.
 std::string SkipReason();
+// Set when a test that cannot run must fail instead of skipping: names the
+// variable that asks for it — STELE_REQUIRE_POSTGRES_TESTS=1 (these are
+// PostgreSQL tests: every prerequisite counts, wasm guests included) or
+// STELE_REQUIRE_WASM=1 — else empty.
+std::string RequiredBy();
 // MULTINODE_N (default `fallback`): workflows per test.
 int WorkflowCount(int fallback = 2000);
+
+// `[database] postgres_max_connections` of every node: its pool's bound.
+inline constexpr int kNodePoolSize = 6;
+// Sessions of `database` that the nodes' pools opened for operations
+// (application_name "stele": storage/postgres/pg_conn.h; the listener and
+// notice sender excluded). A pool keeps what it opened, so after a run
+// this is the most each node had open at once, summed. -1 on error.
+int OperationSessions(const std::string& database);
 
 std::string ReadFile(const fs::path& p);
 void WriteFile(const fs::path& p, const std::string& text);

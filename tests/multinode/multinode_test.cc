@@ -5,8 +5,10 @@
 // with the database restarted under load. docs/multinode.md.
 //
 // Needs STELE_TEST_POSTGRES_URL (scripts/with_postgres.sh), the restart
-// test also STELE_TEST_POSTGRES_RESTART (exported by the same script);
-// skipped with a message otherwise. MULTINODE_N sets the workflows per test.
+// test also STELE_TEST_POSTGRES_RESTART (exported by the same script), and
+// a `stele` with a wasm runtime plus the example guests; skipped with a
+// message otherwise, failed under STELE_REQUIRE_POSTGRES_TESTS=1 or
+// STELE_REQUIRE_WASM=1 (RequiredBy). MULTINODE_N sets the workflows per test.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -64,11 +66,37 @@ std::string Figures(const std::vector<int>& per_node) {
   return out;
 }
 
+// Ends the test that cannot run for `reason`: skipped, or failed when the
+// environment requires these tests to run (RequiredBy).
+#define MULTINODE_CANNOT_RUN(reason)                                                     \
+  do {                                                                                   \
+    if (const std::string required = RequiredBy(); !required.empty()) {                  \
+      GTEST_FAIL() << reason << " [" << required << ": these tests must run, not skip]"; \
+    }                                                                                    \
+    GTEST_SKIP() << reason;                                                              \
+  } while (false)
+
+// Fair share: each node in `nodes` locked at least half of an even split,
+// 1/(2·size) of all Locked events (`size`: nodes in the cluster). Nodes of
+// one build with one config, polling the same database and competing with
+// FOR UPDATE SKIP LOCKED, split the work about evenly (the figures in
+// docs/multinode.md: 49–51% of 2, 33–34% of 3), so a node under half its
+// share means it was starved or locked out, not unlucky.
+void ExpectFairShare(const std::vector<int>& per_node, const std::vector<size_t>& nodes) {
+  int total = 0;
+  for (int c : per_node) total += c;
+  const double least = static_cast<double>(total) / (2.0 * static_cast<double>(per_node.size()));
+  for (size_t i : nodes) {
+    EXPECT_GE(static_cast<double>(per_node[i]), least)
+        << "node " << i << " locked under half its share (" << least << "): " << Figures(per_node);
+  }
+}
+
 class MultinodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string reason = SkipReason();
-    if (!reason.empty()) GTEST_SKIP() << reason;
+    if (!reason.empty()) MULTINODE_CANNOT_RUN(reason);
   }
 
   // A started cluster of `nodes`, or a fatal failure.
@@ -142,10 +170,15 @@ class MultinodeTest : public ::testing::Test {
     auto workflows = MakeWorkflows(WorkflowCount());
     auto results = RunWorkload(workflows);
     std::vector<int> per_node = VerifyAll(workflows, results);
-    // Spread: every node locked some of the work (the figures show how much).
-    for (size_t i = 0; i < per_node.size(); ++i) {
-      EXPECT_GT(per_node[i], 0) << "node " << i << " locked nothing: " << Figures(per_node);
-    }
+    // Spread: every node did a fair share of the work.
+    std::vector<size_t> all(per_node.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    ExpectFairShare(per_node, all);
+    // The config sized each node's pool ([database] postgres_max_connections).
+    const int sessions = OperationSessions(cluster_->database());
+    std::printf("[multinode] pooled sessions: %d (bound %d per node)\n", sessions, kNodePoolSize);
+    EXPECT_GT(sessions, 0);
+    EXPECT_LE(sessions, kNodePoolSize * nodes) << "a node's pool outgrew postgres_max_connections";
     for (int i = 0; i < nodes; ++i) EXPECT_TRUE(cluster_->node(i).Running()) << "node " << i << " died";
   }
 
@@ -194,8 +227,10 @@ TEST_F(MultinodeTest, KilledNodesWorkIsFinishedByTheOthers) {
   }
   std::printf("[multinode] %d executions taken over from the killed node\n", taken_from_victim);
   EXPECT_GT(taken_from_victim, 0) << "no lock of the killed node was taken over";
-  EXPECT_GT(per_node[0], 0);
-  EXPECT_GT(per_node[2], 0);
+  // The two survivors ran from start to end: each still did a fair share
+  // (of all the locks, the victim's included). The victim's own share is
+  // not checked: it depends on when it was killed.
+  ExpectFairShare(per_node, {0, 2});
   EXPECT_TRUE(cluster_->node(0).Running());
   EXPECT_TRUE(cluster_->node(2).Running());
 }
@@ -205,8 +240,9 @@ TEST_F(MultinodeTest, KilledNodesWorkIsFinishedByTheOthers) {
 TEST_F(MultinodeTest, DatabaseRestartUnderLoad) {
   const char* restart = std::getenv("STELE_TEST_POSTGRES_RESTART");
   if (restart == nullptr || *restart == '\0') {
-    GTEST_SKIP() << "STELE_TEST_POSTGRES_RESTART is not set (scripts/with_postgres.sh sets it "
-                    "to a command restarting its throw-away cluster)";
+    MULTINODE_CANNOT_RUN(
+        "STELE_TEST_POSTGRES_RESTART is not set (scripts/with_postgres.sh sets it "
+        "to a command restarting its throw-away cluster)");
   }
   ASSERT_NO_FATAL_FAILURE(StartCluster(2));
   const int n = WorkflowCount();
@@ -220,6 +256,10 @@ TEST_F(MultinodeTest, DatabaseRestartUnderLoad) {
   });
   EXPECT_EQ(status, 0) << "restart command failed: " << restart;
   std::vector<int> per_node = VerifyAll(workflows, results);
+  // Only "both worked", not a fair share: after the restart each node
+  // reconnects on its own backoff (up to 1 s for the listener), and the
+  // one back first may take most of the work queued meanwhile; how much
+  // depends on timing, and the test is about surviving the restart.
   for (size_t i = 0; i < per_node.size(); ++i) EXPECT_GT(per_node[i], 0) << "node " << i;
   EXPECT_TRUE(cluster_->node(0).Running());
   EXPECT_TRUE(cluster_->node(1).Running());

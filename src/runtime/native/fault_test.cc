@@ -250,7 +250,7 @@ TEST_F(WorkflowFaultTest, SqliteWorkflowsKeepTheirGuaranteesUnderFaults) {
 #if STELE_NATIVE_FAULT_TEST_HAVE_POSTGRES
 TEST_F(WorkflowFaultTest, PostgresWorkflowsKeepTheirGuaranteesUnderFaults) {
   namespace pg = storage::postgres::testing;
-  if (!pg::AdminConninfo()) GTEST_SKIP() << pg::UnavailableReason();
+  if (!pg::AdminConninfo()) STELE_POSTGRES_TEST_UNAVAILABLE(pg::UnavailableReason());
   auto pool = pg::OpenFreshPool();
   ASSERT_TRUE(pool) << pool.error().ToString();
   RunUnderFaults(std::move(*pool), FaultRate(0.1), Workflows(40));

@@ -245,7 +245,9 @@ TEST_F(CheckSqliteTest, ClosedDatabaseIsAnError) {
 
 #if STELE_CHECK_TEST_HAVE_POSTGRES
 TEST(CheckPostgresTest, HealthyStoreHasNoFindings) {
-  if (!postgres::testing::AdminConninfo()) GTEST_SKIP() << postgres::testing::UnavailableReason();
+  if (!postgres::testing::AdminConninfo()) {
+    STELE_POSTGRES_TEST_UNAVAILABLE(postgres::testing::UnavailableReason());
+  }
   auto pool = postgres::testing::OpenFreshPool();
   ASSERT_TRUE(pool) << pool.error().ToString();
   EXPECT_EQ(Populate(**pool, 7), kTotal);

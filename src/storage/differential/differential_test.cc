@@ -446,11 +446,12 @@ TEST(DifferentialTest, MemoryAndSqliteAgree) {
 }
 
 #ifdef STELE_DIFFERENTIAL_HAVE_POSTGRES
-// The same scenarios against PostgreSQL (a fresh database per run; the
-// server from STELE_TEST_POSTGRES_URL, see scripts/with_postgres.sh).
+// The same scenarios against PostgreSQL (a fresh schema per run, see
+// test_database.h; the server from STELE_TEST_POSTGRES_URL, see
+// scripts/with_postgres.sh).
 TEST(DifferentialTest, MemoryAndPostgresAgree) {
   if (!postgres::testing::AdminConninfo()) {
-    GTEST_SKIP() << postgres::testing::UnavailableReason();
+    STELE_POSTGRES_TEST_UNAVAILABLE(postgres::testing::UnavailableReason());
   }
   const uint64_t first_seed = EnvOr("STELE_TEST_SEED", std::random_device{}());
   const uint64_t runs = EnvOr("STELE_TEST_SEED_NUM", 30);

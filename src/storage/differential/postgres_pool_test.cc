@@ -1,7 +1,8 @@
 // Tests of what is specific to the PostgreSQL backend (the contract itself
 // is covered by the conformance suite): migrations, reconnection, errors
 // when the server is down, NOTIFY across pools, and SKIP LOCKED across
-// pools. Skips without STELE_TEST_POSTGRES_URL (scripts/with_postgres.sh).
+// pools. Skips without STELE_TEST_POSTGRES_URL (scripts/with_postgres.sh);
+// fails instead under STELE_REQUIRE_POSTGRES_TESTS=1.
 #include "storage/postgres/postgres_pool.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "storage/differential/postgres_test_fixture.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/schema.h"
 #include "storage/postgres/test_database.h"
@@ -45,35 +47,6 @@ using conformance::RetryConfig;
 using conformance::Runner;
 using internal::PgConn;
 using namespace std::chrono_literals;
-
-class PostgresPoolTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto admin = testing::AdminConninfo();
-    if (!admin) GTEST_SKIP() << testing::UnavailableReason();
-    admin_ = *admin;
-  }
-  void TearDown() override {
-    for (const auto& name : databases_) testing::DropDatabase(name);
-  }
-  // An empty database (no schema): its conninfo.
-  std::string EmptyDatabase() {
-    const std::string name =
-        "stele_unit_" + std::to_string(::getpid()) + "_" + std::to_string(databases_.size());
-    auto admin = Admin();
-    (void)admin->ExecScript("DROP DATABASE IF EXISTS " + name);
-    EXPECT_TRUE(admin->ExecScript("CREATE DATABASE " + name).has_value());
-    databases_.push_back(name);
-    return Must(testing::WithDatabase(admin_, name));
-  }
-  std::unique_ptr<PgConn> Admin() {
-    auto conn = PgConn::Connect(admin_);
-    EXPECT_TRUE(conn.has_value()) << (conn ? "" : conn.error().message);
-    return conn ? std::move(*conn) : nullptr;
-  }
-  std::string admin_;
-  std::vector<std::string> databases_;
-};
 
 int64_t CountMigrations(const std::string& conninfo) {
   auto conn = PgConn::Connect(conninfo);

@@ -95,7 +95,7 @@ void NoticeSender::Run() {
 bool NoticeSender::Send(const std::vector<Notice>& notices) {
   if (conn_ != nullptr && conn_->IsBroken()) conn_.reset();
   if (conn_ == nullptr) {
-    auto connected = PgConn::Connect(conninfo_);
+    auto connected = PgConn::Connect(conninfo_, nullptr, "stele notices");
     if (!connected) {
       STELE_LOG(kDebug, "postgres notice sender: " << connected.error().message
                                                    << "; other processes poll meanwhile");

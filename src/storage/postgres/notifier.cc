@@ -176,7 +176,7 @@ void Listener::Run() {
   auto backoff = std::chrono::milliseconds(50);
   while (!stop_) {
     if (conn == nullptr) {
-      auto connected = PgConn::Connect(conninfo_);
+      auto connected = PgConn::Connect(conninfo_, nullptr, "stele listener");
       if (connected) {
         auto listening = (*connected)->ExecScript("LISTEN \"" + channel_ + "\"");
         if (listening) {

@@ -91,8 +91,14 @@ void PgConn::Count(uint64_t round_trips, uint64_t statements) {
 }
 
 Result<std::unique_ptr<PgConn>, PgError> PgConn::Connect(const std::string& conninfo,
-                                                         PgCounters* counters) {
-  PGconn* conn = PQconnectdb(conninfo.c_str());
+                                                         PgCounters* counters,
+                                                         const char* application_name) {
+  // expand_dbname: `conninfo` (a key=value string or a URI) is expanded in
+  // place of dbname; a fallback_application_name yields to an
+  // application_name set there.
+  const char* const keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* const values[] = {conninfo.c_str(), application_name, nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn == nullptr) {
     return Unexpected(PgError{PgError::Kind::kConnectionLost, "out of memory", "", ""});
   }
@@ -167,7 +173,8 @@ PgError PgConn::ErrorOf(pg_result* res) {
     error.kind = PgError::Kind::kConnectionLost;
   } else if (error.sqlstate == "23505") {
     error.kind = PgError::Kind::kUniqueViolation;
-  } else if (error.sqlstate == "22P05" || error.sqlstate == "22021" || error.sqlstate == "22P02") {
+  } else if (error.sqlstate == "22P05" || error.sqlstate == "22021" || error.sqlstate == "22P02" ||
+             error.sqlstate == "23514") {  // 23514: a CHECK constraint refused the value
     error.kind = PgError::Kind::kInvalidValue;
   }
   if (res != nullptr) PQclear(res);

@@ -17,8 +17,9 @@
 //   unique violation → reported to the caller as PgError::kUniqueViolation
 //     (with the constraint's name) so that it can map it to Conflict /
 //     IllegalState / VersionConflict;
-//   invalid text or JSON value (e.g. bad encoding) → kInvalidValue
-//     (ValidationFailed upstream).
+//   invalid text or JSON value (e.g. bad encoding), or a value a CHECK
+//   constraint refuses (e.g. an instant past year 9999) → kInvalidValue
+//     (ValidationFailed upstream: retrying the same value cannot help).
 //
 // Threading: a PgConn is used by one thread at a time (the pool hands it
 // out exclusively). Ownership: owns its PGconn.
@@ -147,9 +148,14 @@ struct PgCounters {
 class PgConn {
  public:
   // Connects (blocking). Errors: Generic naming the server problem.
-  // `counters`, when given, must outlive the connection.
+  // `counters`, when given, must outlive the connection. `application_name`
+  // is the session's name in pg_stat_activity unless `conninfo` sets one
+  // (libpq fallback_application_name): the pool's connections are "stele",
+  // its LISTEN connection "stele listener", its notice sender "stele
+  // notices" — so an operator (or a test) can tell them apart.
   static Result<std::unique_ptr<PgConn>, PgError> Connect(const std::string& conninfo,
-                                                          PgCounters* counters = nullptr);
+                                                          PgCounters* counters = nullptr,
+                                                          const char* application_name = "stele");
   ~PgConn();
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;

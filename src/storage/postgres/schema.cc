@@ -123,6 +123,42 @@ CREATE TABLE t_backtrace (
 );
 )sql";
 
+// V2: CHECK constraints V1 lacked — on every instant column, and on
+// t_delay, which had none. An instant (bigint µs) must lie in years
+// 0000–9999, the range RFC 3339 — the API's text form, and the SQLite
+// backend's column format — can express:
+// -62167219200000000 (0000-01-01T00:00:00Z) to 253402300799999999
+// (9999-12-31T23:59:59.999999Z). Not `>= 0`: an instant before 1970 is a
+// valid DateTime that the API accepts and the other backends store. A value
+// outside fails its write with ValidationFailed (pg_conn.cc maps SQLSTATE
+// 23514). ADD CONSTRAINT validates the rows already there (one scan of each
+// table, inside the migration's transaction).
+constexpr std::string_view kMigrationV2 = R"sql(
+ALTER TABLE t_metadata
+  ADD CONSTRAINT t_metadata_created_at_range
+    CHECK (created_at BETWEEN -62167219200000000 AND 253402300799999999);
+ALTER TABLE t_execution_log
+  ADD CONSTRAINT t_execution_log_created_at_range
+    CHECK (created_at BETWEEN -62167219200000000 AND 253402300799999999);
+ALTER TABLE t_join_set_response
+  ADD CONSTRAINT t_join_set_response_created_at_range
+    CHECK (created_at BETWEEN -62167219200000000 AND 253402300799999999);
+ALTER TABLE t_state
+  ADD CONSTRAINT t_state_created_at_range
+    CHECK (created_at BETWEEN -62167219200000000 AND 253402300799999999),
+  ADD CONSTRAINT t_state_first_scheduled_at_range
+    CHECK (first_scheduled_at BETWEEN -62167219200000000 AND 253402300799999999),
+  ADD CONSTRAINT t_state_pending_expires_finished_range
+    CHECK (pending_expires_finished BETWEEN -62167219200000000 AND 253402300799999999),
+  ADD CONSTRAINT t_state_updated_at_range
+    CHECK (updated_at BETWEEN -62167219200000000 AND 253402300799999999);
+ALTER TABLE t_delay
+  ADD CONSTRAINT t_delay_expires_at_range
+    CHECK (expires_at BETWEEN -62167219200000000 AND 253402300799999999),
+  ADD CONSTRAINT t_delay_ids_not_empty
+    CHECK (execution_id <> '' AND join_set_id <> '' AND delay_id <> '');
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -130,6 +166,7 @@ struct Migration {
 // Append new migrations at the end; never edit a released one.
 constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
+    {2, kMigrationV2},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 
@@ -144,7 +181,7 @@ Result<int64_t, DbErrorGeneric> ReadSchemaVersion(PgConn& conn) {
   return version->Int(0, 0);
 }
 
-Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now) {
+Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now, int64_t target) {
   if (auto begun = conn.ExecScript("BEGIN"); !begun) return Unexpected(begun.error().ToGeneric());
   auto body = [&]() -> Result<void, DbErrorGeneric> {
     // Held until COMMIT/ROLLBACK: a second migrator waits here and then
@@ -165,7 +202,7 @@ Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now) {
           "); refusing to open it — upgrade Stele"));
     }
     for (const Migration& migration : kMigrations) {
-      if (migration.version <= current) continue;
+      if (migration.version <= current || migration.version > target) continue;
       if (auto applied = conn.ExecScript(std::string(migration.sql)); !applied) {
         return Unexpected(DbErrorGeneric::Uncategorized("migration to schema version " +
                                                         std::to_string(migration.version) +

@@ -105,6 +105,11 @@ std::string UnavailableReason() {
          "or point it at a server where this role may CREATE DATABASE)";
 }
 
+bool PostgresTestsRequired() {
+  const char* required = std::getenv("STELE_REQUIRE_POSTGRES_TESTS");
+  return required != nullptr && std::string(required) == "1";
+}
+
 Result<std::string, DbErrorGeneric> WithDatabase(const std::string& conninfo,
                                                  const std::string& dbname) {
   char* error = nullptr;

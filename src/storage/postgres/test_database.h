@@ -4,7 +4,9 @@
 // The server comes from STELE_TEST_POSTGRES_URL: a libpq connection string
 // or URI of a role allowed to CREATE DATABASE (scripts/with_postgres.sh
 // starts a throw-away cluster and sets it). Without it, tests skip with
-// UnavailableReason().
+// UnavailableReason() — or fail, under STELE_REQUIRE_POSTGRES_TESTS=1
+// (STELE_POSTGRES_TEST_UNAVAILABLE below), so that a CI stage meant to run
+// them cannot pass with every PostgreSQL test silently skipped.
 //
 // Speed: a fresh pool gets a fresh *schema* in the server's database
 // (search_path set through the connection's options, its own NOTIFY
@@ -32,6 +34,9 @@ namespace stele::storage::postgres::testing {
 std::optional<std::string> AdminConninfo();
 // Why tests are skipped when AdminConninfo() is nullopt.
 std::string UnavailableReason();
+// STELE_REQUIRE_POSTGRES_TESTS=1: a PostgreSQL test that cannot run (no
+// server, or something else it needs) fails instead of skipping.
+bool PostgresTestsRequired();
 
 // `conninfo` with its database name replaced by `dbname`.
 Result<std::string, DbErrorGeneric> WithDatabase(const std::string& conninfo,
@@ -54,3 +59,16 @@ void DropSchema(const std::string& schema);
 Result<std::unique_ptr<DbPool>, DbErrorGeneric> OpenFreshPool(PostgresOptions options = {});
 
 }  // namespace stele::storage::postgres::testing
+
+// Ends the current gtest test (or its SetUp) because a PostgreSQL test
+// cannot run here, for `reason` (streamable): skipped, or failed when
+// PostgresTestsRequired(). For use in test code, which includes gtest.
+#define STELE_POSTGRES_TEST_UNAVAILABLE(reason)                                           \
+  do {                                                                                    \
+    if (::stele::storage::postgres::testing::PostgresTestsRequired()) {                   \
+      GTEST_FAIL() << reason                                                              \
+                   << " [STELE_REQUIRE_POSTGRES_TESTS=1: the PostgreSQL tests must run, " \
+                      "not skip]";                                                        \
+    }                                                                                     \
+    GTEST_SKIP() << reason;                                                               \
+  } while (false)

@@ -45,8 +45,12 @@ void ConformanceTest::SetUp() {
   ASSERT_FALSE(scratch_dir_.empty()) << "cannot create a scratch directory";
   pool_ = backend.open(scratch_dir_);
   if (pool_ == nullptr) {
-    GTEST_SKIP() << backend.name << " backend unavailable"
-                 << (backend.unavailable_reason ? ": " + backend.unavailable_reason() : "");
+    const std::string why = backend.name + " backend unavailable" +
+                            (backend.unavailable_reason ? ": " + backend.unavailable_reason() : "");
+    if (backend.required && backend.required()) {
+      GTEST_FAIL() << why << " [required here: this backend's tests must run, not skip]";
+    }
+    GTEST_SKIP() << why;
   }
   auto db = pool_->ConnectionTest();
   ASSERT_THAT(db, IsOk());

@@ -34,6 +34,9 @@ struct BackendFactory {
   std::function<std::unique_ptr<DbPool>(const std::string& scratch_dir)> open;
   // Optional: why `open` returned nullptr, printed with the skip.
   std::function<std::string()> unavailable_reason = nullptr;
+  // Optional: whether an unavailable backend fails the test instead (e.g.
+  // STELE_REQUIRE_POSTGRES_TESTS=1, set where the server is expected).
+  std::function<bool()> required = nullptr;
   // Explicit skip list: test name (e.g. "LockTest.LockPendingSortsByScheduledAt")
   // → the reason the backend cannot pass it. Empty for a conforming backend.
   std::map<std::string, std::string> skipped_tests = {};

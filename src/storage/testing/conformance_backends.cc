@@ -43,12 +43,14 @@ const std::vector<BackendFactory>& ConformanceBackends() {
       // A fresh schema per test (created and migrated in milliseconds,
       // dropped with the pool); the server comes from
       // STELE_TEST_POSTGRES_URL, set by scripts/with_postgres.sh. Without it
-      // every test skips with the reason below.
+      // every test skips with the reason below (fails under
+      // STELE_REQUIRE_POSTGRES_TESTS=1).
       {"postgres",
        [](const std::string& /*scratch_dir*/) -> std::unique_ptr<DbPool> {
          return Must(postgres::testing::OpenFreshPool());  // nullptr: unconfigured
        },
-       [] { return postgres::testing::UnavailableReason(); }},
+       [] { return postgres::testing::UnavailableReason(); },
+       [] { return postgres::testing::PostgresTestsRequired(); }},
 #endif
   };
   return *backends;

@@ -58,9 +58,12 @@ TEST_P(InjectionTest, HostileIdentifiersAreRejectedBeforeTheStore) {
   }
 }
 
-// PostgreSQL stores params and results as jsonb, which cannot hold U+0000:
-// there a value containing a NUL is refused with ValidationFailed (the API's
-// 400) and nothing is written; the other backends store it.
+// PostgreSQL cannot take U+0000 in a value: its `json` columns store its
+// JSON escape, but extracting text from such a document fails (SQLSTATE
+// 22P05), and every event row does (the generated history_event_type
+// column of t_execution_log). There a value containing a NUL is refused
+// with ValidationFailed (the API's 400) and nothing is written; the other
+// backends store it.
 bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 TEST_P(InjectionTest, NulInValuesIsStoredOrRefusedCleanly) {

@@ -20,10 +20,12 @@
 // connection dropped. It is never retried here, read or write: the server
 // that did not answer would most likely make the retry wait as long again,
 // and the caller should learn of it within the bound. A timed-out write is
-// an unknown outcome, exactly like a lost COMMIT above (the server may
-// still commit it later, but then before any retry of it can: the retry
-// needs the same row locks or unique keys, which the pending transaction
-// holds until it ends).
+// an unknown outcome, exactly like a lost COMMIT above. The server may
+// even run it after the caller got the error (a stopped backend resumed);
+// the same fence holds: a retry at the same version waits for the row
+// lock or unique key the pending transaction holds, or sees its result,
+// or — the request not started yet — takes the version first, and the
+// late request then fails on that key.
 //
 // Threading: thread-safe. Ownership: shared_ptr held by the pool and by
 // every connection; after Close every call fails with DbErrorGeneric::Close.

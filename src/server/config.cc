@@ -342,7 +342,8 @@ void ReadDatabase(TableReader& root, ServerConfig& config) {
       config.database.postgres = *postgres;
     }
   }
-  // The pool's size and poll interval (PostgresOptions), PostgreSQL only.
+  // The pool's size, poll interval and statement timeout
+  // (PostgresOptions), PostgreSQL only.
   if (auto v = r.Integer("postgres_max_connections", 1, 1000)) {
     config.database.postgres_max_connections = static_cast<size_t>(*v);
   }
@@ -354,8 +355,17 @@ void ReadDatabase(TableReader& root, ServerConfig& config) {
       config.database.postgres_poll_interval = *v;
     }
   }
+  if (auto v = r.Duration("postgres_statement_timeout", false)) {
+    if (*v < std::chrono::milliseconds(100) || *v > std::chrono::hours(1)) {
+      r.Error(TableReader::Line(*r.Get("postgres_statement_timeout")), "postgres_statement_timeout",
+              "must be between 100ms and 1h");
+    } else {
+      config.database.postgres_statement_timeout = *v;
+    }
+  }
   if (r.Get("postgres") == nullptr) {
-    for (const char* key : {"postgres_max_connections", "postgres_poll_interval"}) {
+    for (const char* key :
+         {"postgres_max_connections", "postgres_poll_interval", "postgres_statement_timeout"}) {
       if (const toml::node* node = r.Get(key)) {
         r.Error(TableReader::Line(*node), key,
                 "applies only with `postgres` (the database is SQLite)");

@@ -67,10 +67,12 @@ struct DatabaseConfig {
   std::optional<std::string> postgres;
   bool sqlite_synchronous_full = true;
   // PostgresOptions of the pool (only with `postgres`): connections used
-  // by operations (the LISTEN and notice connections are 2 more), and how
-  // often waits re-check without a notice.
+  // by operations (the LISTEN and notice connections are 2 more), how
+  // often waits re-check without a notice, and how long a call waits for
+  // the server's reply to one round trip (statement_timeout).
   size_t postgres_max_connections = 8;
   std::chrono::milliseconds postgres_poll_interval{1000};
+  std::chrono::milliseconds postgres_statement_timeout{30000};
 };
 
 struct ExecutorDefaults {

@@ -196,17 +196,19 @@ TEST(ConfigTest, UnknownKeysAreErrorsWithKeyAndLine) {
 TEST(ConfigTest, PostgresPoolSettings) {
   auto config = Parse(
       "[database]\npostgres = \"${STELE_POSTGRES_URL}\"\npostgres_max_connections = 24\n"
-      "postgres_poll_interval = \"250ms\"\n");
+      "postgres_poll_interval = \"250ms\"\npostgres_statement_timeout = \"5s\"\n");
   ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
   EXPECT_EQ(config->database.postgres, "postgresql://stele@db/stele");
   EXPECT_FALSE(config->database.sqlite);
   EXPECT_EQ(config->database.postgres_max_connections, 24u);
   EXPECT_EQ(config->database.postgres_poll_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(config->database.postgres_statement_timeout, std::chrono::seconds(5));
   // Defaults: PostgresOptions'.
   auto defaults = Parse("[database]\npostgres = \"postgresql://x\"\n");
   ASSERT_TRUE(defaults.has_value()) << FormatErrors(defaults.error());
   EXPECT_EQ(defaults->database.postgres_max_connections, 8u);
   EXPECT_EQ(defaults->database.postgres_poll_interval, std::chrono::seconds(1));
+  EXPECT_EQ(defaults->database.postgres_statement_timeout, std::chrono::seconds(30));
   // STELE_POSTGRES_URL alone does not switch the server to PostgreSQL.
   auto plain = Parse("");
   ASSERT_TRUE(plain.has_value());
@@ -242,6 +244,14 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
           .message,
       HasSubstr("between 10ms and 1h"));
   OneError(pg + "postgres_poll_interval = \"soon\"\n", "database.postgres_poll_interval", 3);
+  EXPECT_THAT(OneError(pg + "postgres_statement_timeout = \"10ms\"\n",
+                       "database.postgres_statement_timeout", 3)
+                  .message,
+              HasSubstr("between 100ms and 1h"));
+  EXPECT_THAT(OneError("[database]\npostgres_statement_timeout = \"5s\"\n",
+                       "database.postgres_statement_timeout", 2)
+                  .message,
+              HasSubstr("only with `postgres`"));
   EXPECT_THAT(
       OneError("[database]\npostgres_max_connections = 4\n", "database.postgres_max_connections", 2)
           .message,

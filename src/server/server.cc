@@ -49,6 +49,7 @@ Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfi
     options.conninfo = *config.database.postgres;
     options.max_connections = config.database.postgres_max_connections;
     options.poll_interval = config.database.postgres_poll_interval;
+    options.statement_timeout = config.database.postgres_statement_timeout;
     auto pool = storage::postgres::PostgresPool::Open(options);
     if (!pool) return Unexpected("cannot open PostgreSQL database: " + pool.error().ToString());
     return std::unique_ptr<storage::DbPool>(std::move(*pool));

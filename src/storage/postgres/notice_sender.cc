@@ -36,8 +36,8 @@ std::vector<Statement> NotifyStatements(const std::string& channel,
   return statements;
 }
 
-NoticeSender::NoticeSender(std::string conninfo, std::string channel)
-    : conninfo_(std::move(conninfo)), channel_(std::move(channel)) {
+NoticeSender::NoticeSender(std::string conninfo, std::string channel, PgTimeouts timeouts)
+    : conninfo_(std::move(conninfo)), channel_(std::move(channel)), timeouts_(timeouts) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -95,7 +95,7 @@ void NoticeSender::Run() {
 bool NoticeSender::Send(const std::vector<Notice>& notices) {
   if (conn_ != nullptr && conn_->IsBroken()) conn_.reset();
   if (conn_ == nullptr) {
-    auto connected = PgConn::Connect(conninfo_, nullptr, "stele notices");
+    auto connected = PgConn::Connect(conninfo_, nullptr, "stele notices", timeouts_);
     if (!connected) {
       STELE_LOG(kDebug, "postgres notice sender: " << connected.error().message
                                                    << "; other processes poll meanwhile");

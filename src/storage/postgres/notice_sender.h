@@ -19,8 +19,9 @@
 // COMMIT (Store::Write), never through this.
 //
 // Threading: Enqueue is thread-safe and never blocks on the network; one
-// thread of its own sends. Failed sends are dropped (logged) and the
-// connection is re-opened for the next batch.
+// thread of its own sends, each send bounded by the reply timeout. Failed
+// (or timed-out) sends are dropped (logged) and the connection is re-opened
+// for the next batch.
 // Ownership: owns its connection and thread; Stop (or destruction) sends
 // what is queued, best effort, and joins.
 #pragma once
@@ -46,7 +47,7 @@ std::vector<Statement> NotifyStatements(const std::string& channel,
 
 class NoticeSender {
  public:
-  NoticeSender(std::string conninfo, std::string channel);
+  NoticeSender(std::string conninfo, std::string channel, PgTimeouts timeouts = {});
   ~NoticeSender();  // Stop()
   NoticeSender(const NoticeSender&) = delete;
   NoticeSender& operator=(const NoticeSender&) = delete;
@@ -69,6 +70,7 @@ class NoticeSender {
 
   const std::string conninfo_;
   const std::string channel_;
+  const PgTimeouts timeouts_;
   std::unique_ptr<PgConn> conn_;  // sender thread only
   mutable std::mutex mu_;
   std::condition_variable cv_;

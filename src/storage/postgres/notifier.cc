@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <utility>
 
@@ -159,8 +160,13 @@ Registration::~Registration() {
 
 // --- Listener ---------------------------------------------------------------
 
-Listener::Listener(std::string conninfo, std::string channel, Notifier& notifier)
-    : conninfo_(std::move(conninfo)), channel_(std::move(channel)), notifier_(notifier) {
+Listener::Listener(std::string conninfo, std::string channel, Notifier& notifier,
+                   PgTimeouts timeouts, std::chrono::milliseconds check_interval)
+    : conninfo_(std::move(conninfo)),
+      channel_(std::move(channel)),
+      notifier_(notifier),
+      timeouts_(timeouts),
+      check_interval_(check_interval) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -171,27 +177,45 @@ void Listener::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::unique_ptr<PgConn> Listener::Connect() {
+  auto connected = PgConn::Connect(conninfo_, nullptr, "stele listener", timeouts_);
+  if (!connected) {
+    STELE_LOG(kDebug, "postgres listener: " << connected.error().message);
+    return nullptr;
+  }
+  auto listening = (*connected)->ExecScript(ListenStatement());
+  if (!listening) {
+    STELE_LOG(kWarn, "postgres listener: LISTEN failed: " << listening.error().message);
+    return nullptr;
+  }
+  return std::move(*connected);
+}
+
 void Listener::Run() {
+  using Clock = std::chrono::steady_clock;
   std::unique_ptr<PgConn> conn;
   auto backoff = std::chrono::milliseconds(50);
+  Clock::time_point last_heard;                   // from the server
+  std::optional<Clock::time_point> check_expiry;  // of the check in flight
+  auto give_up = [&](const char* why) {
+    STELE_LOG(kWarn, "postgres listener: " << why << "; reconnecting");
+    conn.reset();
+    check_expiry.reset();
+    healthy_ = false;
+    // Waiters sleeping on the healthy poll interval re-check now and then
+    // poll faster until the listener is back.
+    notifier_.WakeAll();
+  };
   while (!stop_) {
     if (conn == nullptr) {
-      auto connected = PgConn::Connect(conninfo_, nullptr, "stele listener");
-      if (connected) {
-        auto listening = (*connected)->ExecScript("LISTEN \"" + channel_ + "\"");
-        if (listening) {
-          conn = std::move(*connected);
-          healthy_ = true;
-          backoff = std::chrono::milliseconds(50);
-          // Anything committed while we were not listening is re-checked.
-          notifier_.WakeAll();
-        } else {
-          STELE_LOG(kWarn, "postgres listener: LISTEN failed: " << listening.error().message);
-        }
+      conn = Connect();
+      if (conn != nullptr) {
+        healthy_ = true;
+        backoff = std::chrono::milliseconds(50);
+        last_heard = Clock::now();
+        // Anything committed while we were not listening is re-checked.
+        notifier_.WakeAll();
       } else {
-        STELE_LOG(kDebug, "postgres listener: " << connected.error().message);
-      }
-      if (conn == nullptr) {
         // Sleep in small steps so that Stop() stays prompt.
         for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stop_;
              slept += std::chrono::milliseconds(20)) {
@@ -201,23 +225,62 @@ void Listener::Run() {
         continue;
       }
     }
-    pollfd fd{PQsocket(conn->raw()), POLLIN, 0};
+    pg_conn* raw = conn->raw();
+    // Flush what a check left unsent (the socket is non-blocking).
+    const bool unsent = PQflush(raw) == 1;
+    pollfd fd{PQsocket(raw), static_cast<short>(POLLIN | (unsent ? POLLOUT : 0)), 0};
     // Bounded so that Stop() is noticed within 50 ms.
-    int ready = ::poll(&fd, 1, 50);
-    if (ready < 0) continue;
-    if (PQconsumeInput(conn->raw()) == 0 || PQstatus(conn->raw()) != CONNECTION_OK) {
-      STELE_LOG(kWarn, "postgres listener: connection lost; reconnecting");
-      conn.reset();
-      healthy_ = false;
+    const int ready = ::poll(&fd, 1, 50);
+    if (ready < 0 && errno != EINTR) {
+      give_up("poll on the LISTEN connection failed");
       continue;
     }
+    if (ready > 0 && (fd.revents & ~POLLOUT) != 0) {
+      if (PQconsumeInput(raw) == 0 || PQstatus(raw) != CONNECTION_OK) {
+        give_up("connection lost");
+        continue;
+      }
+      last_heard = Clock::now();
+    }
+    // The check's reply, read only as far as it has arrived (PQgetResult
+    // would wait for the rest).
+    if (check_expiry) {
+      bool done = false;
+      bool failed = false;
+      while (PQisBusy(raw) == 0) {
+        PGresult* res = PQgetResult(raw);
+        if (res == nullptr) {
+          done = true;
+          break;
+        }
+        failed = failed || PQresultStatus(res) != PGRES_COMMAND_OK;
+        PQclear(res);
+      }
+      if (failed) {
+        give_up("LISTEN failed");
+        continue;
+      }
+      if (done) check_expiry.reset();
+    }
     std::vector<Notice> notices;
-    while (PGnotify* notify = PQnotifies(conn->raw())) {
+    while (PGnotify* notify = PQnotifies(raw)) {
       auto decoded = DecodeNotices(notify->extra != nullptr ? notify->extra : "");
       std::move(decoded.begin(), decoded.end(), std::back_inserter(notices));
       PQfreemem(notify);
     }
     if (!notices.empty()) notifier_.Notify(notices);
+    const auto now = Clock::now();
+    if (check_expiry && now >= *check_expiry) {
+      give_up("no reply from PostgreSQL within the statement timeout");
+      continue;
+    }
+    if (!check_expiry && now - last_heard >= check_interval_) {
+      if (PQsendQuery(raw, ListenStatement().c_str()) != 1) {
+        give_up("sending to PostgreSQL failed");
+        continue;
+      }
+      check_expiry = now + timeouts_.reply;
+    }
   }
   healthy_ = false;
 }

@@ -117,9 +117,20 @@ class Registration {
 
 // The LISTEN connection of one pool and its thread. Reconnects with a
 // backoff while the server is unreachable.
+//
+// A LISTEN connection only reads, so a server that stops answering without
+// closing it (a stopped backend, a partition: keepalives catch only the
+// latter) would leave it waiting for notices forever while waiters trust
+// it. So after `check_interval` without hearing from the server it sends
+// its LISTEN again (a no-op for the server; it also keeps
+// pg_stat_activity's `query` naming the LISTEN) and, without a reply
+// within the reply timeout, drops the connection and reconnects. Whenever
+// it goes down or comes back it wakes every waiter: they re-check the
+// database and then poll at the rate that fits (Store::PollInterval).
 class Listener {
  public:
-  Listener(std::string conninfo, std::string channel, Notifier& notifier);
+  Listener(std::string conninfo, std::string channel, Notifier& notifier, PgTimeouts timeouts = {},
+           std::chrono::milliseconds check_interval = std::chrono::seconds(10));
   ~Listener();  // stops the thread
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -129,9 +140,14 @@ class Listener {
 
  private:
   void Run();
+  // Connects and LISTENs; nullptr (logged) when that fails.
+  std::unique_ptr<PgConn> Connect();
+  std::string ListenStatement() const { return "LISTEN \"" + channel_ + "\""; }
   const std::string conninfo_;
   const std::string channel_;
   Notifier& notifier_;
+  const PgTimeouts timeouts_;
+  const std::chrono::milliseconds check_interval_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> healthy_{false};
   std::thread thread_;

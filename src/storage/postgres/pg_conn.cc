@@ -3,11 +3,59 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace stele::storage::postgres::internal {
+
+namespace {
+
+// Cancel requests being sent. libpq 15's PQcancel opens a connection to
+// the server, sends the request and waits for the server to close it —
+// with no bound: a stopped server holds it forever. So each is sent from a
+// detached thread of its own (the PGcancel it uses is a copy, independent
+// of the connection), and at most this many at once: beyond that a
+// timed-out statement is only abandoned (its connection closed), not
+// cancelled.
+std::atomic<int> cancels_in_flight{0};
+constexpr int kMaxCancelsInFlight = 4;
+
+void CancelInBackground(PGconn* conn) {
+  if (cancels_in_flight.fetch_add(1) >= kMaxCancelsInFlight) {
+    cancels_in_flight.fetch_sub(1);
+    return;
+  }
+  PGcancel* cancel = PQgetCancel(conn);
+  if (cancel == nullptr) {
+    cancels_in_flight.fetch_sub(1);
+    return;
+  }
+  try {
+    std::thread([cancel] {
+      char error[256];
+      (void)PQcancel(cancel, error, sizeof(error));  // best effort
+      PQfreeCancel(cancel);
+      cancels_in_flight.fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error&) {  // no thread to be had: abandon only
+    PQfreeCancel(cancel);
+    cancels_in_flight.fetch_sub(1);
+  }
+}
+
+void TrimTrailingSpace(std::string& message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+    message.pop_back();
+  }
+}
+
+}  // namespace
 
 DbErrorGeneric PgError::ToGeneric() const {
   std::string reason = "postgres";
@@ -92,34 +140,48 @@ void PgConn::Count(uint64_t round_trips, uint64_t statements) {
 
 Result<std::unique_ptr<PgConn>, PgError> PgConn::Connect(const std::string& conninfo,
                                                          PgCounters* counters,
-                                                         const char* application_name) {
+                                                         const char* application_name,
+                                                         const PgTimeouts& timeouts) {
   // expand_dbname: `conninfo` (a key=value string or a URI) is expanded in
-  // place of dbname; a fallback_application_name yields to an
-  // application_name set there.
-  const char* const keys[] = {"dbname", "fallback_application_name", nullptr};
-  const char* const values[] = {conninfo.c_str(), application_name, nullptr};
-  PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  // place of dbname. libpq keeps the last value of a key given twice, so
+  // the defaults come before it and whatever `conninfo` sets wins; a
+  // fallback_application_name yields to an application_name set there.
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  const std::string connect_timeout =
+      std::to_string(std::max<int64_t>(2, static_cast<int64_t>(timeouts.connect.count())));
+  const char* connect_timeout_env = std::getenv("PGCONNECT_TIMEOUT");
+  if (connect_timeout_env == nullptr || *connect_timeout_env == '\0') {
+    keys.push_back("connect_timeout");
+    values.push_back(connect_timeout.c_str());
+  }
+  for (const auto& param : kDefaultKeepaliveParams) {
+    keys.push_back(param[0]);
+    values.push_back(param[1]);
+  }
+  keys.insert(keys.end(), {"dbname", "fallback_application_name", nullptr});
+  values.insert(values.end(), {conninfo.c_str(), application_name, nullptr});
+  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (conn == nullptr) {
     return Unexpected(PgError{PgError::Kind::kConnectionLost, "out of memory", "", ""});
   }
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string message = PQerrorMessage(conn);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-      message.pop_back();
-    }
+    TrimTrailingSpace(message);
     PQfinish(conn);
     return Unexpected(PgError{PgError::Kind::kConnectionLost,
                               "cannot connect to PostgreSQL: " + message, "", ""});
   }
-  // Pipelines send without blocking, so that a long pipeline never waits
-  // on a server that is itself waiting for us to read its replies
-  // (PQexec, used by ExecScript, blocks regardless).
+  // Nothing blocks in libpq: sends are non-blocking (a long pipeline never
+  // waits on a server that is itself waiting for us to read its replies)
+  // and every wait is our poll() with a deadline — also PQfinish's
+  // goodbye to a server that no longer reads.
   if (PQsetnonblocking(conn, 1) != 0) {
     std::string message = PQerrorMessage(conn);
     PQfinish(conn);
     return Unexpected(PgError{PgError::Kind::kConnectionLost, "libpq: " + message, "", ""});
   }
-  std::unique_ptr<PgConn> result(new PgConn(conn, counters));
+  std::unique_ptr<PgConn> result(new PgConn(conn, counters, timeouts.reply));
   // Notices (e.g. "relation already exists, skipping") are not errors. But
   // a FATAL reported while the connection is idle (pg_terminate_backend, a
   // server shutdown) arrives as one, before the EOF: the connection is dead
@@ -164,9 +226,7 @@ PgError PgConn::ErrorOf(pg_result* res) {
   error.constraint = field(PG_DIAG_CONSTRAINT_NAME);
   std::string message = res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
   if (message.empty()) message = PQerrorMessage(conn_);
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-    message.pop_back();
-  }
+  TrimTrailingSpace(message);
   error.message = std::move(message);
   if (PQstatus(conn_) != CONNECTION_OK || error.sqlstate.rfind("08", 0) == 0 ||
       error.sqlstate.rfind("57P", 0) == 0) {
@@ -184,42 +244,60 @@ PgError PgConn::ErrorOf(pg_result* res) {
 PgError PgConn::LostError(std::string_view what) {
   broken_ = true;
   std::string message = PQerrorMessage(conn_);
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-    message.pop_back();
-  }
+  TrimTrailingSpace(message);
   return PgError{PgError::Kind::kConnectionLost,
                  std::string(what) + (message.empty() ? "" : ": " + message), "", ""};
 }
 
-Result<void, PgError> PgConn::FlushAll() {
+PgError PgConn::TimeoutError() {
+  broken_ = true;
+  timed_out_ = true;
+  CancelInBackground(conn_);
+  return PgError{PgError::Kind::kTimeout,
+                 "no reply from PostgreSQL within the statement timeout (" +
+                     std::to_string(reply_timeout_.count()) +
+                     " ms): the statement is cancelled and the connection closed; if it was a "
+                     "write, it may or may not have committed",
+                 "", ""};
+}
+
+Result<void, PgError> PgConn::WaitSocket(bool write, Deadline deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= deadline) return Unexpected(TimeoutError());
+  const int socket = PQsocket(conn_);
+  if (socket < 0) return Unexpected(LostError("connection to PostgreSQL lost"));
+  const int64_t left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+  // Read while we wait to write, too: the server may be blocked on replies.
+  pollfd fd{socket, static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0};
+  const int ready = ::poll(&fd, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+  if (ready < 0) {
+    if (errno == EINTR) return {};
+    return Unexpected(LostError("poll on the PostgreSQL socket failed"));
+  }
+  if ((fd.revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)) != 0 && PQconsumeInput(conn_) == 0) {
+    return Unexpected(LostError("reading from PostgreSQL failed"));
+  }
+  return {};  // the caller re-checks its condition (and the deadline)
+}
+
+Result<void, PgError> PgConn::FlushAll(Deadline deadline) {
   while (true) {
     const int flushed = PQflush(conn_);
     if (flushed == 0) return {};
     if (flushed < 0) return Unexpected(LostError("sending to PostgreSQL failed"));
-    // Read while we wait to write: the server may be blocked on replies.
-    pollfd fd{PQsocket(conn_), POLLIN | POLLOUT, 0};
-    if (::poll(&fd, 1, -1) < 0 && errno != EINTR) {
-      return Unexpected(LostError("poll on the PostgreSQL socket failed"));
-    }
-    if ((fd.revents & POLLIN) != 0 && PQconsumeInput(conn_) == 0) {
-      return Unexpected(LostError("reading from PostgreSQL failed"));
-    }
+    STELE_TRY(WaitSocket(/*write=*/true, deadline));
   }
 }
 
-Result<void, PgError> PgConn::AwaitResult() {
-  while (PQisBusy(conn_) != 0) {
-    pollfd fd{PQsocket(conn_), POLLIN, 0};
-    if (::poll(&fd, 1, -1) < 0 && errno != EINTR) {
-      return Unexpected(LostError("poll on the PostgreSQL socket failed"));
-    }
-    if (PQconsumeInput(conn_) == 0) return Unexpected(LostError("reading from PostgreSQL failed"));
-  }
+Result<void, PgError> PgConn::AwaitResult(Deadline deadline) {
+  while (PQisBusy(conn_) != 0) STELE_TRY(WaitSocket(/*write=*/false, deadline));
   return {};
 }
 
 Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
     const std::vector<Statement>& batch) {
+  // One round trip, one bound: sending everything and reading every reply.
+  const Deadline deadline = NextDeadline();
   auto lost = [&](std::string_view what) { return Unexpected(PipelineError{0, LostError(what)}); };
   if (PQenterPipelineMode(conn_) != 1) return lost("cannot enter pipeline mode");
   // What was sent, in order: a Prepare (of statement `index`, named
@@ -266,7 +344,7 @@ Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
   }
   if (PQpipelineSync(conn_) != 1) return lost("sending to PostgreSQL failed");
   Count(1, batch.size());
-  if (auto flushed = FlushAll(); !flushed) {
+  if (auto flushed = FlushAll(deadline); !flushed) {
     return Unexpected(PipelineError{0, std::move(flushed).error()});
   }
 
@@ -278,7 +356,7 @@ Result<std::vector<PgResult>, PipelineError> PgConn::ExecPipeline(
   std::optional<PipelineError> failure;
   size_t next = 0;
   while (true) {
-    if (auto ready = AwaitResult(); !ready) {
+    if (auto ready = AwaitResult(deadline); !ready) {
       return Unexpected(
           PipelineError{next < sent.size() ? sent[next].index : 0, std::move(ready).error()});
     }
@@ -325,13 +403,35 @@ Result<PgResult, PgError> PgConn::Exec(const std::string& sql, const Params& par
 }
 
 Result<void, PgError> PgConn::ExecScript(const std::string& sql) {
-  PGresult* res = PQexec(conn_, sql.c_str());
+  // PQexec would wait without a bound: the same as it does, with our
+  // deadline (simple query protocol, one result per statement).
+  const Deadline deadline = NextDeadline();
   Count(1, 1);
-  const ExecStatusType status = res != nullptr ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return Unexpected(ErrorOf(res));
+  if (PQsendQuery(conn_, sql.c_str()) != 1) {
+    return Unexpected(LostError("sending to PostgreSQL failed"));
   }
-  PQclear(res);
+  STELE_TRY(FlushAll(deadline));
+  std::optional<PgError> failure;
+  while (true) {
+    STELE_TRY(AwaitResult(deadline));
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) break;
+    const ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) {
+      PQclear(res);
+    } else {
+      PgError error = ErrorOf(res);  // clears res
+      if (!failure) failure = std::move(error);
+      // Anything else (COPY, which no script here runs) cannot be drained.
+      if (status != PGRES_FATAL_ERROR && status != PGRES_NONFATAL_ERROR) {
+        broken_ = true;
+        return Unexpected(std::move(*failure));
+      }
+    }
+  }
+  if (failure) return Unexpected(std::move(*failure));
+  if (PQstatus(conn_) != CONNECTION_OK)
+    return Unexpected(LostError("connection to PostgreSQL lost"));
   return {};
 }
 

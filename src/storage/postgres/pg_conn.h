@@ -19,13 +19,31 @@
 //     IllegalState / VersionConflict;
 //   invalid text or JSON value (e.g. bad encoding), or a value a CHECK
 //   constraint refuses (e.g. an instant past year 9999) → kInvalidValue
-//     (ValidationFailed upstream: retrying the same value cannot help).
+//     (ValidationFailed upstream: retrying the same value cannot help);
+//   no reply within the reply timeout → kTimeout (below).
+//
+// Bounded waits: a server that stops answering without closing the
+// connection (a stopped process, a network partition) must not hang the
+// caller. Connecting is bounded by libpq's connect_timeout, and every wait
+// for the server — sending a statement or pipeline and reading all its
+// replies, one round trip — by the reply timeout (PgTimeouts). When it
+// passes, the statement is cancelled (a cancel request, sent from a thread
+// of its own: libpq 15's PQcancel itself waits without a bound), the
+// connection is marked broken — its owner drops and closes it — and the
+// call fails with kTimeout. For a write this is an unknown outcome: the
+// server may still commit it (store.h says how callers cope).
+// Unless the connection string sets them, connections also get TCP
+// keepalives and tcp_user_timeout (kDefaultKeepaliveParams), so that a peer
+// gone from the network is noticed by the kernel too. (Keepalives do not
+// catch a stopped server process: its kernel still acknowledges; only the
+// reply timeout does.)
 //
 // Threading: a PgConn is used by one thread at a time (the pool hands it
 // out exclusively). Ownership: owns its PGconn.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,7 +61,10 @@ struct pg_result;
 namespace stele::storage::postgres::internal {
 
 struct PgError {
-  enum class Kind { kGeneric, kUniqueViolation, kInvalidValue, kConnectionLost };
+  // kConnectionLost: the connection failed (nothing more was heard).
+  // kTimeout: no reply within the reply timeout; the connection was given
+  // up (a retry would likely wait as long again).
+  enum class Kind { kGeneric, kUniqueViolation, kInvalidValue, kConnectionLost, kTimeout };
   Kind kind = Kind::kGeneric;
   std::string message;
   std::string sqlstate;
@@ -145,17 +166,38 @@ struct PgCounters {
   std::atomic<uint64_t> statements{0};
 };
 
+// How long a connection waits for the server (PostgresOptions has the
+// pool's).
+struct PgTimeouts {
+  // Each wait for the server's replies to one statement or pipeline.
+  std::chrono::milliseconds reply = std::chrono::seconds(30);
+  // libpq connect_timeout (whole seconds, at least 2: libpq's minimum),
+  // unless the connection string or PGCONNECT_TIMEOUT sets one.
+  std::chrono::seconds connect = std::chrono::seconds(10);
+};
+
+// libpq parameters every connection gets unless its connection string sets
+// them: a dead peer is noticed after about 30 s idle + 3 × 10 s of
+// unanswered probes, and data unacknowledged for 30 s drops the connection.
+inline constexpr const char* kDefaultKeepaliveParams[][2] = {
+    {"keepalives", "1"},       {"keepalives_idle", "30"},     {"keepalives_interval", "10"},
+    {"keepalives_count", "3"}, {"tcp_user_timeout", "30000"},
+};
+
 class PgConn {
  public:
-  // Connects (blocking). Errors: Generic naming the server problem.
-  // `counters`, when given, must outlive the connection. `application_name`
-  // is the session's name in pg_stat_activity unless `conninfo` sets one
-  // (libpq fallback_application_name): the pool's connections are "stele",
-  // its LISTEN connection "stele listener", its notice sender "stele
-  // notices" — so an operator (or a test) can tell them apart.
+  // Connects (blocking, at most about timeouts.connect per host tried).
+  // Errors: Generic naming the server problem. `counters`, when given,
+  // must outlive the connection. `application_name` is the session's name
+  // in pg_stat_activity unless `conninfo` sets one (libpq
+  // fallback_application_name): the pool's connections are "stele", its
+  // LISTEN connection "stele listener", its notice sender "stele notices"
+  // — so an operator (or a test) can tell them apart. `conninfo` wins over
+  // the connect timeout and the keepalive defaults too.
   static Result<std::unique_ptr<PgConn>, PgError> Connect(const std::string& conninfo,
                                                           PgCounters* counters = nullptr,
-                                                          const char* application_name = "stele");
+                                                          const char* application_name = "stele",
+                                                          const PgTimeouts& timeouts = {});
   ~PgConn();
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
@@ -167,27 +209,46 @@ class PgConn {
   // pipeline), then one Sync, then reads every reply: one round trip.
   // Returns one result per statement, or the first failure.
   Result<std::vector<PgResult>, PipelineError> ExecPipeline(const std::vector<Statement>& batch);
-  // Runs SQL text without parameters (may hold several statements).
+  // Runs SQL text without parameters (may hold several statements); the
+  // first failure.
   Result<void, PgError> ExecScript(const std::string& sql);
 
-  // True when the socket is known to be dead; reads pending input first so
-  // that a server-side termination of an idle connection is noticed.
+  // The reply timeout of the calls above (e.g. longer for migrations).
+  void set_reply_timeout(std::chrono::milliseconds timeout) { reply_timeout_ = timeout; }
+  std::chrono::milliseconds reply_timeout() const { return reply_timeout_; }
+
+  // True when the socket is known to be dead (or was given up after a
+  // reply timeout); reads pending input first so that a server-side
+  // termination of an idle connection is noticed.
   bool IsBroken();
+  // Whether a call timed out waiting for the server (the connection is
+  // then broken too).
+  bool TimedOut() const { return timed_out_; }
   // Whether the server reports an open (or failed) transaction block.
   bool InTransaction();
   pg_conn* raw() { return conn_; }
 
  private:
-  PgConn(pg_conn* conn, PgCounters* counters) : conn_(conn), counters_(counters) {}
+  using Deadline = std::chrono::steady_clock::time_point;
+  PgConn(pg_conn* conn, PgCounters* counters, std::chrono::milliseconds reply_timeout)
+      : conn_(conn), counters_(counters), reply_timeout_(reply_timeout) {}
   PgError ErrorOf(pg_result* res);
   PgError LostError(std::string_view what);
+  // The deadline passed: cancels the statement, gives the connection up.
+  PgError TimeoutError();
+  // Waits (until `deadline`) for the socket to be readable, or writable
+  // too when `write`; consumes what arrived.
+  Result<void, PgError> WaitSocket(bool write, Deadline deadline);
   // Waits until libpq can hand out the next result without blocking.
-  Result<void, PgError> AwaitResult();
-  Result<void, PgError> FlushAll();
+  Result<void, PgError> AwaitResult(Deadline deadline);
+  Result<void, PgError> FlushAll(Deadline deadline);
+  Deadline NextDeadline() const { return std::chrono::steady_clock::now() + reply_timeout_; }
   void Count(uint64_t round_trips, uint64_t statements);
   pg_conn* conn_;
   PgCounters* counters_;
-  bool broken_ = false;  // a pipeline ended in a state it cannot recover from
+  std::chrono::milliseconds reply_timeout_;
+  bool broken_ = false;     // a pipeline ended in a state it cannot recover from
+  bool timed_out_ = false;  // given up after a reply timeout (broken_ too)
   std::unordered_map<std::string, std::string> prepared_;  // sql → statement name
   uint64_t next_name_ = 0;
 };

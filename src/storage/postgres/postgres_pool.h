@@ -51,6 +51,27 @@ struct PostgresOptions {
   std::chrono::milliseconds poll_interval = std::chrono::milliseconds(1000);
   // LISTEN/NOTIFY channel; processes sharing a database must agree.
   std::string channel = "stele";
+  // Every wait for the server's reply to one round trip (a statement, or a
+  // pipeline of them) — client-side, not PostgreSQL's own
+  // statement_timeout. Past it the statement is cancelled, the connection
+  // closed (the next call opens a new one) and the call fails with
+  // DbErrorGeneric saying so; for a write the outcome is then unknown
+  // (docs/postgres.md, "Timeouts"). A call makes at most a few round
+  // trips, plus waiting for a free connection (acquire_timeout) and
+  // connecting (connect_timeout). Must be positive.
+  std::chrono::milliseconds statement_timeout = std::chrono::seconds(30);
+  // libpq connect_timeout, unless the conninfo (or PGCONNECT_TIMEOUT) sets
+  // one; whole seconds, at least 2 (libpq's minimum).
+  std::chrono::seconds connect_timeout = std::chrono::seconds(10);
+  // The LISTEN connection, idle this long, checks that the server still
+  // answers (it repeats its LISTEN, bounded by statement_timeout) and
+  // reconnects if not: a silent server is noticed within about this plus
+  // statement_timeout. Must be positive.
+  std::chrono::milliseconds listener_check_interval = std::chrono::seconds(10);
+  // The reply timeout while migrating the schema at Open: a migration may
+  // rewrite or check every row of a large table, and wait for another
+  // process's migration.
+  std::chrono::milliseconds migration_timeout = std::chrono::minutes(10);
 };
 
 // Counters of one pool's connections since it was opened (the LISTEN

@@ -109,6 +109,16 @@ Result<std::shared_ptr<Store>, DbErrorGeneric> Store::Open(const PostgresOptions
     options.conninfo = env;
   }
   if (options.max_connections == 0) options.max_connections = 1;
+  for (const auto& [name, value] :
+       {std::pair{"statement_timeout", options.statement_timeout},
+        std::pair{"connect_timeout", std::chrono::milliseconds(options.connect_timeout)},
+        std::pair{"listener_check_interval", options.listener_check_interval},
+        std::pair{"migration_timeout", options.migration_timeout}}) {
+    if (value.count() <= 0) {
+      return Unexpected(DbErrorGeneric::Uncategorized(std::string("PostgresOptions::") + name +
+                                                      " must be positive"));
+    }
+  }
   for (char c : options.channel) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok || options.channel.empty() || options.channel.size() > 63) {
@@ -117,14 +127,17 @@ Result<std::shared_ptr<Store>, DbErrorGeneric> Store::Open(const PostgresOptions
     }
   }
   std::shared_ptr<Store> store(new Store(options));
-  auto conn = PgConn::Connect(options.conninfo, &store->counters_);
+  auto conn = PgConn::Connect(options.conninfo, &store->counters_, "stele", store->Timeouts());
   if (!conn) return Unexpected(conn.error().ToGeneric());
+  (*conn)->set_reply_timeout(options.migration_timeout);
   STELE_TRY(Migrate(**conn, SystemClock::Instance().Now()));
+  (*conn)->set_reply_timeout(options.statement_timeout);
   store->open_connections_ = 1;
   store->idle_.push_back(std::move(*conn));
-  store->listener_ =
-      std::make_unique<Listener>(options.conninfo, options.channel, store->notifier_);
-  store->sender_ = std::make_unique<NoticeSender>(options.conninfo, options.channel);
+  store->listener_ = std::make_unique<Listener>(options.conninfo, options.channel, store->notifier_,
+                                                store->Timeouts(), options.listener_check_interval);
+  store->sender_ =
+      std::make_unique<NoticeSender>(options.conninfo, options.channel, store->Timeouts());
   return store;
 }
 
@@ -147,7 +160,7 @@ Result<Store::Lease, DbErrorGeneric> Store::Acquire() {
       // Killed while idle (server restart, pg_terminate_backend): replace.
       if (!conn->IsBroken()) return Lease(this, std::move(conn));
       conn.reset();
-      auto fresh = PgConn::Connect(options_.conninfo, &counters_);
+      auto fresh = PgConn::Connect(options_.conninfo, &counters_, "stele", Timeouts());
       if (!fresh) {
         lock.lock();
         --open_connections_;
@@ -159,7 +172,7 @@ Result<Store::Lease, DbErrorGeneric> Store::Acquire() {
     if (open_connections_ < options_.max_connections) {
       ++open_connections_;
       lock.unlock();
-      auto fresh = PgConn::Connect(options_.conninfo, &counters_);
+      auto fresh = PgConn::Connect(options_.conninfo, &counters_, "stele", Timeouts());
       if (!fresh) {
         lock.lock();
         --open_connections_;

@@ -15,6 +15,18 @@
 // version, which the (execution_id, version) key fences against
 // duplicates.
 //
+// Timeouts (PostgresOptions::statement_timeout, pg_conn.h): a round trip
+// without a reply in time fails its call with DbErrorGeneric, its
+// connection dropped. It is never retried here, read or write: the server
+// that did not answer would most likely make the retry wait as long again,
+// and the caller should learn of it within the bound. A timed-out write is
+// an unknown outcome, exactly like a lost COMMIT above. The server may
+// even run it after the caller got the error (a stopped backend resumed);
+// the same fence holds: a retry at the same version waits for the row
+// lock or unique key the pending transaction holds, or sees its result,
+// or — the request not started yet — takes the version first, and the
+// late request then fails on that key.
+//
 // Threading: thread-safe. Ownership: shared_ptr held by the pool and by
 // every connection; after Close every call fails with DbErrorGeneric::Close.
 #pragma once
@@ -143,13 +155,13 @@ class Store {
 
   // Runs `fn(PgConn&) -> Result<T, E>` (one statement, or a pipeline —
   // SnapshotRead — when it needs several). Retried once on a lost
-  // connection (reads have no effects).
+  // connection (reads have no effects), not after a timeout.
   template <class T, class E, class F>
   Result<T, E> Read(F&& fn) {
     for (int attempt = 0;; ++attempt) {
       STELE_ASSIGN_OR_RETURN(Lease lease, Acquire());
       Result<T, E> result = fn(*lease);
-      if (!result && attempt == 0 && lease->IsBroken()) continue;
+      if (!result && attempt == 0 && lease->IsBroken() && !lease->TimedOut()) continue;
       return result;
     }
   }
@@ -192,6 +204,9 @@ class Store {
   };
 
   explicit Store(const PostgresOptions& options) : options_(options) {}
+  PgTimeouts Timeouts() const {
+    return PgTimeouts{.reply = options_.statement_timeout, .connect = options_.connect_timeout};
+  }
   Result<Lease, DbErrorGeneric> Acquire();
   void Release(std::unique_ptr<PgConn> conn);
   template <class E>

@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "core/component_id.h"
 #include "core/function_type.h"
+#include "executor/cancel_registry.h"
 #include "executor/local_dispatch.h"
 #include "executor/response_handoff.h"
 #include "executor/worker.h"
@@ -40,6 +41,9 @@ struct WorkerEnv {
   const executor::LocalDispatch* dispatch = nullptr;
   // Children's results for their warm parents (executor/response_handoff.h).
   executor::ResponseHandoff* handoff = nullptr;
+  // Running activities of this process, for the cancels a workflow makes
+  // (executor/cancel_registry.h).
+  executor::CancelRegistry* cancels = nullptr;
 };
 
 using WorkerFactory =

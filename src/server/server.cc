@@ -70,8 +70,8 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   const auto& defaults = d.config.executor;
   d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
   d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
-  WorkerEnv env{d.pool.get(), d.clock, &d.registry, defaults.lock_expiry, &d.dispatch,
-                d.handoff.get()};
+  WorkerEnv env{d.pool.get(), d.clock,         &d.registry,    defaults.lock_expiry,
+                &d.dispatch,  d.handoff.get(), d.cancels.get()};
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   for (auto& component : d.components) {
     if (!component.make_worker) continue;  // stubs

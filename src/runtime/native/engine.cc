@@ -249,9 +249,9 @@ Result<void, Error> Engine::Start() {
                                                                  : wf::BlockingStrategy::kInterrupt;
     run_options.max_warm_wait = d.options.max_warm_wait;
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
-        d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
-        &d.registry, run_options, d.options.eager_dispatch ? &d.dispatch : nullptr,
-        d.options.result_handoff ? d.handoff.get() : nullptr);
+        d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock, &d.registry,
+        run_options, d.options.eager_dispatch ? &d.dispatch : nullptr,
+        d.options.result_handoff ? d.handoff.get() : nullptr, d.cancels.get());
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = d.options.workflow_lock_expiry;

@@ -41,14 +41,16 @@ NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, WorkflowF
                                            const workflow::FunctionRegistry* functions,
                                            workflow::WorkflowRunOptions options,
                                            const executor::LocalDispatch* dispatch,
-                                           executor::ResponseHandoff* handoff)
+                                           executor::ResponseHandoff* handoff,
+                                           executor::CancelRegistry* cancels)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
       options_(std::move(options)),
       dispatch_(dispatch),
-      handoff_(handoff) {
+      handoff_(handoff),
+      cancels_(cancels) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
 }
 
@@ -59,8 +61,10 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
                                          "no workflow registered for " + ctx.ffqn.ToString());
   }
   Json params = ctx.params;
-  workflow::WorkflowRun run(std::move(ctx),
-                            workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_}, options_);
+  workflow::WorkflowRun run(
+      std::move(ctx),
+      workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_, cancels_},
+      options_);
   NativeRun native(run);
   WorkflowContext wctx(native);
 

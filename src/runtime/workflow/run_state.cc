@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "storage/operations.h"
 
 namespace stele::runtime::workflow::internal {
 
@@ -531,6 +532,24 @@ std::string RunState::DescribeUnprocessed() const {
   if (cursor_ >= history_.size()) return "none";
   return "version " + history_[cursor_].second.ToString() + ": " +
          DescribeHistoryEvent(history_[cursor_].first);
+}
+
+Result<void, storage::DbErrorWrite> RunState::CancelSubmission(const Submission& submission,
+                                                               DateTime now) {
+  if (const auto* delay = std::get_if<core::DelayId>(&submission.id)) {
+    STELE_TRY(storage::CancelDelay(*deps.db, *delay, now));
+    return {};
+  }
+  const auto& child = std::get<core::ExecutionIdDerived>(submission.id);
+  std::optional<FunctionInfo> info =
+      submission.ffqn ? deps.functions->Find(*submission.ffqn) : std::nullopt;
+  if (info && info->kind == FunctionKind::kWorkflow) return {};  // awaited, not cancelled
+  // The same path as an API-side cancel: the database first, then the
+  // token of a run of this process, so a running activity stops now
+  // instead of holding its permit until its deadline.
+  STELE_TRY(
+      executor::CancelActivity(*deps.db, deps.cancel_registry, core::ExecutionId(child), now));
+  return {};
 }
 
 std::optional<core::FunctionFqn> RunState::ChildFfqn(const std::string& child_id) const {

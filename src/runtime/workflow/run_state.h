@@ -29,7 +29,7 @@ namespace stele::runtime::workflow::internal {
 // One submission of a join set whose response a JoinNext has not consumed.
 struct Submission {
   std::variant<core::ExecutionIdDerived, core::DelayId> id;
-  std::optional<core::FunctionFqn> ffqn;  // children only
+  std::optional<core::FunctionFqn> ffqn;     // children only
   std::optional<DateTime> delay_expires_at;  // delays only
 };
 
@@ -76,9 +76,8 @@ class RunState {
   // event when it matches (processed, nothing written), nullptr in new
   // territory (`key` is processed and cached, with `child` to create in the
   // same transaction), or kNondeterminism.
-  Result<const core::HistoryEvent*, Interruption> Step(core::HistoryEvent key,
-                                                       std::optional<storage::CreateRequest> child =
-                                                           std::nullopt);
+  Result<const core::HistoryEvent*, Interruption> Step(
+      core::HistoryEvent key, std::optional<storage::CreateRequest> child = std::nullopt);
   // Writes the cached events (and children) in one transaction.
   Result<void, Interruption> Flush();
   // Flush once the cache holds non_blocking_event_batching events.
@@ -108,6 +107,13 @@ class RunState {
   ProcessedChildResult(const core::ExecutionIdDerived& child) const;
 
   std::optional<core::FunctionFqn> ChildFfqn(const std::string& child_id) const;
+
+  // Cancels one unawaited submission (§2.11, §4.6): a delay gets its
+  // cancelled response, an activity Finished(cancelled) with its response to
+  // this run, and its local run, if any, a fired token (through
+  // deps.cancel_registry). A child workflow is left running. Idempotent.
+  // REQUIRES: the submission is written (not in the cache).
+  Result<void, storage::DbErrorWrite> CancelSubmission(const Submission& submission, DateTime now);
 
   uint64_t events_written() const { return events_written_; }
   // "version N: <event>" of the first unprocessed history event.

@@ -102,6 +102,7 @@
 #include "core/function_fqn.h"
 #include "core/ids.h"
 #include "core/return_value.h"
+#include "executor/cancel_registry.h"
 #include "executor/local_dispatch.h"
 #include "executor/response_handoff.h"
 #include "executor/worker.h"
@@ -145,8 +146,8 @@ struct WorkflowRunOptions {
 
 // Borrowed collaborators; all must outlive the run.
 struct WorkflowRunDeps {
-  storage::DbConnection* db = nullptr;       // REQUIRES: non-null
-  const Clock* clock = nullptr;              // REQUIRES: non-null
+  storage::DbConnection* db = nullptr;          // REQUIRES: non-null
+  const Clock* clock = nullptr;                 // REQUIRES: non-null
   const FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
   // Executors of this process by function: children they serve are locked
   // for them in the transaction that creates them and handed over at once
@@ -157,20 +158,27 @@ struct WorkflowRunDeps {
   // (executor/response_handoff.h). nullptr: results arrive through the
   // database only.
   executor::ResponseHandoff* handoff = nullptr;
+  // The process's registry of running activities (executor/cancel_registry.h):
+  // an activity this run cancels (join-set close, a failing workflow) and
+  // that an executor of this process is running has its token fired at
+  // once. nullptr: the cancel is written to the database only, and a local
+  // run stops at its deadline (or when the executor's cancel watcher sees
+  // it finished).
+  executor::CancelRegistry* cancel_registry = nullptr;
 };
 
 // The guest must stop now.
 struct Interruption {
   enum class Kind {
-    kBlocked,        // waiting on a join set: unloaded (DbUpdatedByWorkerOrWatcher)
-    kLeaseExpired,   // the lock expired before the call (DbUpdated)
-    kYielded,        // max_events_per_run reached; Unlocked written (DbUpdated)
-    kNondeterminism, // replay diverged (Finished: nondeterminism_detected)
-    kConstraintViolation,  // submit to / join on a closed, one-off or unknown join set
+    kBlocked,                    // waiting on a join set: unloaded (DbUpdatedByWorkerOrWatcher)
+    kLeaseExpired,               // the lock expired before the call (DbUpdated)
+    kYielded,                    // max_events_per_run reached; Unlocked written (DbUpdated)
+    kNondeterminism,             // replay diverged (Finished: nondeterminism_detected)
+    kConstraintViolation,        // submit to / join on a closed, one-off or unknown join set
     kImportedFunctionCallError,  // unknown ffqn, stub target mismatch
-    kTrap,           // invalid argument (empty random range ...): a workflow trap
-    kDbError,        // storage failed; nothing more is written (WorkerDbError)
-    kCancelled,      // the run's cancellation token fired
+    kTrap,                       // invalid argument (empty random range ...): a workflow trap
+    kDbError,                    // storage failed; nothing more is written (WorkerDbError)
+    kCancelled,                  // the run's cancellation token fired
   };
   Kind kind = Kind::kBlocked;
   std::string reason;
@@ -301,8 +309,8 @@ class WorkflowRun {
       const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
   // Result of a child whose response a processed JoinNext consumed; writes
   // nothing.
-  Result<core::SupportedFunctionReturnValue, GetError> Get(
-      const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const;
+  Result<core::SupportedFunctionReturnValue, GetError> Get(const core::ExecutionIdDerived& child,
+                                                           const core::FunctionFqn& ffqn) const;
 
   // --- Blocking shorthands ----------------------------------------------------------
   // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext

@@ -184,14 +184,14 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
   return nullptr;
 }
 
-Result<void, Interruption> RunState::Flush() {
+Result<void, Interruption> RunState::Flush(bool dispatch) {
   if (cache_.empty() && taken_.empty()) return {};
   const DateTime now = Now();
   // Children due now that an executor of this process serves are locked
   // for it in this transaction and handed over once it commits.
   std::vector<executor::LocalDispatch::Slot> slots;
   std::vector<storage::ChildLock> locks;
-  if (deps.dispatch != nullptr) {
+  if (deps.dispatch != nullptr && dispatch) {
     for (const storage::CreateRequest& child : cache_children_) {
       if (child.scheduled_at > now) continue;
       auto slot = deps.dispatch->TryReserve(child.ffqn, now);
@@ -550,6 +550,45 @@ Result<void, storage::DbErrorWrite> RunState::CancelSubmission(const Submission&
   STELE_TRY(
       executor::CancelActivity(*deps.db, deps.cancel_registry, core::ExecutionId(child), now));
   return {};
+}
+
+void RunState::CancelUnawaitedOnFailure() {
+  if (failure_cancels_done_) return;
+  failure_cancels_done_ = true;
+  // What the workflow did before it failed becomes part of its log, so
+  // that what it submitted exists and can be cancelled (an activity that
+  // is then never run, rather than silently dropped). No eager dispatch:
+  // the children are cancelled right away.
+  std::set<std::string> unwritten;
+  if (auto flushed = Flush(/*dispatch=*/false); !flushed) {
+    STELE_LOG(kWarn, ctx.execution_id.ToString() << ": failing workflow: cannot write its last "
+                                                 << "events: " << flushed.error().ToString());
+    for (const storage::AppendRequest& cached : cache_) {
+      const auto* history = std::get_if<core::HistoryEventRequest>(&cached.event);
+      const auto* request =
+          history != nullptr ? std::get_if<core::HistoryJoinSetRequest>(&history->event) : nullptr;
+      if (request == nullptr) continue;
+      std::visit(
+          Overloaded{[&](const core::DelayRequest& d) { unwritten.insert(d.delay_id.ToString()); },
+                     [&](const core::ChildExecutionRequest& c) {
+                       unwritten.insert(c.child_execution_id.ToString());
+                     }},
+          request->request);
+    }
+  }
+  const DateTime now = Now();
+  for (const auto& [id, join_set] : join_sets_) {
+    for (const std::string& key : join_set.order) {
+      auto it = join_set.unconsumed.find(key);
+      if (it == join_set.unconsumed.end() || unwritten.contains(key)) continue;
+      if (auto cancelled = CancelSubmission(it->second, now); !cancelled) {
+        STELE_LOG(kWarn, ctx.execution_id.ToString() << ": failing workflow: cannot cancel " << key
+                                                     << ": " << cancelled.error().ToString());
+      } else {
+        STELE_LOG(kDebug, ctx.execution_id.ToString() << ": failing workflow: cancelled " << key);
+      }
+    }
+  }
 }
 
 std::optional<core::FunctionFqn> RunState::ChildFfqn(const std::string& child_id) const {

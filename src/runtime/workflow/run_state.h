@@ -78,8 +78,10 @@ class RunState {
   // same transaction), or kNondeterminism.
   Result<const core::HistoryEvent*, Interruption> Step(
       core::HistoryEvent key, std::optional<storage::CreateRequest> child = std::nullopt);
-  // Writes the cached events (and children) in one transaction.
-  Result<void, Interruption> Flush();
+  // Writes the cached events (and children) in one transaction. With
+  // `dispatch`, children due now that an executor of this process serves
+  // are locked for it and handed over.
+  Result<void, Interruption> Flush(bool dispatch = true);
   // Flush once the cache holds non_blocking_event_batching events.
   Result<void, Interruption> MaybeFlush();
 
@@ -114,6 +116,14 @@ class RunState {
   // deps.cancel_registry). A child workflow is left running. Idempotent.
   // REQUIRES: the submission is written (not in the cache).
   Result<void, storage::DbErrorWrite> CancelSubmission(const Submission& submission, DateTime now);
+
+  // The workflow failed permanently (a fatal interruption other than
+  // kCancelled, or a trap): writes the cached events (no eager dispatch),
+  // then cancels every unawaited activity and delay of every join set, as
+  // a close would but without closing JoinNexts and without running guest
+  // code. Best effort: failures are logged, never returned; what could not
+  // be written is not cancelled. Runs once per run.
+  void CancelUnawaitedOnFailure();
 
   uint64_t events_written() const { return events_written_; }
   // "version N: <event>" of the first unprocessed history event.
@@ -176,6 +186,7 @@ class RunState {
   uint64_t generated_count_ = 0;
   std::unordered_map<std::string, core::FunctionFqn> child_ffqn_;
   std::unordered_map<std::string, size_t> processed_child_responses_;
+  bool failure_cancels_done_ = false;
 };
 
 // "<kind>: <payload>" of a history event for nondeterminism messages.

@@ -482,7 +482,10 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
   return executor::WorkerResult::Ok(std::move(value), state_->version());
 }
 
-executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) const {
+executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) {
+  if (interruption.IsFatal() && interruption.kind != Kind::kCancelled) {
+    state_->CancelUnawaitedOnFailure();  // may write the cache: read the version after it
+  }
   const core::Version version = state_->version();
   auto fatal = [&](executor::FatalErrorKind kind) {
     return executor::WorkerResult::Fatal(version, kind, interruption.reason);
@@ -516,6 +519,7 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
 
 executor::WorkerResult WorkflowRun::Trap(std::string reason, std::optional<std::string> detail) {
   if (!state_->interruption) state_->interruption = Interruption{Kind::kTrap, reason, std::nullopt};
+  state_->CancelUnawaitedOnFailure();
   return executor::WorkerResult::Fatal(state_->version(), executor::FatalErrorKind::kWorkflowTrap,
                                        std::move(reason), std::move(detail));
 }

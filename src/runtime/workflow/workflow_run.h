@@ -28,7 +28,9 @@
 // cancels unawaited activities and delays, leaves child workflows running,
 // and emits one JoinNext{closing} per unawaited submission, blocking until
 // each response is in. A closed join set rejects submissions
-// (kConstraintViolation).
+// (kConstraintViolation). A workflow that fails for good (ToWorkerResult
+// of a fatal interruption, Trap) cancels the unawaited activities and
+// delays of all its join sets the same way, without closing JoinNexts.
 //
 // Blocking (§4.3). When a JoinNext has no response yet:
 //   kInterrupt  the JoinNext is written with run_expires_at = now and the
@@ -358,9 +360,17 @@ class WorkflowRun {
   // The WorkerResult for an Interruption a call returned:
   // kBlocked/kLeaseExpired/kYielded → DbUpdatedByWorkerOrWatcher;
   // kDbError → WorkerDbError; others → FatalError of the matching kind.
-  executor::WorkerResult ToWorkerResult(const Interruption& interruption) const;
+  // A fatal interruption ends the workflow for good, so first (best
+  // effort, database only) its cached events are written and its unawaited
+  // activities and delays cancelled, as closing its join sets would
+  // (reference §4.6; Obelisk 0.35 closes join sets on fatal errors too);
+  // child workflows keep running. kCancelled (the executor stopping the
+  // run) is not a failure of the workflow and cancels nothing; neither do
+  // the non-fatal kinds (a kDbError writes nothing at all).
+  executor::WorkerResult ToWorkerResult(const Interruption& interruption);
   // The guest trapped (panicked, threw out of the workflow): a permanent
-  // FatalError kWorkflowTrap. Cached events are dropped.
+  // FatalError kWorkflowTrap, after the same cleanup as a fatal
+  // interruption.
   executor::WorkerResult Trap(std::string reason, std::optional<std::string> detail = std::nullopt);
 
  private:

@@ -264,6 +264,59 @@ void TestEnv::SpawnBlocking() { Must(blocking_->SpawnForTest(clock_.Now())); }
 
 size_t TestEnv::BlockingInFlight() const { return blocking_->InFlightCountForTest(); }
 
+namespace {
+
+executor::WorkerContext ContextOf(storage::LockedExecution locked) {
+  return executor::WorkerContext{
+      .execution_id = locked.execution_id,
+      .ffqn = locked.ffqn,
+      .params = locked.params,
+      .metadata = locked.metadata,
+      .event_history = std::move(locked.event_history),
+      .responses = std::move(locked.responses),
+      .version = locked.next_version,
+      .locked_event = locked.locked_event,
+      .parent = locked.parent,
+      .intermittent_event_count = locked.intermittent_event_count,
+      .can_be_retried = true,
+      .execution_deadline = locked.locked_event.lock_expires_at,
+      .cancel = CancellationToken(),
+      .run_id = locked.locked_event.run_id,
+      .executor_id = locked.locked_event.executor_id,
+  };
+}
+
+}  // namespace
+
+executor::WorkerContext TestEnv::LockedContext(const core::ExecutionId& id) {
+  const DateTime now = clock_.Now();
+  const core::Locked locked{
+      core::ComponentId::DummyWorkflow(), core::ExecutorId::Generate(), core::RunId::Generate(),
+      now + std::chrono::seconds(1),
+      core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(100)}};
+  return ContextOf(
+      Must(db_->LockOne(now, locked.component_id, id, locked.run_id, Log(id).next_version,
+                        locked.executor_id, locked.lock_expires_at, locked.retry_config)));
+}
+
+executor::WorkerContext TestEnv::ReplayContext(const core::ExecutionId& id) {
+  const storage::ExecutionLog log = Log(id);
+  const auto& created = std::get<core::Created>(log.events.at(0).event);
+  std::vector<std::pair<core::HistoryEvent, core::Version>> history;
+  for (const core::ExecutionEvent& event : log.events) {
+    if (const auto* recorded = std::get_if<core::HistoryEventRequest>(&event.event)) {
+      history.emplace_back(recorded->event, event.version);
+    }
+  }
+  const DateTime now = clock_.Now();
+  return ContextOf(storage::LockedExecution{
+      id, log.next_version, created.metadata,
+      core::Locked{core::ComponentId::DummyWorkflow(), core::ExecutorId::Generate(),
+                   core::RunId::Generate(), now + std::chrono::seconds(1),
+                   core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(100)}},
+      created.ffqn, created.params, std::move(history), log.responses, created.parent, 0});
+}
+
 std::optional<uint64_t> TestEnv::CommittedTransactions() const {
 #ifdef STELE_WORKFLOW_TEST_HAVE_SQLITE
   if (const auto* sqlite = dynamic_cast<const storage::sqlite::SqlitePool*>(pool_.get())) {

@@ -95,6 +95,12 @@ class TestEnv {
   executor::testing::Gate& blocking_cancelled() { return *blocking_cancelled_; }
   // Blocking runs not yet recorded.
   size_t BlockingInFlight() const;
+  // Runs outside the executor: the context of `id` locked now for 1 s by a
+  // fresh executor (REQUIRES: pending now), or of the whole log of a
+  // finished `id` with a lease of 1 s from now (a replay that must write
+  // nothing).
+  executor::WorkerContext LockedContext(const core::ExecutionId& id);
+  executor::WorkerContext ReplayContext(const core::ExecutionId& id);
   // Write transactions committed so far (SQLite); nullopt on other backends.
   std::optional<uint64_t> CommittedTransactions() const;
   storage::ExecutionLog Log(const core::ExecutionId& id);

@@ -39,7 +39,8 @@ bool IsWorkflowComponent(core::ComponentType type) {
   return type == core::ComponentType::kWorkflow || type == core::ComponentType::kWorkflowNative;
 }
 
-WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel) {
+WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel,
+                          uint64_t max_result_bytes) {
   const core::ComponentRetryConfig& retry = locked.locked_event.retry_config;
   WorkerContext ctx{
       .execution_id = locked.execution_id,
@@ -59,6 +60,7 @@ WorkerContext MakeContext(const storage::LockedExecution& locked, const Cancella
       .cancel = cancel,
       .run_id = locked.locked_event.run_id,
       .executor_id = locked.locked_event.executor_id,
+      .max_result_bytes = max_result_bytes,
   };
   return ctx;
 }
@@ -345,7 +347,8 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
                       ConcurrencyLimiter::Permit& permit,
                       CancelRegistry::Registration& registration) {
   const WorkerResult result =
-      LimitResultSize(worker_->Run(MakeContext(locked, run->cancel)), options_.max_result_bytes);
+      LimitResultSize(worker_->Run(MakeContext(locked, run->cancel, options_.max_result_bytes)),
+                      options_.max_result_bytes);
   // A cancel from now on cannot stop anything; the fence handles it.
   registration.Reset();
   const bool cancel_requested = run->cancel_requested.IsCancelled();

@@ -57,6 +57,10 @@
 // expired-timers watcher settles the lock after it expires. This differs on
 // purpose from a worker's own DB errors (WorkerDbError → write nothing):
 // those happened inside the run, while this write records a finished run.
+// A workflow run that ends with events still to write records its Finished
+// itself, in the same transaction (runtime/workflow/workflow_run.h,
+// Finish), and returns DbUpdatedByWorkerOrWatcher: nothing is left to
+// record here. WorkerContext::max_result_bytes tells it the limit above.
 //
 // Threading: Start/Stop from one controlling thread. The *ForTest methods
 // may not run concurrently with Start()ed operation or with each other.

@@ -38,7 +38,10 @@ WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> comp
       deps_(std::move(deps)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()),
-      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {}
+      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {
+  // A run that writes its Finished itself names the engine there too.
+  deps_.run_options.engine = engine_id_;
+}
 
 executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
   executor::WorkerResult result = RunGuest(std::move(ctx));

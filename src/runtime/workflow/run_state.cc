@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/json_codec.h"
+#include "executor/outcome.h"
 #include "storage/operations.h"
 
 namespace stele::runtime::workflow::internal {
@@ -186,6 +188,11 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
 
 Result<void, Interruption> RunState::Flush(bool dispatch) {
   if (cache_.empty() && taken_.empty()) return {};
+  return WriteStep(cache_, dispatch);
+}
+
+Result<void, Interruption> RunState::WriteStep(const std::vector<storage::AppendRequest>& batch,
+                                               bool dispatch) {
   const DateTime now = Now();
   // Children due now that an executor of this process serves are locked
   // for it in this transaction and handed over once it commits.
@@ -206,8 +213,8 @@ Result<void, Interruption> RunState::Flush(bool dispatch) {
     // Children's results this run took in memory commit with its step.
     std::vector<storage::ChildOutcome> outcomes;
     for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
-    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, cache_, ctx.execution_id,
-                                                   version_, cache_children_, locks);
+    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, batch, ctx.execution_id, version_,
+                                                   cache_children_, locks);
     ResolveTaken(written.has_value());
     if (written) {
       next = written->next_version;
@@ -216,8 +223,8 @@ Result<void, Interruption> RunState::Flush(bool dispatch) {
       next = Unexpected(std::move(written).error());
     }
   } else if (!locks.empty()) {
-    auto created = deps.db->AppendBatchCreateAndLockChildren(now, cache_, ctx.execution_id,
-                                                             version_, cache_children_, locks);
+    auto created = deps.db->AppendBatchCreateAndLockChildren(now, batch, ctx.execution_id, version_,
+                                                             cache_children_, locks);
     if (created) {
       next = created->next_version;
       locked = std::move(created->locked);
@@ -225,9 +232,9 @@ Result<void, Interruption> RunState::Flush(bool dispatch) {
       next = Unexpected(std::move(created).error());
     }
   } else if (cache_children_.empty()) {
-    next = deps.db->AppendBatch(now, cache_, ctx.execution_id, version_);
+    next = deps.db->AppendBatch(now, batch, ctx.execution_id, version_);
   } else {
-    next = deps.db->AppendBatchCreateNewExecution(now, cache_, ctx.execution_id, version_,
+    next = deps.db->AppendBatchCreateNewExecution(now, batch, ctx.execution_id, version_,
                                                   cache_children_);
   }
   // Unused reservations (a failed write, a lock the rules refused) release
@@ -247,6 +254,60 @@ Result<void, Interruption> RunState::Flush(bool dispatch) {
   cache_.clear();
   cache_children_.clear();
   return {};
+}
+
+Result<bool, Interruption> RunState::WriteFinished(
+    const core::SupportedFunctionReturnValue& value) {
+  if (cache_.empty() && taken_.empty()) return false;
+  if (ctx.max_result_bytes > 0 &&
+      core::SerializeJson(core::ToJson(value)).size() > ctx.max_result_bytes) {
+    STELE_TRY(Flush());
+    return false;
+  }
+  const DateTime now = Now();
+  // Finished goes right after the cached events; it does not advance the
+  // version, and a parent's response names it.
+  const core::Version finished_at(version_.value() +
+                                  static_cast<core::Version::Type>(cache_.size()));
+  std::optional<executor::PlannedWrite> finish =
+      executor::ComputeOutcome(executor::WorkerResult::Ok(value, finished_at),
+                               executor::RunInfo{ctx.execution_id, ctx.intermittent_event_count,
+                                                 ctx.locked_event.retry_config},
+                               now);
+  STELE_CHECK(finish.has_value(), "a result is always recorded");
+  std::get<core::Finished>(finish->request.event).engine = options.engine;
+  std::vector<storage::AppendRequest> batch = cache_;
+  batch.push_back(finish->request);
+  if (!finish->parent_response) {
+    STELE_TRY(WriteStep(batch, /*dispatch=*/true));
+    return true;
+  }
+  // A child: its response to its parent commits with its Finished.
+  if (!cache_children_.empty() || (!taken_.empty() && !deps.db->SupportsOutcomesWithBatch())) {
+    // No single call creates children and responds to a parent: two commits.
+    STELE_TRY(Flush());
+    return false;
+  }
+  const storage::AppendEventsToExecution own{ctx.execution_id, version_, batch};
+  Result<void, storage::DbErrorWrite> written;
+  if (taken_.empty()) {
+    auto appended = deps.db->AppendBatchRespondToParent(own, *finish->parent_response, now);
+    if (!appended) written = Unexpected(std::move(appended).error());
+  } else {
+    // Its children's results it took in memory first, each at the response
+    // index it consumed it at; its own response lands wherever it does.
+    std::vector<storage::ChildOutcome> outcomes;
+    for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
+    outcomes.push_back(storage::ChildOutcome{own, *finish->parent_response, std::nullopt});
+    auto appended =
+        deps.db->AppendOutcomesAndBatch(now, outcomes, {}, ctx.execution_id, version_, {}, {});
+    ResolveTaken(appended.has_value());
+    if (!appended) written = Unexpected(std::move(appended).error());
+  }
+  if (!written) return DbFailure("finishing", std::move(written).error());
+  events_written_ += cache_.size();
+  cache_.clear();
+  return true;
 }
 
 Result<void, Interruption> RunState::MaybeFlush() {

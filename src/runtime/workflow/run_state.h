@@ -82,6 +82,16 @@ class RunState {
   // `dispatch`, children due now that an executor of this process serves
   // are locked for it and handed over.
   Result<void, Interruption> Flush(bool dispatch = true);
+  // Finish's write (see WorkflowRun::Finish). With anything still to write
+  // (cached events, results taken in memory) writes it and this
+  // execution's Finished — for a child, with its response to its parent —
+  // in one transaction, and returns true. Returns false, having written
+  // nothing more than Flush would, when nothing else was pending (the
+  // executor writes Finished and may hand it to a warm parent), when the
+  // result is over ctx.max_result_bytes (the executor records that error),
+  // and in the one case no single call covers (a child workflow creating
+  // children in its last step).
+  Result<bool, Interruption> WriteFinished(const core::SupportedFunctionReturnValue& value);
   // Flush once the cache holds non_blocking_event_batching events.
   Result<void, Interruption> MaybeFlush();
 
@@ -130,6 +140,11 @@ class RunState {
   std::string DescribeUnprocessed() const;
 
  private:
+  // Writes `batch` (the cache, possibly followed by Finished) with the
+  // cached children (locked for a local executor with `dispatch`) and the
+  // taken outcomes in one transaction; clears the cache.
+  Result<void, Interruption> WriteStep(const std::vector<storage::AppendRequest>& batch,
+                                       bool dispatch);
   // Updates the indices for a processed event.
   void Apply(const core::HistoryEvent& event);
   void AddResponses(std::vector<core::JoinSetResponseEventOuter> responses);

@@ -470,7 +470,7 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
       return ToWorkerResult(closed.error());
     }
   }
-  if (auto flushed = state_->Flush(); !flushed) return ToWorkerResult(flushed.error());
+  // Nothing is cached while replaying: new events only come past the log.
   if (state_->replaying()) {
     return ToWorkerResult(
         state_
@@ -479,6 +479,9 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
                             state_->DescribeUnprocessed())
             .error());
   }
+  auto finished = state_->WriteFinished(value);
+  if (!finished) return ToWorkerResult(finished.error());
+  if (*finished) return executor::WorkerResult::DbUpdated();
   return executor::WorkerResult::Ok(std::move(value), state_->version());
 }
 

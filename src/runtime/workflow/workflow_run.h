@@ -51,7 +51,8 @@
 // submissions with the children's Created, Schedule with its Created, Stub)
 // are kept in memory, at most non_blocking_event_batching of them, and
 // written in the transaction of the next blocking write (a JoinNext that
-// must wait, a direct call, a sleep, a join-set close, Finish). A
+// must wait, a direct call, a sleep, a join-set close, Finish — whose
+// write carries the execution's Finished too). A
 // submission and the JoinNext that awaits it therefore cost one commit. A
 // JoinNext whose response is already known does not block: it is batched
 // too, so draining a join set whose responses have arrived costs one
@@ -144,6 +145,10 @@ struct WorkflowRunOptions {
   // replaying a recorded log never trips them. 0: no limit.
   uint32_t max_events_per_execution = 100'000;  // log length (versions)
   uint32_t max_join_set_size = 10'000;          // submissions to one join set
+  // Stamped on the Finished the run writes itself (Finish): the engine
+  // that ran the guest (wasm runs), as the executor stamps the events it
+  // writes from WorkerResult::engine.
+  std::optional<std::string> engine;
 };
 
 // Borrowed collaborators; all must outlive the run.
@@ -353,9 +358,14 @@ class WorkflowRun {
 
   // --- Ending the run --------------------------------------------------------------------
   // The workflow function returned `value` (ok or err): closes open join
-  // sets (may block), writes the cached events, checks that no history
-  // event is left unprocessed (else nondeterminism) and returns WorkerOk at
-  // the version Finished goes to; or the WorkerResult of the interruption.
+  // sets (may block) and checks that no history event is left unprocessed
+  // (else nondeterminism). Then the end is one commit: when events are
+  // still to be written (cached events, children's results taken in
+  // memory) they are written with Finished — and a child's response to its
+  // parent — in one transaction, and the result is DbUpdatedByWorkerOrWatcher
+  // (nothing left for the executor); otherwise it is WorkerOk at the
+  // version Finished goes to, for the executor to write (and perhaps hand
+  // to a warm parent). On an interruption, its WorkerResult.
   executor::WorkerResult Finish(core::SupportedFunctionReturnValue value);
   // The WorkerResult for an Interruption a call returned:
   // kBlocked/kLeaseExpired/kYielded → DbUpdatedByWorkerOrWatcher;

@@ -119,6 +119,14 @@ Result<void, Interruption> RunState::Begin() {
   if (options.lock_extension.count() > 0 &&
       now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension_leeway) >=
           lock_expires_at_) {
+    // The extension is an event too: a run that writes nothing else (a
+    // loop of logs) must still meet the log's limit.
+    if (!replaying() && options.max_events_per_execution > 0 &&
+        version_.value() + cache_.size() >= options.max_events_per_execution) {
+      return Interrupt(Interruption::Kind::kConstraintViolation,
+                       "the execution has reached its limit of " +
+                           std::to_string(options.max_events_per_execution) + " events");
+    }
     STELE_TRY(ExtendLock(now));
   }
   if (options.max_events_per_run > 0 && !replaying() &&

@@ -265,14 +265,18 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   return Inner(std::move(response));
 }
 
-Result<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
-    const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const {
+CallResult<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
+    const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) {
+  using Inner = Result<core::SupportedFunctionReturnValue, GetError>;
+  STELE_TRY(state_->Begin());
   auto found = state_->ProcessedChildResult(child);
-  if (!found) return Unexpected(GetError{GetError::Kind::kNotFoundInProcessedResponses, {}});
-  if (found->first != ffqn) {
-    return Unexpected(GetError{GetError::Kind::kFunctionMismatch, found->first});
+  if (!found) {
+    return Inner(Unexpected(GetError{GetError::Kind::kNotFoundInProcessedResponses, {}}));
   }
-  return *found->second;
+  if (found->first != ffqn) {
+    return Inner(Unexpected(GetError{GetError::Kind::kFunctionMismatch, found->first}));
+  }
+  return Inner(*found->second);
 }
 
 // --- Blocking shorthands -------------------------------------------------------------------
@@ -451,11 +455,13 @@ Result<std::string, Interruption> WorkflowRun::RandomString(uint64_t min_length,
 // --- Logging and ending
 // ---------------------------------------------------------------------------
 
-void WorkflowRun::Log(LogLevel level, std::string_view message) const {
-  if (state_->replaying() || level < GetLogLevel()) return;
+Result<void, Interruption> WorkflowRun::Log(LogLevel level, std::string_view message) {
+  STELE_TRY(state_->Begin());
+  if (state_->replaying() || level < GetLogLevel()) return {};
   std::string line = state_->ctx.execution_id.ToString() + ": ";
   line.append(message);
   LogMessage(level, "workflow", 0, line);
+  return {};
 }
 
 executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue value) {

@@ -45,7 +45,10 @@
 // JoinNext leases differ). Before each call the lock is extended (a Locked
 // event by the same executor and run) once it is within
 // lock_extension_leeway of its expiry; a run whose lock has expired stops
-// (kLeaseExpired) without writing.
+// (kLeaseExpired) without writing. Every call does, Log and Get included,
+// although they write no event. An extension is an event: in new territory
+// it counts against max_events_per_execution like any other, so a loop of
+// calls that write nothing else still ends.
 //
 // Batching. Non-blocking events (JoinSetCreate, Persist, child and delay
 // submissions with the children's Created, Schedule with its Created, Stub)
@@ -315,9 +318,10 @@ class WorkflowRun {
       const core::JoinSetId& join_set,
       const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
   // Result of a child whose response a processed JoinNext consumed; writes
-  // nothing.
-  Result<core::SupportedFunctionReturnValue, GetError> Get(const core::ExecutionIdDerived& child,
-                                                           const core::FunctionFqn& ffqn) const;
+  // no event. Like every call it first checks the lease, cancellation and
+  // the event limits (a loop of Gets cannot outlive its lock).
+  CallResult<core::SupportedFunctionReturnValue, GetError> Get(
+      const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn);
 
   // --- Blocking shorthands ----------------------------------------------------------
   // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext
@@ -354,7 +358,11 @@ class WorkflowRun {
 
   // --- Logging -------------------------------------------------------------------------
   // Guest log line, tagged with the execution id; dropped while replaying.
-  void Log(LogLevel level, std::string_view message) const;
+  // Writes no event, but like every call first checks the lease (extending
+  // it when due), cancellation and the event limits, so a workflow looping
+  // on logs ends (kLeaseExpired, kCancelled, kConstraintViolation) instead
+  // of running past its lock.
+  Result<void, Interruption> Log(LogLevel level, std::string_view message);
 
   // --- Ending the run --------------------------------------------------------------------
   // The workflow function returned `value` (ok or err): closes open join

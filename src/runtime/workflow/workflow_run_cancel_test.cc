@@ -74,7 +74,7 @@ TEST_P(WorkflowCancelTest, ClosingAJoinSetStopsItsRunningActivity) {
     // Gives the test time to start the activity before the close.
     WF_TRY(auto slept, run.Sleep(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
     WF_TRY_VOID(run.CloseJoinSet(js));
-    auto got = run.Get(child, BlockingFfqn());
+    WF_TRY(auto got, run.Get(child, BlockingFfqn()));
     return run.Finish(OkValue(got.has_value() ? "closed" : "not processed"));
   });
   env->CreateWorkflow(id_);

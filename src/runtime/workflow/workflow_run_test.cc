@@ -125,8 +125,10 @@ TEST_P(WorkflowRunTest, CancelledSleepReturnsErr) {
 TEST_P(WorkflowRunTest, TwoDelaysInSameJoinSetArriveInExpiryOrder) {
   auto env = Env([](WorkflowRun& run) {
     WF_TRY(auto js, run.CreateJoinSet());
-    WF_TRY(auto late, run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(3))));
-    WF_TRY(auto early, run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
+    WF_TRY(auto late,
+           run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(3))));
+    WF_TRY(auto early,
+           run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
     WF_TRY(auto first, run.JoinNext(js));
     WF_TRY(auto second, run.JoinNext(js));
     if (!first || !second) return run.Trap("join next failed");
@@ -151,7 +153,7 @@ TEST_P(WorkflowRunTest, JoinNextProducesAllProcessedError) {
     if (!first || second || second.error().kind != JoinNextError::Kind::kAllProcessed) {
       return run.Trap("unexpected join next outcome");
     }
-    auto got = run.Get(child, ActivityFfqn());
+    WF_TRY(auto got, run.Get(child, ActivityFfqn()));
     if (!got) return run.Trap("get failed");
     return run.Finish(*got);
   });
@@ -169,8 +171,7 @@ TEST_P(WorkflowRunTest, AwaitNextFunctionMismatchConsumesTheResponse) {
     WF_TRY(auto delay, run.SubmitDelay(js, core::HistoryEventScheduleAt::Now()));
     WF_TRY(auto next, run.JoinNext(js, ActivityFfqn()));
     if (next || next.error().kind != JoinNextError::Kind::kFunctionMismatch ||
-        !next.error().actual ||
-        std::get<DelayResponse>(*next.error().actual).delay_id != delay) {
+        !next.error().actual || std::get<DelayResponse>(*next.error().actual).delay_id != delay) {
       return run.Trap("expected a function mismatch");
     }
     WF_TRY(auto get, run.JoinNext(js));
@@ -194,8 +195,9 @@ TEST_P(WorkflowRunTest, ChildExecutionErrorSurfacesToTheCaller) {
 
 TEST_P(WorkflowRunTest, SchedulingCreatesTopLevelExecutionScheduledByTheWorkflow) {
   auto env = Env([](WorkflowRun& run) {
-    WF_TRY(auto scheduled, run.Schedule(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(5)),
-                                        ActivityFfqn(), core::Json::array({1})));
+    WF_TRY(auto scheduled,
+           run.Schedule(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(5)),
+                        ActivityFfqn(), core::Json::array({1})));
     return run.Finish(OkValue(scheduled.ToString()));
   });
   env->CreateWorkflow(id_);
@@ -266,7 +268,8 @@ TEST_P(WorkflowRunTest, SubmittingToClosedJoinSetIsPermanentFailure) {
   });
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kUncategorized);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("closed"));
@@ -287,7 +290,8 @@ TEST_P(WorkflowRunTest, EventLimitPerExecutionEndsARunawayWorkflow) {
       options);
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 50 events"));
   EXPECT_LE(env->Log(id_).events.size(), 52u) << "Created + the limit + Finished";
@@ -308,7 +312,8 @@ TEST_P(WorkflowRunTest, JoinSetSizeLimitEndsTheWorkflow) {
       options);
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 3 submissions"));
 }
@@ -322,7 +327,9 @@ TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows
     WF_TRY(auto first, run.CreateNamedJoinSet("first"));
     WF_TRY(auto second, run.CreateNamedJoinSet("second"));
     if (!first || !second) return run.Trap("join sets");
-    WF_TRY(auto delay, run.SubmitDelay(*first, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));
+    WF_TRY(
+        auto delay,
+        run.SubmitDelay(*first, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));
     WF_TRY(auto child_wf, run.SubmitChild(*second, ChildWorkflowFfqn(), core::Json::array()));
     WF_TRY(auto stub, run.SubmitChild(*second, StubFfqn(), core::Json::array()));
     return run.Finish(OkValue("parent done"));
@@ -343,7 +350,8 @@ TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows
   EXPECT_THAT(closing, ElementsAre("n:second", "n:second", "n:first"));
   // The stub activity was cancelled, the child workflow ran to its end.
   const auto stub_id = id_.NextLevel(*(core::JoinSetId::Parse("n:second")), 2);
-  const auto* cancelled = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(stub_id)));
+  const auto* cancelled =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(stub_id)));
   ASSERT_NE(cancelled, nullptr);
   EXPECT_EQ(cancelled->kind, core::ExecutionFailureKind::kCancelled);
   const auto child_id = id_.NextLevel(*(core::JoinSetId::Parse("n:second")), 1);
@@ -396,12 +404,13 @@ TEST_P(WorkflowRunTest, TrimmedSecondExecutionShouldResultInNondeterminismDetect
     return run.Finish(OkValue("done"));
   });
   env->CreateWorkflow(id_);
-  env->Round();                             // first call written, blocked
+  env->Round();  // first call written, blocked
   env->clock().Advance(1s);
-  env->Round();                             // response; second call written
-  *calls = 1;                               // "deploy" code doing less
+  env->Round();  // response; second call written
+  *calls = 1;    // "deploy" code doing less
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kNondeterminismDetected);
 }
@@ -416,7 +425,8 @@ TEST_P(WorkflowRunTest, DivergingReplayIsNondeterminism) {
   env->Round();
   *ffqn = FailingFfqn();
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kNondeterminismDetected);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("version"));
@@ -424,8 +434,8 @@ TEST_P(WorkflowRunTest, DivergingReplayIsNondeterminism) {
 
 TEST_P(WorkflowRunTest, UnknownFunctionIsPermanentFailure) {
   auto env = Env([](WorkflowRun& run) {
-    WF_TRY(auto result, run.Call(*(core::FunctionFqn::Parse("testing:workflow/ifc.nope")),
-                                 core::Json::array()));
+    WF_TRY(auto result,
+           run.Call(*(core::FunctionFqn::Parse("testing:workflow/ifc.nope")), core::Json::array()));
     return run.Finish(result);
   });
   env->CreateWorkflow(id_);
@@ -486,6 +496,54 @@ TEST_P(WorkflowRunTest, ExpiredLeaseStopsWithoutWriting) {
   EXPECT_THAT(env->EventNames(id_), ElementsAre("Created", "Locked"));
 }
 
+// Calls that write no event (logs, gets) still cannot keep a run past its
+// lock: without lock extension the lease ends the run (nothing written,
+// the watcher and a replay take over); with it, each extension is an event
+// and the execution's event limit ends the workflow. Before, a workflow
+// looping on logs ran on for ever.
+TEST_P(WorkflowRunTest, ALoopOfCallsThatWriteNothingEndsAtTheLeaseOrTheEventLimit) {
+  for (const bool extend : {false, true}) {
+    for (const bool use_get : {false, true}) {
+      SCOPED_TRACE(std::string(extend ? "extending" : "not extending") + ", " +
+                   (use_get ? "get" : "log"));
+      WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+      if (!extend) options.lock_extension = 0ms;
+      options.max_events_per_execution = 20;
+      ManualClock* clock = nullptr;
+      auto calls = std::make_shared<int>(0);
+      TestEnv env(std::get<0>(GetParam()), options, [&clock, calls, use_get](WorkflowRun& run) {
+        const auto child = run.execution_id().NextLevel(*core::JoinSetId::Parse("g:1"), 1);
+        for (int i = 0; i < 100'000; ++i) {
+          ++*calls;
+          if (use_get) {
+            WF_TRY(auto got, run.Get(child, ActivityFfqn()));
+          } else {
+            WF_TRY_VOID(run.Log(LogLevel::kDebug, "still looping"));
+          }
+          clock->Advance(100ms);
+        }
+        return run.Finish(OkValue("looped for ever"));
+      });
+      clock = &env.clock();
+      const core::ExecutionId id = core::ExecutionId::Generate();
+      env.CreateWorkflow(id);
+      env.TickWorkflows();
+      if (!extend) {
+        // Locked at kT0 for 1 s: the call at kT0 + 1 s finds the lease over.
+        EXPECT_EQ(*calls, 11);
+        EXPECT_THAT(env.EventNames(id), ElementsAre("Created", "Locked"));
+      } else {
+        ASSERT_TRUE(env.Log(id).pending_state.IsFinished());
+        const auto* error =
+            std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
+        ASSERT_NE(error, nullptr);
+        EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 20 events"));
+        EXPECT_LT(*calls, 1000);
+      }
+    }
+  }
+}
+
 TEST_P(WorkflowRunTest, MaxEventsPerRunYields) {
   WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
   options.max_events_per_run = 2;
@@ -513,11 +571,11 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
          StrategyName(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, WorkflowRunTest,
-    ::testing::Combine(::testing::ValuesIn(executor::testing::AllBackends()),
-                       ::testing::Values(BlockingStrategy::kInterrupt, BlockingStrategy::kAwait)),
-    ParamName);
+INSTANTIATE_TEST_SUITE_P(Backends, WorkflowRunTest,
+                         ::testing::Combine(::testing::ValuesIn(executor::testing::AllBackends()),
+                                            ::testing::Values(BlockingStrategy::kInterrupt,
+                                                              BlockingStrategy::kAwait)),
+                         ParamName);
 
 }  // namespace
 }  // namespace stele::runtime::workflow::testing

@@ -61,10 +61,14 @@ class ExecTaskConcurrencyTest : public BackendTest {
   }
 };
 
+// Only the commit's notification can wake the waiting loop: it would
+// otherwise sleep an hour between ticks.
 TEST_P(ExecTaskConcurrencyTest, StartedExecutorPicksUpNewWork) {
   auto worker = std::make_shared<ScriptedWorker>();
   worker->Then(ReturnOk(OkValue(1))).Then(ReturnOk(OkValue(2)));
-  ExecTask task(worker, ExecConn(), clock_, Options());
+  ExecutorOptions options = Options();
+  options.tick_sleep = 1h;
+  ExecTask task(worker, ExecConn(), clock_, options);
   task.Start();
   const ExecutionId first = CreateActivity();
   ASSERT_TRUE(Eventually([&] { return IsFinished(first); }));

@@ -248,6 +248,7 @@ Result<void, Error> Engine::Start() {
     run_options.blocking_strategy = d.options.workflow_keep_warm ? wf::BlockingStrategy::kAwait
                                                                  : wf::BlockingStrategy::kInterrupt;
     run_options.max_warm_wait = d.options.max_warm_wait;
+    run_options.max_params_bytes = d.options.max_params_bytes;
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
         d.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock, &d.registry,
         run_options, d.options.eager_dispatch ? &d.dispatch : nullptr,

@@ -188,6 +188,15 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
                            std::to_string(options.max_join_set_size) + " submissions");
     }
   }
+  if (child && options.max_params_bytes > 0) {
+    const size_t bytes = core::SerializeJson(child->params).size();
+    if (bytes > options.max_params_bytes) {
+      return Interrupt(Interruption::Kind::kConstraintViolation,
+                       "the params of " + child->ffqn.ToString() + " (execution " +
+                           child->execution_id.ToString() + ") are " + std::to_string(bytes) +
+                           " bytes, over the limit of " + std::to_string(options.max_params_bytes));
+    }
+  }
   Apply(key);
   cache_.push_back(storage::AppendRequest{Now(), core::HistoryEventRequest{std::move(key)}});
   if (child) cache_children_.push_back(*std::move(child));

@@ -148,6 +148,10 @@ struct WorkflowRunOptions {
   // replaying a recorded log never trips them. 0: no limit.
   uint32_t max_events_per_execution = 100'000;  // log length (versions)
   uint32_t max_join_set_size = 10'000;          // submissions to one join set
+  // Params (as JSON) of a child or scheduled execution the workflow
+  // creates; the same default as EngineOptions::max_params_bytes for
+  // top-level submissions.
+  uint64_t max_params_bytes = 1u << 20;
   // Stamped on the Finished the run writes itself (Finish): the engine
   // that ran the guest (wasm runs), as the executor stamps the events it
   // writes from WorkerResult::engine.

@@ -318,6 +318,46 @@ TEST_P(WorkflowRunTest, JoinSetSizeLimitEndsTheWorkflow) {
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 3 submissions"));
 }
 
+// Children and scheduled executions a workflow creates obey the same params
+// limit as top-level submissions: over it the workflow ends with a
+// constraint violation naming the limit, and nothing is created.
+TEST_P(WorkflowRunTest, ChildParamsOverTheLimitEndTheWorkflow) {
+  for (const std::string verb : {"submit", "call", "schedule"}) {
+    SCOPED_TRACE(verb);
+    WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+    options.max_params_bytes = 64;
+    TestEnv env(std::get<0>(GetParam()), options, [verb](WorkflowRun& run) {
+      const core::Json small = core::Json::array({std::string(40, 'a')});  // 46 bytes
+      const core::Json large = core::Json::array({std::string(80, 'a')});  // 86 bytes
+      WF_TRY(auto js, run.CreateJoinSet());
+      WF_TRY(auto fits, run.SubmitChild(js, ActivityFfqn(), small));
+      if (verb == "submit") {
+        WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), large));
+      } else if (verb == "call") {
+        WF_TRY(auto result, run.Call(ActivityFfqn(), large));
+      } else {
+        WF_TRY(auto id, run.Schedule(core::HistoryEventScheduleAt::Now(), ActivityFfqn(), large));
+      }
+      return run.Finish(OkValue("created it"));
+    });
+    const core::ExecutionId id = core::ExecutionId::Generate();
+    env.CreateWorkflow(id);
+    ASSERT_TRUE(env.RunToCompletion(id));
+    const auto* error =
+        std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(error->kind, core::ExecutionFailureKind::kUncategorized);
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("constraint violation"));
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("over the limit of 64"));
+    size_t requests = 0;
+    for (const auto& event : env.History(id)) {
+      requests += std::holds_alternative<core::HistoryJoinSetRequest>(event) ? 1 : 0;
+      EXPECT_FALSE(std::holds_alternative<core::HistorySchedule>(event));
+    }
+    EXPECT_EQ(requests, 1u) << "only the child within the limit";
+  }
+}
+
 TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows) {
   auto env = Env([](WorkflowRun& run) {
     if (run.ffqn() == ChildWorkflowFfqn()) {

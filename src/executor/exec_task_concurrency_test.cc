@@ -121,6 +121,40 @@ TEST_P(ExecTaskConcurrencyTest, StopUnlocksRunsThatIgnoreCancellation) {
       << "the late result is discarded";
 }
 
+// One hung run — its worker ignores its token even once the deadline fired
+// it — holds only its own permit: the executor goes on locking and
+// finishing other executions meanwhile.
+TEST_P(ExecTaskConcurrencyTest, AHungRunDoesNotBlockTheOthers) {
+  const ExecutionId hung = CreateActivity();
+  auto started = std::make_shared<Gate>();
+  auto release = std::make_shared<Gate>();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then([started, release](const WorkerContext& ctx) {
+    started->Open();
+    EXPECT_TRUE(release->WaitFor(60s));  // deaf to ctx.cancel
+    return WorkerResult::Ok(OkValue("too late"), ctx.version);
+  });
+  worker->Then(ReturnOk(OkValue("second")));
+  ExecutorOptions options = Options();
+  options.tick_sleep = 1h;  // new work wakes the loop, not the clock
+  ExecTask task(worker, ExecConn(), clock_, options);
+  task.Start();
+  ASSERT_TRUE(started->WaitFor());
+  clock_.Set(kT0 + 2s);  // past the hung run's deadline: its token fires, in vain
+  ASSERT_TRUE(Eventually([&] { return worker->context(0).cancel.IsCancelled(); }));
+
+  const ExecutionId second = CreateActivity();
+  ASSERT_TRUE(Eventually([&] { return IsFinished(second); })) << "blocked behind the hung run";
+  EXPECT_THAT(EventNames(second), ElementsAre("Created", "Locked", "Finished"));
+  EXPECT_EQ(std::get<core::Finished>(Log(second).events.back().event).result, OkValue("second"));
+  EXPECT_THAT(EventNames(hung), ElementsAre("Created", "Locked")) << "still running";
+
+  release->Open();
+  task.Stop();
+  // Its late result is recorded as the timeout it was.
+  EXPECT_THAT(EventNames(hung), ElementsAre("Created", "Locked", "TemporarilyTimedOut"));
+}
+
 TEST_P(ExecTaskConcurrencyTest, SharedLimiterBoundsRunsAcrossExecutors) {
   constexpr int kExecutions = 8;
   std::vector<ExecutionId> ids;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -110,7 +111,7 @@ class TestEnv {
   std::vector<std::string> EventNames(const core::ExecutionId& id);
   // The Finished result of `id`. REQUIRES: finished.
   core::SupportedFunctionReturnValue Result(const core::ExecutionId& id);
-  size_t activity_runs() const { return *activity_runs_; }
+  size_t activity_runs() const { return activity_runs_->load(); }
 
  private:
   std::filesystem::path dir_;
@@ -120,7 +121,8 @@ class TestEnv {
   std::unique_ptr<storage::DbPool> pool_;
   std::unique_ptr<storage::DbConnectionTest> db_;
   std::unique_ptr<storage::DbConnection> worker_conn_;
-  std::shared_ptr<size_t> activity_runs_ = std::make_shared<size_t>(0);
+  // Counted by activity runs on the executor's threads, several at once.
+  std::shared_ptr<std::atomic<size_t>> activity_runs_ = std::make_shared<std::atomic<size_t>>(0);
   std::unique_ptr<executor::ExecTask> workflows_;
   std::unique_ptr<executor::ExecTask> activities_;
   std::unique_ptr<executor::ExecTask> failing_;

@@ -17,9 +17,11 @@
 // cancellation: the outcome append is version-fenced and loses (see
 // exec_task.h, "Cancellation").
 //
-// Not covered here: a cancel committed by another process (a second node on
-// a shared PostgreSQL database) does not reach this registry; such a run
-// stops at its lock deadline and its outcome loses to the fence the same way.
+// A cancel committed by another process (a second node on a shared
+// PostgreSQL database) does not reach this registry; the executor's cancel
+// watcher finds it instead (ExecutorOptions::cancel_watch_interval,
+// exec_task.h "Cancellation"), and the run's outcome loses to the fence the
+// same way.
 //
 // Threading: thread-safe. Callbacks run on the notifying thread, outside the
 // registry's lock, once per registration; they must be cheap and must not

@@ -204,6 +204,47 @@ TEST_P(CancelRunTest, CancelOfAnExecutionNotRunningHereOnlyWritesTheLog) {
   EXPECT_EQ(std::get<core::Finished>(Log(running).events.back().event).result, OkValue());
 }
 
+// A cancel that never passes through this process's registry (another
+// process on the same database: here a second pool on the SQLite file, or
+// another connection) reaches the run through the executor's cancel
+// watcher, on its interval of the Clock.
+TEST_P(CancelRunTest, CancelWatcherStopsARunFinishedByAnotherWriter) {
+  const ExecutionId id = CreateActivity();
+  auto started = std::make_shared<Gate>();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(BlockUntilCancelled(started, ReturnFatal(FatalErrorKind::kCancelled, "stopped")));
+  ExecutorOptions options;
+  options.lock_expiry = 1h;  // only a cancel can stop the run
+  options.retry_config = Retries(3, 100ms);
+  options.concurrency_limiter = limiter_;
+  options.cancel_registry = registry_;
+  options.cancel_watch_interval = 1s;
+  auto task = std::make_unique<ExecTask>(worker, ExecConn(), clock_, options);
+  Must(task->SpawnForTest(kT0));
+  ASSERT_TRUE(started->WaitFor());
+
+  Must(task->TickForTest(kT0 + 1s));  // a watch round: nothing is finished
+  EXPECT_FALSE(worker->context(0).cancel.IsCancelled());
+
+  std::unique_ptr<storage::DbPool> second = OpenSecondPool();
+  std::unique_ptr<storage::DbExecutor> other = second ? Must(second->DbExecConn()) : ExecConn();
+  EXPECT_EQ(Must(other->CancelActivityWithRetries(id, kT0 + 1500ms)),
+            storage::CancelOutcome::kCancelled);
+  Must(task->TickForTest(kT0 + 1500ms));  // the next round is due at kT0 + 2s
+  EXPECT_FALSE(worker->context(0).cancel.IsCancelled()) << "no registry was told";
+
+  Must(task->TickForTest(kT0 + 2s));  // fires the token, waits until the run is recorded
+  EXPECT_TRUE(worker->context(0).cancel.IsCancelled());
+  EXPECT_EQ(task->InFlightCountForTest(), 0u);
+  EXPECT_EQ(limiter_->available(), 2u) << "the permit came back";
+  task->Stop();
+  other.reset();
+  if (second) second->Close();
+  EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Finished"));
+  EXPECT_EQ(FinishedError(id).kind, ExecutionFailureKind::kCancelled);
+  EXPECT_EQ(Log(id).events.back().created_at, kT0 + 1500ms) << "the other writer's Finished";
+}
+
 TEST_P(CancelRunTest, CancelAfterFinishIsAlreadyFinishedAndNotifiesNobody) {
   const ExecutionId id = CreateActivity();
   auto worker = std::make_shared<ScriptedWorker>();

@@ -39,7 +39,8 @@ bool IsWorkflowComponent(core::ComponentType type) {
   return type == core::ComponentType::kWorkflow || type == core::ComponentType::kWorkflowNative;
 }
 
-WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel) {
+WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel,
+                          uint64_t max_result_bytes) {
   const core::ComponentRetryConfig& retry = locked.locked_event.retry_config;
   WorkerContext ctx{
       .execution_id = locked.execution_id,
@@ -59,6 +60,7 @@ WorkerContext MakeContext(const storage::LockedExecution& locked, const Cancella
       .cancel = cancel,
       .run_id = locked.locked_event.run_id,
       .executor_id = locked.locked_event.executor_id,
+      .max_result_bytes = max_result_bytes,
   };
   return ctx;
 }
@@ -107,10 +109,10 @@ WorkerResult LimitResultSize(WorkerResult result, uint64_t max_bytes) {
   if (max_bytes == 0) return result;
   const uint64_t bytes = ResultBytes(result);
   if (bytes <= max_bytes) return result;
-  WorkerResult limited = WorkerResult::Fatal(
-      VersionOf(result, Version(0)), FatalErrorKind::kResultTooLarge,
-      "the result is " + std::to_string(bytes) + " bytes, over the limit of " +
-          std::to_string(max_bytes));
+  WorkerResult limited =
+      WorkerResult::Fatal(VersionOf(result, Version(0)), FatalErrorKind::kResultTooLarge,
+                          "the result is " + std::to_string(bytes) + " bytes, over the limit of " +
+                              std::to_string(max_bytes));
   limited.engine = result.engine;
   return limited;
 }
@@ -155,7 +157,8 @@ ExecTask::ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbEx
       options_(std::move(options)),
       limiter_(options_.concurrency_limiter ? options_.concurrency_limiter
                                             : ConcurrencyLimiter::Create(options_.batch_size)),
-      enforce_deadlines_(!IsWorkflowComponent(options_.component_id.component_type)) {
+      enforce_deadlines_(!IsWorkflowComponent(options_.component_id.component_type)),
+      next_cancel_watch_(clock_.Now() + options_.cancel_watch_interval) {
   STELE_CHECK(worker_ != nullptr, "ExecTask needs a worker");
   STELE_CHECK(db_ != nullptr, "ExecTask needs a DbExecutor");
   STELE_CHECK(options_.batch_size > 0, "ExecutorOptions::batch_size must be positive");
@@ -228,6 +231,7 @@ void ExecTask::Stop() {
 
 Result<std::vector<ExecutionId>, storage::DbErrorGeneric> ExecTask::TickForTest(DateTime now) {
   WaitForRuns(ExpireDeadlines(now));
+  WaitForRuns(WatchCancels(now));
   STELE_ASSIGN_OR_RETURN(TickOutcome tick, Tick(now, core::RunId::Generate()));
   WaitForRuns(tick.run_seqs);
   return std::move(tick.locked);
@@ -277,10 +281,10 @@ std::optional<ExecTask::Reservation> ExecTask::TryReserve(DateTime now) {
   }
   std::vector<ConcurrencyLimiter::Permit> permits = limiter_->TryAcquireUpTo(1);
   if (permits.empty()) return std::nullopt;
-  return Reservation{std::move(permits[0]),
-                     core::Locked{options_.component_id, options_.executor_id,
-                                  core::RunId::Generate(), now + options_.lock_expiry,
-                                  options_.retry_config}};
+  return Reservation{
+      std::move(permits[0]),
+      core::Locked{options_.component_id, options_.executor_id, core::RunId::Generate(),
+                   now + options_.lock_expiry, options_.retry_config}};
 }
 
 void ExecTask::RunLocked(storage::LockedExecution locked, Reservation reservation) {
@@ -343,7 +347,8 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
                       ConcurrencyLimiter::Permit& permit,
                       CancelRegistry::Registration& registration) {
   const WorkerResult result =
-      LimitResultSize(worker_->Run(MakeContext(locked, run->cancel)), options_.max_result_bytes);
+      LimitResultSize(worker_->Run(MakeContext(locked, run->cancel, options_.max_result_bytes)),
+                      options_.max_result_bytes);
   // A cancel from now on cannot stop anything; the fence handles it.
   registration.Reset();
   const bool cancel_requested = run->cancel_requested.IsCancelled();
@@ -458,6 +463,42 @@ std::vector<uint64_t> ExecTask::ExpireDeadlines(DateTime now) {
   return expired;
 }
 
+bool ExecTask::WatchesCancels() const {
+  return enforce_deadlines_ && options_.cancel_watch_interval.count() > 0;
+}
+
+std::vector<uint64_t> ExecTask::WatchCancels(DateTime now) {
+  std::vector<uint64_t> stopped;
+  if (!WatchesCancels()) return stopped;
+  std::vector<std::shared_ptr<InFlight>> running;
+  {
+    std::lock_guard lock(mu_);
+    if (now < next_cancel_watch_) return stopped;
+    next_cancel_watch_ = now + options_.cancel_watch_interval;
+    for (const auto& [seq, run] : in_flight_) {
+      // Already stopping (timed out, shutdown, cancelled): nothing to add.
+      if (run->returned || run->timed_out || run->shutting_down ||
+          run->cancel_requested.IsCancelled()) {
+        continue;
+      }
+      running.push_back(run);
+    }
+  }
+  // Reads outside mu_: a slow database must not hold up the runs.
+  for (const std::shared_ptr<InFlight>& run : running) {
+    auto last = db_->GetLastExecutionEvent(run->execution_id);
+    if (!last || !std::holds_alternative<core::Finished>(last->event)) continue;
+    STELE_LOG(kInfo, run->execution_id.ToString()
+                         << ": finished by another writer while running here; stopping the run");
+    // As a registry notification: the finish is committed, the run's
+    // outcome loses to it.
+    run->cancel_requested.Cancel();
+    run->cancel.Cancel();
+    stopped.push_back(run->seq);
+  }
+  return stopped;
+}
+
 void ExecTask::WaitForRuns(const std::vector<uint64_t>& seqs) {
   std::unique_lock lock(mu_);
   runs_changed_.wait(lock, [&] {
@@ -506,12 +547,18 @@ void ExecTask::WatchdogMain() {
   while (!watchdog_stop_) {
     std::optional<DateTime> earliest;
     if (enforce_deadlines_) {
+      bool running = false;
       for (const auto& [seq, run] : in_flight_) {
         if (run->returned || run->timed_out || run->shutting_down ||
             run->cancel_requested.IsCancelled()) {
           continue;
         }
+        running = true;
         if (!earliest || run->deadline < *earliest) earliest = run->deadline;
+      }
+      // The cancel watcher's next round, while there is a run to watch.
+      if (running && WatchesCancels() && next_cancel_watch_ < *earliest) {
+        earliest = next_cancel_watch_;
       }
     }
     if (!earliest) {
@@ -529,7 +576,9 @@ void ExecTask::WatchdogMain() {
       continue;
     }
     lock.unlock();
-    ExpireDeadlines(clock_.Now());
+    const DateTime now = clock_.Now();
+    ExpireDeadlines(now);
+    WatchCancels(now);
     lock.lock();
   }
 }

@@ -37,6 +37,12 @@
 // committed cancellation: that lost race is the expected end of a
 // cancelled run, logged at info level, and the permit is released as for
 // any other run. Nothing is ever recorded over the cancellation.
+// A cancel that does not pass through this process's registry (another
+// process on a shared database, a tool writing to it) is found by the
+// cancel watcher: every `cancel_watch_interval` on the Clock, an activity
+// executor reads the last event of each execution it is running and
+// treats one that is Finished (by anyone) exactly like a registry
+// notification. It runs on the watchdog thread, and in TickForTest.
 //
 // Recording: the outcome append is retried when it fails with a Generic
 // database error (a transient blip: busy, connection reset, timeout) —
@@ -51,6 +57,10 @@
 // expired-timers watcher settles the lock after it expires. This differs on
 // purpose from a worker's own DB errors (WorkerDbError → write nothing):
 // those happened inside the run, while this write records a finished run.
+// A workflow run that ends with events still to write records its Finished
+// itself, in the same transaction (runtime/workflow/workflow_run.h,
+// Finish), and returns DbUpdatedByWorkerOrWatcher: nothing is left to
+// record here. WorkerContext::max_result_bytes tells it the limit above.
 //
 // Threading: Start/Stop from one controlling thread. The *ForTest methods
 // may not run concurrently with Start()ed operation or with each other.
@@ -121,6 +131,11 @@ struct ExecutorOptions {
   // "Cancellation" above); nullptr: runs are not registered, and a
   // cancelled run stops only at its deadline.
   std::shared_ptr<CancelRegistry> cancel_registry = nullptr;
+  // Activity executors: how often the cancel watcher (see "Cancellation")
+  // reads the state of the executions they are running, on the Clock.
+  // 0 disables it. Workflow executors never watch (their runs are not
+  // cancellable; a run that lost its execution fails on its next write).
+  std::chrono::milliseconds cancel_watch_interval{1000};
   // Outcome writes that fail with a Generic (transient) error are tried up
   // to this many times in all, waiting outcome_write_backoff * 2^(k-1) on
   // the Clock before attempt k+1 (see "Recording" above). 1: no retry.
@@ -179,9 +194,10 @@ class ExecTask {
   // --- Test hooks: deterministic ticks driven by a ManualClock. ---
 
   // One locking round at `now` with a fresh RunId, synchronously: first
-  // times out the activity runs whose deadline is <= now and waits until
-  // they are recorded, then locks and waits until every run it spawned has
-  // been recorded. Returns the ids it locked.
+  // times out the activity runs whose deadline is <= now and, when the
+  // cancel watch is due at `now`, stops the runs whose executions are
+  // finished, and waits until those are recorded; then locks and waits
+  // until every run it spawned has been recorded. Returns the ids it locked.
   Result<std::vector<ExecutionId>, storage::DbErrorGeneric> TickForTest(DateTime now);
   // Only the locking round at `now`; the spawned runs keep going (their
   // deadlines are watched against the Clock, or by a later TickForTest).
@@ -210,6 +226,10 @@ class ExecTask {
   void SleepUnlessStopped(std::chrono::milliseconds d);
   // Times out activity runs whose deadline <= now; returns their seqs.
   std::vector<uint64_t> ExpireDeadlines(DateTime now);
+  // The cancel watcher, when due at `now`: fires the tokens of runs whose
+  // executions are Finished in the database; returns their seqs.
+  std::vector<uint64_t> WatchCancels(DateTime now);
+  bool WatchesCancels() const;
   void WaitForRuns(const std::vector<uint64_t>& seqs);
   // ApplyOutcome with the retries of "Recording" above.
   Result<ApplyStatus, storage::DbErrorWrite> RecordOutcome(const PlannedWrite& write);
@@ -235,6 +255,7 @@ class ExecTask {
   bool watchdog_stop_ = false;                               // guarded by mu_
   bool loop_stop_ = false;                                   // guarded by mu_
   bool runs_stopping_ = false;                               // guarded by mu_
+  DateTime next_cancel_watch_;                               // guarded by mu_
   std::condition_variable retry_wakeup_;                     // runs_stopping_ set
   std::condition_variable loop_wakeup_;                      // loop_stop_ set
   bool started_ = false;

@@ -61,10 +61,14 @@ class ExecTaskConcurrencyTest : public BackendTest {
   }
 };
 
+// Only the commit's notification can wake the waiting loop: it would
+// otherwise sleep an hour between ticks.
 TEST_P(ExecTaskConcurrencyTest, StartedExecutorPicksUpNewWork) {
   auto worker = std::make_shared<ScriptedWorker>();
   worker->Then(ReturnOk(OkValue(1))).Then(ReturnOk(OkValue(2)));
-  ExecTask task(worker, ExecConn(), clock_, Options());
+  ExecutorOptions options = Options();
+  options.tick_sleep = 1h;
+  ExecTask task(worker, ExecConn(), clock_, options);
   task.Start();
   const ExecutionId first = CreateActivity();
   ASSERT_TRUE(Eventually([&] { return IsFinished(first); }));
@@ -115,6 +119,40 @@ TEST_P(ExecTaskConcurrencyTest, StopUnlocksRunsThatIgnoreCancellation) {
   stopper.join();
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"))
       << "the late result is discarded";
+}
+
+// One hung run — its worker ignores its token even once the deadline fired
+// it — holds only its own permit: the executor goes on locking and
+// finishing other executions meanwhile.
+TEST_P(ExecTaskConcurrencyTest, AHungRunDoesNotBlockTheOthers) {
+  const ExecutionId hung = CreateActivity();
+  auto started = std::make_shared<Gate>();
+  auto release = std::make_shared<Gate>();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then([started, release](const WorkerContext& ctx) {
+    started->Open();
+    EXPECT_TRUE(release->WaitFor(60s));  // deaf to ctx.cancel
+    return WorkerResult::Ok(OkValue("too late"), ctx.version);
+  });
+  worker->Then(ReturnOk(OkValue("second")));
+  ExecutorOptions options = Options();
+  options.tick_sleep = 1h;  // new work wakes the loop, not the clock
+  ExecTask task(worker, ExecConn(), clock_, options);
+  task.Start();
+  ASSERT_TRUE(started->WaitFor());
+  clock_.Set(kT0 + 2s);  // past the hung run's deadline: its token fires, in vain
+  ASSERT_TRUE(Eventually([&] { return worker->context(0).cancel.IsCancelled(); }));
+
+  const ExecutionId second = CreateActivity();
+  ASSERT_TRUE(Eventually([&] { return IsFinished(second); })) << "blocked behind the hung run";
+  EXPECT_THAT(EventNames(second), ElementsAre("Created", "Locked", "Finished"));
+  EXPECT_EQ(std::get<core::Finished>(Log(second).events.back().event).result, OkValue("second"));
+  EXPECT_THAT(EventNames(hung), ElementsAre("Created", "Locked")) << "still running";
+
+  release->Open();
+  task.Stop();
+  // Its late result is recorded as the timeout it was.
+  EXPECT_THAT(EventNames(hung), ElementsAre("Created", "Locked", "TemporarilyTimedOut"));
 }
 
 TEST_P(ExecTaskConcurrencyTest, SharedLimiterBoundsRunsAcrossExecutors) {

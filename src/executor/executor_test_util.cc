@@ -97,6 +97,11 @@ void BackendTest::TearDown() {
   std::filesystem::remove_all(dir_);
 }
 
+std::unique_ptr<storage::DbPool> BackendTest::OpenSecondPool() {
+  if (GetParam() != Backend::kSqlite) return nullptr;
+  return OpenBackendPool(Backend::kSqlite, dir_);  // opens the existing file
+}
+
 std::unique_ptr<storage::DbExecutor> BackendTest::ExecConn() { return Must(pool_->DbExecConn()); }
 
 std::unique_ptr<storage::DbConnection> BackendTest::Conn() { return Must(pool_->Connection()); }

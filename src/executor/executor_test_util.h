@@ -92,6 +92,11 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
   // transaction. Returns the child's id.
   core::ExecutionIdDerived CreateParentAwaitingChild(const ExecutionId& parent);
 
+  // A second pool on the same database, as another process would open it
+  // (SQLite: the same file); nullptr where a backend cannot be shared
+  // (memory). The caller closes it before the test ends.
+  std::unique_ptr<storage::DbPool> OpenSecondPool();
+
   // The test's scratch directory (removed at TearDown).
   const std::filesystem::path& dir() const { return dir_; }
 

@@ -67,6 +67,10 @@ struct WorkerContext {
   CancellationToken cancel;
   core::RunId run_id;
   core::ExecutorId executor_id;
+  // ExecutorOptions::max_result_bytes (0: none), for a worker that writes
+  // its execution's Finished itself (a workflow ending with one commit):
+  // a larger result is left to the executor, which records the error.
+  uint64_t max_result_bytes = 0;
 };
 
 // --- Errors (reference §2.9, §2.14) -----------------------------------------

@@ -187,6 +187,7 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
       deps.functions = env.registry;
       deps.dispatch = env.dispatch;
       deps.handoff = env.handoff;
+      deps.cancel_registry = env.cancels;
       deps.run_options.blocking_strategy = c.blocking_strategy_await
                                                ? runtime::workflow::BlockingStrategy::kAwait
                                                : runtime::workflow::BlockingStrategy::kInterrupt;

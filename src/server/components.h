@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "core/component_id.h"
 #include "core/function_type.h"
+#include "executor/cancel_registry.h"
 #include "executor/latency_histogram.h"
 #include "executor/local_dispatch.h"
 #include "executor/response_handoff.h"
@@ -44,6 +45,9 @@ struct WorkerEnv {
   // Where a workflow worker measures the writes of its runs
   // (timed_db_connection.h); null: not measured.
   std::shared_ptr<executor::LatencyHistogram> workflow_writes;
+  // Running activities of this process, for the cancels a workflow makes
+  // (executor/cancel_registry.h).
+  executor::CancelRegistry* cancels = nullptr;
 };
 
 using WorkerFactory =

@@ -95,6 +95,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   env.default_lock_expiry = defaults.lock_expiry;
   env.dispatch = &d.dispatch;
   env.handoff = d.handoff.get();
+  env.cancels = d.cancels.get();
   std::vector<std::unique_ptr<executor::ExecTask>> tasks;
   for (auto& component : d.components) {
     if (!component.make_worker) continue;  // stubs

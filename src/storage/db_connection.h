@@ -62,14 +62,17 @@ class DbConnection : public DbExecutor {
 
   // Whether AppendOutcomesAndBatch is available.
   virtual bool SupportsOutcomesWithBatch() const { return false; }
-  // One transaction: each outcome as AppendBatchRespondToParent writes it —
-  // the child's events at their version, then its response to the parent,
-  // which must land at the parent's `response_index` (the response count
-  // the parent's run has seen; otherwise Conflict) — then, when `batch` is
-  // not empty, AppendBatchCreateAndLockChildren of the parent. A warm
-  // workflow that received its child's result in memory
+  // One transaction: each outcome, in order, as AppendBatchRespondToParent
+  // writes it — the child's events at their version, then its response to
+  // the parent, which must land at the parent's `response_index` when set
+  // (the response count the parent's run has seen; otherwise Conflict) —
+  // then, when `batch` is not empty, AppendBatchCreateAndLockChildren of the
+  // parent. A warm workflow that received its child's result in memory
   // (executor/response_handoff.h) makes it durable with its own next step:
-  // one commit per sequential step instead of two. All or nothing, with the
+  // one commit per sequential step instead of two. A finishing child
+  // workflow holding such results passes no batch and appends its own
+  // events and Finished as a last outcome (no response_index) responding to
+  // its parent: its whole end is one commit. All or nothing, with the
   // errors of both calls. Where !SupportsOutcomesWithBatch():
   // ValidationFailed("not supported"), nothing written.
   // REQUIRES: every outcome's response names `execution_id` as the parent.

@@ -104,9 +104,13 @@ struct AppendResponseToExecution {
 // (DbConnection::AppendOutcomesAndBatch): what AppendBatchRespondToParent
 // would write, plus where the parent expects the response.
 struct ChildOutcome {
-  AppendEventsToExecution child;       // the child's Finished, at its version
+  AppendEventsToExecution child;       // the child's events, ending with Finished
   AppendResponseToExecution response;  // to the parent
-  uint32_t response_index = 0;         // the parent's response count before it
+  // The parent's response count before it (the index the parent's run
+  // consumed it at); nullopt: wherever it lands, as AppendBatchRespondToParent
+  // (a finishing workflow's own response, in the transaction that also
+  // records its children's outcomes).
+  std::optional<uint32_t> response_index = 0;
 };
 
 struct ExpiredLock {

@@ -68,6 +68,7 @@ wf::WorkflowRunOptions RunOptions(const EngineOptions& engine, const WorkflowOpt
   run.non_blocking_event_batching =
       workflow.non_blocking_event_batching.value_or(engine.workflow_event_batching);
   run.max_events_per_run = workflow.max_events_per_run.value_or(engine.workflow_max_events_per_run);
+  run.max_params_bytes = engine.max_params_bytes;
   return run;
 }
 
@@ -310,7 +311,7 @@ Result<void, Error> Engine::Start() {
     auto worker = std::make_shared<runtime::native::NativeWorkflowWorker>(
         group.workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), d.clock,
         &d.registry, d.options.eager_dispatch ? &d.dispatch : nullptr,
-        d.options.result_handoff ? d.handoff.get() : nullptr);
+        d.options.result_handoff ? d.handoff.get() : nullptr, d.cancels.get());
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = group.lock_expiry;

@@ -176,7 +176,9 @@ Op<Result<ExecutionResult, std::string>> WorkflowContext::get(std::string_view f
     if (!ffqn) return std::nullopt;
     auto child = core::ExecutionIdDerived::Parse(id);
     if (!child) return R(Unexpected("invalid child execution id `" + id + "`"));
-    auto result = run->run().Get(*child, *ffqn);
+    auto got = run->run().Get(*child, *ffqn);
+    if (!got) return std::nullopt;  // interrupted (lease, cancellation, limits)
+    const auto& result = *got;
     if (!result) {
       if (result.error().kind == wf::GetError::Kind::kFunctionMismatch) {
         return R(Unexpected("child " + id + " runs " +
@@ -269,7 +271,9 @@ Op<std::string> WorkflowContext::random_string(uint32_t min_length, uint32_t max
 }
 
 void WorkflowContext::log(std::string_view message, LogLevel level) const {
-  run_.run().Log(level, message);
+  // An interruption (lease, cancellation, limits) poisons the run: the
+  // workflow's next awaited operation ends it.
+  (void)run_.run().Log(level, message);
 }
 
 }  // namespace stele

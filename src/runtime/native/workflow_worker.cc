@@ -41,13 +41,15 @@ NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWor
                                            const Clock* clock,
                                            const workflow::FunctionRegistry* functions,
                                            const executor::LocalDispatch* dispatch,
-                                           executor::ResponseHandoff* handoff)
+                                           executor::ResponseHandoff* handoff,
+                                           executor::CancelRegistry* cancels)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
       clock_(clock),
       functions_(functions),
       dispatch_(dispatch),
-      handoff_(handoff) {
+      handoff_(handoff),
+      cancels_(cancels) {
   for (const auto& [ffqn, fn] : workflows_) ffqns_.push_back(ffqn);
 }
 
@@ -61,7 +63,7 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   std::optional<core::ComponentId> traced;
   if (it->second.store_backtraces) traced = ctx.locked_event.component_id;
   workflow::WorkflowRun run(
-      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_},
+      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_, cancels_},
       it->second.run_options);
   NativeRun native(run, std::move(traced));
   WorkflowContext wctx(native);

@@ -53,7 +53,8 @@ class NativeWorkflowWorker final : public executor::Worker {
                        std::shared_ptr<storage::DbConnection> db, const Clock* clock,
                        const workflow::FunctionRegistry* functions,
                        const executor::LocalDispatch* dispatch = nullptr,
-                       executor::ResponseHandoff* handoff = nullptr);
+                       executor::ResponseHandoff* handoff = nullptr,
+                       executor::CancelRegistry* cancels = nullptr);
 
   executor::WorkerResult Run(executor::WorkerContext ctx) override;
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
@@ -68,6 +69,7 @@ class NativeWorkflowWorker final : public executor::Worker {
   const workflow::FunctionRegistry* functions_;
   const executor::LocalDispatch* dispatch_;  // may be null
   executor::ResponseHandoff* handoff_;        // may be null
+  executor::CancelRegistry* cancels_;         // may be null
 };
 
 // Adapts a workflow returning Task<Json> (ok only) to the ok-or-err form.

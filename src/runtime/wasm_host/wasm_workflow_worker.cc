@@ -38,7 +38,10 @@ WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> comp
       deps_(std::move(deps)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()),
-      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {}
+      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {
+  // A run that writes its Finished itself names the engine there too.
+  deps_.run_options.engine = engine_id_;
+}
 
 executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
   executor::WorkerResult result = RunGuest(std::move(ctx));
@@ -55,8 +58,9 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   }
   const std::string params = ctx.params.dump();
   const CancellationToken cancel = ctx.cancel;
-  wf::WorkflowRun run(std::move(ctx), wf::WorkflowRunDeps{deps_.db.get(), deps_.clock, deps_.functions,
-                                                               deps_.dispatch, deps_.handoff},
+  wf::WorkflowRun run(std::move(ctx),
+                      wf::WorkflowRunDeps{deps_.db.get(), deps_.clock, deps_.functions,
+                                          deps_.dispatch, deps_.handoff, deps_.cancel_registry},
                       deps_.run_options);
   // Declared before the instance: the instance's import table points at it.
   WorkflowHost host(&run, component_->component_id);

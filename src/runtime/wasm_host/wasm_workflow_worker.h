@@ -59,6 +59,9 @@ struct WasmWorkflowWorkerDeps {
   std::chrono::milliseconds guest_slice{5000};
   // Store the backtrace of every host call that wrote events.
   bool store_backtraces = true;
+  // Running activities of this process, to stop the ones the workflow
+  // cancels (executor/cancel_registry.h); may be null.
+  executor::CancelRegistry* cancel_registry = nullptr;
 };
 
 class WasmWorkflowWorker final : public executor::Worker {

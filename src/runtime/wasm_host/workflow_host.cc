@@ -204,7 +204,9 @@ HostResult Get(WorkflowHost& host, HostCall& c, Args a) {
     STELE_TRY(WriteOut(c, U32(a[4]), "\"invalid child execution id\""));
     return StatusResult(Status::kNotFound);
   }
-  auto result = host.run().Get(*child, ffqn);
+  auto got = host.run().Get(*child, ffqn);
+  if (!got) return Unexpected(host.Abort());
+  const auto& result = *got;
   if (!result) {
     bool mismatch = result.error().kind == wf::GetError::Kind::kFunctionMismatch;
     core::Json message = mismatch ? "child " + id_text + " runs another function"
@@ -274,7 +276,7 @@ HostResult RandomString(WorkflowHost& host, HostCall& c, Args a) {
 
 HostResult Log(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(message, c, a[1], a[2]);
-  host.run().Log(ToLogLevel(a[0].AsI32()), message);
+  if (!host.run().Log(ToLogLevel(a[0].AsI32()), message)) return Unexpected(host.Abort());
   return std::vector<Value>{};
 }
 

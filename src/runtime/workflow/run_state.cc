@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/json_codec.h"
+#include "executor/outcome.h"
+#include "storage/operations.h"
 
 namespace stele::runtime::workflow::internal {
 
@@ -116,6 +119,14 @@ Result<void, Interruption> RunState::Begin() {
   if (options.lock_extension.count() > 0 &&
       now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension_leeway) >=
           lock_expires_at_) {
+    // The extension is an event too: a run that writes nothing else (a
+    // loop of logs) must still meet the log's limit.
+    if (!replaying() && options.max_events_per_execution > 0 &&
+        version_.value() + cache_.size() >= options.max_events_per_execution) {
+      return Interrupt(Interruption::Kind::kConstraintViolation,
+                       "the execution has reached its limit of " +
+                           std::to_string(options.max_events_per_execution) + " events");
+    }
     STELE_TRY(ExtendLock(now));
   }
   if (options.max_events_per_run > 0 && !replaying() &&
@@ -177,20 +188,34 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
                            std::to_string(options.max_join_set_size) + " submissions");
     }
   }
+  if (child && options.max_params_bytes > 0) {
+    const size_t bytes = core::SerializeJson(child->params).size();
+    if (bytes > options.max_params_bytes) {
+      return Interrupt(Interruption::Kind::kConstraintViolation,
+                       "the params of " + child->ffqn.ToString() + " (execution " +
+                           child->execution_id.ToString() + ") are " + std::to_string(bytes) +
+                           " bytes, over the limit of " + std::to_string(options.max_params_bytes));
+    }
+  }
   Apply(key);
   cache_.push_back(storage::AppendRequest{Now(), core::HistoryEventRequest{std::move(key)}});
   if (child) cache_children_.push_back(*std::move(child));
   return nullptr;
 }
 
-Result<void, Interruption> RunState::Flush() {
+Result<void, Interruption> RunState::Flush(bool dispatch) {
   if (cache_.empty() && taken_.empty()) return {};
+  return WriteStep(cache_, dispatch);
+}
+
+Result<void, Interruption> RunState::WriteStep(const std::vector<storage::AppendRequest>& batch,
+                                               bool dispatch) {
   const DateTime now = Now();
   // Children due now that an executor of this process serves are locked
   // for it in this transaction and handed over once it commits.
   std::vector<executor::LocalDispatch::Slot> slots;
   std::vector<storage::ChildLock> locks;
-  if (deps.dispatch != nullptr) {
+  if (deps.dispatch != nullptr && dispatch) {
     for (const storage::CreateRequest& child : cache_children_) {
       if (child.scheduled_at > now) continue;
       auto slot = deps.dispatch->TryReserve(child.ffqn, now);
@@ -205,8 +230,8 @@ Result<void, Interruption> RunState::Flush() {
     // Children's results this run took in memory commit with its step.
     std::vector<storage::ChildOutcome> outcomes;
     for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
-    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, cache_, ctx.execution_id,
-                                                   version_, cache_children_, locks);
+    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, batch, ctx.execution_id, version_,
+                                                   cache_children_, locks);
     ResolveTaken(written.has_value());
     if (written) {
       next = written->next_version;
@@ -215,8 +240,8 @@ Result<void, Interruption> RunState::Flush() {
       next = Unexpected(std::move(written).error());
     }
   } else if (!locks.empty()) {
-    auto created = deps.db->AppendBatchCreateAndLockChildren(now, cache_, ctx.execution_id,
-                                                             version_, cache_children_, locks);
+    auto created = deps.db->AppendBatchCreateAndLockChildren(now, batch, ctx.execution_id, version_,
+                                                             cache_children_, locks);
     if (created) {
       next = created->next_version;
       locked = std::move(created->locked);
@@ -224,9 +249,9 @@ Result<void, Interruption> RunState::Flush() {
       next = Unexpected(std::move(created).error());
     }
   } else if (cache_children_.empty()) {
-    next = deps.db->AppendBatch(now, cache_, ctx.execution_id, version_);
+    next = deps.db->AppendBatch(now, batch, ctx.execution_id, version_);
   } else {
-    next = deps.db->AppendBatchCreateNewExecution(now, cache_, ctx.execution_id, version_,
+    next = deps.db->AppendBatchCreateNewExecution(now, batch, ctx.execution_id, version_,
                                                   cache_children_);
   }
   // Unused reservations (a failed write, a lock the rules refused) release
@@ -246,6 +271,60 @@ Result<void, Interruption> RunState::Flush() {
   cache_.clear();
   cache_children_.clear();
   return {};
+}
+
+Result<bool, Interruption> RunState::WriteFinished(
+    const core::SupportedFunctionReturnValue& value) {
+  if (cache_.empty() && taken_.empty()) return false;
+  if (ctx.max_result_bytes > 0 &&
+      core::SerializeJson(core::ToJson(value)).size() > ctx.max_result_bytes) {
+    STELE_TRY(Flush());
+    return false;
+  }
+  const DateTime now = Now();
+  // Finished goes right after the cached events; it does not advance the
+  // version, and a parent's response names it.
+  const core::Version finished_at(version_.value() +
+                                  static_cast<core::Version::Type>(cache_.size()));
+  std::optional<executor::PlannedWrite> finish =
+      executor::ComputeOutcome(executor::WorkerResult::Ok(value, finished_at),
+                               executor::RunInfo{ctx.execution_id, ctx.intermittent_event_count,
+                                                 ctx.locked_event.retry_config},
+                               now);
+  STELE_CHECK(finish.has_value(), "a result is always recorded");
+  std::get<core::Finished>(finish->request.event).engine = options.engine;
+  std::vector<storage::AppendRequest> batch = cache_;
+  batch.push_back(finish->request);
+  if (!finish->parent_response) {
+    STELE_TRY(WriteStep(batch, /*dispatch=*/true));
+    return true;
+  }
+  // A child: its response to its parent commits with its Finished.
+  if (!cache_children_.empty() || (!taken_.empty() && !deps.db->SupportsOutcomesWithBatch())) {
+    // No single call creates children and responds to a parent: two commits.
+    STELE_TRY(Flush());
+    return false;
+  }
+  const storage::AppendEventsToExecution own{ctx.execution_id, version_, batch};
+  Result<void, storage::DbErrorWrite> written;
+  if (taken_.empty()) {
+    auto appended = deps.db->AppendBatchRespondToParent(own, *finish->parent_response, now);
+    if (!appended) written = Unexpected(std::move(appended).error());
+  } else {
+    // Its children's results it took in memory first, each at the response
+    // index it consumed it at; its own response lands wherever it does.
+    std::vector<storage::ChildOutcome> outcomes;
+    for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
+    outcomes.push_back(storage::ChildOutcome{own, *finish->parent_response, std::nullopt});
+    auto appended =
+        deps.db->AppendOutcomesAndBatch(now, outcomes, {}, ctx.execution_id, version_, {}, {});
+    ResolveTaken(appended.has_value());
+    if (!appended) written = Unexpected(std::move(appended).error());
+  }
+  if (!written) return DbFailure("finishing", std::move(written).error());
+  events_written_ += cache_.size();
+  cache_.clear();
+  return true;
 }
 
 Result<void, Interruption> RunState::MaybeFlush() {
@@ -531,6 +610,63 @@ std::string RunState::DescribeUnprocessed() const {
   if (cursor_ >= history_.size()) return "none";
   return "version " + history_[cursor_].second.ToString() + ": " +
          DescribeHistoryEvent(history_[cursor_].first);
+}
+
+Result<void, storage::DbErrorWrite> RunState::CancelSubmission(const Submission& submission,
+                                                               DateTime now) {
+  if (const auto* delay = std::get_if<core::DelayId>(&submission.id)) {
+    STELE_TRY(storage::CancelDelay(*deps.db, *delay, now));
+    return {};
+  }
+  const auto& child = std::get<core::ExecutionIdDerived>(submission.id);
+  std::optional<FunctionInfo> info =
+      submission.ffqn ? deps.functions->Find(*submission.ffqn) : std::nullopt;
+  if (info && info->kind == FunctionKind::kWorkflow) return {};  // awaited, not cancelled
+  // The same path as an API-side cancel: the database first, then the
+  // token of a run of this process, so a running activity stops now
+  // instead of holding its permit until its deadline.
+  STELE_TRY(
+      executor::CancelActivity(*deps.db, deps.cancel_registry, core::ExecutionId(child), now));
+  return {};
+}
+
+void RunState::CancelUnawaitedOnFailure() {
+  if (failure_cancels_done_) return;
+  failure_cancels_done_ = true;
+  // What the workflow did before it failed becomes part of its log, so
+  // that what it submitted exists and can be cancelled (an activity that
+  // is then never run, rather than silently dropped). No eager dispatch:
+  // the children are cancelled right away.
+  std::set<std::string> unwritten;
+  if (auto flushed = Flush(/*dispatch=*/false); !flushed) {
+    STELE_LOG(kWarn, ctx.execution_id.ToString() << ": failing workflow: cannot write its last "
+                                                 << "events: " << flushed.error().ToString());
+    for (const storage::AppendRequest& cached : cache_) {
+      const auto* history = std::get_if<core::HistoryEventRequest>(&cached.event);
+      const auto* request =
+          history != nullptr ? std::get_if<core::HistoryJoinSetRequest>(&history->event) : nullptr;
+      if (request == nullptr) continue;
+      std::visit(
+          Overloaded{[&](const core::DelayRequest& d) { unwritten.insert(d.delay_id.ToString()); },
+                     [&](const core::ChildExecutionRequest& c) {
+                       unwritten.insert(c.child_execution_id.ToString());
+                     }},
+          request->request);
+    }
+  }
+  const DateTime now = Now();
+  for (const auto& [id, join_set] : join_sets_) {
+    for (const std::string& key : join_set.order) {
+      auto it = join_set.unconsumed.find(key);
+      if (it == join_set.unconsumed.end() || unwritten.contains(key)) continue;
+      if (auto cancelled = CancelSubmission(it->second, now); !cancelled) {
+        STELE_LOG(kWarn, ctx.execution_id.ToString() << ": failing workflow: cannot cancel " << key
+                                                     << ": " << cancelled.error().ToString());
+      } else {
+        STELE_LOG(kDebug, ctx.execution_id.ToString() << ": failing workflow: cancelled " << key);
+      }
+    }
+  }
 }
 
 std::optional<core::FunctionFqn> RunState::ChildFfqn(const std::string& child_id) const {

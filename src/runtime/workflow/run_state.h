@@ -29,7 +29,7 @@ namespace stele::runtime::workflow::internal {
 // One submission of a join set whose response a JoinNext has not consumed.
 struct Submission {
   std::variant<core::ExecutionIdDerived, core::DelayId> id;
-  std::optional<core::FunctionFqn> ffqn;  // children only
+  std::optional<core::FunctionFqn> ffqn;     // children only
   std::optional<DateTime> delay_expires_at;  // delays only
 };
 
@@ -76,11 +76,22 @@ class RunState {
   // event when it matches (processed, nothing written), nullptr in new
   // territory (`key` is processed and cached, with `child` to create in the
   // same transaction), or kNondeterminism.
-  Result<const core::HistoryEvent*, Interruption> Step(core::HistoryEvent key,
-                                                       std::optional<storage::CreateRequest> child =
-                                                           std::nullopt);
-  // Writes the cached events (and children) in one transaction.
-  Result<void, Interruption> Flush();
+  Result<const core::HistoryEvent*, Interruption> Step(
+      core::HistoryEvent key, std::optional<storage::CreateRequest> child = std::nullopt);
+  // Writes the cached events (and children) in one transaction. With
+  // `dispatch`, children due now that an executor of this process serves
+  // are locked for it and handed over.
+  Result<void, Interruption> Flush(bool dispatch = true);
+  // Finish's write (see WorkflowRun::Finish). With anything still to write
+  // (cached events, results taken in memory) writes it and this
+  // execution's Finished — for a child, with its response to its parent —
+  // in one transaction, and returns true. Returns false, having written
+  // nothing more than Flush would, when nothing else was pending (the
+  // executor writes Finished and may hand it to a warm parent), when the
+  // result is over ctx.max_result_bytes (the executor records that error),
+  // and in the one case no single call covers (a child workflow creating
+  // children in its last step).
+  Result<bool, Interruption> WriteFinished(const core::SupportedFunctionReturnValue& value);
   // Flush once the cache holds non_blocking_event_batching events.
   Result<void, Interruption> MaybeFlush();
 
@@ -109,11 +120,31 @@ class RunState {
 
   std::optional<core::FunctionFqn> ChildFfqn(const std::string& child_id) const;
 
+  // Cancels one unawaited submission (§2.11, §4.6): a delay gets its
+  // cancelled response, an activity Finished(cancelled) with its response to
+  // this run, and its local run, if any, a fired token (through
+  // deps.cancel_registry). A child workflow is left running. Idempotent.
+  // REQUIRES: the submission is written (not in the cache).
+  Result<void, storage::DbErrorWrite> CancelSubmission(const Submission& submission, DateTime now);
+
+  // The workflow failed permanently (a fatal interruption other than
+  // kCancelled, or a trap): writes the cached events (no eager dispatch),
+  // then cancels every unawaited activity and delay of every join set, as
+  // a close would but without closing JoinNexts and without running guest
+  // code. Best effort: failures are logged, never returned; what could not
+  // be written is not cancelled. Runs once per run.
+  void CancelUnawaitedOnFailure();
+
   uint64_t events_written() const { return events_written_; }
   // "version N: <event>" of the first unprocessed history event.
   std::string DescribeUnprocessed() const;
 
  private:
+  // Writes `batch` (the cache, possibly followed by Finished) with the
+  // cached children (locked for a local executor with `dispatch`) and the
+  // taken outcomes in one transaction; clears the cache.
+  Result<void, Interruption> WriteStep(const std::vector<storage::AppendRequest>& batch,
+                                       bool dispatch);
   // Updates the indices for a processed event.
   void Apply(const core::HistoryEvent& event);
   void AddResponses(std::vector<core::JoinSetResponseEventOuter> responses);
@@ -170,6 +201,7 @@ class RunState {
   uint64_t generated_count_ = 0;
   std::unordered_map<std::string, core::FunctionFqn> child_ffqn_;
   std::unordered_map<std::string, size_t> processed_child_responses_;
+  bool failure_cancels_done_ = false;
 };
 
 // "<kind>: <payload>" of a history event for nondeterminism messages.

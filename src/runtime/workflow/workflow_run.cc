@@ -58,9 +58,9 @@ std::string OneOffName(uint64_t index, std::string_view suffix) {
 }
 
 core::JoinSetId OneOffJoinSet(RunState& state, std::string_view suffix) {
-  auto id = core::JoinSetId::Create(core::JoinSetKind::kOneOff,
-                                    OneOffName(state.JoinSetCount(core::JoinSetKind::kOneOff) + 1,
-                                               suffix));
+  auto id = core::JoinSetId::Create(
+      core::JoinSetKind::kOneOff,
+      OneOffName(state.JoinSetCount(core::JoinSetKind::kOneOff) + 1, suffix));
   STELE_CHECK(id.has_value(), "one-off join set names are always valid");
   return *std::move(id);
 }
@@ -175,20 +175,8 @@ Result<void, Interruption> CloseJoinSetState(RunState& state, internal::JoinSetS
     for (const std::string& key : join_set.order) {
       auto it = join_set.unconsumed.find(key);
       if (it == join_set.unconsumed.end()) continue;
-      const internal::Submission& submission = it->second;
-      if (const auto* delay = std::get_if<core::DelayId>(&submission.id)) {
-        auto cancelled = storage::CancelDelay(*state.deps.db, *delay, now);
-        if (!cancelled) return state.DbFailure("cancelling a delay", std::move(cancelled).error());
-        continue;
-      }
-      const auto& child = std::get<core::ExecutionIdDerived>(submission.id);
-      std::optional<FunctionInfo> info =
-          submission.ffqn ? state.deps.functions->Find(*submission.ffqn) : std::nullopt;
-      if (info && info->kind == FunctionKind::kWorkflow) continue;  // awaited, not cancelled
-      auto cancelled = state.deps.db->CancelActivityWithRetries(core::ExecutionId(child), now);
-      if (!cancelled) {
-        return state.DbFailure("cancelling an activity", std::move(cancelled).error());
-      }
+      auto cancelled = state.CancelSubmission(it->second, now);
+      if (!cancelled) return state.DbFailure("cancelling " + key, std::move(cancelled).error());
     }
   }
   for (uint64_t i = 0; i < unawaited; ++i) {
@@ -221,8 +209,15 @@ Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(
   core::ExecutionIdDerived child =
       state_->ctx.execution_id.NextLevel(join_set, found->submissions + 1);
   const DateTime now = state_->Now();
-  storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
-                                now,     info.component_id, {}, std::nullopt};
+  storage::CreateRequest create{now,
+                                child,
+                                ffqn,
+                                params,
+                                std::make_pair(execution_id(), join_set),
+                                now,
+                                info.component_id,
+                                {},
+                                std::nullopt};
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
                                   core::ChildExecutionRequest{child, ffqn, std::move(params)}},
@@ -263,21 +258,25 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   if (requested_ffqn) {
     const auto* child = std::get_if<ChildResponse>(&response);
     if (child == nullptr || child->ffqn != *requested_ffqn) {
-      return Inner(Unexpected(
-          JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(response)}));
+      return Inner(
+          Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(response)}));
     }
   }
   return Inner(std::move(response));
 }
 
-Result<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
-    const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const {
+CallResult<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
+    const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) {
+  using Inner = Result<core::SupportedFunctionReturnValue, GetError>;
+  STELE_TRY(state_->Begin());
   auto found = state_->ProcessedChildResult(child);
-  if (!found) return Unexpected(GetError{GetError::Kind::kNotFoundInProcessedResponses, {}});
-  if (found->first != ffqn) {
-    return Unexpected(GetError{GetError::Kind::kFunctionMismatch, found->first});
+  if (!found) {
+    return Inner(Unexpected(GetError{GetError::Kind::kNotFoundInProcessedResponses, {}}));
   }
-  return *found->second;
+  if (found->first != ffqn) {
+    return Inner(Unexpected(GetError{GetError::Kind::kFunctionMismatch, found->first}));
+  }
+  return Inner(*found->second);
 }
 
 // --- Blocking shorthands -------------------------------------------------------------------
@@ -289,8 +288,15 @@ Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
   core::JoinSetId join_set = OneOffJoinSet(*state_, ffqn.function_name());
   core::ExecutionIdDerived child = execution_id().NextLevel(join_set, 1);
   const DateTime now = state_->Now();
-  storage::CreateRequest create{now,     child,  ffqn, params, std::make_pair(execution_id(), join_set),
-                                now,     info.component_id, {}, std::nullopt};
+  storage::CreateRequest create{now,
+                                child,
+                                ffqn,
+                                params,
+                                std::make_pair(execution_id(), join_set),
+                                now,
+                                info.component_id,
+                                {},
+                                std::nullopt};
   STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
@@ -300,9 +306,9 @@ Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
   STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
   auto* child_response = std::get_if<ChildResponse>(&response);
   if (child_response == nullptr) {
-    return state_->Interrupt(Kind::kNondeterminism,
-                             "a direct call's join set " + join_set.ToString() +
-                                 " answered with a delay");
+    return state_->Interrupt(
+        Kind::kNondeterminism,
+        "a direct call's join set " + join_set.ToString() + " answered with a delay");
   }
   return std::move(child_response->result);
 }
@@ -324,15 +330,16 @@ CallResult<DateTime, SleepCancelled> WorkflowRun::Sleep(
   DateTime resolved = *expires_at;
   if (recorded != nullptr) {
     // The first run resolved the intent; replays keep its instant.
-    resolved = std::get<core::DelayRequest>(std::get<core::HistoryJoinSetRequest>(*recorded).request)
-                   .expires_at;
+    resolved =
+        std::get<core::DelayRequest>(std::get<core::HistoryJoinSetRequest>(*recorded).request)
+            .expires_at;
   }
   STELE_TRY(state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));
   STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
   const auto* delay = std::get_if<DelayResponse>(&response);
   if (delay == nullptr) {
-    return state_->Interrupt(Kind::kNondeterminism,
-                             "a sleep's join set " + join_set.ToString() + " answered with a child");
+    return state_->Interrupt(Kind::kNondeterminism, "a sleep's join set " + join_set.ToString() +
+                                                        " answered with a child");
   }
   if (!delay->ok) return Inner(Unexpected(SleepCancelled{}));
   return Inner(resolved);
@@ -356,8 +363,8 @@ Result<core::ExecutionId, Interruption> WorkflowRun::Schedule(
   const uint64_t b = state_->prng.NextU64();
   const uint64_t timestamp_ms = execution_id().root().TimestampMs();
   core::ExecutionId id(Ulid((timestamp_ms << 16) | (a >> 48), b));
-  storage::CreateRequest create{now,           id, ffqn, params, std::nullopt, *scheduled_at,
-                                info.component_id, {}, execution_id()};
+  storage::CreateRequest create{
+      now, id, ffqn, params, std::nullopt, *scheduled_at, info.component_id, {}, execution_id()};
   STELE_TRY(state_->Step(core::HistorySchedule{id, schedule_at}, std::move(create)));
   STELE_TRY(state_->MaybeFlush());
   return id;
@@ -385,8 +392,8 @@ CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
                                    create->ffqn.ToString() + ", not " + ffqn.ToString());
     }
     auto [parent, join_set] = target.SplitToParts();
-    auto written = storage::StubExecution(*state_->deps.db, target, parent, join_set,
-                                          state_->Now(), key.result);
+    auto written = storage::StubExecution(*state_->deps.db, target, parent, join_set, state_->Now(),
+                                          key.result);
     if (!written) {
       const storage::DbErrorWrite& error = written.error();
       if (!error.IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict) &&
@@ -397,9 +404,8 @@ CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
     }
   }
   STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded, state_->Step(key));
-  const bool ok =
-      recorded != nullptr ? std::get<core::HistoryStub>(*recorded).persist_result_ok
-                          : key.persist_result_ok;
+  const bool ok = recorded != nullptr ? std::get<core::HistoryStub>(*recorded).persist_result_ok
+                                      : key.persist_result_ok;
   STELE_TRY(state_->MaybeFlush());
   if (!ok) return Inner(Unexpected(StubError{StubError::Kind::kConflict}));
   return Inner();
@@ -410,8 +416,8 @@ CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
 Result<uint64_t, Interruption> WorkflowRun::RandomU64(uint64_t min, uint64_t max_exclusive) {
   if (min >= max_exclusive) {
     STELE_TRY(state_->Begin());
-    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) +
-                                              ", " + std::to_string(max_exclusive) + ")");
+    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) + ", " +
+                                              std::to_string(max_exclusive) + ")");
   }
   return RandomU64Inclusive(min, max_exclusive - 1);
 }
@@ -420,8 +426,8 @@ Result<uint64_t, Interruption> WorkflowRun::RandomU64Inclusive(uint64_t min,
                                                                uint64_t max_inclusive) {
   STELE_TRY(state_->Begin());
   if (min > max_inclusive) {
-    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) +
-                                              ", " + std::to_string(max_inclusive) + "]");
+    return state_->Interrupt(Kind::kTrap, "random u64: empty range [" + std::to_string(min) + ", " +
+                                              std::to_string(max_inclusive) + "]");
   }
   const uint64_t value = state_->prng.UniformInclusive(min, max_inclusive);
   STELE_TRY(state_->Step(
@@ -446,13 +452,16 @@ Result<std::string, Interruption> WorkflowRun::RandomString(uint64_t min_length,
   return value;
 }
 
-// --- Logging and ending ---------------------------------------------------------------------------
+// --- Logging and ending
+// ---------------------------------------------------------------------------
 
-void WorkflowRun::Log(LogLevel level, std::string_view message) const {
-  if (state_->replaying() || level < GetLogLevel()) return;
+Result<void, Interruption> WorkflowRun::Log(LogLevel level, std::string_view message) {
+  STELE_TRY(state_->Begin());
+  if (state_->replaying() || level < GetLogLevel()) return {};
   std::string line = state_->ctx.execution_id.ToString() + ": ";
   line.append(message);
   LogMessage(level, "workflow", 0, line);
+  return {};
 }
 
 executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue value) {
@@ -467,18 +476,25 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
       return ToWorkerResult(closed.error());
     }
   }
-  if (auto flushed = state_->Flush(); !flushed) return ToWorkerResult(flushed.error());
+  // Nothing is cached while replaying: new events only come past the log.
   if (state_->replaying()) {
     return ToWorkerResult(
-        state_->Interrupt(Kind::kNondeterminism,
-                          "the workflow returned but the log holds unprocessed events, first at " +
-                              state_->DescribeUnprocessed())
+        state_
+            ->Interrupt(Kind::kNondeterminism,
+                        "the workflow returned but the log holds unprocessed events, first at " +
+                            state_->DescribeUnprocessed())
             .error());
   }
+  auto finished = state_->WriteFinished(value);
+  if (!finished) return ToWorkerResult(finished.error());
+  if (*finished) return executor::WorkerResult::DbUpdated();
   return executor::WorkerResult::Ok(std::move(value), state_->version());
 }
 
-executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) const {
+executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) {
+  if (interruption.IsFatal() && interruption.kind != Kind::kCancelled) {
+    state_->CancelUnawaitedOnFailure();  // may write the cache: read the version after it
+  }
   const core::Version version = state_->version();
   auto fatal = [&](executor::FatalErrorKind kind) {
     return executor::WorkerResult::Fatal(version, kind, interruption.reason);
@@ -490,10 +506,12 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
       return executor::WorkerResult::DbUpdated();
     case Kind::kDbError:
       if (interruption.db_error) {
-        return executor::WorkerResult::Err(version, executor::WorkerDbError{*interruption.db_error});
+        return executor::WorkerResult::Err(version,
+                                           executor::WorkerDbError{*interruption.db_error});
       }
       return executor::WorkerResult::Err(
-          version, executor::WorkerDbError{storage::DbErrorGeneric::Uncategorized(interruption.reason)});
+          version,
+          executor::WorkerDbError{storage::DbErrorGeneric::Uncategorized(interruption.reason)});
     case Kind::kNondeterminism:
       return fatal(executor::FatalErrorKind::kNondeterminismDetected);
     case Kind::kConstraintViolation:
@@ -510,6 +528,7 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
 
 executor::WorkerResult WorkflowRun::Trap(std::string reason, std::optional<std::string> detail) {
   if (!state_->interruption) state_->interruption = Interruption{Kind::kTrap, reason, std::nullopt};
+  state_->CancelUnawaitedOnFailure();
   return executor::WorkerResult::Fatal(state_->version(), executor::FatalErrorKind::kWorkflowTrap,
                                        std::move(reason), std::move(detail));
 }

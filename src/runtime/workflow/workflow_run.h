@@ -28,7 +28,9 @@
 // cancels unawaited activities and delays, leaves child workflows running,
 // and emits one JoinNext{closing} per unawaited submission, blocking until
 // each response is in. A closed join set rejects submissions
-// (kConstraintViolation).
+// (kConstraintViolation). A workflow that fails for good (ToWorkerResult
+// of a fatal interruption, Trap) cancels the unawaited activities and
+// delays of all its join sets the same way, without closing JoinNexts.
 //
 // Blocking (§4.3). When a JoinNext has no response yet:
 //   kInterrupt  the JoinNext is written with run_expires_at = now and the
@@ -43,13 +45,17 @@
 // JoinNext leases differ). Before each call the lock is extended (a Locked
 // event by the same executor and run) once it is within
 // lock_extension_leeway of its expiry; a run whose lock has expired stops
-// (kLeaseExpired) without writing.
+// (kLeaseExpired) without writing. Every call does, Log and Get included,
+// although they write no event. An extension is an event: in new territory
+// it counts against max_events_per_execution like any other, so a loop of
+// calls that write nothing else still ends.
 //
 // Batching. Non-blocking events (JoinSetCreate, Persist, child and delay
 // submissions with the children's Created, Schedule with its Created, Stub)
 // are kept in memory, at most non_blocking_event_batching of them, and
 // written in the transaction of the next blocking write (a JoinNext that
-// must wait, a direct call, a sleep, a join-set close, Finish). A
+// must wait, a direct call, a sleep, a join-set close, Finish — whose
+// write carries the execution's Finished too). A
 // submission and the JoinNext that awaits it therefore cost one commit. A
 // JoinNext whose response is already known does not block: it is batched
 // too, so draining a join set whose responses have arrived costs one
@@ -102,6 +108,7 @@
 #include "core/function_fqn.h"
 #include "core/ids.h"
 #include "core/return_value.h"
+#include "executor/cancel_registry.h"
 #include "executor/local_dispatch.h"
 #include "executor/response_handoff.h"
 #include "executor/worker.h"
@@ -141,12 +148,20 @@ struct WorkflowRunOptions {
   // replaying a recorded log never trips them. 0: no limit.
   uint32_t max_events_per_execution = 100'000;  // log length (versions)
   uint32_t max_join_set_size = 10'000;          // submissions to one join set
+  // Params (as JSON) of a child or scheduled execution the workflow
+  // creates; the same default as EngineOptions::max_params_bytes for
+  // top-level submissions.
+  uint64_t max_params_bytes = 1u << 20;
+  // Stamped on the Finished the run writes itself (Finish): the engine
+  // that ran the guest (wasm runs), as the executor stamps the events it
+  // writes from WorkerResult::engine.
+  std::optional<std::string> engine;
 };
 
 // Borrowed collaborators; all must outlive the run.
 struct WorkflowRunDeps {
-  storage::DbConnection* db = nullptr;       // REQUIRES: non-null
-  const Clock* clock = nullptr;              // REQUIRES: non-null
+  storage::DbConnection* db = nullptr;          // REQUIRES: non-null
+  const Clock* clock = nullptr;                 // REQUIRES: non-null
   const FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
   // Executors of this process by function: children they serve are locked
   // for them in the transaction that creates them and handed over at once
@@ -157,20 +172,27 @@ struct WorkflowRunDeps {
   // (executor/response_handoff.h). nullptr: results arrive through the
   // database only.
   executor::ResponseHandoff* handoff = nullptr;
+  // The process's registry of running activities (executor/cancel_registry.h):
+  // an activity this run cancels (join-set close, a failing workflow) and
+  // that an executor of this process is running has its token fired at
+  // once. nullptr: the cancel is written to the database only, and a local
+  // run stops at its deadline (or when the executor's cancel watcher sees
+  // it finished).
+  executor::CancelRegistry* cancel_registry = nullptr;
 };
 
 // The guest must stop now.
 struct Interruption {
   enum class Kind {
-    kBlocked,        // waiting on a join set: unloaded (DbUpdatedByWorkerOrWatcher)
-    kLeaseExpired,   // the lock expired before the call (DbUpdated)
-    kYielded,        // max_events_per_run reached; Unlocked written (DbUpdated)
-    kNondeterminism, // replay diverged (Finished: nondeterminism_detected)
-    kConstraintViolation,  // submit to / join on a closed, one-off or unknown join set
+    kBlocked,                    // waiting on a join set: unloaded (DbUpdatedByWorkerOrWatcher)
+    kLeaseExpired,               // the lock expired before the call (DbUpdated)
+    kYielded,                    // max_events_per_run reached; Unlocked written (DbUpdated)
+    kNondeterminism,             // replay diverged (Finished: nondeterminism_detected)
+    kConstraintViolation,        // submit to / join on a closed, one-off or unknown join set
     kImportedFunctionCallError,  // unknown ffqn, stub target mismatch
-    kTrap,           // invalid argument (empty random range ...): a workflow trap
-    kDbError,        // storage failed; nothing more is written (WorkerDbError)
-    kCancelled,      // the run's cancellation token fired
+    kTrap,                       // invalid argument (empty random range ...): a workflow trap
+    kDbError,                    // storage failed; nothing more is written (WorkerDbError)
+    kCancelled,                  // the run's cancellation token fired
   };
   Kind kind = Kind::kBlocked;
   std::string reason;
@@ -300,9 +322,10 @@ class WorkflowRun {
       const core::JoinSetId& join_set,
       const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
   // Result of a child whose response a processed JoinNext consumed; writes
-  // nothing.
-  Result<core::SupportedFunctionReturnValue, GetError> Get(
-      const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) const;
+  // no event. Like every call it first checks the lease, cancellation and
+  // the event limits (a loop of Gets cannot outlive its lock).
+  CallResult<core::SupportedFunctionReturnValue, GetError> Get(
+      const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn);
 
   // --- Blocking shorthands ----------------------------------------------------------
   // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext
@@ -339,20 +362,37 @@ class WorkflowRun {
 
   // --- Logging -------------------------------------------------------------------------
   // Guest log line, tagged with the execution id; dropped while replaying.
-  void Log(LogLevel level, std::string_view message) const;
+  // Writes no event, but like every call first checks the lease (extending
+  // it when due), cancellation and the event limits, so a workflow looping
+  // on logs ends (kLeaseExpired, kCancelled, kConstraintViolation) instead
+  // of running past its lock.
+  Result<void, Interruption> Log(LogLevel level, std::string_view message);
 
   // --- Ending the run --------------------------------------------------------------------
   // The workflow function returned `value` (ok or err): closes open join
-  // sets (may block), writes the cached events, checks that no history
-  // event is left unprocessed (else nondeterminism) and returns WorkerOk at
-  // the version Finished goes to; or the WorkerResult of the interruption.
+  // sets (may block) and checks that no history event is left unprocessed
+  // (else nondeterminism). Then the end is one commit: when events are
+  // still to be written (cached events, children's results taken in
+  // memory) they are written with Finished — and a child's response to its
+  // parent — in one transaction, and the result is DbUpdatedByWorkerOrWatcher
+  // (nothing left for the executor); otherwise it is WorkerOk at the
+  // version Finished goes to, for the executor to write (and perhaps hand
+  // to a warm parent). On an interruption, its WorkerResult.
   executor::WorkerResult Finish(core::SupportedFunctionReturnValue value);
   // The WorkerResult for an Interruption a call returned:
   // kBlocked/kLeaseExpired/kYielded → DbUpdatedByWorkerOrWatcher;
   // kDbError → WorkerDbError; others → FatalError of the matching kind.
-  executor::WorkerResult ToWorkerResult(const Interruption& interruption) const;
+  // A fatal interruption ends the workflow for good, so first (best
+  // effort, database only) its cached events are written and its unawaited
+  // activities and delays cancelled, as closing its join sets would
+  // (reference §4.6; Obelisk 0.35 closes join sets on fatal errors too);
+  // child workflows keep running. kCancelled (the executor stopping the
+  // run) is not a failure of the workflow and cancels nothing; neither do
+  // the non-fatal kinds (a kDbError writes nothing at all).
+  executor::WorkerResult ToWorkerResult(const Interruption& interruption);
   // The guest trapped (panicked, threw out of the workflow): a permanent
-  // FatalError kWorkflowTrap. Cached events are dropped.
+  // FatalError kWorkflowTrap, after the same cleanup as a fatal
+  // interruption.
   executor::WorkerResult Trap(std::string reason, std::optional<std::string> detail = std::nullopt);
 
  private:

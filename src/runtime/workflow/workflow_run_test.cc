@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <set>
+#include <optional>
 #include <tuple>
 
 #include "runtime/workflow/workflow_test_util.h"
@@ -125,8 +125,10 @@ TEST_P(WorkflowRunTest, CancelledSleepReturnsErr) {
 TEST_P(WorkflowRunTest, TwoDelaysInSameJoinSetArriveInExpiryOrder) {
   auto env = Env([](WorkflowRun& run) {
     WF_TRY(auto js, run.CreateJoinSet());
-    WF_TRY(auto late, run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(3))));
-    WF_TRY(auto early, run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
+    WF_TRY(auto late,
+           run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(3))));
+    WF_TRY(auto early,
+           run.SubmitDelay(js, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
     WF_TRY(auto first, run.JoinNext(js));
     WF_TRY(auto second, run.JoinNext(js));
     if (!first || !second) return run.Trap("join next failed");
@@ -151,7 +153,7 @@ TEST_P(WorkflowRunTest, JoinNextProducesAllProcessedError) {
     if (!first || second || second.error().kind != JoinNextError::Kind::kAllProcessed) {
       return run.Trap("unexpected join next outcome");
     }
-    auto got = run.Get(child, ActivityFfqn());
+    WF_TRY(auto got, run.Get(child, ActivityFfqn()));
     if (!got) return run.Trap("get failed");
     return run.Finish(*got);
   });
@@ -169,8 +171,7 @@ TEST_P(WorkflowRunTest, AwaitNextFunctionMismatchConsumesTheResponse) {
     WF_TRY(auto delay, run.SubmitDelay(js, core::HistoryEventScheduleAt::Now()));
     WF_TRY(auto next, run.JoinNext(js, ActivityFfqn()));
     if (next || next.error().kind != JoinNextError::Kind::kFunctionMismatch ||
-        !next.error().actual ||
-        std::get<DelayResponse>(*next.error().actual).delay_id != delay) {
+        !next.error().actual || std::get<DelayResponse>(*next.error().actual).delay_id != delay) {
       return run.Trap("expected a function mismatch");
     }
     WF_TRY(auto get, run.JoinNext(js));
@@ -194,8 +195,9 @@ TEST_P(WorkflowRunTest, ChildExecutionErrorSurfacesToTheCaller) {
 
 TEST_P(WorkflowRunTest, SchedulingCreatesTopLevelExecutionScheduledByTheWorkflow) {
   auto env = Env([](WorkflowRun& run) {
-    WF_TRY(auto scheduled, run.Schedule(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(5)),
-                                        ActivityFfqn(), core::Json::array({1})));
+    WF_TRY(auto scheduled,
+           run.Schedule(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(5)),
+                        ActivityFfqn(), core::Json::array({1})));
     return run.Finish(OkValue(scheduled.ToString()));
   });
   env->CreateWorkflow(id_);
@@ -266,7 +268,8 @@ TEST_P(WorkflowRunTest, SubmittingToClosedJoinSetIsPermanentFailure) {
   });
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kUncategorized);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("closed"));
@@ -287,7 +290,8 @@ TEST_P(WorkflowRunTest, EventLimitPerExecutionEndsARunawayWorkflow) {
       options);
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 50 events"));
   EXPECT_LE(env->Log(id_).events.size(), 52u) << "Created + the limit + Finished";
@@ -308,9 +312,50 @@ TEST_P(WorkflowRunTest, JoinSetSizeLimitEndsTheWorkflow) {
       options);
   env->CreateWorkflow(id_);
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 3 submissions"));
+}
+
+// Children and scheduled executions a workflow creates obey the same params
+// limit as top-level submissions: over it the workflow ends with a
+// constraint violation naming the limit, and nothing is created.
+TEST_P(WorkflowRunTest, ChildParamsOverTheLimitEndTheWorkflow) {
+  for (const std::string verb : {"submit", "call", "schedule"}) {
+    SCOPED_TRACE(verb);
+    WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+    options.max_params_bytes = 64;
+    TestEnv env(std::get<0>(GetParam()), options, [verb](WorkflowRun& run) {
+      const core::Json small = core::Json::array({std::string(40, 'a')});  // 46 bytes
+      const core::Json large = core::Json::array({std::string(80, 'a')});  // 86 bytes
+      WF_TRY(auto js, run.CreateJoinSet());
+      WF_TRY(auto fits, run.SubmitChild(js, ActivityFfqn(), small));
+      if (verb == "submit") {
+        WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), large));
+      } else if (verb == "call") {
+        WF_TRY(auto result, run.Call(ActivityFfqn(), large));
+      } else {
+        WF_TRY(auto id, run.Schedule(core::HistoryEventScheduleAt::Now(), ActivityFfqn(), large));
+      }
+      return run.Finish(OkValue("created it"));
+    });
+    const core::ExecutionId id = core::ExecutionId::Generate();
+    env.CreateWorkflow(id);
+    ASSERT_TRUE(env.RunToCompletion(id));
+    const auto* error =
+        std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(error->kind, core::ExecutionFailureKind::kUncategorized);
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("constraint violation"));
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("over the limit of 64"));
+    size_t requests = 0;
+    for (const auto& event : env.History(id)) {
+      requests += std::holds_alternative<core::HistoryJoinSetRequest>(event) ? 1 : 0;
+      EXPECT_FALSE(std::holds_alternative<core::HistorySchedule>(event));
+    }
+    EXPECT_EQ(requests, 1u) << "only the child within the limit";
+  }
 }
 
 TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows) {
@@ -322,7 +367,9 @@ TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows
     WF_TRY(auto first, run.CreateNamedJoinSet("first"));
     WF_TRY(auto second, run.CreateNamedJoinSet("second"));
     if (!first || !second) return run.Trap("join sets");
-    WF_TRY(auto delay, run.SubmitDelay(*first, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));
+    WF_TRY(
+        auto delay,
+        run.SubmitDelay(*first, core::HistoryEventScheduleAt::In(core::Duration::FromSecs(100))));
     WF_TRY(auto child_wf, run.SubmitChild(*second, ChildWorkflowFfqn(), core::Json::array()));
     WF_TRY(auto stub, run.SubmitChild(*second, StubFfqn(), core::Json::array()));
     return run.Finish(OkValue("parent done"));
@@ -343,7 +390,8 @@ TEST_P(WorkflowRunTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows
   EXPECT_THAT(closing, ElementsAre("n:second", "n:second", "n:first"));
   // The stub activity was cancelled, the child workflow ran to its end.
   const auto stub_id = id_.NextLevel(*(core::JoinSetId::Parse("n:second")), 2);
-  const auto* cancelled = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(stub_id)));
+  const auto* cancelled =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(stub_id)));
   ASSERT_NE(cancelled, nullptr);
   EXPECT_EQ(cancelled->kind, core::ExecutionFailureKind::kCancelled);
   const auto child_id = id_.NextLevel(*(core::JoinSetId::Parse("n:second")), 1);
@@ -396,12 +444,13 @@ TEST_P(WorkflowRunTest, TrimmedSecondExecutionShouldResultInNondeterminismDetect
     return run.Finish(OkValue("done"));
   });
   env->CreateWorkflow(id_);
-  env->Round();                             // first call written, blocked
+  env->Round();  // first call written, blocked
   env->clock().Advance(1s);
-  env->Round();                             // response; second call written
-  *calls = 1;                               // "deploy" code doing less
+  env->Round();  // response; second call written
+  *calls = 1;    // "deploy" code doing less
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kNondeterminismDetected);
 }
@@ -416,7 +465,8 @@ TEST_P(WorkflowRunTest, DivergingReplayIsNondeterminism) {
   env->Round();
   *ffqn = FailingFfqn();
   ASSERT_TRUE(env->RunToCompletion(id_));
-  const auto* error = std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
+  const auto* error =
+      std::get_if<core::FinishedExecutionError>(&(result_holder = env->Result(id_)));
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->kind, core::ExecutionFailureKind::kNondeterminismDetected);
   EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("version"));
@@ -424,8 +474,8 @@ TEST_P(WorkflowRunTest, DivergingReplayIsNondeterminism) {
 
 TEST_P(WorkflowRunTest, UnknownFunctionIsPermanentFailure) {
   auto env = Env([](WorkflowRun& run) {
-    WF_TRY(auto result, run.Call(*(core::FunctionFqn::Parse("testing:workflow/ifc.nope")),
-                                 core::Json::array()));
+    WF_TRY(auto result,
+           run.Call(*(core::FunctionFqn::Parse("testing:workflow/ifc.nope")), core::Json::array()));
     return run.Finish(result);
   });
   env->CreateWorkflow(id_);
@@ -446,14 +496,21 @@ TEST_P(WorkflowRunTest, SubmissionsAndTheirJoinNextShareOneCommit) {
     return run.Finish(OkValue("done"));
   });
   env->CreateWorkflow(id_);
-  env->Round();
-  // Everything up to the first JoinNext went in with it: one transaction
-  // created all five children.
-  const auto log = env->Log(id_);
-  ASSERT_GE(log.events.size(), 9u);
-  std::set<DateTime> commit_times;
-  for (size_t v = 2; v < 9; ++v) commit_times.insert(log.events[v].created_at);
-  EXPECT_EQ(commit_times.size(), 1u);
+  const std::optional<uint64_t> before = env->CommittedTransactions();
+  env->TickWorkflows();
+  const std::optional<uint64_t> after = env->CommittedTransactions();
+  // Everything up to the first JoinNext went in with it: the JoinSetCreate,
+  // five requests with their children's Created, and the JoinNext.
+  EXPECT_THAT(
+      env->EventNames(id_),
+      ElementsAre("Created", "Locked", "join_set_create", "join_set_request", "join_set_request",
+                  "join_set_request", "join_set_request", "join_set_request", "join_next"));
+  for (int i = 1; i <= 5; ++i) {
+    EXPECT_TRUE(env->db().Get(id_.NextLevel(*core::JoinSetId::Parse("g:1"), i)).has_value());
+  }
+  if (before) {  // SQLite counts its write transactions
+    EXPECT_EQ(*after - *before, 2u) << "the lock, and one commit for the whole batch";
+  }
   ASSERT_TRUE(env->RunToCompletion(id_));
   EXPECT_EQ(env->activity_runs(), 5u);
 }
@@ -486,6 +543,54 @@ TEST_P(WorkflowRunTest, ExpiredLeaseStopsWithoutWriting) {
   EXPECT_THAT(env->EventNames(id_), ElementsAre("Created", "Locked"));
 }
 
+// Calls that write no event (logs, gets) still cannot keep a run past its
+// lock: without lock extension the lease ends the run (nothing written,
+// the watcher and a replay take over); with it, each extension is an event
+// and the execution's event limit ends the workflow. Before, a workflow
+// looping on logs ran on for ever.
+TEST_P(WorkflowRunTest, ALoopOfCallsThatWriteNothingEndsAtTheLeaseOrTheEventLimit) {
+  for (const bool extend : {false, true}) {
+    for (const bool use_get : {false, true}) {
+      SCOPED_TRACE(std::string(extend ? "extending" : "not extending") + ", " +
+                   (use_get ? "get" : "log"));
+      WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
+      if (!extend) options.lock_extension = 0ms;
+      options.max_events_per_execution = 20;
+      ManualClock* clock = nullptr;
+      auto calls = std::make_shared<int>(0);
+      TestEnv env(std::get<0>(GetParam()), options, [&clock, calls, use_get](WorkflowRun& run) {
+        const auto child = run.execution_id().NextLevel(*core::JoinSetId::Parse("g:1"), 1);
+        for (int i = 0; i < 100'000; ++i) {
+          ++*calls;
+          if (use_get) {
+            WF_TRY(auto got, run.Get(child, ActivityFfqn()));
+          } else {
+            WF_TRY_VOID(run.Log(LogLevel::kDebug, "still looping"));
+          }
+          clock->Advance(100ms);
+        }
+        return run.Finish(OkValue("looped for ever"));
+      });
+      clock = &env.clock();
+      const core::ExecutionId id = core::ExecutionId::Generate();
+      env.CreateWorkflow(id);
+      env.TickWorkflows();
+      if (!extend) {
+        // Locked at kT0 for 1 s: the call at kT0 + 1 s finds the lease over.
+        EXPECT_EQ(*calls, 11);
+        EXPECT_THAT(env.EventNames(id), ElementsAre("Created", "Locked"));
+      } else {
+        ASSERT_TRUE(env.Log(id).pending_state.IsFinished());
+        const auto* error =
+            std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
+        ASSERT_NE(error, nullptr);
+        EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("limit of 20 events"));
+        EXPECT_LT(*calls, 1000);
+      }
+    }
+  }
+}
+
 TEST_P(WorkflowRunTest, MaxEventsPerRunYields) {
   WorkflowRunOptions options = TestOptions(std::get<1>(GetParam()));
   options.max_events_per_run = 2;
@@ -513,11 +618,11 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
          StrategyName(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, WorkflowRunTest,
-    ::testing::Combine(::testing::ValuesIn(executor::testing::AllBackends()),
-                       ::testing::Values(BlockingStrategy::kInterrupt, BlockingStrategy::kAwait)),
-    ParamName);
+INSTANTIATE_TEST_SUITE_P(Backends, WorkflowRunTest,
+                         ::testing::Combine(::testing::ValuesIn(executor::testing::AllBackends()),
+                                            ::testing::Values(BlockingStrategy::kInterrupt,
+                                                              BlockingStrategy::kAwait)),
+                         ParamName);
 
 }  // namespace
 }  // namespace stele::runtime::workflow::testing

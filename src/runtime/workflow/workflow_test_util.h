@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,26 +33,30 @@ const core::FunctionFqn& ChildWorkflowFfqn();  // testing:workflow/ifc.child-wor
 const core::FunctionFqn& ActivityFfqn();       // testing:workflow/ifc.activity
 const core::FunctionFqn& FailingFfqn();        // testing:workflow/ifc.failing (traps, no retries)
 const core::FunctionFqn& StubFfqn();           // testing:workflow/ifc.stub (activity_stub)
+// testing:workflow/ifc.blocking: an activity that runs until its token
+// fires (see TestEnv::SpawnBlocking).
+const core::FunctionFqn& BlockingFfqn();
 core::SupportedFunctionReturnValue OkValue(core::Json value);
 
 using Script = std::function<executor::WorkerResult(WorkflowRun&)>;
 
 // Stops a script on an Interruption: `WF_TRY(auto x, run.Call(...));`
 // (`lhs` must declare a variable).
-#define WF_TRY(lhs, expr)                                                            \
-  auto STELE_INTERNAL_CONCAT(wf_try_, __LINE__) = (expr);                            \
-  if (!STELE_INTERNAL_CONCAT(wf_try_, __LINE__)) {                                   \
-    return run.ToWorkerResult(STELE_INTERNAL_CONCAT(wf_try_, __LINE__).error());     \
-  }                                                                                  \
+#define WF_TRY(lhs, expr)                                                        \
+  auto STELE_INTERNAL_CONCAT(wf_try_, __LINE__) = (expr);                        \
+  if (!STELE_INTERNAL_CONCAT(wf_try_, __LINE__)) {                               \
+    return run.ToWorkerResult(STELE_INTERNAL_CONCAT(wf_try_, __LINE__).error()); \
+  }                                                                              \
   [[maybe_unused]] lhs = *std::move(STELE_INTERNAL_CONCAT(wf_try_, __LINE__))
-#define WF_TRY_VOID(expr)                                                            \
-  do {                                                                               \
-    auto wf_try_void = (expr);                                                       \
-    if (!wf_try_void) return run.ToWorkerResult(wf_try_void.error());                \
+#define WF_TRY_VOID(expr)                                             \
+  do {                                                                \
+    auto wf_try_void = (expr);                                        \
+    if (!wf_try_void) return run.ToWorkerResult(wf_try_void.error()); \
   } while (false)
 
 // One database, the executors of one workflow component and one activity
-// component, and the watcher, all on `clock`.
+// component, and the watcher, all on `clock`. One CancelRegistry is shared
+// by the workflow runs and the activity executors, as in a process.
 class TestEnv {
  public:
   TestEnv(Backend backend, WorkflowRunOptions options, Script script);
@@ -74,6 +80,30 @@ class TestEnv {
   // without waiting for them; tick only the activity executor.
   void SpawnWorkflows();
   void TickActivities();
+  // One workflow tick / watcher tick at now.
+  void TickWorkflows();
+  void TickWatcher();
+  // Stops the workflow executor (as a process exit would) and starts a new
+  // one, with a new executor id, on the same database.
+  void RestartWorkflowExecutor();
+  // Locks the BlockingFfqn executions due now on their own executor (lease
+  // 1 h and no cancel watcher: only a cancel notified through the registry
+  // stops them, never the deadline) and starts them
+  // without waiting. Each opens blocking_started(), then waits (at most
+  // 20 s) for its token; once it fired, opens blocking_cancelled().
+  void SpawnBlocking();
+  executor::testing::Gate& blocking_started() { return *blocking_started_; }
+  executor::testing::Gate& blocking_cancelled() { return *blocking_cancelled_; }
+  // Blocking runs not yet recorded.
+  size_t BlockingInFlight() const;
+  // Runs outside the executor: the context of `id` locked now for 1 s by a
+  // fresh executor (REQUIRES: pending now), or of the whole log of a
+  // finished `id` with a lease of 1 s from now (a replay that must write
+  // nothing).
+  executor::WorkerContext LockedContext(const core::ExecutionId& id);
+  executor::WorkerContext ReplayContext(const core::ExecutionId& id);
+  // Write transactions committed so far (SQLite); nullopt on other backends.
+  std::optional<uint64_t> CommittedTransactions() const;
   storage::ExecutionLog Log(const core::ExecutionId& id);
   // History events of `id` with resolved times masked (JoinNext leases,
   // delay expiries): what must match between strategies and replays.
@@ -81,7 +111,7 @@ class TestEnv {
   std::vector<std::string> EventNames(const core::ExecutionId& id);
   // The Finished result of `id`. REQUIRES: finished.
   core::SupportedFunctionReturnValue Result(const core::ExecutionId& id);
-  size_t activity_runs() const { return *activity_runs_; }
+  size_t activity_runs() const { return activity_runs_->load(); }
 
  private:
   std::filesystem::path dir_;
@@ -91,11 +121,20 @@ class TestEnv {
   std::unique_ptr<storage::DbPool> pool_;
   std::unique_ptr<storage::DbConnectionTest> db_;
   std::unique_ptr<storage::DbConnection> worker_conn_;
-  std::shared_ptr<size_t> activity_runs_ = std::make_shared<size_t>(0);
+  // Counted by activity runs on the executor's threads, several at once.
+  std::shared_ptr<std::atomic<size_t>> activity_runs_ = std::make_shared<std::atomic<size_t>>(0);
   std::unique_ptr<executor::ExecTask> workflows_;
   std::unique_ptr<executor::ExecTask> activities_;
   std::unique_ptr<executor::ExecTask> failing_;
+  std::unique_ptr<executor::ExecTask> blocking_;
   std::unique_ptr<executor::ExpiredTimersWatcher> watcher_;
+  std::shared_ptr<executor::CancelRegistry> cancels_ = executor::CancelRegistry::Create();
+  std::shared_ptr<executor::testing::Gate> blocking_started_ =
+      std::make_shared<executor::testing::Gate>();
+  std::shared_ptr<executor::testing::Gate> blocking_cancelled_ =
+      std::make_shared<executor::testing::Gate>();
+  Script script_;
+  void StartWorkflowExecutor();
 };
 
 std::string StrategyName(BlockingStrategy strategy);

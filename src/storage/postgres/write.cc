@@ -160,15 +160,24 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
           journal.Prefetch(outcome.child.execution_id.ToString(), &outcome.child.batch);
         }
         journal.Prefetch(execution_id.ToString(), &batch);
+        // A finishing workflow's own response (no response_index) goes to
+        // its parent: that row last, as a child's response always locks it.
+        for (const ChildOutcome& outcome : outcomes) {
+          if (!outcome.response_index) {
+            journal.Prefetch(outcome.response.parent_execution_id.ToString());
+          }
+        }
         for (const ChildOutcome& outcome : outcomes) {
           const AppendResponseToExecution& response = outcome.response;
           // The parent's run consumed the response as its response number
           // `response_index`; one that landed first would reorder what a
           // replay sees.
-          STELE_ASSIGN_OR_RETURN(const ExecutionState* parent,
-                                 journal.State(response.parent_execution_id.ToString()));
-          if (parent->response_count != outcome.response_index) {
-            return Unexpected(DbErrorWriteNonRetriable::Conflict());
+          if (outcome.response_index) {
+            STELE_ASSIGN_OR_RETURN(const ExecutionState* parent,
+                                   journal.State(response.parent_execution_id.ToString()));
+            if (parent->response_count != *outcome.response_index) {
+              return Unexpected(DbErrorWriteNonRetriable::Conflict());
+            }
           }
           STELE_TRY(journal.AppendBatch(outcome.child.execution_id, outcome.child.version,
                                         outcome.child.batch, current_time));

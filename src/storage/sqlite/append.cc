@@ -146,11 +146,13 @@ Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendOutcomesA
           // The parent's run consumed the response as its response number
           // `response_index`; anything that landed first would reorder what
           // a replay sees.
-          STELE_ASSIGN_OR_RETURN(
-              uint32_t cursor,
-              NextCursor(tx.connection, outcome.response.parent_execution_id.ToString()));
-          if (cursor != outcome.response_index) {
-            return Unexpected(DbErrorWriteNonRetriable::Conflict());
+          if (outcome.response_index) {
+            STELE_ASSIGN_OR_RETURN(
+                uint32_t cursor,
+                NextCursor(tx.connection, outcome.response.parent_execution_id.ToString()));
+            if (cursor != *outcome.response_index) {
+              return Unexpected(DbErrorWriteNonRetriable::Conflict());
+            }
           }
           STELE_TRY(RespondToParentTx(tx, outcome.child, outcome.response, current_time));
         }

@@ -510,6 +510,56 @@ TEST_P(AppendTest, AJoinNextSeesAnOutcomeOfTheSameTransaction) {
       Must(db().GetPendingState(parent)).value));
 }
 
+// A child workflow that took its own child's result in memory finishes in
+// one transaction: the grandchild's outcome (at its response index), then
+// the workflow's last events and Finished with its response to its parent
+// (no response index: wherever it lands). All or nothing.
+TEST_P(AppendTest, AFinishingChildWorkflowRecordsItsChildsOutcomeAndItsOwnEndTogether) {
+  if (!db().SupportsOutcomesWithBatch())
+    GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off "
+                    "is an optimisation it does not model)";
+  ExecutionId grandparent = NewId();
+  core::JoinSetId outer = NamedJoinSet("outer");
+  core::ExecutionIdDerived parent = ChildId(grandparent, outer, 1);
+  SetupBlockedParent(db(), grandparent, parent, outer);  // parent locked, next version 2
+  core::JoinSetId inner = NamedJoinSet("inner");
+  core::ExecutionIdDerived child = ChildId(ExecutionId(parent), inner, 1);
+  Version v = Must(db().AppendBatchCreateNewExecution(
+      kT0,
+      {JoinSetCreateReq(kT0, inner), ChildRequestReq(kT0, child),
+       JoinNextReq(kT0, inner, kT0 + 5s)},
+      ExecutionId(parent), Version(2), {ChildCreateReq(child, kT0)}));
+  Must(LockOneAt(db(), ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 5s));
+  const Version finished_at(v.value() + 1);
+  ChildOutcome own_end{AppendEventsToExecution{
+                           ExecutionId(parent),
+                           v,
+                           {PersistReq(kT0 + 1s), FinishedReq(kT0 + 1s, OkResult(core::Json(8)))}},
+                       ChildResponse(parent, kT0 + 1s, finished_at, OkResult(core::Json(8))),
+                       std::nullopt};
+
+  // The grandchild's outcome at a stale index: nothing at all is written.
+  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 1), own_end}, {},
+                                          ExecutionId(parent), v, {}, {}),
+              IsNonRetriable(kConflict));
+  EXPECT_FALSE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
+  EXPECT_FALSE(Must(db().GetPendingState(ExecutionId(parent))).IsFinished());
+  EXPECT_THAT(Must(db().Get(grandparent)).responses, IsEmpty());
+
+  Must(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 0), own_end}, {},
+                                   ExecutionId(parent), v, {}, {}));
+  EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
+  ExecutionLog log = Must(db().Get(ExecutionId(parent)));
+  EXPECT_TRUE(log.pending_state.IsFinished());
+  ASSERT_THAT(log.responses, SizeIs(1));
+  EXPECT_EQ(log.events.back().version, finished_at);
+  EXPECT_EQ(log.events.back().event, FinishedReq(kT0 + 1s, OkResult(core::Json(8))).event);
+  ExecutionLog above = Must(db().Get(grandparent));
+  ASSERT_THAT(above.responses, SizeIs(1));
+  EXPECT_FALSE(
+      std::holds_alternative<core::PendingStateBlockedByJoinSet>(above.pending_state.value));
+}
+
 TEST_P(AppendTest, OutcomesWithBatchIsRefusedCleanlyWhereUnsupported) {
   if (db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "supported by this backend";
   EXPECT_THAT(db().AppendOutcomesAndBatch(kT0, {}, {}, NewId(), Version(1), {}, {}),

@@ -406,7 +406,9 @@ void RunState::Apply(const core::HistoryEvent& event) {
             std::string id = IdText(submission.id);
             if (submission.ffqn) child_ffqn_.insert_or_assign(id, *submission.ffqn);
             state.order.push_back(id);
-            state.unconsumed.insert_or_assign(std::move(id), std::move(submission));
+            if (state.unconsumed.insert_or_assign(std::move(id), std::move(submission)).second) {
+              ++unconsumed_total_;
+            }
           },
           [&](const core::HistoryJoinNext& join_next) {
             join_sets_.try_emplace(join_next.join_set_id, JoinSetState{join_next.join_set_id})
@@ -464,12 +466,17 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
 std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(
     const JoinSetState& state, const CancellationToken& wake) {
   if (deps.handoff == nullptr || options.blocking_strategy != BlockingStrategy::kAwait ||
-      !deps.db->SupportsOutcomesWithBatch() || state.unconsumed.size() != 1) {
+      !deps.db->SupportsOutcomesWithBatch() || state.unconsumed.size() != 1 ||
+      unconsumed_total_ != 1) {
     return nullptr;
   }
   // Exactly one child outstanding, and its result is the awaited one: with
   // more (a fan-out), the children's results commit concurrently in group
   // commits, which beats folding them one by one into this run's steps.
+  // Nothing else may be outstanding in any join set either: the taken
+  // result is recorded at the response index this run has seen, and a
+  // response from elsewhere (another child, a delay) landing first would
+  // make that write a Conflict that ends the run until its lease expires.
   const Submission& only = state.unconsumed.begin()->second;
   const auto* child = std::get_if<core::ExecutionIdDerived>(&only.id);
   if (child == nullptr) return nullptr;
@@ -576,12 +583,12 @@ JoinSetResponseValue RunState::Consume(JoinSetState& state, size_t response_idx)
   return std::visit(
       Overloaded{
           [&](const core::DelayFinished& delay) -> JoinSetResponseValue {
-            state.unconsumed.erase(delay.delay_id.ToString());
+            unconsumed_total_ -= state.unconsumed.erase(delay.delay_id.ToString());
             return DelayResponse{delay.delay_id, delay.ok};
           },
           [&](const core::ChildExecutionFinished& child) -> JoinSetResponseValue {
             std::string id = child.child_execution_id.ToString();
-            state.unconsumed.erase(id);
+            unconsumed_total_ -= state.unconsumed.erase(id);
             processed_child_responses_.insert_or_assign(id, response_idx);
             std::optional<core::FunctionFqn> ffqn = ChildFfqn(id);
             if (!ffqn) {

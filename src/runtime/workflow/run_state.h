@@ -195,6 +195,9 @@ class RunState {
   std::map<core::JoinSetId, std::vector<size_t>> responses_by_join_set_;
 
   std::map<core::JoinSetId, JoinSetState> join_sets_;
+  // Sum of every join set's `unconsumed`: submissions whose response this
+  // run has not consumed yet.
+  size_t unconsumed_total_ = 0;
   std::vector<core::JoinSetId> created_order_;
   std::set<std::string> named_;
   uint64_t one_off_count_ = 0;

@@ -232,6 +232,16 @@ void ExecTask::Stop() {
 Result<std::vector<ExecutionId>, storage::DbErrorGeneric> ExecTask::TickForTest(DateTime now) {
   WaitForRuns(ExpireDeadlines(now));
   WaitForRuns(WatchCancels(now));
+  // A run whose worker returned just before this tick is no longer
+  // expirable, but its outcome may not be written yet.
+  std::vector<uint64_t> returned;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [seq, run] : in_flight_) {
+      if (run->returned) returned.push_back(seq);
+    }
+  }
+  WaitForRuns(returned);
   STELE_ASSIGN_OR_RETURN(TickOutcome tick, Tick(now, core::RunId::Generate()));
   WaitForRuns(tick.run_seqs);
   return std::move(tick.locked);

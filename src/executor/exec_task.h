@@ -196,8 +196,9 @@ class ExecTask {
   // One locking round at `now` with a fresh RunId, synchronously: first
   // times out the activity runs whose deadline is <= now and, when the
   // cancel watch is due at `now`, stops the runs whose executions are
-  // finished, and waits until those are recorded; then locks and waits
-  // until every run it spawned has been recorded. Returns the ids it locked.
+  // finished, and waits until those, and every run whose worker has
+  // already returned, are recorded; then locks and waits until every run
+  // it spawned has been recorded. Returns the ids it locked.
   Result<std::vector<ExecutionId>, storage::DbErrorGeneric> TickForTest(DateTime now);
   // Only the locking round at `now`; the spawned runs keep going (their
   // deadlines are watched against the Clock, or by a later TickForTest).

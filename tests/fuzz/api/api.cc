@@ -127,7 +127,7 @@ server::ServerImpl& Server() {
     auto api = impl->pool->ExternalApiConn();
     FUZZ_CHECK(api.has_value());
     impl->api = std::move(*api);
-    server::InstallRoutes(*impl);
+    server::InstallRoutes(*impl, impl->http);
     return impl;
   }();
   return *d;

@@ -22,6 +22,10 @@ constexpr double kResultLimitS = 600;
 struct ApiClient::Impl {
   explicit Impl(int port) : http("127.0.0.1", port) {
     http.set_keep_alive(true);
+    // httplib sends a POST's headers and body in two writes: with Nagle on,
+    // the body waits for the server's delayed ACK (~40 ms per submission).
+    // Every real client sets it (the CLI does, api_client.cc).
+    http.set_tcp_nodelay(true);
     http.set_connection_timeout(std::chrono::seconds(5));
     http.set_read_timeout(std::chrono::seconds(kResultWaitS + 30));
     http.set_write_timeout(std::chrono::seconds(30));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "storage/postgres/pg_conn.h"
+#include "storage/postgres/postgres_pool.h"
 #include "storage/postgres/test_database.h"
 #include "storage/testing/conformance_util.h"
 
@@ -100,5 +101,18 @@ class PostgresPoolTest : public ::testing::Test {
   std::string admin_;
   std::vector<std::string> databases_;
 };
+
+// The pool's notices_sent once it is non-zero, or 0 after `bound`. The
+// notice sender counts a batch after PostgreSQL took it, so a waiter in
+// another pool can be woken by that batch before the count moves.
+inline uint64_t NoticesSentWithin(const PostgresPool& pool, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  uint64_t sent = pool.Stats().notices_sent;
+  while (sent == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    sent = pool.Stats().notices_sent;
+  }
+  return sent;
+}
 
 }  // namespace stele::storage::postgres

@@ -171,7 +171,7 @@ TEST_F(PostgresPoolTest, NoticeWakesAResponseWaiterOfAnotherPool) {
   Pools p = OpenPools(conninfo, databases_.back(), Admin());
   ASSERT_NE(p.admin, nullptr);
   ASSERT_NO_FATAL_FAILURE(ExpectResponseWakesWaiter(p));
-  EXPECT_GT(p.writer_pool->Stats().notices_sent, 0u);
+  EXPECT_GT(NoticesSentWithin(*p.writer_pool, std::chrono::seconds(10)), 0u);
 }
 
 // pg_terminate_backend of both pools' LISTEN sessions: each listener

@@ -65,12 +65,18 @@ TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
   ConfigError error = OneError("[api]\nlisten = \"127.0.0.1:1\"\n[[activity_exec\xca\x99unctions]]\n", "", 3);
   EXPECT_THAT(error.message, HasSubstr("non-ASCII"));
   OneError("data_dir\xc3\xa9 = \"x\"\n", "", 1);
+  // A quote inside a bare value opens no string (toml++ reached the same
+  // unreachable on the \xd2\x98 here, tests/fuzz/config).
+  EXPECT_THAT(OneError("data_dir = -ab\"\"\"c\xd2\x98" "d\"\"\"\n", "", 1).message,
+              HasSubstr("non-ASCII"));
+  EXPECT_THAT(OneError("data_dir = x'c\xc3\xa9'\n", "", 1).message, HasSubstr("non-ASCII"));
   auto config = Parse(
       "# caf\xc3\xa9\n"
       "data_dir = \"/tmp/caf\xc3\xa9 \\\" \xc3\xa9\"  # \xc3\xa9\n"
       "[api]\n"
       "listen = '127.0.0.1:1' # '\xc3\xa9\n"
       "[\"caf\xc3\xa9\"]\n"
+      "\"k\xc3\xa9\" = [\"\xc3\xa9\", # \xc3\xa9\n  '\xc3\xa9',\n  {x.\"\xc3\xa9\" = \"\xc3\xa9\"}]\n"
       "a = \"\"\"\xc3\xa9\n\xc3\xa9\"\"\"\"\n"
       "b = '''\xc3\xa9''\xc3\xa9'''\n");
   // The unknown table is an error of its own; no non-ASCII complaint.

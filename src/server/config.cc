@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/component_id.h"
+#include "server/toml_prescan.h"
 
 namespace stele::server {
 
@@ -648,89 +649,6 @@ void CheckComponents(const ServerConfig& config, const std::string& file, Config
       }
     }
   }
-}
-
-// The line of the first non-ASCII byte outside a string or a comment, or
-// 0. TOML allows non-ASCII only there, and toml++ 3.3 (Debian 12) reaches
-// __builtin_unreachable() in is_non_ascii_horizontal_whitespace on such a
-// character (U+00A1..U+0499) wherever it checks for whitespace: in a bare
-// key, or in a malformed bare value (both found by tests/fuzz/config).
-// Refuse it before the parser sees it. A quote opens a string only where
-// a TOML token can start (line start, or after = [ { , .); elsewhere, as
-// in `x = ab"""c`, toml++ reads it as part of a bare value, and so must
-// this scan.
-int LineOfNonAsciiOutsideStrings(std::string_view text) {
-  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
-  int line = 1;
-  bool token_start = true;
-  auto starts = [&](size_t i, std::string_view token) { return text.substr(i, token.size()) == token; };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') ++line;
-    switch (in) {
-      case In::kCode:
-        if (static_cast<unsigned char>(c) >= 0x80) return line;
-        if (c == '#') {
-          in = In::kComment;
-        } else if ((c == '"' || c == '\'') && !token_start) {
-          // Part of a bare value: not a string.
-        } else if (starts(i, "\"\"\"")) {
-          in = In::kMultiBasic;
-          i += 2;
-        } else if (starts(i, "\'\'\'")) {
-          in = In::kMultiLiteral;
-          i += 2;
-        } else if (c == '"') {
-          in = In::kBasic;
-        } else if (c == '\'') {
-          in = In::kLiteral;
-        } else if (c == '\n' || c == '=' || c == '[' || c == '{' || c == ',' || c == '.') {
-          token_start = true;
-        } else if (c != ' ' && c != '\t' && c != '\r') {
-          token_start = false;
-        }
-        if (in != In::kCode) token_start = false;
-        break;
-      case In::kComment:
-        if (c == '\n') {
-          in = In::kCode;
-          token_start = true;
-        }
-        break;
-      case In::kBasic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
-          ++i;
-        } else if (c == '"' || c == '\n') {
-          in = In::kCode;
-          token_start = c == '\n';
-        }
-        break;
-      case In::kLiteral:
-        if (c == '\'' || c == '\n') {
-          in = In::kCode;
-          token_start = c == '\n';
-        }
-        break;
-      case In::kMultiBasic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
-          ++i;
-        } else if (starts(i, "\"\"\"")) {
-          i += 2;
-          // Up to two more quotes belong to the content ("""a"""").
-          while (i + 1 < text.size() && text[i + 1] == '"') ++i;
-          in = In::kCode;
-        }
-        break;
-      case In::kMultiLiteral:
-        if (starts(i, "\'\'\'")) {
-          i += 2;
-          while (i + 1 < text.size() && text[i + 1] == '\'') ++i;
-          in = In::kCode;
-        }
-        break;
-    }
-  }
-  return 0;
 }
 
 }  // namespace

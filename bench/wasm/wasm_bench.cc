@@ -170,7 +170,7 @@ struct FanOutWorld {
     workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
         workflows, wh::WasmWorkflowWorkerDeps{
                        std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
-                       &SystemClock::Instance(), &registry, &dispatch, nullptr, run_options});
+                       SystemClock::Shared(), &registry, &dispatch, nullptr, run_options});
     auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
       const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
       executor::ExecutorOptions options;
@@ -179,7 +179,7 @@ struct FanOutWorld {
       options.tick_sleep = std::chrono::milliseconds(100);
       options.lock_expiry = std::chrono::seconds(10);
       tasks.push_back(std::make_unique<executor::ExecTask>(
-          std::move(worker), Must(pool->DbExecConn(), "exec connection"), SystemClock::Instance(),
+          std::move(worker), Must(pool->DbExecConn(), "exec connection"), SystemClock::Shared(),
           options));
       dispatch.Add(ffqns, tasks.back().get());  // as the server does
     };

@@ -63,8 +63,9 @@ struct EngineOptions {
   bool sqlite_synchronous_full = true;
   // A storage backend given by the caller instead of the SQLite file.
   std::shared_ptr<storage::DbPool> pool = nullptr;
-  // Source of time; nullptr: the system clock. Must outlive the engine.
-  const Clock* clock = nullptr;
+  // Source of time; nullptr: the system clock. Shared: the engine's
+  // threads keep reading it until the engine is stopped and destroyed.
+  std::shared_ptr<const Clock> clock = nullptr;
   // Largest params (serialised JSON) Submit accepts.
   size_t max_params_bytes = 1 << 20;
   // Activity attempts running at once in this process (all activities).

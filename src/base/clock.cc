@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include "base/check.h"
+
 namespace stele {
 
 Clock::~Clock() = default;
@@ -9,6 +11,17 @@ const SystemClock& SystemClock::Instance() {
   // can keep reading the time.
   static const SystemClock* const instance = new SystemClock();
   return *instance;
+}
+
+SharedClock CheckedClock(SharedClock clock, const char* what) {
+  STELE_CHECK(clock != nullptr, what);
+  return clock;
+}
+
+std::shared_ptr<const Clock> SystemClock::Shared() {
+  // Aliasing constructor: shares no control block, deletes nothing.
+  static const std::shared_ptr<const Clock> shared(std::shared_ptr<const Clock>(), &Instance());
+  return shared;
 }
 
 DateTime SystemClock::Now() const {

@@ -6,8 +6,12 @@
 //
 // Threading: Now() may be called from any thread on every implementation.
 // ManualClock's setters may also be called concurrently with Now().
-// Ownership: components hold a Clock by reference and do not own it; the
-// clock must outlive them. SystemClock::Instance() lives forever.
+// Ownership: a component that keeps a clock beyond the call it was given in
+// (executors, the watcher, workers, the Engine, the server) shares it
+// through a SharedClock, so a clock can never end before a thread that
+// still reads it (a ManualClock in a test body once did, under a running
+// executor). Short-lived helpers may take a `const Clock&` for the length
+// of a call. SystemClock::Shared() and Instance() live forever.
 
 #ifndef STELE_BASE_CLOCK_H_
 #define STELE_BASE_CLOCK_H_
@@ -15,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
 #include "base/time.h"
 
@@ -35,6 +40,13 @@ class Clock {
   Clock() = default;
 };
 
+// A clock shared by everything that keeps it (see Ownership above).
+using SharedClock = std::shared_ptr<const Clock>;
+
+// `clock`, after checking (STELE_CHECK) that it is set: for constructors
+// that keep it. `what` is the message of the failed check.
+SharedClock CheckedClock(SharedClock clock, const char* what);
+
 // Wall-clock time from std::chrono::system_clock, truncated to microseconds.
 // It is not monotonic: it follows the system's adjustments.
 class SystemClock final : public Clock {
@@ -43,6 +55,8 @@ class SystemClock final : public Clock {
 
   // A process-wide instance, never destroyed, for composition roots.
   static const SystemClock& Instance();
+  // The same instance as a SharedClock (it owns nothing).
+  static std::shared_ptr<const Clock> Shared();
 
   DateTime Now() const override;
 };

@@ -170,7 +170,7 @@ TEST_P(CancelRunTest, ALateOkIsNotRecordedOverTheCancellation) {
 
   // Past the deadline the cancelled run is not treated as a timeout (the
   // tick waits for it to be recorded).
-  clock_.Set(kT0 + 5s);
+  clock_->Set(kT0 + 5s);
   release->Open();
   Must(task->TickForTest(kT0 + 5s));
   EXPECT_EQ(task->InFlightCountForTest(), 0u);

@@ -150,10 +150,11 @@ std::optional<PlannedWrite> DecideWrite(const WorkerResult& result,
 }  // namespace
 
 ExecTask::ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbExecutor> db,
-                   const Clock& clock, ExecutorOptions options)
+                   SharedClock clock, ExecutorOptions options)
     : worker_(std::move(worker)),
       db_(std::move(db)),
-      clock_(clock),
+      clock_owner_(CheckedClock(std::move(clock), "ExecTask needs a clock")),
+      clock_(*clock_owner_),
       options_(std::move(options)),
       limiter_(options_.concurrency_limiter ? options_.concurrency_limiter
                                             : ConcurrencyLimiter::Create(options_.batch_size)),

@@ -67,7 +67,7 @@
 // REQUIRES: workers eventually return after their token fires (Stop joins
 // the worker threads).
 // Ownership: owns its DbExecutor connection and threads; shares the worker
-// and the limiter; the Clock must outlive the task. Stop (or destruction)
+// and the limiter and the Clock. Stop (or destruction)
 // before closing the pool the connection came from.
 #pragma once
 
@@ -155,9 +155,10 @@ struct ExecutorOptions {
 
 class ExecTask {
  public:
-  // REQUIRES: worker, db non-null; options.batch_size > 0.
+  // REQUIRES: worker, db, clock non-null; options.batch_size > 0. The task
+  // shares the clock: its threads read it until Stop has joined them.
   ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbExecutor> db,
-           const Clock& clock, ExecutorOptions options);
+           SharedClock clock, ExecutorOptions options);
   // Stops (see Stop).
   ~ExecTask();
   ExecTask(const ExecTask&) = delete;
@@ -241,7 +242,8 @@ class ExecTask {
 
   const std::shared_ptr<Worker> worker_;
   const std::unique_ptr<storage::DbExecutor> db_;
-  const Clock& clock_;
+  const SharedClock clock_owner_;
+  const Clock& clock_;  // *clock_owner_
   const ExecutorOptions options_;
   const std::shared_ptr<ConcurrencyLimiter> limiter_;
   const bool enforce_deadlines_;

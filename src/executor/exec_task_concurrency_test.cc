@@ -140,7 +140,7 @@ TEST_P(ExecTaskConcurrencyTest, AHungRunDoesNotBlockTheOthers) {
   ExecTask task(worker, ExecConn(), clock_, options);
   task.Start();
   ASSERT_TRUE(started->WaitFor());
-  clock_.Set(kT0 + 2s);  // past the hung run's deadline: its token fires, in vain
+  clock_->Set(kT0 + 2s);  // past the hung run's deadline: its token fires, in vain
   ASSERT_TRUE(Eventually([&] { return worker->context(0).cancel.IsCancelled(); }));
 
   const ExecutionId second = CreateActivity();
@@ -203,7 +203,7 @@ TEST_P(ExecTaskConcurrencyTest, StartedWatcherSettlesExpiredLocks) {
   watcher_options.tick_sleep = 10ms;
   ExpiredTimersWatcher watcher(Conn(), clock_, watcher_options);
   watcher.Start();
-  clock_.Set(kT0 + 2s);  // past lock expiry + leeway
+  clock_->Set(kT0 + 2s);  // past lock expiry + leeway
   ASSERT_TRUE(Eventually([&] { return LastEventName(id) == "TemporarilyTimedOut"; }));
   watcher.Stop();
   watcher.Stop();  // idempotent

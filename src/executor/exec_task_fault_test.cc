@@ -137,7 +137,7 @@ TEST_P(ExecFaultTest, RetryBackoffIsMeasuredOnTheClock) {
   auto advance_until = [&](const std::function<bool()>& done) {
     for (int i = 0; i < 400; ++i) {
       if (done()) return true;
-      clock_.Advance(10ms);
+      clock_->Advance(10ms);
       std::this_thread::sleep_for(5ms);  // let the executor's thread see the new time
     }
     return done();
@@ -246,10 +246,10 @@ TEST_P(ExecFaultTest, UnderRandomFaultsEveryExecutionFinishesExactlyOnce) {
   };
   int ticks = 0;
   for (; ticks < 2000 && !all_finished(); ++ticks) {
-    const DateTime now = clock_.Now();
+    const DateTime now = clock_->Now();
     (void)task.TickForTest(now);     // may fail: injected faults
     (void)watcher.TickForTest(now);  // idem
-    clock_.Advance(100ms);
+    clock_->Advance(100ms);
   }
   task.Stop();
   // Stop faulting and let the watcher settle anything left (none expected).

@@ -134,7 +134,7 @@ TEST_P(ExecTaskTest, ActivityTrapShouldTriggerAnExecutionRetry) {
 
   EXPECT_THAT(Must(task->TickForTest(kT0)), IsEmpty()) << "still in backoff";
 
-  clock_.Advance(100ms);
+  clock_->Advance(100ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 100ms)), ElementsAre(id));
   EXPECT_THAT(EventNames(id),
               ElementsAre("Created", "Locked", "TemporarilyFailed", "Locked", "Finished"));
@@ -168,7 +168,7 @@ TEST_P(ExecTaskTest, ChildExecutionPermanentlyFailedShouldNotifyParent) {
   auto worker = std::make_shared<ScriptedWorker>(std::vector{ChildFfqn()});
   worker->Then(ReturnErr(ActivityTrap{"error reason", "detail", std::nullopt}));
   auto task = NewTask(worker, Options(core::ComponentRetryConfig::Zero()));
-  clock_.Set(kT0 + 1s);
+  clock_->Set(kT0 + 1s);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 1s)), ElementsAre(ExecutionId(child)));
 
   const storage::ExecutionLog child_log = Log(child);
@@ -200,7 +200,7 @@ TEST_P(ExecTaskTest, LimitReachedUnlocksWithoutCountingTheAttempt) {
   Must(task->TickForTest(kT0));
   EXPECT_EQ(LastEventAs<core::Unlocked>(id),
             (core::Unlocked{kT0 + 100ms, "limit reached: pool exhausted"}));
-  clock_.Set(kT0 + 100ms);
+  clock_->Set(kT0 + 100ms);
   Must(task->TickForTest(kT0 + 100ms));
   EXPECT_EQ(worker->context(1).intermittent_event_count, 0u) << "Unlocked is not counted";
   EXPECT_TRUE(worker->context(1).can_be_retried);
@@ -220,7 +220,7 @@ TEST_P(ExecTaskTest, ActivityErrIsRetriedThenStoredAsTheResult) {
   const auto failed = LastEventAs<core::TemporarilyFailed>(id);
   EXPECT_EQ(failed.reason, "activity returned error");
   EXPECT_EQ(failed.detail, R"("not found")");
-  clock_.Set(kT0 + 100ms);
+  clock_->Set(kT0 + 100ms);
   Must(task->TickForTest(kT0 + 100ms));
   EXPECT_FALSE(worker->context(1).can_be_retried);
   EXPECT_EQ(LastEventAs<core::Finished>(id).result, core::SupportedFunctionReturnValue(err));
@@ -241,12 +241,12 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
   EXPECT_THAT(Must(task->SpawnForTest(kT0)), ElementsAre(id));
   ASSERT_TRUE(first_started->WaitFor());
   // Half way: nothing happens.
-  clock_.Set(kT0 + 500ms);
+  clock_->Set(kT0 + 500ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 500ms)), IsEmpty());
   EXPECT_EQ(task->InFlightCountForTest(), 1u);
   EXPECT_FALSE(worker->context(0).cancel.IsCancelled());
   // At the deadline the run is cancelled and recorded as a timeout.
-  clock_.Set(kT0 + 1s);
+  clock_->Set(kT0 + 1s);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 1s)), IsEmpty());
   EXPECT_TRUE(worker->context(0).cancel.IsCancelled());
   EXPECT_EQ(task->InFlightCountForTest(), 0u);
@@ -255,10 +255,10 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
 
   // The retry times out too; even its late Ok counts as a timeout, and
   // with no retries left it is final.
-  clock_.Set(kT0 + 1100ms);
+  clock_->Set(kT0 + 1100ms);
   EXPECT_THAT(Must(task->SpawnForTest(kT0 + 1100ms)), ElementsAre(id));
   ASSERT_TRUE(second_started->WaitFor());
-  clock_.Set(kT0 + 2100ms);
+  clock_->Set(kT0 + 2100ms);
   Must(task->TickForTest(kT0 + 2100ms));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
             core::SupportedFunctionReturnValue(FinishedExecutionError{
@@ -272,7 +272,7 @@ TEST_P(ExecTaskTest, ExecutionDeadlineBeforeNowShouldTimeout) {
   worker->Then(BlockUntilCancelled(started, ReturnFatal(FatalErrorKind::kCancelled, "")));
   auto task = NewTask(worker, Options(Retries(1, 100ms)));
   // Locked at kT0 but the clock is already past the deadline.
-  clock_.Set(kT0 + 5s);
+  clock_->Set(kT0 + 5s);
   Must(task->TickForTest(kT0));
   EXPECT_TRUE(worker->context(0).cancel.IsCancelled());
   EXPECT_EQ(LastEvent(id).created_at, kT0 + 5s);
@@ -292,7 +292,7 @@ TEST_P(ExecTaskTest, WorkflowRunsAreNotTimedOutByTheExecutor) {
 
   Must(task->SpawnForTest(kT0));
   ASSERT_TRUE(started->WaitFor());
-  clock_.Set(kT0 + 10s);
+  clock_->Set(kT0 + 10s);
   Must(task->TickForTest(kT0 + 10s));
   EXPECT_FALSE(worker->context(0).cancel.IsCancelled()) << "workflows manage their own lease";
   EXPECT_EQ(task->InFlightCountForTest(), 1u);
@@ -369,7 +369,7 @@ TEST_P(ExecTaskTest, GracefulShutdownUnlocksHeldExecutions) {
   ASSERT_TRUE(a_started->WaitFor());
   ASSERT_TRUE(b_started->WaitFor());
 
-  clock_.Set(kT0 + 10ms);
+  clock_->Set(kT0 + 10ms);
   task->Stop();
   EXPECT_EQ(task->InFlightCountForTest(), 0u);
   // The run that gave up is unlocked, pending again at once and not counted;
@@ -510,7 +510,7 @@ TEST_P(ExecTaskTest, StoppedTaskReservesNothingAndUnlocksWhatIsHandedToIt) {
   task->Stop();
   EXPECT_FALSE(task->TryReserve(kT0).has_value());
 
-  clock_.Set(kT0 + 10ms);
+  clock_->Set(kT0 + 10ms);
   task->RunLocked(std::move(locked), *std::move(reservation));
   EXPECT_EQ(worker->runs(), 0u) << "nothing runs on a stopped task";
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Unlocked"));

@@ -100,7 +100,7 @@ class BackendTest : public ::testing::TestWithParam<Backend> {
   // The test's scratch directory (removed at TearDown).
   const std::filesystem::path& dir() const { return dir_; }
 
-  ManualClock clock_{kT0};
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kT0);
 
  private:
   std::filesystem::path dir_;

@@ -109,8 +109,11 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
 }
 
 ExpiredTimersWatcher::ExpiredTimersWatcher(std::unique_ptr<storage::DbConnection> db,
-                                           const Clock& clock, ExpiredTimersWatcherOptions options)
-    : db_(std::move(db)), clock_(clock), options_(options) {
+                                           SharedClock clock, ExpiredTimersWatcherOptions options)
+    : db_(std::move(db)),
+      clock_owner_(CheckedClock(std::move(clock), "ExpiredTimersWatcher needs a clock")),
+      clock_(*clock_owner_),
+      options_(options) {
   STELE_CHECK(db_ != nullptr, "ExpiredTimersWatcher needs a connection");
 }
 

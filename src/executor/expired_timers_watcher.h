@@ -18,7 +18,7 @@
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
 // thread-safe (it only uses the thread-safe connection) and may write from
 // up to `parallel_writes` short-lived threads of its own during a pass.
-// Ownership: owns its connection and thread; the Clock must outlive it.
+// Ownership: owns its connection and thread, shares the Clock.
 // Stop (or destroy) it before closing the pool.
 #pragma once
 
@@ -69,7 +69,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
 class ExpiredTimersWatcher {
  public:
   // REQUIRES: db non-null.
-  ExpiredTimersWatcher(std::unique_ptr<storage::DbConnection> db, const Clock& clock,
+  ExpiredTimersWatcher(std::unique_ptr<storage::DbConnection> db, SharedClock clock,
                        ExpiredTimersWatcherOptions options = {});
   // Stops.
   ~ExpiredTimersWatcher();
@@ -88,7 +88,8 @@ class ExpiredTimersWatcher {
   void LoopMain();
 
   const std::unique_ptr<storage::DbConnection> db_;
-  const Clock& clock_;
+  const SharedClock clock_owner_;
+  const Clock& clock_;  // *clock_owner_
   const ExpiredTimersWatcherOptions options_;
 
   std::mutex mu_;

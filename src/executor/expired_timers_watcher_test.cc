@@ -87,17 +87,17 @@ TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
   auto watcher = NewWatcher(0ms);
 
   Must(task->TickForTest(kT0));
-  clock_.Set(kT0 + 100ms);
+  clock_->Set(kT0 + 100ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 100ms)), IsEmpty()) << "expired locks are not stolen";
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 100ms)), Progress(1, 0));
   EXPECT_EQ(LastEvent(id).created_at, kT0 + 100ms);
   EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, kT0 + 400ms);
   EXPECT_EQ(ScheduledAt(id), kT0 + 400ms);
 
-  clock_.Set(kT0 + 400ms);
+  clock_->Set(kT0 + 400ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 400ms)), ElementsAre(id)) << "retried";
   EXPECT_EQ(worker->context(1).intermittent_event_count, 1u);
-  clock_.Set(kT0 + 500ms);
+  clock_->Set(kT0 + 500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 500ms)), Progress(1, 0));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
             core::SupportedFunctionReturnValue(FinishedExecutionError{
@@ -129,7 +129,7 @@ TEST_P(WatcherTest, ChildTimedOutByTheWatcherShouldNotifyParent) {
   auto watcher = NewWatcher();
   Must(task->TickForTest(kT0));
 
-  clock_.Set(kT0 + 1500ms);
+  clock_->Set(kT0 + 1500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1500ms)), Progress(1, 0));
   const core::SupportedFunctionReturnValue timed_out =
       FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt};
@@ -167,7 +167,7 @@ TEST_P(WatcherTest, WorkflowThatMadeProgressIsUnlocked) {
   auto watcher = NewWatcher(0ms);
   EXPECT_EQ(Must(task->TickForTest(kT0 + 1us)).size(), 2u);
 
-  clock_.Set(kT0 + 2s);
+  clock_->Set(kT0 + 2s);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 2s)), Progress(2, 0));
   EXPECT_THAT(EventNames(progressed), ElementsAre("Created", "Locked", "HistoryEvent", "Unlocked"));
   EXPECT_EQ(LastEventAs<core::Unlocked>(progressed), (core::Unlocked{kT0 + 2s, "made progress"}));
@@ -272,9 +272,9 @@ TEST_P(WatcherTest, TimedOutRunsAreRetriedByTheExecutorAfterTheWatcher) {
   auto task = NewTask(worker, Retries(2, 100ms));
   auto watcher = NewWatcher(0ms);
   Must(task->TickForTest(kT0));
-  clock_.Set(kT0 + 1s);
+  clock_->Set(kT0 + 1s);
   Must(watcher->TickForTest(kT0 + 1s));
-  clock_.Set(kT0 + 1100ms);
+  clock_->Set(kT0 + 1100ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 1100ms)), ElementsAre(id));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result, OkValue("second time lucky"));
 }

@@ -34,7 +34,7 @@ namespace stele::server {
 // What a worker may need from the running server.
 struct WorkerEnv {
   storage::DbPool* pool = nullptr;
-  const Clock* clock = nullptr;
+  SharedClock clock = nullptr;
   const runtime::workflow::FunctionRegistry* registry = nullptr;
   std::chrono::milliseconds default_lock_expiry{1000};  // [executor] lock_expiry
   // The server's executors by function (filled before they start): a

@@ -133,7 +133,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected("cannot connect to the database: " + db.error().ToString());
     tasks.push_back(
-        std::make_unique<executor::ExecTask>(*worker, std::move(*db), *d.clock, exec));
+        std::make_unique<executor::ExecTask>(*worker, std::move(*db), d.clock, exec));
     d.dispatch.Add((*worker)->ExportedFunctions(), tasks.back().get());
   }
   if (d.config.watcher.enabled) {
@@ -142,7 +142,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     executor::ExpiredTimersWatcherOptions watcher_options;
     watcher_options.tick_sleep = d.config.watcher.tick_sleep;
     watcher_options.leeway = d.config.watcher.leeway;
-    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), *d.clock,
+    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), d.clock,
                                                                  watcher_options);
   }
   for (auto& task : tasks) task->Start();
@@ -222,7 +222,7 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   auto impl = std::make_unique<ServerImpl>();
   ServerImpl& d = *impl;
   d.config = std::move(config);
-  d.clock = hooks.clock ? hooks.clock : &SystemClock::Instance();
+  d.clock = hooks.clock ? hooks.clock : SystemClock::Shared();
   d.snapshot_max_age = hooks.metrics_snapshot_max_age;
   for (auto& extra : hooks.extra_components) components.push_back(std::move(extra));
   for (const auto& component : components) {

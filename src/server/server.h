@@ -12,7 +12,7 @@
 // called from another thread while Wait blocks). HTTP connections are
 // served by an HttpPool (http_pool.h): a thread each, up to [api]
 // max_connections. Ownership: the Server owns everything it starts; the
-// Clock (ServerHooks::clock) must outlive it.
+// Clock (ServerHooks::clock) is shared.
 #pragma once
 
 #include <chrono>
@@ -30,7 +30,7 @@ namespace stele::server {
 
 // Seams for in-process tests.
 struct ServerHooks {
-  const Clock* clock = nullptr;  // default: SystemClock
+  SharedClock clock = nullptr;  // default: SystemClock
   // Components added to those of the config (e.g. an in-process activity).
   std::vector<LoadedComponent> extra_components = {};
   // How long /metrics reuses its database figures (executions by state,

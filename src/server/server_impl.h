@@ -37,7 +37,7 @@ namespace stele::server {
 class ServerImpl {
  public:
   ServerConfig config;
-  const Clock* clock = nullptr;
+  SharedClock clock = nullptr;
   std::unique_ptr<storage::DbPool> pool;
   std::shared_ptr<storage::DbExternalApi> api;
   runtime::workflow::MapFunctionRegistry registry;

@@ -107,7 +107,7 @@ TEST_P(ExecActivityExecTaskTest, DeadlineKillsTheCommandAndRecordsATimeout) {
   const pid_t leader = std::stoi(testing::WaitForLine(scratch_.File("leader")));
   const pid_t background = std::stoi(testing::WaitForLine(scratch_.File("bg")));
   // The deadline (lock expiry) passes: the watchdog fires the run's token.
-  clock_.Set(kT0 + 1s);
+  clock_->Set(kT0 + 1s);
   Must(task->TickForTest(kT0 + 1s));
   EXPECT_EQ(task->InFlightCountForTest(), 0u);
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "TemporarilyTimedOut"));

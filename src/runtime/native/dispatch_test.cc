@@ -195,9 +195,9 @@ TEST_P(DispatchTest, ChildrenBeyondTheFreePermitsWaitPendingAndStillRun) {
 // workflow's lease ends (inside the 100 ms extension leeway); with the
 // watcher off, a run that failed here would never finish.
 TEST_P(DispatchTest, ARunHoldingAHandedOffResultExtendsItsLock) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
+  auto clock = std::make_shared<ManualClock>(DateTimeFromMillis(1'700'000'000'000));
   EngineOptions options = Options();
-  options.clock = &clock;
+  options.clock = clock;
   options.start_watcher = false;
   options.max_warm_wait = std::chrono::seconds(20);
   options.workflow_lock_expiry = std::chrono::milliseconds(2000);
@@ -205,8 +205,8 @@ TEST_P(DispatchTest, ARunHoldingAHandedOffResultExtendsItsLock) {
   options.result_handoff = GetParam();
   Engine& engine = Open(std::move(options));
   constexpr const char* kLate = "test:dispatch/api.late";
-  ASSERT_TRUE(engine.RegisterActivity(kLate, [&](ActivityContext&, const Json& params) {
-    clock.Advance(std::chrono::milliseconds(1950));
+  ASSERT_TRUE(engine.RegisterActivity(kLate, [clock](ActivityContext&, const Json& params) {
+    clock->Advance(std::chrono::milliseconds(1950));
     return ActivityResult(Json(params.at(0).get<int>() + 1));
   }));
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));

@@ -115,7 +115,7 @@ DateTime ToDateTime(std::chrono::system_clock::time_point t) {
 class Engine::Impl {
  public:
   EngineOptions options;
-  const Clock* clock = nullptr;
+  SharedClock clock = nullptr;
   std::shared_ptr<storage::DbPool> pool;
   bool owns_pool = false;
   std::shared_ptr<storage::DbExternalApi> api;  // Submit, status, waits, cancel, stub, list
@@ -215,7 +215,7 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>, Error> Engine::Open(EngineOptions options) {
   auto impl = std::make_unique<Impl>();
-  impl->clock = options.clock ? options.clock : &SystemClock::Instance();
+  impl->clock = options.clock ? options.clock : SystemClock::Shared();
   if (options.pool) {
     impl->pool = options.pool;
   } else {
@@ -325,7 +325,7 @@ Result<void, Error> Engine::Start() {
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
-        std::make_unique<executor::ExecTask>(worker, std::move(*db), *d.clock, exec));
+        std::make_unique<executor::ExecTask>(worker, std::move(*db), d.clock, exec));
     d.dispatch.Add(worker->ExportedFunctions(), tasks.back().get());
   }
   for (auto& [name, group] : d.activity_groups) {
@@ -345,7 +345,7 @@ Result<void, Error> Engine::Start() {
     auto db = d.pool->DbExecConn();
     if (!db) return Unexpected(Error::Storage("cannot connect: " + db.error().ToString()));
     tasks.push_back(
-        std::make_unique<executor::ExecTask>(worker, std::move(*db), *d.clock, exec));
+        std::make_unique<executor::ExecTask>(worker, std::move(*db), d.clock, exec));
     d.dispatch.Add(worker->ExportedFunctions(), tasks.back().get());
   }
   if (d.options.start_watcher) {
@@ -354,7 +354,7 @@ Result<void, Error> Engine::Start() {
     executor::ExpiredTimersWatcherOptions watcher_options;
     watcher_options.tick_sleep = d.options.watcher_tick;
     watcher_options.leeway = d.options.watcher_leeway;
-    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), *d.clock,
+    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), d.clock,
                                                                  watcher_options);
   }
   for (auto& task : tasks) task->Start();

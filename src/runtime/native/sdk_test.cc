@@ -64,13 +64,14 @@ class SdkTest : public EngineTest {
   // unloaded at once (no keep-warm).
   Engine& OpenOnManualClock() {
     EngineOptions options = Options();
-    options.clock = &clock_;
+    options.clock = clock_;
     options.start_watcher = false;
     options.workflow_keep_warm = false;
     return Open(options);
   }
 
-  ManualClock clock_{DateTimeFromMillis(1'700'000'000'000)};
+  std::shared_ptr<ManualClock> clock_ =
+      std::make_shared<ManualClock>(DateTimeFromMillis(1'700'000'000'000));
 };
 
 TEST_F(SdkTest, CallActivityReturnsItsValue) {
@@ -123,10 +124,10 @@ TEST_F(SdkTest, DurableSleepWakesWhenTheTimerFires) {
   auto id = OkOrDie(engine.Submit(kNap, Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
   // Not due yet: nothing fires.
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now() + std::chrono::minutes(59)), "f"),
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_->Now() + std::chrono::minutes(59)), "f"),
             0u);
-  clock_.Advance(hours(1));
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now()), "fire"), 1u);
+  clock_->Advance(hours(1));
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_->Now()), "fire"), 1u);
   auto result = Await(id);
   EXPECT_EQ(result.value, Json("woke")) << result.ToString();
 }
@@ -160,8 +161,8 @@ TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.greedy", Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
-  clock_.Advance(hours(2));
-  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_.Now()), "fire"), 1u);
+  clock_->Advance(hours(2));
+  EXPECT_EQ(OkOrDie(engine.FireExpiredTimersForTest(clock_->Now()), "fire"), 1u);
   EXPECT_EQ(Await(id).value, Json("woke"));
   EXPECT_EQ(catches.load(), 0);
 }

@@ -101,9 +101,9 @@ class WorkflowOptionsTest : public testing::PoolEngineTest {
 // On a frozen clock a lease never ends: a warm run waits until the
 // response comes, an interrupting one unloads at once.
 TEST_F(WorkflowOptionsTest, EachWorkflowBlocksByItsOwnStrategy) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
+  auto clock = std::make_shared<ManualClock>(DateTimeFromMillis(1'700'000'000'000));
   EngineOptions options = Options();
-  options.clock = &clock;
+  options.clock = clock;
   options.start_watcher = false;
   options.workflow_keep_warm = false;  // the engine default: interrupt
   options.workflow_lock_expiry = seconds(2);
@@ -120,7 +120,7 @@ TEST_F(WorkflowOptionsTest, EachWorkflowBlocksByItsOwnStrategy) {
       {.blocking_strategy = BlockingStrategy::kAwait, .max_warm_wait = milliseconds(0)}));
   ASSERT_TRUE(engine.Start());
 
-  const DateTime now = clock.Now();
+  const DateTime now = clock->Now();
   std::map<std::string, std::string> ids;
   for (const char* name : {"cold", "warm", "brief"}) {
     ids[name] =
@@ -154,7 +154,7 @@ TEST_F(WorkflowOptionsTest, EachWorkflowBlocksByItsOwnStrategy) {
   // The brief run left its lease on the JoinNext: the response makes it
   // pending once that lease is over.
   decide("brief");
-  clock.Advance(seconds(3));
+  clock->Advance(seconds(3));
   check("brief");
   // The warm run continued where it waited; the others were replayed by a
   // second run.
@@ -173,9 +173,9 @@ TEST_F(WorkflowOptionsTest, EachWorkflowBlocksByItsOwnStrategy) {
 }
 
 TEST_F(WorkflowOptionsTest, LeaseAndBackoffArePerWorkflowWithTheEngineAsDefault) {
-  ManualClock clock(DateTimeFromMillis(1'700'000'000'000));
+  auto clock = std::make_shared<ManualClock>(DateTimeFromMillis(1'700'000'000'000));
   EngineOptions options = Options();
-  options.clock = &clock;
+  options.clock = clock;
   options.start_watcher = false;
   options.workflow_lock_expiry = seconds(2);
   options.workflow_retry_backoff = milliseconds(100);
@@ -188,7 +188,7 @@ TEST_F(WorkflowOptionsTest, LeaseAndBackoffArePerWorkflowWithTheEngineAsDefault)
   // Equal to the engine's: shares the engine's executor and component.
   ASSERT_TRUE(engine.RegisterWorkflow("test:opts/wf.same", done, {.lock_expiry = seconds(2)}));
   ASSERT_TRUE(engine.Start());
-  const DateTime now = clock.Now();
+  const DateTime now = clock->Now();
   struct Expected {
     const char* ffqn;
     std::chrono::milliseconds lease;

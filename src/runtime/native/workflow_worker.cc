@@ -38,14 +38,14 @@ WorkflowFnWithErr AdaptOkOnly(WorkflowFn fn) {
 
 NativeWorkflowWorker::NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
                                            std::shared_ptr<storage::DbConnection> db,
-                                           const Clock* clock,
+                                           SharedClock clock,
                                            const workflow::FunctionRegistry* functions,
                                            const executor::LocalDispatch* dispatch,
                                            executor::ResponseHandoff* handoff,
                                            executor::CancelRegistry* cancels)
     : workflows_(std::move(workflows)),
       db_(std::move(db)),
-      clock_(clock),
+      clock_(CheckedClock(std::move(clock), "NativeWorkflowWorker needs a clock")),
       functions_(functions),
       dispatch_(dispatch),
       handoff_(handoff),
@@ -63,7 +63,7 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   std::optional<core::ComponentId> traced;
   if (it->second.store_backtraces) traced = ctx.locked_event.component_id;
   workflow::WorkflowRun run(
-      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_, functions_, dispatch_, handoff_, cancels_},
+      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_.get(), functions_, dispatch_, handoff_, cancels_},
       it->second.run_options);
   NativeRun native(run, std::move(traced));
   WorkflowContext wctx(native);

@@ -48,9 +48,10 @@ struct NativeWorkflow {
 
 class NativeWorkflowWorker final : public executor::Worker {
  public:
-  // REQUIRES: db, clock, functions non-null and outliving the worker.
+  // REQUIRES: db, clock, functions non-null; functions (and dispatch,
+  // handoff, cancels when set) outlive the worker. The clock is shared.
   NativeWorkflowWorker(std::map<core::FunctionFqn, NativeWorkflow> workflows,
-                       std::shared_ptr<storage::DbConnection> db, const Clock* clock,
+                       std::shared_ptr<storage::DbConnection> db, SharedClock clock,
                        const workflow::FunctionRegistry* functions,
                        const executor::LocalDispatch* dispatch = nullptr,
                        executor::ResponseHandoff* handoff = nullptr,
@@ -65,7 +66,7 @@ class NativeWorkflowWorker final : public executor::Worker {
   std::map<core::FunctionFqn, NativeWorkflow> workflows_;
   std::vector<core::FunctionFqn> ffqns_;
   std::shared_ptr<storage::DbConnection> db_;
-  const Clock* clock_;
+  SharedClock clock_;
   const workflow::FunctionRegistry* functions_;
   const executor::LocalDispatch* dispatch_;  // may be null
   executor::ResponseHandoff* handoff_;        // may be null

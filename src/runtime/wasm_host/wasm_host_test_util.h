@@ -145,7 +145,7 @@ class Env {
     workflow_worker_ = std::make_shared<WasmWorkflowWorker>(
         config_.workflows,
         WasmWorkflowWorkerDeps{std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
-                               &SystemClock::Instance(), &registry_, &dispatch_, handoff_.get(), run_options,
+                               SystemClock::Shared(), &registry_, &dispatch_, handoff_.get(), run_options,
                                config_.guest_slice, true});
     executor::ExecutorOptions wf;
     wf.lock_expiry = std::chrono::milliseconds(2000);
@@ -156,7 +156,7 @@ class Env {
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
     wf.response_handoff = handoff_;
     tasks_.push_back(std::make_unique<executor::ExecTask>(
-        workflow_worker_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), wf));
+        workflow_worker_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), wf));
     dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
     if (config_.activities) {
       auto worker = std::make_shared<FilteredWorker>(
@@ -169,7 +169,7 @@ class Env {
                                                     core::Duration::FromMillis(10)};
       act.response_handoff = handoff_;
       tasks_.push_back(std::make_unique<executor::ExecTask>(
-          worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Instance(), act));
+          worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), act));
       dispatch_.Add(worker->ExportedFunctions(), tasks_.back().get());
     }
     for (auto& task : tasks_) task->Start();

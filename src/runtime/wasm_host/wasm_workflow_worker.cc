@@ -59,7 +59,7 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   const std::string params = ctx.params.dump();
   const CancellationToken cancel = ctx.cancel;
   wf::WorkflowRun run(std::move(ctx),
-                      wf::WorkflowRunDeps{deps_.db.get(), deps_.clock, deps_.functions,
+                      wf::WorkflowRunDeps{deps_.db.get(), deps_.clock.get(), deps_.functions,
                                           deps_.dispatch, deps_.handoff, deps_.cancel_registry},
                       deps_.run_options);
   // Declared before the instance: the instance's import table points at it.

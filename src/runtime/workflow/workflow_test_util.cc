@@ -20,10 +20,10 @@ core::FunctionFqn Ffqn(const char* text) { return *(core::FunctionFqn::Parse(tex
 // Runs the script over a WorkflowRun built from the context.
 class ScriptWorker final : public executor::Worker {
  public:
-  ScriptWorker(storage::DbConnection& db, const Clock& clock, const FunctionRegistry& registry,
+  ScriptWorker(storage::DbConnection& db, SharedClock clock, const FunctionRegistry& registry,
                WorkflowRunOptions options, Script script, executor::CancelRegistry* cancels)
       : db_(db),
-        clock_(clock),
+        clock_(std::move(clock)),
         registry_(registry),
         options_(options),
         script_(std::move(script)),
@@ -31,7 +31,7 @@ class ScriptWorker final : public executor::Worker {
 
   executor::WorkerResult Run(executor::WorkerContext ctx) override {
     WorkflowRun run(std::move(ctx),
-                    WorkflowRunDeps{&db_, &clock_, &registry_, nullptr, nullptr, cancels_},
+                    WorkflowRunDeps{&db_, clock_.get(), &registry_, nullptr, nullptr, cancels_},
                     options_);
     return script_(run);
   }
@@ -39,7 +39,7 @@ class ScriptWorker final : public executor::Worker {
 
  private:
   storage::DbConnection& db_;
-  const Clock& clock_;
+  const SharedClock clock_;
   const FunctionRegistry& registry_;
   const WorkflowRunOptions options_;
   const Script script_;
@@ -232,7 +232,7 @@ TestEnv::~TestEnv() {
 }
 
 void TestEnv::CreateWorkflow(const core::ExecutionId& id, core::Json params) {
-  const DateTime now = clock_.Now();
+  const DateTime now = clock_->Now();
   Must(db_->Create(storage::CreateRequest{now,
                                           id,
                                           WorkflowFfqn(),
@@ -245,22 +245,22 @@ void TestEnv::CreateWorkflow(const core::ExecutionId& id, core::Json params) {
 }
 
 void TestEnv::Round() {
-  const DateTime now = clock_.Now();
+  const DateTime now = clock_->Now();
   Must(workflows_->TickForTest(now));
   Must(activities_->TickForTest(now));
   Must(failing_->TickForTest(now));
   Must(watcher_->TickForTest(now));
 }
 
-void TestEnv::SpawnWorkflows() { Must(workflows_->SpawnForTest(clock_.Now())); }
+void TestEnv::SpawnWorkflows() { Must(workflows_->SpawnForTest(clock_->Now())); }
 
-void TestEnv::TickActivities() { Must(activities_->TickForTest(clock_.Now())); }
+void TestEnv::TickActivities() { Must(activities_->TickForTest(clock_->Now())); }
 
-void TestEnv::TickWorkflows() { Must(workflows_->TickForTest(clock_.Now())); }
+void TestEnv::TickWorkflows() { Must(workflows_->TickForTest(clock_->Now())); }
 
-void TestEnv::TickWatcher() { Must(watcher_->TickForTest(clock_.Now())); }
+void TestEnv::TickWatcher() { Must(watcher_->TickForTest(clock_->Now())); }
 
-void TestEnv::SpawnBlocking() { Must(blocking_->SpawnForTest(clock_.Now())); }
+void TestEnv::SpawnBlocking() { Must(blocking_->SpawnForTest(clock_->Now())); }
 
 size_t TestEnv::BlockingInFlight() const { return blocking_->InFlightCountForTest(); }
 
@@ -289,7 +289,7 @@ executor::WorkerContext ContextOf(storage::LockedExecution locked) {
 }  // namespace
 
 executor::WorkerContext TestEnv::LockedContext(const core::ExecutionId& id) {
-  const DateTime now = clock_.Now();
+  const DateTime now = clock_->Now();
   const core::Locked locked{
       core::ComponentId::DummyWorkflow(), core::ExecutorId::Generate(), core::RunId::Generate(),
       now + std::chrono::seconds(1),
@@ -308,7 +308,7 @@ executor::WorkerContext TestEnv::ReplayContext(const core::ExecutionId& id) {
       history.emplace_back(recorded->event, event.version);
     }
   }
-  const DateTime now = clock_.Now();
+  const DateTime now = clock_->Now();
   return ContextOf(storage::LockedExecution{
       id, log.next_version, created.metadata,
       core::Locked{core::ComponentId::DummyWorkflow(), core::ExecutorId::Generate(),
@@ -331,7 +331,7 @@ bool TestEnv::RunToCompletion(const core::ExecutionId& id, int max_rounds,
   for (int i = 0; i < max_rounds; ++i) {
     Round();
     if (Log(id).pending_state.IsFinished()) return true;
-    clock_.Advance(step);
+    clock_->Advance(step);
   }
   return false;
 }

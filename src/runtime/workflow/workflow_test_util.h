@@ -63,7 +63,7 @@ class TestEnv {
   ~TestEnv();
 
   storage::DbConnectionTest& db() { return *db_; }
-  ManualClock& clock() { return clock_; }
+  ManualClock& clock() { return *clock_; }
   const FunctionRegistry& registry() const { return registry_; }
   const WorkflowRunOptions& options() const { return options_; }
   storage::DbPool& pool() { return *pool_; }
@@ -115,7 +115,7 @@ class TestEnv {
 
  private:
   std::filesystem::path dir_;
-  ManualClock clock_{kT0};
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kT0);
   WorkflowRunOptions options_;
   MapFunctionRegistry registry_;
   std::unique_ptr<storage::DbPool> pool_;

@@ -95,7 +95,7 @@ server::ServerImpl& Server() {
     impl->config.api.max_follow = std::chrono::seconds(0);
     impl->config.api.max_list_length = 50;
     impl->config.api.max_body_bytes = 64 * 1024;
-    impl->clock = &SystemClock::Instance();
+    impl->clock = SystemClock::Shared();
 
     server::LoadedComponent wf;
     wf.config.kind = server::ComponentKind::kWorkflowWasm;

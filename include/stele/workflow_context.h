@@ -39,9 +39,9 @@
 #include <string_view>
 #include <utility>
 
-#include "base/log.h"
-#include "base/result.h"
-#include "base/source_location.h"
+#include "stele/log_level.h"
+#include "stele/result.h"
+#include "stele/source_location.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
 #include "stele/task.h"

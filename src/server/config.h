@@ -75,12 +75,17 @@ struct DatabaseConfig {
   std::chrono::milliseconds postgres_statement_timeout{30000};
 };
 
+// [executor]: each unset key takes the execution service's default
+// (service::ServiceOptions, the same as libstele's; docs/config.md).
 struct ExecutorDefaults {
-  uint32_t batch_size = 5;
-  std::chrono::milliseconds tick_sleep{200};
-  std::chrono::milliseconds lock_expiry{1000};
-  uint32_t max_concurrency = 64;
-  uint32_t max_workflow_concurrency = 64;
+  std::optional<uint32_t> batch_size;
+  std::optional<std::chrono::milliseconds> tick_sleep;
+  // An activity attempt's time limit.
+  std::optional<std::chrono::milliseconds> lock_expiry;
+  // A workflow run's lease (extended while it makes progress).
+  std::optional<std::chrono::milliseconds> workflow_lock_expiry;
+  std::optional<uint32_t> max_concurrency;
+  std::optional<uint32_t> max_workflow_concurrency;
 };
 
 struct WatcherConfig {
@@ -118,7 +123,8 @@ struct ComponentConfig {
   std::chrono::milliseconds retry_backoff{100};
   std::optional<std::chrono::milliseconds> lock_expiry;
   std::optional<uint32_t> batch_size;
-  bool blocking_strategy_await = false;  // workflows: "await" | "interrupt" (default)
+  // workflows: "await" | "interrupt"; nullopt: the service's default (await).
+  std::optional<bool> blocking_strategy_await;
 };
 
 struct ServerConfig {

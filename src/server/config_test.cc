@@ -144,7 +144,7 @@ blocking_strategy = "await"
   const ComponentConfig& flow = config->components[0];
   EXPECT_EQ(flow.kind, ComponentKind::kWorkflowWasm);
   EXPECT_EQ(flow.location, "/abs/flow.wasm");
-  EXPECT_TRUE(flow.blocking_strategy_await);
+  EXPECT_EQ(flow.blocking_strategy_await, std::optional<bool>(true));
   const ComponentConfig& exec = config->components[1];
   EXPECT_EQ(exec.kind, ComponentKind::kActivityExec);
   EXPECT_EQ(exec.command, (std::vector<std::string>{"/etc/stele/bin/greet.sh", "--loud"}));

@@ -10,11 +10,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "core/component_id.h"
 #include "core/function_fqn.h"
+#include "core/function_type.h"
 
 namespace stele::runtime::workflow {
 
@@ -27,6 +29,10 @@ enum class FunctionKind {
 struct FunctionInfo {
   core::ComponentId component_id;
   FunctionKind kind = FunctionKind::kActivity;
+  // The declared parameter and return types; nullptr: any JSON. Params of
+  // the children a workflow creates are checked against it, as
+  // submissions are.
+  std::shared_ptr<const core::FunctionSignature> signature = nullptr;
   friend bool operator==(const FunctionInfo&, const FunctionInfo&) = default;
 };
 

@@ -1,4 +1,4 @@
-// ExpiredTimersWatcher: the safety net of reference/obelisk.md §2.10. Every
+// ExpiredTimersWatcher: the safety net of docs/model.md §5.5. Every
 // `tick_sleep` it reads the expired timers and
 //   - fires each delay due at `now`: AppendDelayResponse(now, ok) — which
 //     unblocks a parent waiting on it; a delay already answered is skipped

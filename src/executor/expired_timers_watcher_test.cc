@@ -1,5 +1,5 @@
-// The expired-timers watcher on the real backends (reference/obelisk.md
-// §2.10), together with the executor where a scenario needs both.
+// The expired-timers watcher on the real backends (docs/model.md §5.5),
+// together with the executor where a scenario needs both.
 #include "executor/expired_timers_watcher.h"
 
 #include <gmock/gmock.h>

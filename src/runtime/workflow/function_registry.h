@@ -2,7 +2,7 @@
 // workflow calls — whether it exists, which component serves it (written
 // into the child's Created event), and whether it is an activity or a
 // workflow (join-set closing cancels unawaited activities and delays but
-// awaits child workflows, reference/obelisk.md §4.6).
+// awaits child workflows, docs/model.md §8.4).
 //
 // Threading: Find is called from many workflow runs at once; implementations
 // must be safe for concurrent const use. Ownership: the registry is owned by

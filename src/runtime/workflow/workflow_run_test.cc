@@ -1,6 +1,6 @@
-// Scenarios of reference/obelisk.md §6.2 (workflow worker / event history)
-// that need no WASM, on every backend and under both blocking strategies,
-// driven through the real executor and watcher on a ManualClock.
+// Scenarios of the workflow worker and its event history (docs/model.md
+// §6–§8) that need no WASM, on every backend and under both blocking
+// strategies, driven through the real executor and watcher on a ManualClock.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

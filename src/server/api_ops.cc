@@ -18,7 +18,7 @@ Result<core::Json, ApiError> ListEvents(ServerImpl& d, const httplib::Request& r
   STELE_ASSIGN_OR_RETURN(auto length, QueryUint(req, "length", 1, kMaxEventsPage));
   STELE_ASSIGN_OR_RETURN(
       auto page, FromService(d.service->Events(PathSegment(req),
-                                               static_cast<Version::Type>(since.value_or(0)),
+                                               static_cast<core::Version::Type>(since.value_or(0)),
                                                static_cast<uint32_t>(length.value_or(100)))));
   core::Json list = core::Json::array();
   for (const auto& event : page.events) list.push_back(core::ToJson(event));
@@ -79,7 +79,12 @@ Result<core::Json, ApiError> Stub(ServerImpl& d, const httplib::Request& req) {
 
 Result<core::Json, ApiError> Upgrade(ServerImpl& d, const httplib::Request& req) {
   STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
-  STELE_TRY(CheckKeys(body, {"old_digest", "new_digest"}));
+  STELE_TRY(CheckKeys(body, {"old_digest", "new_digest", "force"}));
+  bool force = false;
+  if (body.contains("force")) {
+    if (!body["force"].is_boolean()) return Unexpected(Validation("`force` must be true or false"));
+    force = body["force"].get<bool>();
+  }
   const char* keys[2] = {"old_digest", "new_digest"};
   std::string digests[2];
   for (int i = 0; i < 2; ++i) {
@@ -89,7 +94,7 @@ Result<core::Json, ApiError> Upgrade(ServerImpl& d, const httplib::Request& req)
     digests[i] = body[keys[i]].get<std::string>();
   }
   const std::string id = PathSegment(req);
-  STELE_TRY(FromService(d.service->Upgrade(id, digests[0], digests[1])));
+  STELE_TRY(FromService(d.service->Upgrade(id, digests[0], digests[1], force)));
   return core::Json{{"execution_id", id}, {"component_digest", digests[1]}};
 }
 
@@ -100,7 +105,8 @@ Result<core::Json, ApiError> Backtrace(ServerImpl& d, const httplib::Request& re
     filter = storage::BacktraceFilter::First();
   } else if (version != "last") {
     STELE_ASSIGN_OR_RETURN(auto v, QueryUint(req, "version", 0, UINT32_MAX));
-    filter = storage::BacktraceFilter::Specific(Version(static_cast<Version::Type>(*v)));
+    filter = storage::BacktraceFilter::Specific(
+        core::Version(static_cast<core::Version::Type>(*v)));
   }
   const std::string id = PathSegment(req);
   STELE_ASSIGN_OR_RETURN(auto bt, FromService(d.service->Backtrace(id, filter)));

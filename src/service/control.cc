@@ -85,10 +85,23 @@ Result<void, ServiceError> ExecutionService::Stub(
 
 Result<void, ServiceError> ExecutionService::Upgrade(std::string_view text,
                                                      std::string_view old_digest_text,
-                                                     std::string_view new_digest_text) {
+                                                     std::string_view new_digest_text,
+                                                     bool force) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   STELE_ASSIGN_OR_RETURN(auto old_digest, internal::ParseDigest(old_digest_text, "old digest"));
   STELE_ASSIGN_OR_RETURN(auto new_digest, internal::ParseDigest(new_digest_text, "new digest"));
+  if (!force) {
+    bool served = false;
+    for (const auto& component : components_) {
+      served = served || component.component_id.input_digest == new_digest;
+    }
+    if (!served) {
+      return Unexpected(ServiceError::Conflict(
+          "no component of this server serves digest " + new_digest.ToString() +
+          ": execution " + id.ToString() +
+          " would wait for it forever (upgrade with force to move it anyway)"));
+    }
+  }
   auto upgraded = api_->UpgradeExecutionComponent(id, old_digest, new_digest);
   if (upgraded) return {};
   if (upgraded.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict)) {

@@ -105,7 +105,7 @@ struct ListPage {
 
 struct EventsPage {
   std::vector<core::ExecutionEvent> events;
-  std::optional<Version::Type> next_since_version;  // when the page was full
+  std::optional<core::Version::Type> next_since_version;  // when the page was full
 };
 
 struct ResponsesPage {
@@ -170,7 +170,7 @@ class ExecutionService {
   // Errors: kInvalidArgument (limit, cursor, ffqn, prefixes over 512 bytes).
   Result<ListPage, ServiceError> List(const ListQuery& query);
   // Errors: kInvalidArgument (length), kNotFound.
-  Result<EventsPage, ServiceError> Events(std::string_view execution_id, Version::Type since,
+  Result<EventsPage, ServiceError> Events(std::string_view execution_id, core::Version::Type since,
                                           uint32_t length);
   // From the first response, or after `cursor`. Errors: as Events.
   Result<ResponsesPage, ServiceError> Responses(std::string_view execution_id,
@@ -190,10 +190,13 @@ class ExecutionService {
   Result<void, ServiceError> Stub(std::string_view execution_id,
                                   const core::SupportedFunctionReturnValue& result);
   // Moves an unfinished execution from component digest `old_digest` to
-  // `new_digest`. Errors: kInvalidArgument (malformed digests), kNotFound,
-  // kConflict (it does not run `old_digest`, or it is finished).
+  // `new_digest`. Unless `force`, `new_digest` must be served by a component
+  // of this service: an execution moved to a digest nothing serves would
+  // wait forever. Errors: kInvalidArgument (malformed digests), kNotFound,
+  // kConflict (no component serves `new_digest`, the execution does not
+  // run `old_digest`, or it is finished).
   Result<void, ServiceError> Upgrade(std::string_view execution_id, std::string_view old_digest,
-                                     std::string_view new_digest);
+                                     std::string_view new_digest, bool force = false);
 
   // --- Introspection ------------------------------------------------------
   const std::vector<ComponentSpec>& components() const { return components_; }

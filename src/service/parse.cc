@@ -14,6 +14,12 @@ std::string Quoted(std::string_view text) {
 
 }  // namespace
 
+std::string Reason(const std::string& message, std::string_view text) {
+  const std::string named = "`" + std::string(text) + "`: ";
+  const size_t at = message.find(named);
+  return at == std::string::npos ? message : message.substr(at + named.size());
+}
+
 Result<core::ExecutionId, ServiceError> ParseExecutionId(std::string_view text) {
   if (text.size() > kMaxIdBytes) {
     return Unexpected(ServiceError::InvalidArgument("execution id " + Quoted(text) +
@@ -24,7 +30,7 @@ Result<core::ExecutionId, ServiceError> ParseExecutionId(std::string_view text) 
   if (!id) {
     return Unexpected(ServiceError::InvalidArgument("invalid execution id " + Quoted(text) +
                                                     " (expected E_<ULID> or a child id): " +
-                                                    id.error().message));
+                                                    Reason(id.error().message, text)));
   }
   return std::move(*id);
 }
@@ -34,7 +40,7 @@ Result<core::DelayId, ServiceError> ParseDelayId(std::string_view text) {
   if (!delay || text.size() > kMaxIdBytes) {
     return Unexpected(ServiceError::InvalidArgument(
         "invalid delay id " + Quoted(text) + " (expected Delay_<ULID>...): " +
-        (delay ? std::string("too long") : delay.error().message)));
+        (delay ? std::string("too long") : Reason(delay.error().message, text))));
   }
   return std::move(*delay);
 }
@@ -44,7 +50,7 @@ Result<core::FunctionFqn, ServiceError> ParseFfqn(std::string_view text) {
   if (!ffqn || text.size() > kMaxIdBytes) {
     return Unexpected(ServiceError::InvalidArgument(
         "invalid ffqn " + Quoted(text) + " (expected ns:pkg/ifc.fn)" +
-        (ffqn ? std::string(": too long") : ": " + ffqn.error().message)));
+        (ffqn ? std::string(": too long") : ": " + Reason(ffqn.error().message, text))));
   }
   return std::move(*ffqn);
 }
@@ -54,7 +60,7 @@ Result<core::InputContentDigest, ServiceError> ParseDigest(std::string_view text
   auto digest = core::InputContentDigest::Parse(text.substr(0, kMaxIdBytes));
   if (!digest) {
     return Unexpected(ServiceError::InvalidArgument(std::string(what) + " " + Quoted(text) +
-                                                    ": " + digest.error().message));
+                                                    ": " + Reason(digest.error().message, text)));
   }
   return std::move(*digest);
 }

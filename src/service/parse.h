@@ -4,6 +4,7 @@
 // Threading: pure functions.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "base/result.h"
@@ -16,6 +17,11 @@ namespace stele::service::internal {
 
 // Longest id accepted from a face (ids nest one segment per level).
 inline constexpr size_t kMaxIdBytes = 512;
+
+// The reason alone of a core parse error of `text`: core messages often
+// name the text already ("invalid function name `x`: expected ..."); the
+// service's messages name it once, with what was expected.
+std::string Reason(const std::string& message, std::string_view text);
 
 Result<core::ExecutionId, ServiceError> ParseExecutionId(std::string_view text);
 Result<core::DelayId, ServiceError> ParseDelayId(std::string_view text);

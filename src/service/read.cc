@@ -28,7 +28,7 @@ Result<ExecutionInfo, ServiceError> ExecutionService::Get(std::string_view text)
                      *state,
                      std::nullopt};
   if (const auto* finished = std::get_if<core::PendingStateFinished>(&state->value)) {
-    auto event = api_->GetExecutionEvent(id, Version(finished->version));
+    auto event = api_->GetExecutionEvent(id, core::Version(finished->version));
     if (!event) return Unexpected(FromRead(event.error(), what));
     if (const auto* f = std::get_if<core::Finished>(&event->event)) info.result = f->result;
   }
@@ -67,13 +67,17 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
                                                     std::to_string(kMaxPrefixBytes) + " bytes"));
   }
   std::optional<core::FunctionFqn> ffqn;
-  if (query.ffqn) STELE_ASSIGN_OR_RETURN(ffqn, internal::ParseFfqn(*query.ffqn));
+  if (query.ffqn) {
+    STELE_ASSIGN_OR_RETURN(ffqn, internal::ParseFfqn(*query.ffqn));
+  }
   std::optional<core::ExecutionId> cursor;
   if (query.cursor) {
-    auto parsed = internal::ParseExecutionId(*query.cursor);
-    if (!parsed) {
-      return Unexpected(ServiceError::InvalidArgument("invalid list cursor: " +
-                                                      parsed.error().message));
+    auto parsed = core::ExecutionId::Parse(*query.cursor);
+    if (!parsed || query.cursor->size() > internal::kMaxIdBytes) {
+      return Unexpected(ServiceError::InvalidArgument(
+          "invalid list cursor `" + query.cursor->substr(0, internal::kMaxIdBytes) +
+          "` (expected the execution id of next_cursor)" +
+          (parsed ? std::string() : ": " + internal::Reason(parsed.error().message, *query.cursor))));
     }
     cursor = std::move(*parsed);
   }
@@ -120,13 +124,14 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
 }
 
 Result<EventsPage, ServiceError> ExecutionService::Events(std::string_view text,
-                                                          Version::Type since, uint32_t length) {
+                                                          core::Version::Type since,
+                                                          uint32_t length) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   if (length == 0 || length > options_.max_list_length) {
     return Unexpected(ServiceError::InvalidArgument(
         "events page length must be 1.." + std::to_string(options_.max_list_length)));
   }
-  auto events = api_->ListExecutionEvents(id, Version(since), length, true);
+  auto events = api_->ListExecutionEvents(id, core::Version(since), length, true);
   if (!events) return Unexpected(FromRead(events.error(), "events of " + id.ToString()));
   EventsPage page{std::move(*events), std::nullopt};
   if (!page.events.empty() && page.events.size() == length) {

@@ -31,6 +31,11 @@
 
 namespace stele::server {
 
+// Where a component's lock expiry is set, as the reasons of timeout events
+// and of a wasm workflow's slice errors name it (executor/outcome.h).
+inline constexpr char kLockExpirySetting[] =
+    "lock_expiry of the component, else of [executor]; docs/config.md";
+
 // What a worker may need from the running server.
 struct WorkerEnv {
   storage::DbPool* pool = nullptr;

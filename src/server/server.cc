@@ -113,6 +113,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     executor::ExecutorOptions exec;
     exec.batch_size = c.batch_size.value_or(defaults.batch_size);
     exec.lock_expiry = c.lock_expiry.value_or(defaults.lock_expiry);
+    exec.lock_expiry_setting = kLockExpirySetting;
     exec.tick_sleep = defaults.tick_sleep;
     exec.component_id = component.component_id;
     // A wasm workflow replays its history on the code that locks it, so it
@@ -142,6 +143,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     executor::ExpiredTimersWatcherOptions watcher_options;
     watcher_options.tick_sleep = d.config.watcher.tick_sleep;
     watcher_options.leeway = d.config.watcher.leeway;
+    watcher_options.lock_expiry_setting = kLockExpirySetting;
     d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), d.clock,
                                                                  watcher_options);
   }

@@ -315,6 +315,7 @@ Result<void, Error> Engine::Start() {
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = group.lock_expiry;
+    exec.lock_expiry_setting = "WorkflowOptions::lock_expiry, else EngineOptions::workflow_lock_expiry";
     exec.tick_sleep = d.options.tick_sleep;
     exec.component_id = Component(core::ComponentType::kWorkflowNative, name);
     exec.retry_config = core::ComponentRetryConfig{
@@ -334,6 +335,7 @@ Result<void, Error> Engine::Start() {
     executor::ExecutorOptions exec;
     exec.batch_size = d.options.batch_size;
     exec.lock_expiry = group.options.timeout;
+    exec.lock_expiry_setting = "ActivityOptions::timeout";
     exec.tick_sleep = d.options.tick_sleep;
     exec.component_id = Component(core::ComponentType::kActivityNative, name);
     exec.retry_config = core::ComponentRetryConfig{
@@ -354,6 +356,8 @@ Result<void, Error> Engine::Start() {
     executor::ExpiredTimersWatcherOptions watcher_options;
     watcher_options.tick_sleep = d.options.watcher_tick;
     watcher_options.leeway = d.options.watcher_leeway;
+    watcher_options.lock_expiry_setting =
+        "ActivityOptions::timeout of an activity, WorkflowOptions::lock_expiry of a workflow";
     d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), d.clock,
                                                                  watcher_options);
   }

@@ -41,7 +41,8 @@ struct WorkerEnv {
   storage::DbPool* pool = nullptr;
   SharedClock clock = nullptr;
   const runtime::workflow::FunctionRegistry* registry = nullptr;
-  std::chrono::milliseconds default_lock_expiry{1000};  // [executor] lock_expiry
+  // A workflow's lease when its component sets none (ExecutorDefaults::LockExpiry).
+  std::chrono::milliseconds default_lock_expiry = kDefaultWorkflowLockExpiry;
   // The server's executors by function (filled before they start): a
   // workflow locks the children they serve in the step that creates them.
   const executor::LocalDispatch* dispatch = nullptr;

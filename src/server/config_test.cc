@@ -56,6 +56,11 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(config->database.sqlite, "/etc/stele/.stele/stele.sqlite");
   EXPECT_FALSE(config->database.postgres);
   EXPECT_TRUE(config->components.empty());
+  // Issue 16: an activity may run 30 s before it is timed out; a workflow's
+  // lease stays 1 s (renewed while it works).
+  EXPECT_FALSE(config->executor.lock_expiry.has_value());
+  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/false), std::chrono::seconds(30));
+  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/true), std::chrono::seconds(1));
 }
 
 // Regression (tests/fuzz/config): toml++ 3.3 reaches __builtin_unreachable()
@@ -136,6 +141,9 @@ blocking_strategy = "await"
   EXPECT_EQ(config->executor.batch_size, 7u);
   EXPECT_EQ(config->executor.tick_sleep, std::chrono::milliseconds(50));
   EXPECT_EQ(config->executor.lock_expiry, std::chrono::milliseconds(2000));
+  // Set in [executor], it is the default of every kind.
+  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/false), std::chrono::milliseconds(2000));
+  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/true), std::chrono::milliseconds(2000));
   EXPECT_EQ(config->executor.max_concurrency, 3u);
   EXPECT_EQ(config->watcher.tick_sleep, std::chrono::milliseconds(1000));
   EXPECT_EQ(config->watcher.leeway, std::chrono::milliseconds(0));

@@ -92,7 +92,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
   env.pool = d.pool.get();
   env.clock = d.clock;
   env.registry = &d.registry;
-  env.default_lock_expiry = defaults.lock_expiry;
+  env.default_lock_expiry = defaults.LockExpiry(/*workflow=*/true);
   env.dispatch = &d.dispatch;
   env.handoff = d.handoff.get();
   env.cancels = d.cancels.get();
@@ -112,7 +112,7 @@ Result<void, std::string> StartExecutors(ServerImpl& d) {
     const ComponentConfig& c = component.config;
     executor::ExecutorOptions exec;
     exec.batch_size = c.batch_size.value_or(defaults.batch_size);
-    exec.lock_expiry = c.lock_expiry.value_or(defaults.lock_expiry);
+    exec.lock_expiry = c.lock_expiry.value_or(defaults.LockExpiry(workflow));
     exec.lock_expiry_setting = kLockExpirySetting;
     exec.tick_sleep = defaults.tick_sleep;
     exec.component_id = component.component_id;

@@ -193,6 +193,7 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
                                                ? runtime::workflow::BlockingStrategy::kAwait
                                                : runtime::workflow::BlockingStrategy::kInterrupt;
       deps.run_options.lock_extension = c.lock_expiry.value_or(env.default_lock_expiry);
+      deps.lock_expiry_setting = kLockExpirySetting;
       return std::shared_ptr<executor::Worker>(
           std::make_shared<wh::WasmWorkflowWorker>(loaded, std::move(deps)));
     };

@@ -44,7 +44,7 @@ ci_flags="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 # compiling all of it a third time does not fit CI's 90 minutes.
 tsan_tests="stele_storage_sqlite_tests stele_storage_concurrency_tests stele_storage_postgres_tests
   stele_executor_tests stele_executor_concurrency_tests stele_runtime_workflow_concurrency_tests
-  stele_runtime_native_tests"
+  stele_engine_tests"
 
 step "asan+ubsan (-Werror): build"
 bash scripts/build.sh build/ci-asan -DSTELE_WERROR=ON -DSTELE_REQUIRE_WASM=ON \

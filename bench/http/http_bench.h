@@ -1,7 +1,7 @@
-// stele_http_bench: the workloads W1–W5 (../shared/reference/workloads.md)
-// driven through the HTTP API of the real `stele` binary, with the wasm
-// workflows and activities of bench/http/guests (and one exec activity for
-// W5's effect). The in-process counterpart is bench/workloads.
+// stele_http_bench: the workloads W1–W5 (bench/README.md) driven through
+// the HTTP API of the real `stele` binary, with the wasm workflows and
+// activities of bench/http/guests (and one exec activity for W5's effect).
+// The in-process counterpart is bench/workloads.
 //
 // Every run starts `stele server run` on a free 127.0.0.1 port with a
 // generated stele.toml and a fresh data dir (SQLite, synchronous=FULL as
@@ -31,7 +31,7 @@ namespace stele::http_bench {
 
 using Json = nlohmann::json;
 
-// The knobs of workloads.md from the environment, plus where things are.
+// The knobs of bench/README.md from the environment, plus where things are.
 struct Knobs {
   uint32_t warmup_n = 50;
   uint32_t w1_n = 2000;

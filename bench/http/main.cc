@@ -1,7 +1,7 @@
 // stele_http_bench [--stele PATH] [--guests DIR] [warmup] [W1] ... [W5] [idle]:
-// the workloads of ../shared/reference/workloads.md through the HTTP API of
-// the `stele` server (all by default). Knobs are the environment variables
-// named there, plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch) and
+// the workloads of bench/README.md through the HTTP API of the `stele`
+// server (all by default). Knobs are the environment variables named there,
+// plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch) and
 // STELE_HTTP_CONNECTIONS (8). Run through `scripts/bench.sh http`.
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
-// The benchmark workloads W1–W5 (../shared/reference/workloads.md) on
-// libstele in-process: SQLite with synchronous=FULL as shipped, or
-// PostgreSQL (STELE_BENCH_POSTGRES_URL) with one or two engine processes on
-// the same database (STELE_BENCH_PROCESSES).
+// The benchmark workloads W1–W5 (bench/README.md) on libstele in-process:
+// SQLite with synchronous=FULL as shipped, or PostgreSQL
+// (STELE_BENCH_POSTGRES_URL) with one or two engine processes on the same
+// database (STELE_BENCH_PROCESSES).
 //
 // Every figure is printed as `stele <workload> <metric> <value> <unit>`.
 // A workload runs `STELE_BENCH_REPEAT` times (default 3) on a fresh
@@ -22,7 +22,7 @@
 
 namespace stele::bench {
 
-// The knobs of workloads.md, read from the environment.
+// The knobs of bench/README.md, read from the environment.
 struct Knobs {
   uint32_t warmup_n = 50;
   uint32_t w1_n = 2000;

@@ -1,6 +1,6 @@
 // stele_workloads [warmup] [W1] [W2] [W3] [W4] [W5] [idle] [replay] [memory]: the benchmark
-// workloads of ../shared/reference/workloads.md (all by default). Knobs are
-// the environment variables named there, plus STELE_BENCH_REPEAT (3),
+// workloads of bench/README.md (all by default). Knobs are the environment
+// variables named there, plus STELE_BENCH_REPEAT (3),
 // STELE_BENCH_DIR (scratch directory), STELE_BENCH_POSTGRES_URL (run on
 // PostgreSQL: a fresh database per run on that server), STELE_BENCH_PROCESSES
 // (1 or 2 engine processes) and STELE_BENCH_PG_CONNECTIONS (pool size per

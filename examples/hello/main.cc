@@ -24,8 +24,13 @@ int main(int argc, char** argv) {
       !e.RegisterWorkflow("demo:hello/api.welcome", Welcome) || !e.Start()) {
     return 1;
   }
-  auto id = e.Submit("demo:hello/api.welcome", stele::Params("Ada"));
+  // The job's own id makes the submission idempotent: killed mid-sleep and
+  // started again, the program resumes this execution instead of starting
+  // a second one (use one id per job, e.g. stored with the order it serves).
+  auto id = e.Submit("demo:hello/api.welcome", stele::Params("Ada"),
+                     {.execution_id = "E_01KBNHM5FQW81KP5Y3XMNX31K4"});
   if (!id) return 1;
+  std::cerr << "submitted " << *id << "\n";
   auto result = e.WaitForResult(*id, std::chrono::seconds(10));
   std::cout << (result ? result->ToString() : result.error().ToString()) << "\n";
   return result && result->ok() ? 0 : 1;

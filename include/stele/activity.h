@@ -28,8 +28,8 @@
 #include <functional>
 #include <string>
 
-#include "base/cancellation.h"
-#include "base/result.h"
+#include "stele/cancellation.h"
+#include "stele/result.h"
 #include "stele/json.h"
 
 namespace stele {

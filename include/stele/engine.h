@@ -39,8 +39,9 @@
 #include <string_view>
 #include <vector>
 
-#include "base/result.h"
+#include "stele/result.h"
 #include "stele/activity.h"
+#include "stele/clock.h"
 #include "stele/error.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
@@ -49,7 +50,6 @@
 
 namespace stele {
 
-class Clock;
 namespace storage {
 class DbPool;
 }  // namespace storage

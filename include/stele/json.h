@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/result.h"
+#include "stele/result.h"
 
 namespace stele {
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "stele/activity.h"
+#include "stele/clock.h"
 #include "stele/engine.h"
 #include "stele/error.h"
 #include "stele/execution_result.h"

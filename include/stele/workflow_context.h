@@ -4,7 +4,7 @@
 //
 // Every operation is awaited: `co_await ctx.call(...)`. Each operation is
 // matched against the workflow's event history by the replay engine
-// (reference/obelisk.md §4.2): the first time it runs it is recorded, on
+// (docs/model.md §6.2): the first time it runs it is recorded, on
 // replay the recorded outcome is returned. See stele/task.h for how a
 // workflow that must wait is unloaded.
 //
@@ -39,9 +39,9 @@
 #include <string_view>
 #include <utility>
 
-#include "base/log.h"
-#include "base/result.h"
-#include "base/source_location.h"
+#include "stele/log_level.h"
+#include "stele/result.h"
+#include "stele/source_location.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
 #include "stele/task.h"

@@ -23,9 +23,9 @@
 #include <sstream>
 #include <string_view>
 
-namespace stele {
+#include "stele/log_level.h"
 
-enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
+namespace stele {
 
 // Messages below `level` are dropped from now on.
 void SetLogLevel(LogLevel level);

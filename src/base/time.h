@@ -19,9 +19,10 @@
 #include <string>
 #include <string_view>
 
+#include "stele/clock.h"  // DateTime
+
 namespace stele {
 
-using DateTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
 
 // Formats `t` as RFC 3339 in UTC with a `Z` suffix. The fraction is omitted
 // for a whole second, has 3 digits for an exact millisecond and 6 otherwise,

@@ -78,7 +78,7 @@ Result<ComponentType, IdParseError> ParseComponentType(std::string_view text) {
   return Unexpected(IdParseError{"unknown component type `" + std::string(text) + "`"});
 }
 
-// Named rather than empty (the seed's dummies have empty names) so that the
+// Named rather than empty (Obelisk's dummies have empty names) so that the
 // dummies satisfy IsValidName like every other component id.
 ComponentId ComponentId::DummyActivity() {
   return ComponentId{ComponentType::kActivityWasm, "dummy_activity", InputContentDigest()};

@@ -1,5 +1,5 @@
-// The event log vocabulary (seed `ExecutionRequest`, `HistoryEvent`,
-// `JoinSetRequest`, `JoinSetResponse`) — see docs/event_log.md.
+// The event log vocabulary (Obelisk's `ExecutionRequest`, `HistoryEvent`,
+// `JoinSetRequest`, `JoinSetResponse`) — see docs/model.md §3.
 //
 // Every state change of an execution is one `ExecutionEvent` appended at the
 // next `Version`. `Created` is always version 0 and is written only by
@@ -97,7 +97,7 @@ struct HistoryJoinSetRequest {
   friend bool operator==(const HistoryJoinSetRequest&, const HistoryJoinSetRequest&) = default;
 };
 // Await the next response of a join set; blocks the execution when the
-// matching response has not arrived (pending-state table, §2.6).
+// matching response has not arrived (docs/model.md §4.3).
 struct HistoryJoinNext {
   JoinSetId join_set_id;
   DateTime run_expires_at;  // lease kept by a warm run; == now for "interrupt"
@@ -118,7 +118,7 @@ struct HistorySchedule {
 struct HistoryStub {
   ExecutionIdDerived target_execution_id;
   SupportedFunctionReturnValue result;
-  bool persist_result_ok = true;  // seed `persist_result: Result<(),()>`
+  bool persist_result_ok = true;  // Obelisk's `persist_result: Result<(),()>`
   friend bool operator==(const HistoryStub&, const HistoryStub&) = default;
 };
 using HistoryEvent =
@@ -186,7 +186,7 @@ struct HistoryEventRequest {
 using ExecutionRequest = std::variant<Created, Locked, Unlocked, TemporarilyFailed,
                                       TemporarilyTimedOut, Finished, HistoryEventRequest>;
 
-// "Created", "Locked", ..., "HistoryEvent" (seed `variant()`).
+// "Created", "Locked", ..., "HistoryEvent" (Obelisk's `variant()`).
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request);
 // snake_case tag used in the log table: "created", ..., "history_event".
 std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request);

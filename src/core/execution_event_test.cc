@@ -23,7 +23,7 @@ DateTime T(std::string_view rfc3339) { return *ParseRfc3339(rfc3339); }
 ExecutionId TestExecutionId() { return *ExecutionId::Parse("E_01KBNHM5FQW81KP5Y3XMNX31K4"); }
 JoinSetId Js(std::string_view text) { return *JoinSetId::Parse(text); }
 
-// Seed: as_date_time_should_work_with_duration_u32_max_secs.
+// Obelisk's test as_date_time_should_work_with_duration_u32_max_secs.
 TEST(HistoryEventScheduleAtTest, AsDateTimeShouldWorkWithDurationU32MaxSecs) {
   const auto schedule_at = HistoryEventScheduleAt::In(Duration::FromSecs(UINT32_MAX));
   auto resolved = schedule_at.AsDateTime(kEpoch);
@@ -32,7 +32,7 @@ TEST(HistoryEventScheduleAtTest, AsDateTimeShouldWorkWithDurationU32MaxSecs) {
   EXPECT_EQ(ToMicros(*resolved), int64_t{UINT32_MAX} * 1'000'000);
 }
 
-// Seed: as_date_time_should_fail_on_duration_secs_greater_than_i64_max
+// Obelisk's test as_date_time_should_fail_on_duration_secs_greater_than_i64_max
 // (chrono's TimeDelta tops out at i64::MAX milliseconds).
 TEST(HistoryEventScheduleAtTest, AsDateTimeShouldFailOnDurationSecsGreaterThanI64MaxMillis) {
   constexpr uint64_t kTimeDeltaMaxSecs = INT64_MAX / 1000;

@@ -1,5 +1,5 @@
 // Identifiers of the execution model, with the exact text formats of
-// reference/obelisk.md §2.1:
+// docs/model.md §2:
 //   ExecutionId (top level)  E_<ULID>
 //   ExecutionIdDerived       E_<ULID>.<join-set-id>_<idx>[.<join-set-id>_<idx>...]
 //   DelayId                  Delay_<root ULID>[.<js>_<idx>...].<join-set-id>_<idx>

@@ -1,4 +1,4 @@
-// JSON encoding of the core model (reference/obelisk.md §2.17, seed serde).
+// JSON encoding of the core model (docs/model.md §3.7; Obelisk's serde form).
 //
 // Shapes:
 //  - ids, ffqns, digests, JoinSetIds: their display strings;

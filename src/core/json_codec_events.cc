@@ -461,7 +461,7 @@ Json ToJson(const ExecutionEvent& value) {
   Json out = Json::object();
   out["created_at"] = DateTimeJson(value.created_at);
   out["event"] = ToJson(value.event);
-  // Omitted rather than null, as the seed's skip_serializing_if.
+  // Omitted rather than null, as Obelisk's skip_serializing_if.
   if (value.backtrace_id) out["backtrace_id"] = value.backtrace_id->value();
   out["version"] = value.version.value();
   return out;

@@ -88,7 +88,8 @@ TEST(JsonMalformedTest, UnknownTags) {
   ExpectError<ComponentId>(
       Json::parse(R"({"component_type":"activity","name":"a","input_digest":"sha256:00"})"),
       "component_type: unknown component type");
-  // obelisk.md's alternative spelling is not what the seed writes.
+  // Only the spelling Stele writes (Obelisk 0.34's) is read; other
+  // spellings of a result kind are refused (docs/model.md §3.7).
   ExpectError<PendingStateFinishedResultKind>(Json::parse(R"({"err":"error"})"),
                                               "err: unknown variant `error`");
   ExpectError<PendingStateFinishedResultKind>(

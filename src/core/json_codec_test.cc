@@ -316,7 +316,7 @@ TEST(JsonCodecTest, ShapesOfPendingStates) {
 TEST(JsonCodecTest, DecodingIgnoresUnknownFieldsAndAcceptsSeedDefaults) {
   Json json = ToJson(ExecutionRequests()[0]);
   json["created"]["added_in_a_later_version"] = 1;
-  // The seed writes empty metadata as null and may omit Option fields.
+  // Obelisk writes empty metadata as null and may omit Option fields.
   json["created"]["metadata"] = nullptr;
   json["created"].erase("scheduled_by");
   json["created"].erase("parent");

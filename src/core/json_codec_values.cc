@@ -95,7 +95,7 @@ JsonResult<ComponentId> DecodeComponentId(const Json& json, const std::string& p
   STELE_ASSIGN_OR_RETURN(std::string type_name, Field(object, "component_type", &ReadString));
   auto type = ParseComponentType(type_name);
   if (!type) return Error(object.PathOf("component_type"), type.error().message);
-  // The name is not validated, as the seed does not validate it on
+  // The name is not validated, as Obelisk does not validate it on
   // deserialisation: it was checked when the component was configured, and
   // a stricter reader must never make stored events unreadable.
   STELE_ASSIGN_OR_RETURN(std::string name, Field(object, "name", &ReadString));
@@ -114,7 +114,7 @@ JsonResult<ComponentRetryConfig> DecodeRetryConfig(const Json& json, const std::
 
 JsonResult<ExecutionMetadata> DecodeMetadata(const Json& json, const std::string& path) {
   ExecutionMetadata metadata;
-  // null is the seed's empty metadata (`Option<HashMap>` = None).
+  // null is Obelisk's empty metadata (`Option<HashMap>` = None).
   if (json.is_null()) return metadata;
   if (!json.is_object())
     return Error(path, std::string("expected object, got ") + json.type_name());

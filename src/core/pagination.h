@@ -1,4 +1,4 @@
-// Cursor pagination in both directions (seed `Pagination<T>`).
+// Cursor pagination in both directions (Obelisk's `Pagination<T>`).
 #pragma once
 
 #include <cstdint>

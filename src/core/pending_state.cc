@@ -28,14 +28,14 @@ const InputContentDigest& PendingState::ComponentIdInputDigest() const {
 }
 
 std::string_view PendingState::StateName() const {
-  // The seed's STATE_* constants, in the order of the variant.
+  // Obelisk's STATE_* constants, in the order of the variant.
   static constexpr std::string_view kNames[] = {"PendingAt", "Locked", "BlockedByJoinSet",
                                                 "Finished"};
   static_assert(std::size(kNames) == std::variant_size_v<decltype(value)>);
   return kNames[value.index()];
 }
 
-// The seed's Display of PendingState.
+// Obelisk's Display of PendingState.
 std::string PendingState::ToString() const {
   return std::visit(Overloaded{
                         [](const PendingStatePendingAt& s) {

@@ -1,5 +1,5 @@
 // PendingState: the materialised state of an execution, a pure function of
-// its event log and responses (transition table in reference/obelisk.md §2.6).
+// its event log and responses (transition table in docs/model.md §4.3).
 // The lock rules (`can_append_lock`) live in storage/pending_state_rules.h
 // because they answer with storage errors.
 #pragma once

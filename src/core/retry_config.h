@@ -1,5 +1,5 @@
-// Retry policy of a component and the retry arithmetic of the seed
-// (`ExecutionLog::can_be_retried_after`).
+// Retry policy of a component and its retry arithmetic (docs/model.md §5.3;
+// Obelisk's `ExecutionLog::can_be_retried_after`).
 #pragma once
 
 #include <cstdint>

@@ -36,7 +36,7 @@ TEST(RetryConfigTest, NoLimitRetriesForeverAndSaturates) {
   EXPECT_EQ(CanBeRetriedAfter(1, std::nullopt, backoff), Duration::FromMillis(100));
   EXPECT_EQ(CanBeRetriedAfter(11, std::nullopt, backoff), Duration::FromMillis(102'400));
   // 2^31 is the largest exact power; from n = 33 the u32 factor sticks at
-  // u32::MAX, like the seed's saturating_pow.
+  // u32::MAX, like Obelisk's saturating_pow.
   EXPECT_EQ(CanBeRetriedAfter(32, std::nullopt, backoff),
             Duration::FromMillis(uint64_t{100} << 31));
   EXPECT_EQ(CanBeRetriedAfter(33, std::nullopt, backoff),

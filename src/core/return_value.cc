@@ -41,7 +41,7 @@ PendingStateFinishedResultKind PendingStateFinishedResultKind::From(
   return Failure(std::get<FinishedExecutionError>(value).kind);
 }
 
-// The seed's Display of PendingStateFinished / PendingStateFinishedError.
+// Obelisk's Display of PendingStateFinished / PendingStateFinishedError.
 std::string PendingStateFinishedResultKind::ToString() const {
   switch (kind) {
     case Kind::kOk:

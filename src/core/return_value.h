@@ -1,4 +1,4 @@
-// Results of finished executions (reference/obelisk.md §2.14).
+// Results of finished executions (docs/model.md §3.6).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // CancelRegistry: the in-process half of activity cancellation
-// (reference/obelisk.md §2.11). Cancelling writes Finished(Cancelled) to the
+// (docs/model.md §9.1). Cancelling writes Finished(Cancelled) to the
 // database first (DbExecutor::CancelActivity — the database is the truth);
 // the registry then tells the runs of that execution that this process is
 // executing to stop, so the worker aborts promptly instead of running on

@@ -1,5 +1,5 @@
 // CancelRegistry on its own, and ExecTask runs cancelled through it
-// (reference/obelisk.md §2.11) on the real backends with a ManualClock.
+// (docs/model.md §9.1) on the real backends with a ManualClock.
 #include "executor/cancel_registry.h"
 
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // ConcurrencyLimiter: a counting semaphore shared by executors to bound how
 // many executions run at once in the process (Obelisk's global task
-// limiter, reference/obelisk.md §2.8). An executor takes permits before it
+// limiter, docs/model.md §5.1). An executor takes permits before it
 // locks a batch, so it never locks more work than it may run; each permit is
 // released when its run's outcome has been written.
 //

@@ -1,5 +1,5 @@
 // ExecTask: the executor of one component — the lock → run → record loop of
-// reference/obelisk.md §1.2 steps 3–5 and §2.8.
+// docs/model.md §1.2 steps 3–5 and §5.1.
 //
 // Each tick (fresh RunId): take up to `batch_size` permits from the shared
 // ConcurrencyLimiter, lock that many pending executions (by the worker's
@@ -28,9 +28,9 @@
 // returned within `shutdown_grace` get that Unlocked written for them at
 // their locked version, and their results are discarded when they come.
 //
-// Cancellation (reference §2.11): when ExecutorOptions::cancel_registry is
-// set, each run is registered there under its execution id from the moment
-// it is locked until its worker returns. An API-side cancel commits
+// Cancellation (docs/model.md §9.1): when ExecutorOptions::cancel_registry
+// is set, each run is registered there under its execution id from the
+// moment it is locked until its worker returns. An API-side cancel commits
 // Finished(Cancelled) first and then notifies the registry
 // (executor::CancelActivity in cancel_registry.h does both); the run's
 // CancellationToken fires at once, on the notifying thread. The deadline
@@ -122,8 +122,8 @@ struct ExecutorOptions {
   // Written into every Locked event; its type decides whether runs are
   // timed out by the executor (activities) or not (workflows).
   core::ComponentId component_id = core::ComponentId::DummyActivity();
-  // Copied into every Locked event (reference §2.9): activities default to
-  // 5 retries with 100 ms exponential backoff.
+  // Copied into every Locked event (docs/model.md §5.3): activities default
+  // to 5 retries with 100 ms exponential backoff.
   core::ComponentRetryConfig retry_config{5u, core::Duration::FromMillis(100)};
   core::ExecutorId executor_id = core::ExecutorId::Generate();
   // Shared by executors to bound runs in flight process-wide; nullptr gives

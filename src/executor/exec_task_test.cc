@@ -1,5 +1,5 @@
 // ExecTask on the real backends, driven tick by tick with a ManualClock
-// (reference/obelisk.md §6.2 "Executor / watcher" and "Activity worker").
+// (docs/model.md §5: locking, retries, timeouts, shutdown, the watcher).
 #include "executor/exec_task.h"
 
 #include <gmock/gmock.h>

@@ -47,10 +47,11 @@ std::optional<std::chrono::milliseconds> LeaseOf(storage::DbConnection& db,
 
 // Settles one expired lock; returns whether the watcher's write won.
 bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, DateTime at,
-                std::string_view lock_expiry_setting) {
+                std::string_view activity_setting, std::string_view workflow_setting) {
   const bool workflow = !lock.max_retries.has_value();
   const PlannedWrite write = ComputeExpiredLockOutcome(
-      lock, at, ExpiredLockReason(workflow, LeaseOf(db, lock), lock_expiry_setting));
+      lock, at,
+      ExpiredLockReason(workflow, LeaseOf(db, lock), workflow ? workflow_setting : activity_setting));
   STELE_LOG(kInfo, lock.execution_id.ToString()
                        << ": lock of run " << lock.locked_by.run_id.ToString() << " expired; "
                        << core::ExecutionRequestToString(write.request.event));
@@ -96,7 +97,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
-    uint32_t parallel_writes, std::string_view lock_expiry_setting) {
+    uint32_t parallel_writes, std::string_view activity_lock_expiry_setting,
+    std::string_view workflow_lock_expiry_setting) {
   const DateTime locks_at = now - lock_leeway;
   STELE_ASSIGN_OR_RETURN(std::vector<storage::ExpiredTimer> timers, db.GetExpiredTimers(now));
   if (lock_leeway.count() > 0) {
@@ -117,7 +119,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
       return fired;
     }
     return SettleLock(db, std::get<storage::ExpiredLock>(timers[i]), locks_at,
-                      lock_expiry_setting);
+                      activity_lock_expiry_setting, workflow_lock_expiry_setting);
   });
   WatcherTickProgress progress;
   progress.expired_delays = delays;
@@ -153,7 +155,8 @@ void ExpiredTimersWatcher::Stop() {
 Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickForTest(
     DateTime now) {
   return HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
-                             options_.lock_expiry_setting);
+                             options_.activity_lock_expiry_setting,
+                             options_.workflow_lock_expiry_setting);
 }
 
 void ExpiredTimersWatcher::LoopMain() {
@@ -165,7 +168,8 @@ void ExpiredTimersWatcher::LoopMain() {
     const DateTime now = clock_.Now();
     const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
     auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
-                                        options_.lock_expiry_setting);
+                                        options_.activity_lock_expiry_setting,
+                                        options_.workflow_lock_expiry_setting);
     // Delays due before the next tick are fired when they are due rather
     // than up to a tick late: one look-ahead query per tick.
     std::vector<storage::ExpiredDelay> upcoming;

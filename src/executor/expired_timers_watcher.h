@@ -1,4 +1,4 @@
-// ExpiredTimersWatcher: the safety net of reference/obelisk.md §2.10. Every
+// ExpiredTimersWatcher: the safety net of docs/model.md §5.5. Every
 // `tick_sleep` it reads the expired timers and
 //   - fires each delay due at `now`: AppendDelayResponse(now, ok) — which
 //     unblocks a parent waiting on it; a delay already answered is skipped
@@ -14,7 +14,8 @@
 //     response for a child. Every write names ExpiredLock.next_version, so
 //     a worker that wrote meanwhile wins and the watcher's write is dropped.
 //     The timeout's reason (outcome.h, ExpiredLockReason) names the lease,
-//     read from the run's Locked event, and `lock_expiry_setting`.
+//     read from the run's Locked event, and the *_lock_expiry_setting of
+//     its kind.
 //
 // Threading: Start/Stop from one controlling thread; TickForTest must not
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
@@ -54,9 +55,11 @@ struct ExpiredTimersWatcherOptions {
   // Timers handled at once (threads of a busy tick): concurrent writes
   // share commits, so a burst of due timers costs a few fsyncs, not one each.
   uint32_t parallel_writes = 16;
-  // Where a run's lease is set, in the words of the embedding program
-  // (named by the reason of the timeouts the watcher records).
-  std::string lock_expiry_setting = std::string(kDefaultLockExpirySetting);
+  // Where an activity's / a workflow's lease is set, in the words of the
+  // embedding program (named by the reason of the timeouts the watcher
+  // records).
+  std::string activity_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
+  std::string workflow_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
 };
 
 struct WatcherTickProgress {
@@ -74,7 +77,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 // up to `parallel_writes` of them written concurrently.
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
-    uint32_t parallel_writes, std::string_view lock_expiry_setting = kDefaultLockExpirySetting);
+    uint32_t parallel_writes, std::string_view activity_lock_expiry_setting = kDefaultLockExpirySetting,
+    std::string_view workflow_lock_expiry_setting = kDefaultLockExpirySetting);
 
 class ExpiredTimersWatcher {
  public:

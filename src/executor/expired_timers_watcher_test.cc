@@ -1,5 +1,5 @@
-// The expired-timers watcher on the real backends (reference/obelisk.md
-// §2.10), together with the executor where a scenario needs both.
+// The expired-timers watcher on the real backends (docs/model.md §5.5),
+// together with the executor where a scenario needs both.
 #include "executor/expired_timers_watcher.h"
 
 #include <gmock/gmock.h>
@@ -34,7 +34,8 @@ class WatcherTest : public BackendTest {
   std::unique_ptr<ExpiredTimersWatcher> NewWatcher(std::chrono::milliseconds leeway = 500ms) {
     ExpiredTimersWatcherOptions options;
     options.leeway = leeway;
-    options.lock_expiry_setting = "lock_expiry of the component";
+    options.activity_lock_expiry_setting = "lock_expiry of the component";
+    options.workflow_lock_expiry_setting = "the workflow's lease setting";
     return std::make_unique<ExpiredTimersWatcher>(Conn(), clock_, options);
   }
   std::unique_ptr<ExecTask> NewTask(

@@ -1,7 +1,7 @@
 // Outcome of a run: what the executor (or the expired-timers watcher)
 // appends once a run has ended, and the one place that writes it.
 //
-// `ComputeOutcome` is the whole retry policy of reference/obelisk.md §2.9 as
+// `ComputeOutcome` is the whole retry policy of docs/model.md §5.3–§5.4 as
 // a pure function of (WorkerResult, the lock's retry facts, now). With
 // n = intermittent_event_count + 1 and d = CanBeRetriedAfter(n, max_retries,
 // backoff):
@@ -75,7 +75,7 @@ std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const Run
 
 // What the expired-timers watcher writes for an expired lock, all at
 // `lock.next_version` so it loses cleanly to a worker that wrote meanwhile
-// (reference §2.10): a workflow (max_retries unset) that made progress
+// (docs/model.md §5.5): a workflow (max_retries unset) that made progress
 // (locked_at_version + 1 < next_version) → Unlocked(at, "made progress");
 // otherwise the TemporaryTimeout mapping of ComputeOutcome at `at`, with
 // `reason` (ExpiredLockReason).

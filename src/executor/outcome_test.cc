@@ -1,5 +1,5 @@
 // The retry policy as a pure function: every WorkerResult case of
-// reference/obelisk.md §2.9 and the expired-lock rules of §2.10.
+// docs/model.md §5.4 and the expired-lock rules of docs/model.md §5.5.
 #include "executor/outcome.h"
 
 #include <gmock/gmock.h>

@@ -1,9 +1,9 @@
-// Worker: the seam between the executor and a runtime (reference/obelisk.md
-// §1.2 step 4, aesthetics.md §1.3 item 6). The executor locks an execution,
-// hands everything a run needs to `Worker::Run` in one plain `WorkerContext`
-// and maps the returned `WorkerResult` to the event it appends
-// (executor/outcome.h). The executor never knows whether a worker runs WASM,
-// a native C++ function, a host process or a test double.
+// Worker: the seam between the executor and a runtime (docs/model.md §1.2
+// step 4), one small interface as Obelisk's `Worker` trait is. The executor
+// locks an execution, hands everything a run needs to `Worker::Run` in one
+// plain `WorkerContext` and maps the returned `WorkerResult` to the event it
+// appends (executor/outcome.h). The executor never knows whether a worker
+// runs WASM, a native C++ function, a host process or a test double.
 //
 // Threading: `Run` is called concurrently from the executor's worker threads,
 // one call per locked execution; implementations must be thread-safe. A run
@@ -38,7 +38,7 @@ namespace stele::executor {
 using core::ExecutionId;
 using core::Version;
 
-// Everything one run of one execution needs (seed `WorkerContext`).
+// Everything one run of one execution needs (Obelisk's `WorkerContext`).
 struct WorkerContext {
   ExecutionId execution_id;
   core::FunctionFqn ffqn;
@@ -73,7 +73,7 @@ struct WorkerContext {
   uint64_t max_result_bytes = 0;
 };
 
-// --- Errors (reference §2.9, §2.14) -----------------------------------------
+// --- Errors (docs/model.md §5.4, §3.6) -------------------------------------
 
 enum class FatalErrorKind {
   kNondeterminismDetected,

@@ -103,117 +103,52 @@ Result<core::Json, ApiError> Submit(ServerImpl& d, const httplib::Request& req, 
   if (!body.contains("ffqn") || !body["ffqn"].is_string()) {
     return Unexpected(Validation("`ffqn` is required: a string ns:pkg/ifc.fn"));
   }
-  std::string ffqn_text = body["ffqn"].get<std::string>();
-  auto ffqn = core::FunctionFqn::Parse(ffqn_text);
-  if (!ffqn) {
-    return Unexpected(Validation("invalid ffqn `" + ffqn_text +
-                                 "` (expected ns:pkg/ifc.fn): " + ffqn.error().message));
-  }
-  auto info = d.registry.Find(*ffqn);
-  if (!info) {
-    return Unexpected(api::NotFound("unknown ffqn `" + ffqn_text +
-                                    "`: no component of this server exports it"));
-  }
-  if (info->kind == runtime::workflow::FunctionKind::kActivityStub) {
-    return Unexpected(Validation("`" + ffqn_text +
-                                 "` is a stub activity: it is not submittable (stub its "
-                                 "child executions with PUT /v1/executions/{id}/stub)"));
-  }
-  core::Json params = body.contains("params") ? body["params"] : core::Json::array();
-  if (!params.is_array()) {
-    return Unexpected(Validation(std::string("`params` must be a JSON array, got ") +
-                                 params.type_name()));
-  }
-  if (auto sig = d.signatures.find(*ffqn); sig != d.signatures.end()) {
-    auto checked = core::CheckParams(sig->second, params);
-    if (!checked) return Unexpected(Validation("params of `" + ffqn_text + "`: " + checked.error()));
-  }
-  core::ExecutionId id = core::ExecutionId::Generate();
+  service::SubmitRequest request;
+  request.ffqn = body["ffqn"].get<std::string>();
+  if (body.contains("params")) request.params = body["params"];
   if (body.contains("execution_id")) {
     if (!body["execution_id"].is_string()) {
       return Unexpected(Validation("`execution_id` must be a string E_<ULID>"));
     }
-    std::string text = body["execution_id"].get<std::string>();
-    auto parsed = core::ExecutionId::Parse(text);
-    if (!parsed) {
-      return Unexpected(Validation("invalid execution id `" + text + "`: " + parsed.error().message));
-    }
-    if (!parsed->IsTopLevel()) {
-      return Unexpected(Validation("execution id `" + text +
-                                   "` is a child id; submit needs a top-level E_<ULID>"));
-    }
-    id = *parsed;
+    request.execution_id = body["execution_id"].get<std::string>();
   }
-  DateTime now = d.clock->Now();
-  DateTime scheduled_at = now;
   if (body.contains("scheduled_at")) {
     const auto& at = body["scheduled_at"];
-    std::optional<DateTime> parsed;
-    if (at.is_string()) parsed = ParseRfc3339(at.get<std::string>());
-    if (!parsed) {
+    if (at.is_string()) request.scheduled_at = ParseRfc3339(at.get<std::string>());
+    if (!request.scheduled_at) {
       return Unexpected(Validation("`scheduled_at` must be an RFC 3339 date-time string, e.g. "
                                    "\"2030-01-02T03:04:05Z\""));
     }
-    scheduled_at = *parsed;
   }
-  storage::CreateRequest request{now,          id,           *ffqn,   params, std::nullopt,
-                                 scheduled_at, info->component_id, {},  std::nullopt};
-  auto created = d.api->Create(request);
-  core::Json reply = {{"execution_id", id.ToString()}};
-  if (created) {
-    status = 201;
-    return reply;
-  }
-  if (created.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kIllegalState)) {
-    // The id exists: the same submission again is idempotent.
-    auto existing = d.api->GetCreateRequest(id);
-    if (!existing) return Unexpected(api::FromRead(existing.error(), "submit"));
-    if (existing->ffqn == *ffqn && existing->params == params) {
-      status = 200;
-      return reply;
-    }
-    return Unexpected(api::Conflict("execution " + id.ToString() +
-                                    " exists with another ffqn or other params"));
-  }
-  return Unexpected(api::FromWrite(created.error(), "submit"));
+  STELE_ASSIGN_OR_RETURN(auto submitted, api::FromService(d.service->Submit(request)));
+  status = submitted.created ? 201 : 200;
+  return core::Json{{"execution_id", submitted.execution_id.ToString()}};
 }
 
 // ---- GET /v1/executions/{id} -------------------------------------------------
 
 Result<core::Json, ApiError> GetExecution(ServerImpl& d, const httplib::Request& req) {
-  STELE_ASSIGN_OR_RETURN(auto id, api::PathExecutionId(req));
-  auto created = d.api->GetCreateRequest(id);
-  if (!created) return Unexpected(api::FromRead(created.error(), "execution " + id.ToString()));
-  auto state = d.api->GetPendingState(id);
-  if (!state) return Unexpected(api::FromRead(state.error(), "execution " + id.ToString()));
-  core::Json out = {{"execution_id", id.ToString()},
-                    {"ffqn", created->ffqn.ToString()},
-                    {"created_at", FormatRfc3339(created->created_at)},
-                    {"first_scheduled_at", FormatRfc3339(created->scheduled_at)},
-                    {"component_digest", state->ComponentIdInputDigest().ToString()},
-                    {"pending_state", api::PendingStateToJson(*state)}};
-  if (const auto* finished = std::get_if<core::PendingStateFinished>(&state->value)) {
-    auto event = d.api->GetExecutionEvent(id, core::Version(finished->version));
-    if (!event) return Unexpected(api::FromRead(event.error(), "execution " + id.ToString()));
-    if (const auto* f = std::get_if<core::Finished>(&event->event)) {
-      out["result"] = api::ResultToJson(f->result);
-    }
-  }
+  STELE_ASSIGN_OR_RETURN(auto info, api::FromService(d.service->Get(api::PathSegment(req))));
+  core::Json out = {{"execution_id", info.execution_id.ToString()},
+                    {"ffqn", info.ffqn.ToString()},
+                    {"created_at", FormatRfc3339(info.created_at)},
+                    {"first_scheduled_at", FormatRfc3339(info.first_scheduled_at)},
+                    {"component_digest", info.component_digest.ToString()},
+                    {"pending_state", api::PendingStateToJson(info.pending_state)}};
+  if (info.result) out["result"] = api::ResultToJson(*info.result);
   return out;
 }
 
 // ---- GET /v1/executions/{id}/result ------------------------------------------
 
 Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& req) {
-  STELE_ASSIGN_OR_RETURN(auto id, api::PathExecutionId(req));
+  const std::string id = api::PathSegment(req);
   auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
   STELE_ASSIGN_OR_RETURN(auto timeout, api::QueryUint(req, "timeout", 0, max));
-  // Check existence first: a wait on a missing id would only time out.
-  auto state = d.api->GetPendingState(id);
-  if (!state) return Unexpected(api::FromRead(state.error(), "execution " + id.ToString()));
-  auto wait = std::chrono::seconds(timeout.value_or(0));
+  const auto wait = std::chrono::seconds(timeout.value_or(0));
   // A wait holds its connection's thread: bounded by [api] max_waiters, so
-  // that waiting clients leave connections for everything else.
+  // that waiting clients leave connections for everything else. A wait
+  // that cannot start (bad or unknown id) fails before taking a slot.
   struct Slot {
     ServerImpl* d = nullptr;
     ~Slot() {
@@ -221,6 +156,7 @@ Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& re
     }
   } slot;
   if (wait.count() > 0) {
+    STELE_TRY(api::FromService(d.service->Get(id)));
     if (!TryAcquireWaiter(d)) {
       return Unexpected(api::Overloaded(
           "too many waiting requests (the limit is " + std::to_string(d.config.api.max_waiters) +
@@ -230,96 +166,48 @@ Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& re
   }
   // Stop cancels `stop_wait`: a stopping server ends the wait at once
   // instead of holding up its shutdown.
-  auto result = d.api->WaitForFinishedResult(id, storage::WaitOptions::For(wait, d.stop_wait));
-  if (result) {
-    return core::Json{{"execution_id", id.ToString()}, {"result", api::ResultToJson(*result)}};
-  }
-  if (!result.error().IsTimeout()) {
-    return Unexpected(api::Unavailable("waiting for " + id.ToString() + ": " +
-                                       result.error().ToString()));
-  }
-  if (result.error().timeout() == storage::TimeoutOutcome::kCancel) {
-    return Unexpected(api::ShuttingDown("the server is shutting down; wait for " + id.ToString() +
+  auto result = d.service->WaitForResult(id, wait, d.stop_wait);
+  if (!result && result.error().kind == service::ServiceError::Kind::kCancelled) {
+    return Unexpected(api::ShuttingDown("the server is shutting down; wait for " + id +
                                         " again once it is back"));
   }
-  return Unexpected(ApiError{408, "timeout",
-                             "execution " + id.ToString() + " did not finish within " +
-                                 std::to_string(wait.count()) + " s"});
+  STELE_ASSIGN_OR_RETURN(auto value, api::FromService(std::move(result)));
+  return core::Json{{"execution_id", id}, {"result", api::ResultToJson(value)}};
 }
 
 // ---- GET /v1/executions ------------------------------------------------------
 
 Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Request& req) {
-  std::string ffqn_prefix = req.get_param_value("ffqn_prefix");
-  std::string id_prefix = req.get_param_value("execution_id_prefix");
-  if (ffqn_prefix.size() > 512 || id_prefix.size() > 512) {
-    return Unexpected(Validation("prefix filters are limited to 512 bytes"));
-  }
+  service::ListQuery query;
+  query.ffqn_prefix = req.get_param_value("ffqn_prefix");
+  query.execution_id_prefix = req.get_param_value("execution_id_prefix");
   STELE_ASSIGN_OR_RETURN(bool show_derived, api::QueryBool(req, "show_derived", false));
-  STELE_ASSIGN_OR_RETURN(bool hide_finished, api::QueryBool(req, "hide_finished", false));
-  STELE_ASSIGN_OR_RETURN(auto length_opt, api::QueryUint(req, "length", 1, d.config.api.max_list_length));
-  auto length = static_cast<uint16_t>(length_opt.value_or(20));
-  bool newer = false;
+  query.top_level_only = !show_derived;
+  STELE_ASSIGN_OR_RETURN(query.hide_finished, api::QueryBool(req, "hide_finished", false));
+  STELE_ASSIGN_OR_RETURN(auto length,
+                         api::QueryUint(req, "length", 1, d.config.api.max_list_length));
+  query.limit = static_cast<uint32_t>(length.value_or(20));
   if (req.has_param("direction")) {
     std::string direction = req.get_param_value("direction");
     if (direction == "newer") {
-      newer = true;
+      query.direction = service::ListDirection::kNewer;
     } else if (direction != "older") {
       return Unexpected(Validation("query parameter `direction`: expected older or newer"));
     }
   }
-  std::optional<core::ExecutionId> cursor;
-  if (req.has_param("cursor")) {
-    std::string text = req.get_param_value("cursor");
-    auto parsed = core::ExecutionId::Parse(text);
-    if (!parsed) return Unexpected(Validation("invalid cursor `" + text + "`: " + parsed.error().message));
-    cursor = *parsed;
-  }
-  // Storage filters by exact ffqn and top-level only; prefixes and
-  // hide_finished are applied here while scanning (docs/api.md: a bounded
-  // scan, continued with next_cursor).
-  bool filtered = !ffqn_prefix.empty() || !id_prefix.empty() || hide_finished;
-  constexpr uint16_t kScanPage = 500;
-  constexpr int kMaxScanPages = 20;
-  std::vector<storage::ExecutionWithState> matches;
-  std::optional<core::ExecutionId> next_cursor;
-  bool exhausted = false;
-  for (int page = 0; page < kMaxScanPages && matches.size() < length && !exhausted; ++page) {
-    uint16_t fetch = filtered ? kScanPage : static_cast<uint16_t>(length - matches.size());
-    core::ExecutionListPagination pagination =
-        newer ? core::Pagination<std::optional<core::ExecutionId>>::NewerThan(fetch, cursor, false)
-              : core::Pagination<std::optional<core::ExecutionId>>::OlderThan(fetch, cursor, false);
-    auto rows = d.api->ListExecutions(std::nullopt, !show_derived, pagination);
-    if (!rows) return Unexpected(api::FromGeneric(rows.error(), "list executions"));
-    if (newer) std::reverse(rows->begin(), rows->end());  // scan order: ascending
-    exhausted = rows->size() < fetch;
-    for (auto& row : *rows) {
-      cursor = row.execution_id;
-      next_cursor = row.execution_id;
-      bool match = row.ffqn.ToString().starts_with(ffqn_prefix) &&
-                   row.execution_id.ToString().starts_with(id_prefix) &&
-                   !(hide_finished && row.pending_state.IsFinished());
-      if (match) matches.push_back(std::move(row));
-      if (matches.size() >= length) {
-        // Stopped inside the page: the page may hold more.
-        break;
-      }
-    }
-    if (matches.size() >= length) exhausted = false;
-  }
-  if (newer) std::reverse(matches.begin(), matches.end());  // always newest first
+  if (req.has_param("cursor")) query.cursor = req.get_param_value("cursor");
+  STELE_ASSIGN_OR_RETURN(auto page, api::FromService(d.service->List(query)));
   core::Json executions = core::Json::array();
-  for (const auto& row : matches) {
-    core::Json item = {{"execution_id", row.execution_id.ToString()},
-                       {"ffqn", row.ffqn.ToString()},
-                       {"created_at", FormatRfc3339(row.created_at)},
-                       {"first_scheduled_at", FormatRfc3339(row.first_scheduled_at)},
-                       {"component_digest", row.component_digest.ToString()},
-                       {"pending_state", api::PendingStateToJson(row.pending_state)}};
-    executions.push_back(std::move(item));
+  for (const auto& row : page.executions) {
+    executions.push_back({{"execution_id", row.execution_id.ToString()},
+                          {"ffqn", row.ffqn.ToString()},
+                          {"created_at", FormatRfc3339(row.created_at)},
+                          {"first_scheduled_at", FormatRfc3339(row.first_scheduled_at)},
+                          {"component_digest", row.component_digest.ToString()},
+                          {"pending_state", api::PendingStateToJson(row.pending_state)}});
   }
   core::Json out = {{"executions", executions}};
-  if (!exhausted && next_cursor) out["next_cursor"] = next_cursor->ToString();
+  if (page.next_cursor) out["next_cursor"] = page.next_cursor->ToString();
   return out;
 }
 

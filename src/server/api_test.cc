@@ -319,7 +319,7 @@ TEST_F(ApiTest, MalformedStubAndUpgradeBodiesChangeNothing) {
   // The same endpoints still work afterwards.
   EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "fine"}}}})->status, 200);
   EXPECT_EQ(Put("/v1/executions/" + later + "/upgrade",
-                {{"old_digest", before[2][1]}, {"new_digest", digest}})
+                {{"old_digest", before[2][1]}, {"new_digest", digest}, {"force", true}})
                 ->status,
             200);
 }
@@ -355,10 +355,29 @@ TEST_F(ApiTest, Upgrade) {
   std::string old_digest = Body(Get("/v1/executions/" + id))["component_digest"];
   std::string new_digest = Sha256Digest("v2").ToString();
   EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade", {{"old_digest", "sha256:bad"}, {"new_digest", new_digest}})->status, 400);
-  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade", {{"old_digest", new_digest}, {"new_digest", new_digest}})->status, 409);
-  auto ok = Put("/v1/executions/" + id + "/upgrade", {{"old_digest", old_digest}, {"new_digest", new_digest}});
-  ASSERT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade",
+                {{"old_digest", new_digest}, {"new_digest", new_digest}, {"force", true}})
+                ->status,
+            409);
+  // No component serves new_digest: the execution would wait forever.
+  auto refused = Put("/v1/executions/" + id + "/upgrade",
+                     {{"old_digest", old_digest}, {"new_digest", new_digest}});
+  EXPECT_EQ(refused->status, 409);
+  EXPECT_THAT(Body(refused)["error"]["message"].get<std::string>(), HasSubstr(new_digest));
+  EXPECT_EQ(Body(Get("/v1/executions/" + id))["component_digest"], old_digest);
+  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade",
+                {{"old_digest", old_digest}, {"new_digest", new_digest}, {"force", "yes"}})
+                ->status,
+            400);
+  auto forced = Put("/v1/executions/" + id + "/upgrade",
+                    {{"old_digest", old_digest}, {"new_digest", new_digest}, {"force", true}});
+  ASSERT_EQ(forced->status, 200) << forced->body;
   EXPECT_EQ(Body(Get("/v1/executions/" + id))["component_digest"], new_digest);
+  // Back to a digest this server serves: no force needed.
+  auto back = Put("/v1/executions/" + id + "/upgrade",
+                  {{"old_digest", new_digest}, {"new_digest", old_digest}});
+  ASSERT_EQ(back->status, 200) << back->body;
+  EXPECT_EQ(Body(Get("/v1/executions/" + id))["component_digest"], old_digest);
 }
 
 TEST_F(ApiTest, BacktraceNotStored) {

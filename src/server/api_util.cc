@@ -17,27 +17,18 @@ ApiError Unavailable(std::string message) {
 ApiError Overloaded(std::string message) { return {503, "overloaded", std::move(message)}; }
 ApiError ShuttingDown(std::string message) { return {503, "shutting_down", std::move(message)}; }
 
-ApiError FromWrite(const storage::DbErrorWrite& e, std::string_view what) {
-  switch (e.kind()) {
-    case storage::DbErrorWrite::Kind::kNotFound:
-      return NotFound(std::string(what) + ": not found");
-    case storage::DbErrorWrite::Kind::kGeneric:
-      return Unavailable(std::string(what) + ": " + e.ToString());
-    case storage::DbErrorWrite::Kind::kNonRetriable: break;
+ApiError FromService(const service::ServiceError& e) {
+  using Kind = service::ServiceError::Kind;
+  switch (e.kind) {
+    case Kind::kInvalidArgument: return Validation(e.message);
+    case Kind::kNotFound: return NotFound(e.message);
+    case Kind::kConflict:
+    case Kind::kFailedPrecondition: return Conflict(e.message);
+    case Kind::kTimeout: return ApiError{408, "timeout", e.message};
+    case Kind::kCancelled: return ShuttingDown(e.message);
+    case Kind::kUnavailable: return Unavailable(e.message);
   }
-  if (e.IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kValidationFailed)) {
-    return Validation(std::string(what) + ": " + e.ToString());
-  }
-  return Conflict(std::string(what) + ": " + e.ToString());
-}
-
-ApiError FromRead(const storage::DbErrorRead& e, std::string_view what) {
-  if (e.IsNotFound()) return NotFound(std::string(what) + ": no such execution");
-  return Unavailable(std::string(what) + ": " + e.ToString());
-}
-
-ApiError FromGeneric(const storage::DbErrorGeneric& e, std::string_view what) {
-  return Unavailable(std::string(what) + ": " + e.ToString());
+  return ApiError{500, "internal", e.message};
 }
 
 void ReplyJson(httplib::Response& res, int status, const core::Json& body) {
@@ -77,15 +68,8 @@ Result<void, ApiError> CheckKeys(const core::Json& body,
   return {};
 }
 
-Result<core::ExecutionId, ApiError> PathExecutionId(const httplib::Request& req) {
-  std::string text = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
-  if (text.size() > 512) return Unexpected(Validation("execution id is too long"));
-  auto id = core::ExecutionId::Parse(text);
-  if (!id) {
-    return Unexpected(Validation("invalid execution id `" + text +
-                                 "` (expected E_<ULID> or a child id): " + id.error().message));
-  }
-  return std::move(*id);
+std::string PathSegment(const httplib::Request& req) {
+  return req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
 }
 
 Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,

@@ -10,12 +10,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "base/result.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/return_value.h"
-#include "storage/db_errors.h"
+#include "service/service_error.h"
 
 namespace stele::server::api {
 
@@ -32,9 +34,19 @@ ApiError Conflict(std::string message);
 ApiError Unavailable(std::string message);  // 503: database unavailable
 ApiError Overloaded(std::string message);   // 503: a connection or waiter limit
 ApiError ShuttingDown(std::string message);  // 503: the server is stopping
-ApiError FromWrite(const storage::DbErrorWrite& e, std::string_view what);
-ApiError FromRead(const storage::DbErrorRead& e, std::string_view what);
-ApiError FromGeneric(const storage::DbErrorGeneric& e, std::string_view what);
+// The one mapping of the service's errors to HTTP (docs/api.md): 400
+// validation, 404 not_found, 409 conflict, 408 timeout, 503
+// database_unavailable / shutting_down.
+ApiError FromService(const service::ServiceError& e);
+template <class T>
+Result<T, ApiError> FromService(Result<T, service::ServiceError> result) {
+  if (!result) return Unexpected(FromService(result.error()));
+  if constexpr (std::is_void_v<T>) {
+    return {};
+  } else {
+    return std::move(*result);
+  }
+}
 
 void ReplyJson(httplib::Response& res, int status, const core::Json& body);
 void ReplyError(httplib::Response& res, const ApiError& error);
@@ -44,8 +56,8 @@ Result<core::Json, ApiError> ParseBodyObject(const httplib::Request& req);
 // Rejects keys of `body` not in `allowed`.
 Result<void, ApiError> CheckKeys(const core::Json& body, std::initializer_list<std::string_view> allowed);
 
-// Path segment 1 as an execution id (400 on anything else).
-Result<core::ExecutionId, ApiError> PathExecutionId(const httplib::Request& req);
+// Path segment 1 (an id; the service parses it).
+std::string PathSegment(const httplib::Request& req);
 
 // Query parameter as an unsigned integer within [min, max]; nullopt when absent.
 Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,

@@ -189,11 +189,13 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
       deps.dispatch = env.dispatch;
       deps.handoff = env.handoff;
       deps.cancel_registry = env.cancels;
-      deps.run_options.blocking_strategy = c.blocking_strategy_await
-                                               ? runtime::workflow::BlockingStrategy::kAwait
-                                               : runtime::workflow::BlockingStrategy::kInterrupt;
-      deps.run_options.lock_extension = c.lock_expiry.value_or(env.default_lock_expiry);
-      deps.lock_expiry_setting = kLockExpirySetting;
+      deps.run_options = env.workflow_run;
+      deps.lock_expiry_setting = env.lock_expiry_setting;
+      if (c.blocking_strategy_await) {
+        deps.run_options.blocking_strategy = *c.blocking_strategy_await
+                                                 ? runtime::workflow::BlockingStrategy::kAwait
+                                                 : runtime::workflow::BlockingStrategy::kInterrupt;
+      }
       return std::shared_ptr<executor::Worker>(
           std::make_shared<wh::WasmWorkflowWorker>(loaded, std::move(deps)));
     };

@@ -393,6 +393,7 @@ void ReadExecutor(TableReader& root, ServerConfig& config) {
   if (auto v = r.Integer("batch_size", 1, 10000)) e.batch_size = static_cast<uint32_t>(*v);
   if (auto v = r.Duration("tick_sleep", false)) e.tick_sleep = *v;
   if (auto v = r.Duration("lock_expiry", false)) e.lock_expiry = *v;
+  if (auto v = r.Duration("workflow_lock_expiry", false)) e.workflow_lock_expiry = *v;
   if (auto v = r.Integer("max_concurrency", 1, 100000)) e.max_concurrency = static_cast<uint32_t>(*v);
   if (auto v = r.Integer("max_workflow_concurrency", 1, 100000)) {
     e.max_workflow_concurrency = static_cast<uint32_t>(*v);
@@ -596,9 +597,9 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
   }
   if (workflow) {
     if (auto v = r.String("blocking_strategy")) {
-      if (*v == "await") {
-        c.blocking_strategy_await = true;
-      } else if (*v != "interrupt") {
+      if (*v == "await" || *v == "interrupt") {
+        c.blocking_strategy_await = *v == "await";
+      } else {
         r.Error(TableReader::Line(*r.Get("blocking_strategy")), "blocking_strategy",
                 "expected \"await\" or \"interrupt\", got `" + *v + "`");
       }

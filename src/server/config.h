@@ -75,27 +75,17 @@ struct DatabaseConfig {
   std::chrono::milliseconds postgres_statement_timeout{30000};
 };
 
-// The lock expiry of a component that sets none, when [executor] sets none
-// either (docs/config.md says why these values). For an activity it is the
-// time limit of one attempt: long enough for a script or an HTTP call a new
-// user writes, short enough that a hung one is retried within a minute.
-// For a workflow it is a lease the run renews while it works, so it only
-// bounds how long a crashed server's workflows wait to be taken over.
-inline constexpr std::chrono::milliseconds kDefaultActivityLockExpiry{30000};
-inline constexpr std::chrono::milliseconds kDefaultWorkflowLockExpiry{1000};
-
+// [executor]: each unset key takes the execution service's default
+// (service::ServiceOptions, the same as libstele's; docs/config.md).
 struct ExecutorDefaults {
-  uint32_t batch_size = 5;
-  std::chrono::milliseconds tick_sleep{200};
-  // [executor] lock_expiry: the default of every component; unset, the
-  // constants above by kind (LockExpiry).
+  std::optional<uint32_t> batch_size;
+  std::optional<std::chrono::milliseconds> tick_sleep;
+  // An activity attempt's time limit.
   std::optional<std::chrono::milliseconds> lock_expiry;
-  uint32_t max_concurrency = 64;
-  uint32_t max_workflow_concurrency = 64;
-
-  std::chrono::milliseconds LockExpiry(bool workflow) const {
-    return lock_expiry.value_or(workflow ? kDefaultWorkflowLockExpiry : kDefaultActivityLockExpiry);
-  }
+  // A workflow run's lease (extended while it makes progress).
+  std::optional<std::chrono::milliseconds> workflow_lock_expiry;
+  std::optional<uint32_t> max_concurrency;
+  std::optional<uint32_t> max_workflow_concurrency;
 };
 
 struct WatcherConfig {
@@ -133,7 +123,8 @@ struct ComponentConfig {
   std::chrono::milliseconds retry_backoff{100};
   std::optional<std::chrono::milliseconds> lock_expiry;
   std::optional<uint32_t> batch_size;
-  bool blocking_strategy_await = false;  // workflows: "await" | "interrupt" (default)
+  // workflows: "await" | "interrupt"; nullopt: the service's default (await).
+  std::optional<bool> blocking_strategy_await;
 };
 
 struct ServerConfig {

@@ -56,11 +56,6 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(config->database.sqlite, "/etc/stele/.stele/stele.sqlite");
   EXPECT_FALSE(config->database.postgres);
   EXPECT_TRUE(config->components.empty());
-  // Issue 16: an activity may run 30 s before it is timed out; a workflow's
-  // lease stays 1 s (renewed while it works).
-  EXPECT_FALSE(config->executor.lock_expiry.has_value());
-  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/false), std::chrono::seconds(30));
-  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/true), std::chrono::seconds(1));
 }
 
 // Regression (tests/fuzz/config): toml++ 3.3 reaches __builtin_unreachable()
@@ -141,9 +136,6 @@ blocking_strategy = "await"
   EXPECT_EQ(config->executor.batch_size, 7u);
   EXPECT_EQ(config->executor.tick_sleep, std::chrono::milliseconds(50));
   EXPECT_EQ(config->executor.lock_expiry, std::chrono::milliseconds(2000));
-  // Set in [executor], it is the default of every kind.
-  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/false), std::chrono::milliseconds(2000));
-  EXPECT_EQ(config->executor.LockExpiry(/*workflow=*/true), std::chrono::milliseconds(2000));
   EXPECT_EQ(config->executor.max_concurrency, 3u);
   EXPECT_EQ(config->watcher.tick_sleep, std::chrono::milliseconds(1000));
   EXPECT_EQ(config->watcher.leeway, std::chrono::milliseconds(0));
@@ -152,7 +144,7 @@ blocking_strategy = "await"
   const ComponentConfig& flow = config->components[0];
   EXPECT_EQ(flow.kind, ComponentKind::kWorkflowWasm);
   EXPECT_EQ(flow.location, "/abs/flow.wasm");
-  EXPECT_TRUE(flow.blocking_strategy_await);
+  EXPECT_EQ(flow.blocking_strategy_await, std::optional<bool>(true));
   const ComponentConfig& exec = config->components[1];
   EXPECT_EQ(exec.kind, ComponentKind::kActivityExec);
   EXPECT_EQ(exec.command, (std::vector<std::string>{"/etc/stele/bin/greet.sh", "--loud"}));

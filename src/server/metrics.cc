@@ -35,7 +35,7 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
     std::lock_guard lock(d.snapshots_mu);
     const auto now = std::chrono::steady_clock::now();
     if (!d.execution_counts || now - d.execution_counts_at >= d.snapshot_max_age) {
-      if (auto fresh = d.api->CountExecutionsByState()) {
+      if (auto fresh = d.service->CountExecutionsByState()) {
         d.execution_counts = *fresh;
         d.execution_counts_at = now;
       }
@@ -53,12 +53,9 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
 
 // The queue of one component's executor: its functions' pending and locked
 // executions, counted on the pending indexes (finished ones are not read).
-Result<storage::PendingCounts, storage::DbErrorGeneric> CountQueue(
-    ServerImpl& d, const LoadedComponent& component, DateTime now) {
-  std::vector<core::FunctionFqn> ffqns;
-  ffqns.reserve(component.functions.size());
-  for (const auto& function : component.functions) ffqns.push_back(function.ffqn);
-  return d.api->CountPendingByFfqns(ffqns, now);
+Result<storage::PendingCounts, service::ServiceError> CountQueue(
+    ServerImpl& d, const service::ComponentSpec& component) {
+  return d.service->CountPending(component.functions);
 }
 
 void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
@@ -69,10 +66,9 @@ void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
     if (!d.queue_depths || now - d.queue_depths_at >= d.snapshot_max_age) {
       std::map<std::string, storage::PendingCounts> fresh;
       bool ok = true;
-      const DateTime at = d.clock->Now();
-      for (const auto& component : d.components) {
+      for (const auto& component : d.service->components()) {
         if (!component.make_worker) continue;  // no executor (stubs)
-        auto q = CountQueue(d, component, at);
+        auto q = CountQueue(d, component);
         if (!q) {
           ok = false;
           break;
@@ -112,21 +108,22 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   WriteQueueDepths(d, out);
   out << "# HELP stele_lock_latency_seconds One locking round of an executor (LockPending*).\n"
       << "# TYPE stele_lock_latency_seconds histogram\n";
-  for (const auto& task : d.tasks) {
-    WriteHistogram(out, "stele_lock_latency_seconds",
-                   "component=\"" + task->options().component_id.name + "\"", task->stats().lock.Take());
+  const std::vector<service::ExecutorView> executors = d.service->Executors();
+  for (const auto& e : executors) {
+    WriteHistogram(out, "stele_lock_latency_seconds", "component=\"" + e.component_name + "\"",
+                   e.task->stats().lock.Take());
   }
   out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries included).\n"
       << "# TYPE stele_record_latency_seconds histogram\n";
-  for (const auto& task : d.tasks) {
-    WriteHistogram(out, "stele_record_latency_seconds",
-                   "component=\"" + task->options().component_id.name + "\"", task->stats().record.Take());
+  for (const auto& e : executors) {
+    WriteHistogram(out, "stele_record_latency_seconds", "component=\"" + e.component_name + "\"",
+                   e.task->stats().record.Take());
   }
   out << "# HELP stele_workflow_write_latency_seconds One write a workflow run makes itself "
          "(appends "
          "during the run, backtraces).\n"
       << "# TYPE stele_workflow_write_latency_seconds histogram\n";
-  for (const auto& [component, writes] : d.workflow_writes) {
+  for (const auto& [component, writes] : d.service->workflow_writes()) {
     WriteHistogram(out, "stele_workflow_write_latency_seconds", "component=\"" + component + "\"",
                    writes->Take());
   }
@@ -155,26 +152,25 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << "# TYPE stele_http_waiters_refused_total counter\nstele_http_waiters_refused_total "
       << d.waiters_refused.load() << "\n";
   out << "# HELP stele_components Loaded components.\n# TYPE stele_components gauge\n"
-      << "stele_components " << d.components.size() << "\n";
+      << "stele_components " << d.service->components().size() << "\n";
   out << "# HELP stele_executors Running executors (one per component with a worker).\n"
-      << "# TYPE stele_executors gauge\nstele_executors " << d.tasks.size() << "\n";
-  auto in_flight = [](const std::shared_ptr<executor::ConcurrencyLimiter>& l) {
-    return l ? l->capacity() - l->available() : 0u;
-  };
-  auto capacity = [](const std::shared_ptr<executor::ConcurrencyLimiter>& l) {
-    return l ? l->capacity() : 0u;
-  };
+      << "# TYPE stele_executors gauge\nstele_executors " << executors.size() << "\n";
+  auto in_flight = [](const executor::ConcurrencyLimiter& l) { return l.capacity() - l.available(); };
+  auto capacity = [](const executor::ConcurrencyLimiter& l) { return l.capacity(); };
+  const auto& limiter = d.service->activity_limiter();
+  const auto& workflow_limiter = d.service->workflow_limiter();
   out << "# HELP stele_runs_in_flight Runs holding a concurrency permit.\n"
       << "# TYPE stele_runs_in_flight gauge\n"
-      << "stele_runs_in_flight{kind=\"activity\"} " << in_flight(d.limiter) << "\n"
-      << "stele_runs_in_flight{kind=\"workflow\"} " << in_flight(d.workflow_limiter) << "\n"
+      << "stele_runs_in_flight{kind=\"activity\"} " << in_flight(limiter) << "\n"
+      << "stele_runs_in_flight{kind=\"workflow\"} " << in_flight(workflow_limiter) << "\n"
       << "# HELP stele_concurrency_limit Permits of the process-wide limiters "
          "([executor] max_concurrency, max_workflow_concurrency).\n"
       << "# TYPE stele_concurrency_limit gauge\n"
-      << "stele_concurrency_limit{kind=\"activity\"} " << capacity(d.limiter) << "\n"
-      << "stele_concurrency_limit{kind=\"workflow\"} " << capacity(d.workflow_limiter) << "\n";
+      << "stele_concurrency_limit{kind=\"activity\"} " << capacity(limiter) << "\n"
+      << "stele_concurrency_limit{kind=\"workflow\"} " << capacity(workflow_limiter) << "\n";
   out << "# HELP stele_running_activities Activity runs registered for cancellation.\n"
-      << "# TYPE stele_running_activities gauge\nstele_running_activities " << d.cancels->size()
+      << "# TYPE stele_running_activities gauge\nstele_running_activities "
+      << d.service->RunningActivities()
       << "\n";
   out << "# HELP stele_follow_streams Open follow (SSE) streams.\n"
       << "# TYPE stele_follow_streams gauge\nstele_follow_streams " << d.follow_streams.load()

@@ -1,5 +1,6 @@
-// Server: wiring of storage, registry, executors, watcher and the HTTP
-// listener (composition modelled on runtime/native/engine.cc).
+// Server: opens the storage, hands the loaded components to the execution
+// service (which runs the executors and the watcher) and serves the HTTP
+// listeners over it.
 #include "server/server.h"
 
 #include <unistd.h>
@@ -84,73 +85,49 @@ Result<std::unique_ptr<storage::DbPool>, std::string> OpenPool(const ServerConfi
   return std::unique_ptr<storage::DbPool>(std::move(*pool));
 }
 
-Result<void, std::string> StartExecutors(ServerImpl& d) {
-  const auto& defaults = d.config.executor;
-  d.limiter = executor::ConcurrencyLimiter::Create(defaults.max_concurrency);
-  d.workflow_limiter = executor::ConcurrencyLimiter::Create(defaults.max_workflow_concurrency);
-  WorkerEnv env;
-  env.pool = d.pool.get();
-  env.clock = d.clock;
-  env.registry = &d.registry;
-  env.default_lock_expiry = defaults.LockExpiry(/*workflow=*/true);
-  env.dispatch = &d.dispatch;
-  env.handoff = d.handoff.get();
-  env.cancels = d.cancels.get();
-  std::vector<std::unique_ptr<executor::ExecTask>> tasks;
-  for (auto& component : d.components) {
-    if (!component.make_worker) continue;  // stubs
-    bool workflow = component.kind == wf::FunctionKind::kWorkflow;
-    env.workflow_writes = nullptr;
-    if (workflow) {
-      env.workflow_writes = std::make_shared<executor::LatencyHistogram>();
-      d.workflow_writes.emplace_back(component.component_id.name, env.workflow_writes);
-    }
-    auto worker = component.make_worker(env);
-    if (!worker) {
-      return Unexpected("component `" + component.config.name + "`: " + worker.error());
-    }
-    const ComponentConfig& c = component.config;
-    executor::ExecutorOptions exec;
-    exec.batch_size = c.batch_size.value_or(defaults.batch_size);
-    exec.lock_expiry = c.lock_expiry.value_or(defaults.LockExpiry(workflow));
-    exec.lock_expiry_setting = kLockExpirySetting;
-    exec.tick_sleep = defaults.tick_sleep;
-    exec.component_id = component.component_id;
-    // A wasm workflow replays its history on the code that locks it, so it
-    // runs only on the component digest it was created with (or upgraded
-    // to, PUT /v1/executions/{id}/upgrade): a restart with changed code
-    // leaves older executions pending instead of replaying them on other
-    // code. Activities are not replayed and stay locked by ffqn.
-    if (c.kind == ComponentKind::kWorkflowWasm) {
-      exec.locking_strategy = executor::LockingStrategy::kByComponentId;
-    }
-    std::optional<uint32_t> max_retries = workflow ? std::nullopt : c.max_retries;
-    if (!workflow && !c.max_retries) max_retries = 5;
-    exec.retry_config = core::ComponentRetryConfig{
-        max_retries, core::Duration::FromMillis(static_cast<uint64_t>(c.retry_backoff.count()))};
-    exec.concurrency_limiter = workflow ? d.workflow_limiter : d.limiter;
-    exec.response_handoff = d.handoff;
-    if (!workflow) exec.cancel_registry = d.cancels;
-    auto db = d.pool->DbExecConn();
-    if (!db) return Unexpected("cannot connect to the database: " + db.error().ToString());
-    tasks.push_back(
-        std::make_unique<executor::ExecTask>(*worker, std::move(*db), d.clock, exec));
-    d.dispatch.Add((*worker)->ExportedFunctions(), tasks.back().get());
-  }
-  if (d.config.watcher.enabled) {
-    auto conn = d.pool->Connection();
-    if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
-    executor::ExpiredTimersWatcherOptions watcher_options;
-    watcher_options.tick_sleep = d.config.watcher.tick_sleep;
-    watcher_options.leeway = d.config.watcher.leeway;
-    watcher_options.lock_expiry_setting = kLockExpirySetting;
-    d.watcher = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), d.clock,
-                                                                 watcher_options);
-  }
-  for (auto& task : tasks) task->Start();
-  if (d.watcher) d.watcher->Start();
-  d.tasks = std::move(tasks);
-  return {};
+// The execution service's settings from the config: every unset key keeps
+// the service's default (docs/config.md).
+service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock clock,
+                                         std::shared_ptr<storage::DbPool> pool) {
+  service::ServiceOptions o;
+  o.pool = std::move(pool);
+  o.clock = std::move(clock);
+  const ExecutorDefaults& e = config.executor;
+  if (e.batch_size) o.batch_size = *e.batch_size;
+  if (e.tick_sleep) o.tick_sleep = *e.tick_sleep;
+  if (e.lock_expiry) o.activity_lock_expiry = *e.lock_expiry;
+  if (e.workflow_lock_expiry) o.workflow_lock_expiry = *e.workflow_lock_expiry;
+  // Named by the reason of every timeout event (executor/outcome.h).
+  o.activity_lock_expiry_setting = "lock_expiry of the component, else [executor] lock_expiry";
+  o.workflow_lock_expiry_setting =
+      "lock_expiry of the component, else [executor] workflow_lock_expiry";
+  if (e.max_concurrency) o.max_concurrency = *e.max_concurrency;
+  if (e.max_workflow_concurrency) o.max_workflow_concurrency = *e.max_workflow_concurrency;
+  o.start_watcher = config.watcher.enabled;
+  o.watcher_tick = config.watcher.tick_sleep;
+  o.watcher_leeway = config.watcher.leeway;
+  o.max_list_length = config.api.max_list_length;
+  return o;
+}
+
+service::ComponentSpec ToSpec(const LoadedComponent& component) {
+  const ComponentConfig& c = component.config;
+  service::ComponentSpec spec;
+  spec.component_id = component.component_id;
+  spec.kind = component.kind;
+  for (const auto& f : component.functions) spec.functions.push_back(f.ffqn);
+  spec.signatures = component.functions;
+  spec.make_worker = component.make_worker;
+  spec.executor.batch_size = c.batch_size;
+  spec.executor.lock_expiry = c.lock_expiry;
+  spec.executor.max_retries = c.max_retries;
+  spec.executor.retry_backoff = c.retry_backoff;
+  // A wasm workflow replays its history on the code that locks it, so it
+  // runs only on the component digest it was created with (or upgraded
+  // to): a restart with changed code leaves older executions pending
+  // instead of replaying them on other code. Activities are not replayed.
+  spec.executor.lock_by_component_id = c.kind == ComponentKind::kWorkflowWasm;
+  return spec;
 }
 
 // Binds `http` to host:port (port 0: any free port); the bound port or -1.
@@ -203,11 +180,8 @@ void StopAll(ServerImpl& d) {
   if (d.http_thread.joinable()) d.http_thread.join();
   if (d.ui_http) d.ui_http->stop();
   if (d.ui_http_thread.joinable()) d.ui_http_thread.join();
-  for (auto& task : d.tasks) task->Stop();
-  d.tasks.clear();
-  if (d.watcher) d.watcher->Stop();
-  d.watcher.reset();
-  d.api.reset();
+  if (d.service) d.service->Stop();
+  d.service.reset();
   if (d.pool) d.pool->Close();
   d.stopped_cv.notify_all();
 }
@@ -227,26 +201,24 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   d.clock = hooks.clock ? hooks.clock : SystemClock::Shared();
   d.snapshot_max_age = hooks.metrics_snapshot_max_age;
   for (auto& extra : hooks.extra_components) components.push_back(std::move(extra));
-  for (const auto& component : components) {
-    for (const auto& f : component.functions) {
-      if (d.registry.Find(f.ffqn)) {
-        return Unexpected("function `" + f.ffqn.ToString() + "` is exported by two components");
-      }
-      d.registry.Add(f.ffqn, wf::FunctionInfo{component.component_id, component.kind});
-      d.signatures.emplace(f.ffqn, f);
-    }
-  }
-  d.components = std::move(components);
 
   auto pool = OpenPool(d.config);
   if (!pool) return Unexpected(pool.error());
   d.pool = std::move(*pool);
-  auto api = d.pool->ExternalApiConn();
-  if (!api) {
+  auto service = service::ExecutionService::Create(ToServiceOptions(d.config, d.clock, d.pool));
+  if (!service) {
     d.pool->Close();
-    return Unexpected("cannot connect to the database: " + api.error().ToString());
+    return Unexpected(service.error().message);
   }
-  d.api = std::move(*api);
+  d.service = std::move(*service);
+  for (const auto& component : components) {
+    if (auto added = d.service->AddComponent(ToSpec(component)); !added) {
+      d.service.reset();
+      d.pool->Close();
+      return Unexpected(added.error().message);
+    }
+  }
+  d.components = std::move(components);
 
   InstallRoutes(d, d.http);
   const auto& listen = d.config.api;
@@ -259,14 +231,14 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
     bind_error = ui.error();
   }
   if (bind_error) {
-    d.api.reset();
+    d.service.reset();
     d.pool->Close();
     return Unexpected(*bind_error);
   }
   // Executors start after the bind, so a server that cannot listen does no work.
-  if (auto started = StartExecutors(d); !started) {
+  if (auto started = d.service->Start(); !started) {
     StopAll(d);
-    return Unexpected(started.error());
+    return Unexpected(started.error().message);
   }
   StartListening(d.http, d.http_thread);
   if (d.ui_http) StartListening(*d.ui_http, d.ui_http_thread);

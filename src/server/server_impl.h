@@ -20,43 +20,24 @@
 
 #include "base/cancellation.h"
 #include "base/clock.h"
-#include "core/function_type.h"
-#include "executor/cancel_registry.h"
-#include "executor/concurrency_limiter.h"
-#include "executor/exec_task.h"
-#include "executor/expired_timers_watcher.h"
-#include "executor/local_dispatch.h"
-#include "runtime/workflow/function_registry.h"
 #include "server/components.h"
 #include "server/config.h"
 #include "server/http_pool.h"
-#include "storage/db_pool.h"
+#include "service/execution_service.h"
 
 namespace stele::server {
 
 class ServerImpl {
  public:
   ServerConfig config;
-  SharedClock clock = nullptr;
-  std::unique_ptr<storage::DbPool> pool;
-  std::shared_ptr<storage::DbExternalApi> api;
-  runtime::workflow::MapFunctionRegistry registry;
-  // Declared signatures by ffqn (only functions with a declaration).
-  std::map<core::FunctionFqn, core::FunctionSignature> signatures;
+  SharedClock clock;
+  std::shared_ptr<storage::DbPool> pool;  // closed by Stop, after the service
+  // Every use case and the executors (service/execution_service.h); the
+  // handlers translate HTTP into its calls.
+  std::unique_ptr<service::ExecutionService> service;
+  // The loaded components, as configured (for GET /v1/components and
+  // /metrics).
   std::vector<LoadedComponent> components;
-  std::shared_ptr<executor::CancelRegistry> cancels = executor::CancelRegistry::Create();
-  std::shared_ptr<executor::ConcurrencyLimiter> limiter;
-  std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter;
-  std::vector<std::unique_ptr<executor::ExecTask>> tasks;
-  // The writes of each workflow component's runs, by component name
-  // (WorkerEnv::workflow_writes; /metrics).
-  std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>> workflow_writes;
-  // `tasks` by function, for eager dispatch of children (StopAll stops
-  // every task before any is destroyed).
-  executor::LocalDispatch dispatch;
-  // Children's results for their warm parents, shared by every executor.
-  std::shared_ptr<executor::ResponseHandoff> handoff = executor::ResponseHandoff::Create();
-  std::unique_ptr<executor::ExpiredTimersWatcher> watcher;
 
   httplib::Server http;
   std::thread http_thread;

@@ -1,4 +1,4 @@
-// Storage error families, exactly the seed's (reference/obelisk.md §2.16):
+// Storage error families, exactly Obelisk's (docs/storage_contract.md):
 //   DbErrorGeneric            not tied to an execution: retry the same call
 //   DbErrorWriteNonRetriable  ValidationFailed | Conflict | IllegalState |
 //                             VersionConflict{expected, requested}

@@ -63,7 +63,7 @@ class DbExternalApi : public DbConnection {
       const core::InputContentDigest& new_digest) = 0;
 };
 
-// Test-only additions (seed `DbConnectionTest`).
+// Test-only additions (Obelisk's `DbConnectionTest`).
 class DbConnectionTest : public DbExternalApi {
  public:
   // Appends a response without going through a child or delay.

@@ -1,5 +1,6 @@
 // Operations composed from the contract, identical on every backend
-// (seed free functions `stub_execution`, `cancel_delay`).
+// (Obelisk's free functions `stub_execution`, `cancel_delay`; docs/model.md
+// §9.2, §9.3).
 #pragma once
 
 #include "storage/db_connection.h"

@@ -1,5 +1,6 @@
-// The lock rule of the pending-state table (seed `PendingState::can_append_lock`),
-// and the shape every backend checks before it creates an execution.
+// The lock rule of the pending-state table (docs/model.md §4.4; Obelisk's
+// `PendingState::can_append_lock`), and the shape every backend checks
+// before it creates an execution.
 #pragma once
 
 #include "base/result.h"

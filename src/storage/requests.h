@@ -1,4 +1,5 @@
-// Request and response records of the storage contract (seed storage.rs).
+// Request and response records of the storage contract
+// (docs/storage_contract.md).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // How long a storage wait may block: a deadline on the steady clock and an
-// optional cancellation token (replaces the seed's timeout futures).
+// optional cancellation token (replaces the timeout futures of Obelisk's
+// Rust contract).
 // Every wait in the storage layer is bounded by one of these.
 #pragma once
 

@@ -1,6 +1,6 @@
-/* The W1–W5 workflows of workloads.md as one wasm guest (docs/guest_abi.md),
- * driven through the server's HTTP API by stele_http_bench. Every workflow
- * returns a value the driver checks:
+/* The W1–W5 workflows of bench/README.md as one wasm guest
+ * (docs/guest_abi.md), driven through the server's HTTP API by
+ * stele_http_bench. Every workflow returns a value the driver checks:
  *   w1 []            one trivial step                      -> 1
  *   w2 [steps]       `steps` sequential trivial steps      -> steps
  *   w3 [children]    `children` w1 children in a join set  -> children

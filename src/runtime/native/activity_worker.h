@@ -2,7 +2,7 @@
 // executor::Worker. One worker serves a group of activities that share
 // ActivityOptions (the executor copies one retry config into every lock).
 //
-// Mapping of one attempt (reference/obelisk.md §2.9):
+// Mapping of one attempt (docs/model.md §5.4):
 //   ok(v)                      WorkerOk(ReturnValueOk{v})
 //   err(e), retry_on_err       ActivityReturnedError(e): retried while
 //                              retries remain, then e is the result

@@ -1,4 +1,4 @@
-// Determinism property test (reference/obelisk.md §6.1): seeded random
+// Determinism property test (docs/model.md §6, §11): seeded random
 // workflow programs (sleep, call, named join set, submit, submit-delay,
 // join next, random, close) run to completion under kInterrupt and under
 // kAwait, each with non-blocking event batching 0, 10 and 100, driven tick

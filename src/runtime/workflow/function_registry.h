@@ -2,7 +2,7 @@
 // workflow calls — whether it exists, which component serves it (written
 // into the child's Created event), and whether it is an activity or a
 // workflow (join-set closing cancels unawaited activities and delays but
-// awaits child workflows, reference/obelisk.md §4.6).
+// awaits child workflows, docs/model.md §8.4).
 //
 // Threading: Find is called from many workflow runs at once; implementations
 // must be safe for concurrent const use. Ownership: the registry is owned by
@@ -10,11 +10,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "core/component_id.h"
 #include "core/function_fqn.h"
+#include "core/function_type.h"
 
 namespace stele::runtime::workflow {
 
@@ -27,6 +29,10 @@ enum class FunctionKind {
 struct FunctionInfo {
   core::ComponentId component_id;
   FunctionKind kind = FunctionKind::kActivity;
+  // The declared parameter and return types; nullptr: any JSON. Params of
+  // the children a workflow creates are checked against it, as
+  // submissions are.
+  std::shared_ptr<const core::FunctionSignature> signature = nullptr;
   friend bool operator==(const FunctionInfo&, const FunctionInfo&) = default;
 };
 

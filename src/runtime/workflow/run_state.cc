@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/function_type.h"
 #include "core/json_codec.h"
 #include "executor/outcome.h"
 #include "storage/operations.h"
@@ -204,6 +205,20 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
                        "join set " + request->join_set_id.ToString() +
                            " has reached its limit of " +
                            std::to_string(options.max_join_set_size) + " submissions");
+    }
+  }
+  // The params of a new child are checked against its function's declared
+  // types, as a submission's are (the service's Submit); a mismatch ends
+  // the workflow before anything is created. Recorded children are not
+  // checked again: they were created.
+  if (child) {
+    if (auto info = deps.functions->Find(child->ffqn); info && info->signature) {
+      if (auto checked = core::CheckParams(*info->signature, child->params); !checked) {
+        return Interrupt(Interruption::Kind::kImportedFunctionCallError,
+                         "the params of " + child->ffqn.ToString() + " (execution " +
+                             child->execution_id.ToString() +
+                             ") do not match its declared types: " + checked.error());
+      }
     }
   }
   if (child && options.max_params_bytes > 0) {

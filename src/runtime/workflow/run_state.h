@@ -123,9 +123,9 @@ class RunState {
 
   std::optional<core::FunctionFqn> ChildFfqn(const std::string& child_id) const;
 
-  // Cancels one unawaited submission (§2.11, §4.6): a delay gets its
-  // cancelled response, an activity Finished(cancelled) with its response to
-  // this run, and its local run, if any, a fired token (through
+  // Cancels one unawaited submission (docs/model.md §8.4, §9): a delay gets
+  // its cancelled response, an activity Finished(cancelled) with its
+  // response to this run, and its local run, if any, a fired token (through
   // deps.cancel_registry). A child workflow is left running. Idempotent.
   // REQUIRES: the submission is written (not in the cache).
   Result<void, storage::DbErrorWrite> CancelSubmission(const Submission& submission, DateTime now);

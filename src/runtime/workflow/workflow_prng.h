@@ -1,5 +1,5 @@
 // WorkflowPrng: the deterministic random generator of a workflow
-// (reference/obelisk.md §4.5). Part of the replay contract: every value a
+// (docs/model.md §6.5). Part of the replay contract: every value a
 // workflow draws is Persist-ed and recomputed on replay, so changing any
 // line here makes in-flight workflows fail with nondeterminism.
 //

@@ -160,7 +160,7 @@ CallResult<core::JoinSetId, JoinSetCreateError> WorkflowRun::CreateNamedJoinSet(
 
 namespace {
 
-// Closing per reference §4.6: cancel what may be cancelled, then one
+// Closing per docs/model.md §8.4: cancel what may be cancelled, then one
 // closing JoinNext per unawaited submission.
 Result<void, Interruption> CloseJoinSetState(RunState& state, internal::JoinSetState& join_set) {
   if (join_set.closed) return {};
@@ -466,8 +466,9 @@ Result<void, Interruption> WorkflowRun::Log(LogLevel level, std::string_view mes
 
 executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue value) {
   if (auto begun = state_->Begin(); !begun) return ToWorkerResult(begun.error());
-  // Reverse creation order (§4.6); a copy, since closing may create none
-  // but the vector must not be iterated while Step appends to it.
+  // Reverse creation order (docs/model.md §8.4); a copy, since closing may
+  // create none but the vector must not be iterated while Step appends to
+  // it.
   std::vector<core::JoinSetId> join_sets = state_->created_join_sets();
   for (auto it = join_sets.rbegin(); it != join_sets.rend(); ++it) {
     internal::JoinSetState* join_set = state_->FindJoinSet(*it);

@@ -1,13 +1,13 @@
 // WorkflowRun: the replay engine of one run of one workflow execution
-// (reference/obelisk.md §4). Engine-neutral: the native C++ SDK calls it from
+// (docs/model.md §6–§8). Engine-neutral: the native C++ SDK calls it from
 // its awaiters, the WebAssembly host functions from host imports. Every
 // workflow effect goes through one method here; the run matches it against
 // the recorded history and only appends in new territory.
 //
-// Replay (§4.2). The cursor is the first unprocessed history event of the
-// locked execution. Each call produces one or more events (its "keys"); each
-// key is compared with the event under the cursor by kind and payload
-// (schedule *intents*, not resolved times; params structurally):
+// Replay (docs/model.md §6.2). The cursor is the first unprocessed history
+// event of the locked execution. Each call produces one or more events (its
+// "keys"); each key is compared with the event under the cursor by kind and
+// payload (schedule *intents*, not resolved times; params structurally):
 //   match            → the event becomes processed; its recorded outcome is
 //                      returned; nothing is written;
 //   no event left    → new territory: the event is appended (version-fenced)
@@ -20,19 +20,20 @@
 // unreplayed tail. Finish() reports an unreplayed tail as nondeterminism.
 // Indices are kept incrementally, so replaying N events costs O(N).
 //
-// Join sets (§2.13, §4.6). One-off join sets (`o:<k>-<fn>`, `o:<k>-sleep`)
-// back direct calls and sleeps and are awaited at once. Named (`n:<name>`)
-// and generated (`g:<k>`) ones are handles the guest passes back. A JoinNext
-// consumes the responses of its join set in arrival order. Closing (explicit
-// CloseJoinSet, or Finish for every open set in reverse creation order)
-// cancels unawaited activities and delays, leaves child workflows running,
-// and emits one JoinNext{closing} per unawaited submission, blocking until
-// each response is in. A closed join set rejects submissions
-// (kConstraintViolation). A workflow that fails for good (ToWorkerResult
-// of a fatal interruption, Trap) cancels the unawaited activities and
-// delays of all its join sets the same way, without closing JoinNexts.
+// Join sets (docs/model.md §8). One-off join sets (`o:<k>-<fn>`,
+// `o:<k>-sleep`) back direct calls and sleeps and are awaited at once. Named
+// (`n:<name>`) and generated (`g:<k>`) ones are handles the guest passes
+// back. A JoinNext consumes the responses of its join set in arrival order.
+// Closing (explicit CloseJoinSet, or Finish for every open set in reverse
+// creation order) cancels unawaited activities and delays, leaves child
+// workflows running, and emits one JoinNext{closing} per unawaited
+// submission, blocking until each response is in. A closed join set
+// rejects submissions (kConstraintViolation). A workflow that fails for good
+// (ToWorkerResult of a fatal interruption, Trap) cancels the unawaited
+// activities and delays of all its join sets the same way, without closing
+// JoinNexts.
 //
-// Blocking (§4.3). When a JoinNext has no response yet:
+// Blocking (docs/model.md §7). When a JoinNext has no response yet:
 //   kInterrupt  the JoinNext is written with run_expires_at = now and the
 //               call returns Interruption kBlocked: the run ends writing
 //               nothing more (DbUpdatedByWorkerOrWatcher); the response
@@ -65,15 +66,16 @@
 // A lost cache (crash) is harmless: the next run replays to the same point
 // and writes the same events (ids are deterministic, stubs idempotent).
 //
-// Other choices where the reference leaves room: a JoinNext whose response
-// is already known carries the lock's expiry as its lease under both
-// strategies (the run continues, so it keeps its lease); children and
-// scheduled executions are created with empty metadata; one-off join set
-// names replace characters a join set name may not hold ('_') by '-'.
+// Other choices where Obelisk's model leaves room (docs/model.md §12): a
+// JoinNext whose response is already known carries the lock's expiry as its
+// lease under both strategies (the run continues, so it keeps its lease);
+// children and scheduled executions are created with empty metadata;
+// one-off join set names replace characters a join set name may not hold
+// ('_') by '-'.
 //
-// Randomness (§4.5): xoshiro256** seeded through splitmix64 from
-// ExecutionId::RandomSeed() (workflow_prng.h). Values are Persist-ed and
-// compared on replay, so the algorithm is part of the replay contract.
+// Randomness (docs/model.md §6.5): xoshiro256** seeded through splitmix64
+// from ExecutionId::RandomSeed() (workflow_prng.h). Values are Persist-ed
+// and compared on replay, so the algorithm is part of the replay contract.
 // Scheduled executions get ids from the same generator.
 //
 // Errors. A call returns Interruption when the guest must stop now: the
@@ -394,7 +396,7 @@ class WorkflowRun {
   // A fatal interruption ends the workflow for good, so first (best
   // effort, database only) its cached events are written and its unawaited
   // activities and delays cancelled, as closing its join sets would
-  // (reference §4.6; Obelisk 0.35 closes join sets on fatal errors too);
+  // (docs/model.md §8.5; Obelisk 0.35 closes join sets on fatal errors too);
   // child workflows keep running. kCancelled (the executor stopping the
   // run) is not a failure of the workflow and cancels nothing; neither do
   // the non-fatal kinds (a kDbError writes nothing at all).

@@ -1,5 +1,5 @@
-// Cancellation reaching what a workflow leaves behind (reference/obelisk.md
-// §2.11, §4.6): a join-set close stops a running activity of this process
+// Cancellation reaching what a workflow leaves behind (docs/model.md §8.4,
+// §8.5, §9.1): a join-set close stops a running activity of this process
 // at once (its token fires through the CancelRegistry), and a workflow that
 // fails permanently cancels its unawaited activities and delays. Every
 // backend, both blocking strategies, the real executor and watcher on a

@@ -1,9 +1,9 @@
-// More scenarios of reference/obelisk.md §6.2 (workflow worker / event
-// history) that need no WASM: stubs racing delays in one join set, join
-// sets closed in scope, a stub of an execution that does not exist, a sleep
-// surviving an executor restart, and the determinism of closing many join
-// sets. Every backend, both blocking strategies, the real executor and
-// watcher on a ManualClock.
+// More scenarios of the workflow worker and its event history
+// (docs/model.md §6–§9) that need no WASM: stubs racing delays in one join
+// set, join sets closed in scope, a stub of an execution that does not
+// exist, a sleep surviving an executor restart, and the determinism of
+// closing many join sets. Every backend, both blocking strategies, the real
+// executor and watcher on a ManualClock.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

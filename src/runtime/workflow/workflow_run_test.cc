@@ -1,6 +1,6 @@
-// Scenarios of reference/obelisk.md §6.2 (workflow worker / event history)
-// that need no WASM, on every backend and under both blocking strategies,
-// driven through the real executor and watcher on a ManualClock.
+// Scenarios of the workflow worker and its event history (docs/model.md
+// §6–§8) that need no WASM, on every backend and under both blocking
+// strategies, driven through the real executor and watcher on a ManualClock.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -355,6 +355,49 @@ TEST_P(WorkflowRunTest, ChildParamsOverTheLimitEndTheWorkflow) {
       EXPECT_FALSE(std::holds_alternative<core::HistorySchedule>(event));
     }
     EXPECT_EQ(requests, 1u) << "only the child within the limit";
+  }
+}
+
+// Children and scheduled executions a workflow creates are type-checked
+// against the callee's declared params, as submissions are: a mismatch
+// ends the workflow naming the function and the offending param, and
+// nothing is created (a u64 activity called with a string once ran as 0).
+TEST_P(WorkflowRunTest, ChildParamsOfTheWrongTypeEndTheWorkflow) {
+  for (const std::string verb : {"submit", "call", "schedule"}) {
+    SCOPED_TRACE(verb);
+    TestEnv env(std::get<0>(GetParam()), TestOptions(std::get<1>(GetParam())),
+                [verb](WorkflowRun& run) {
+                  const core::Json good = core::Json::array({7});
+                  const core::Json bad = core::Json::array({"not a number"});
+                  WF_TRY(auto js, run.CreateJoinSet());
+                  WF_TRY(auto fits, run.SubmitChild(js, ActivityFfqn(), good));
+                  if (verb == "submit") {
+                    WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), bad));
+                  } else if (verb == "call") {
+                    WF_TRY(auto result, run.Call(ActivityFfqn(), bad));
+                  } else {
+                    WF_TRY(auto id, run.Schedule(core::HistoryEventScheduleAt::Now(),
+                                                 ActivityFfqn(), bad));
+                  }
+                  return run.Finish(OkValue("created it"));
+                });
+    core::FunctionSignature signature{ActivityFfqn(), {}, std::nullopt};
+    signature.params.push_back({"n", *core::TypeDesc::Parse("u64")});
+    env.DeclareActivitySignature(std::move(signature));
+    const core::ExecutionId id = core::ExecutionId::Generate();
+    env.CreateWorkflow(id);
+    ASSERT_TRUE(env.RunToCompletion(id));
+    const auto* error =
+        std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
+    ASSERT_NE(error, nullptr);
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("do not match its declared types"));
+    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr(ActivityFfqn().ToString()));
+    size_t requests = 0;
+    for (const auto& event : env.History(id)) {
+      requests += std::holds_alternative<core::HistoryJoinSetRequest>(event) ? 1 : 0;
+      EXPECT_FALSE(std::holds_alternative<core::HistorySchedule>(event));
+    }
+    EXPECT_EQ(requests, 1u) << "only the well-typed child";
   }
 }
 

@@ -252,6 +252,12 @@ void TestEnv::Round() {
   Must(watcher_->TickForTest(now));
 }
 
+void TestEnv::DeclareActivitySignature(core::FunctionSignature signature) {
+  registry_.Add(ActivityFfqn(),
+                {core::ComponentId::DummyActivity(), FunctionKind::kActivity,
+                 std::make_shared<const core::FunctionSignature>(std::move(signature))});
+}
+
 void TestEnv::SpawnWorkflows() { Must(workflows_->SpawnForTest(clock_->Now())); }
 
 void TestEnv::TickActivities() { Must(activities_->TickForTest(clock_->Now())); }

@@ -67,6 +67,9 @@ class TestEnv {
   const FunctionRegistry& registry() const { return registry_; }
   const WorkflowRunOptions& options() const { return options_; }
   storage::DbPool& pool() { return *pool_; }
+  // Declares the parameter and return types of the activity function
+  // ActivityFfqn. REQUIRES: before the first Round.
+  void DeclareActivitySignature(core::FunctionSignature signature);
 
   // Creates a top-level execution of WorkflowFfqn at the clock's now.
   void CreateWorkflow(const core::ExecutionId& id, core::Json params = core::Json::array());

@@ -45,7 +45,7 @@ Version ExecutionJournal::next_version() const {
 }
 
 Result<void, DbErrorWrite> ExecutionJournal::Append(Version version, const AppendRequest& req) {
-  // Order of the checks follows the append rules of §2.6: the request shape,
+  // Order of the checks follows docs/model.md §4.2: the request shape,
   // then "already finished", then the version (the fencing token), then the
   // event-specific lock rules.
   if (std::holds_alternative<core::Created>(req.event)) {

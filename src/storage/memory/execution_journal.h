@@ -1,6 +1,6 @@
 // ExecutionJournal: the event log of one execution, its responses and its
 // materialised PendingState, in memory. The pending state is updated event by
-// event exactly as the transition table of reference/obelisk.md §2.6 says,
+// event exactly as the transition table of docs/model.md §4.3 says,
 // the way the SQL backends update `t_state`, so that the memory backend can
 // serve as the oracle in differential tests.
 //

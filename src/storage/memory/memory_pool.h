@@ -3,7 +3,7 @@
 // Deliberately simple and obviously correct rather than fast: a journal per
 // execution, every operation one critical section under a single mutex, and
 // the pending state moved event by event exactly as the transition table of
-// reference/obelisk.md §2.6 says. It is the oracle of the differential
+// docs/model.md §4.3 says. It is the oracle of the differential
 // tests and the fake behind executor unit tests; nothing is persisted.
 //
 // Threading: thread-safe; connections may be used from any thread.

@@ -1,6 +1,6 @@
 // The journal inside a write transaction (PostgreSQL): appending events
 // and responses, creating executions, keeping t_state equal to the pending
-// state prescribed by reference/obelisk.md §2.6. Same checks in the same
+// state prescribed by docs/model.md §4.3. Same checks in the same
 // order as storage/sqlite/journal_tx.h; every check comes before anything
 // is written.
 //

@@ -1,5 +1,5 @@
-// Wake-ups of the PostgreSQL backend (reference/obelisk.md §3.3), in and
-// across processes.
+// Wake-ups of the PostgreSQL backend (docs/model.md §10,
+// docs/postgres.md "Notifications"), in and across processes.
 //
 // Every write transaction collects its notices (new pending work, a new
 // response, a finished execution); after it commits they are fanned out

@@ -1,6 +1,6 @@
 // The journal inside a write transaction: appending events and responses,
 // creating executions, and keeping t_state equal to the pending state the
-// transition table of reference/obelisk.md §2.6 prescribes. Every function
+// transition table of docs/model.md §4.3 prescribes. Every function
 // validates before it writes, and the writer's per-operation SAVEPOINT
 // discards partial writes of an operation that fails later.
 //

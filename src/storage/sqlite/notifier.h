@@ -1,4 +1,4 @@
-// In-process wake-ups of the SQLite backend (reference/obelisk.md §3.3).
+// In-process wake-ups of the SQLite backend (docs/model.md §10).
 //
 // Write operations collect Notifications while they run; the writer thread
 // hands them to Notifier::Notify only after the COMMIT that made them true

@@ -2,7 +2,7 @@
 //
 //  - Instants: INTEGER microseconds since the Unix epoch.
 //  - Ids, ffqns, join set ids: their display strings; digests: 32-byte BLOBs.
-//  - Events: core::ToJson(ExecutionRequest) text (reference/obelisk.md §2.17).
+//  - Events: core::ToJson(ExecutionRequest) text (docs/model.md §3.7).
 //  - t_state: which nullable columns are set is a strict function of
 //    `state`, and the decoder rejects any other combination:
 //      pending_at           pending_expires_finished = scheduled_at;

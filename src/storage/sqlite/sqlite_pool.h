@@ -1,7 +1,8 @@
 // SqlitePool: the embedded default storage backend — one SQLite file in WAL
 // mode, serving every role of the storage contract (storage/db_pool.h).
 //
-// Design (reference/obelisk.md §3.1–§3.3):
+// Design (Obelisk's single-writer SQLite backend; notifications as in
+// docs/model.md §10):
 //  - Exactly one write connection, owned by one writer thread. Every write
 //    is a logical operation submitted to a bounded queue. The thread opens
 //    `BEGIN IMMEDIATE`, runs the first operation and every operation already

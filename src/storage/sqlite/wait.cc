@@ -1,5 +1,5 @@
-// Notification-based waits of the SQLite backend (reference/obelisk.md
-// §3.3). Each registers its waiter before checking the database on a read
+// Notification-based waits of the SQLite backend (docs/model.md §10).
+// Each registers its waiter before checking the database on a read
 // connection, so a commit lands either before the check's snapshot (and is
 // seen) or after the registration (and notifies it: Notify runs after the
 // COMMIT). Every wait is bounded by its WaitOptions.

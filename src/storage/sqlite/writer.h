@@ -1,6 +1,7 @@
 // Writer: the one thread that owns the write connection, and the group
-// commit it performs (reference/obelisk.md §3.2, with per-operation
-// savepoints instead of Obelisk 0.34's "commit whatever an op wrote").
+// commit it performs (as in Obelisk's SQLite backend, with per-operation
+// savepoints instead of Obelisk 0.34's "commit whatever an op wrote";
+// docs/model.md §12).
 //
 // Callers submit a WriteOp to a bounded queue and block until it completes.
 // The thread takes the first op, runs `BEGIN IMMEDIATE`, then runs that op

@@ -141,7 +141,7 @@ std::vector<std::string> CheckLog(const ExecutionLog& log) {
   const auto size = static_cast<Version::Type>(log.events.size());
   const bool finished = std::holds_alternative<core::Finished>(log.events.back().event);
   // next_version is the version of the next append; once Finished it stops
-  // advancing (the seed leaves it at the Finished event's version).
+  // advancing (Obelisk leaves it at the Finished event's version).
   if (finished ? (log.next_version != Version(size - 1) && log.next_version != Version(size))
                : log.next_version != Version(size)) {
     problems.push_back(Where(log) + "next_version " + log.next_version.ToString() + " with " +

@@ -1,6 +1,6 @@
 // Whole-store consistency checks shared by the stress tests: the shape of
-// each execution log, the pending state it implies (reference/obelisk.md
-// §2.6, computed here independently of any backend), parent/child response
+// each execution log, the pending state it implies (docs/model.md §4.3,
+// computed here independently of any backend), parent/child response
 // bookkeeping, and a differential replay through the in-memory reference
 // backend.
 //

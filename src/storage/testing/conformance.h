@@ -1,6 +1,6 @@
-// The backend-agnostic storage conformance suite (reference/aesthetics.md
-// §3.5): one set of tests, written only against the abstract storage
-// interfaces, run against every backend listed by ConformanceBackends().
+// The backend-agnostic storage conformance suite (docs/model.md §11): one
+// set of tests, written only against the abstract storage interfaces, run
+// against every backend listed by ConformanceBackends().
 //
 // Each test gets a fresh pool opened in a fresh scratch directory, which is
 // removed afterwards. Test names carry the backend name, e.g.

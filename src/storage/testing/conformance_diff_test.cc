@@ -1,8 +1,8 @@
-// Differential test (reference/obelisk.md §6.1, aesthetics §3.5): seeded
-// random sequences of appends, locks and responses are applied in lockstep
-// to the backend under test and to the reference model (the "memory"
-// backend of the registry); every call must succeed or fail alike and the
-// resulting execution logs, pending states and live timers must be equal.
+// Differential test (docs/model.md §11): seeded random sequences of
+// appends, locks and responses are applied in lockstep to the backend under
+// test and to the reference model (the "memory" backend of the registry);
+// every call must succeed or fail alike and the resulting execution logs,
+// pending states and live timers must be equal.
 //
 // Seed and count come from STELE_TEST_SEED / STELE_TEST_SEED_NUM (defaults
 // below); a failure prints the seed and the operations that led to it.

@@ -1,7 +1,7 @@
 // FaultyDbPool: a DbPool decorator that makes chosen storage calls fail, for
 // testing that the executor, the expired-timers watcher and workflows keep
-// their guarantees when the database misbehaves (reference/aesthetics.md
-// §3.5 "Fault injection", after LevelDB's ErrorEnv over EnvWrapper).
+// their guarantees when the database misbehaves (docs/model.md §11, after
+// LevelDB's ErrorEnv over EnvWrapper).
 //
 // Every connection the pool hands out wraps the inner pool's connection of
 // the same role and forwards each call, unless the fault plan says the call

@@ -110,23 +110,28 @@ server::ServerImpl& Server() {
     act.component_id = core::ComponentId::DummyActivity();
     act.kind = runtime::workflow::FunctionKind::kActivity;
     act.functions.push_back(Signature("fuzz:app/api.act", {{"x", "string"}}, "string"));
-    for (auto* c : {&wf, &act}) {
-      for (const auto& f : c->functions) {
-        impl->registry.Add(f.ffqn, {c->component_id, c->kind});
-        impl->signatures.emplace(f.ffqn, f);
-      }
-      impl->components.push_back(*c);
-    }
-
     storage::sqlite::SqliteOptions options;
     options.path = *impl->config.database.sqlite;
     options.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
     auto pool = storage::sqlite::SqlitePool::Open(options);
     FUZZ_CHECK(pool.has_value());
     impl->pool = std::move(*pool);
-    auto api = impl->pool->ExternalApiConn();
-    FUZZ_CHECK(api.has_value());
-    impl->api = std::move(*api);
+    service::ServiceOptions service_options;
+    service_options.pool = impl->pool;
+    service_options.clock = impl->clock;
+    service_options.max_list_length = impl->config.api.max_list_length;
+    auto service = service::ExecutionService::Create(service_options);
+    FUZZ_CHECK(service.has_value());
+    impl->service = std::move(*service);
+    for (auto* c : {&wf, &act}) {
+      service::ComponentSpec spec;
+      spec.component_id = c->component_id;
+      spec.kind = c->kind;
+      for (const auto& f : c->functions) spec.functions.push_back(f.ffqn);
+      spec.signatures = c->functions;
+      FUZZ_CHECK(impl->service->AddComponent(std::move(spec)).has_value());
+      impl->components.push_back(*c);
+    }
     server::InstallRoutes(*impl, impl->http);
     return impl;
   }();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 
 namespace stele {

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 
 namespace stele {

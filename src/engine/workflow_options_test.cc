@@ -13,7 +13,7 @@
 
 #include "base/clock.h"
 #include "core/execution_event.h"
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 
 namespace stele {

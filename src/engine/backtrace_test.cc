@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/ids.h"
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 #include "storage/requests.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/ids.h"
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 #include "storage/db_external_api.h"
 #include "storage/sqlite/sqlite_pool.h"

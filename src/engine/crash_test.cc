@@ -21,7 +21,7 @@
 
 #include "core/execution_event.h"
 #include "core/ids.h"
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "storage/sqlite/sqlite_pool.h"
 
 namespace stele {

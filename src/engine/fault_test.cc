@@ -28,7 +28,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/native/sdk_test_util.h"
+#include "engine/sdk_test_util.h"
 #include "stele/stele.h"
 #include "storage/check/consistency_check.h"
 #include "storage/sqlite/sqlite_pool.h"

@@ -1,0 +1,378 @@
+// Engine: libstele's face (stele/engine.h) over the execution service
+// (service/execution_service.h). It opens the storage (SQLite unless the
+// caller gives a pool), turns registrations into the service's components
+// — one per group of workflows with equal lease and backoff, one per group
+// of activities with equal options, one for the stubs — and translates
+// every other call, and the service's errors, one to one.
+#include "stele/engine.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "base/clock.h"
+#include "core/component_id.h"
+#include "core/function_fqn.h"
+#include "runtime/native/activity_worker.h"
+#include "runtime/native/result_convert.h"
+#include "runtime/native/workflow_worker.h"
+#include "service/execution_service.h"
+#include "service/parse.h"
+#include "storage/db_pool.h"
+#include "storage/sqlite/sqlite_pool.h"
+
+namespace stele {
+
+namespace {
+
+namespace wf = runtime::workflow;
+using runtime::native::NativeActivity;
+
+std::string GroupName(const ActivityOptions& o) {
+  // Component names allow [A-Za-z0-9_-]: the options spelt out make a stable
+  // name, so a restarted engine locks by the same component.
+  return "native_activities_r" + std::to_string(o.max_retries) + "_b" +
+         std::to_string(o.backoff.count()) + "_t" + std::to_string(o.timeout.count()) +
+         (o.retry_on_err ? "_e" : "_n");
+}
+
+// Workflows whose runs are leased and retried alike share one executor and
+// one component. The engine-wide settings keep the name every workflow had
+// before per-workflow options, so databases written then stay consistent.
+std::string WorkflowGroupName(const EngineOptions& engine, std::chrono::milliseconds lock_expiry,
+                              std::chrono::milliseconds retry_backoff) {
+  if (lock_expiry == engine.workflow_lock_expiry &&
+      retry_backoff == engine.workflow_retry_backoff) {
+    return "native_workflows";
+  }
+  return "native_workflows_l" + std::to_string(lock_expiry.count()) + "_b" +
+         std::to_string(retry_backoff.count());
+}
+
+// The replay settings of one workflow's runs: its own where set, the
+// engine's otherwise.
+wf::WorkflowRunOptions RunOptions(const EngineOptions& engine, const WorkflowOptions& workflow) {
+  wf::WorkflowRunOptions run;
+  run.lock_extension = workflow.lock_expiry.value_or(engine.workflow_lock_expiry);
+  const bool await = workflow.blocking_strategy
+                         ? *workflow.blocking_strategy == BlockingStrategy::kAwait
+                         : engine.workflow_keep_warm;
+  run.blocking_strategy = await ? wf::BlockingStrategy::kAwait : wf::BlockingStrategy::kInterrupt;
+  run.max_warm_wait = workflow.max_warm_wait ? workflow.max_warm_wait : engine.max_warm_wait;
+  run.non_blocking_event_batching =
+      workflow.non_blocking_event_batching.value_or(engine.workflow_event_batching);
+  run.max_events_per_run = workflow.max_events_per_run.value_or(engine.workflow_max_events_per_run);
+  run.max_params_bytes = engine.max_params_bytes;
+  return run;
+}
+
+Result<void, Error> CheckWorkflowOptions(const WorkflowOptions& o) {
+  if (o.lock_expiry && o.lock_expiry->count() <= 0) {
+    return Unexpected(Error::InvalidArgument("WorkflowOptions::lock_expiry must be positive, got " +
+                                             std::to_string(o.lock_expiry->count()) + " ms"));
+  }
+  if (o.retry_backoff && o.retry_backoff->count() < 0) {
+    return Unexpected(
+        Error::InvalidArgument("WorkflowOptions::retry_backoff must not be negative, got " +
+                               std::to_string(o.retry_backoff->count()) + " ms"));
+  }
+  if (o.max_warm_wait && o.max_warm_wait->count() < 0) {
+    return Unexpected(
+        Error::InvalidArgument("WorkflowOptions::max_warm_wait must not be negative, got " +
+                               std::to_string(o.max_warm_wait->count()) + " ms"));
+  }
+  return {};
+}
+
+core::ComponentId Component(core::ComponentType type, std::string name) {
+  return core::ComponentId{type, std::move(name), core::InputContentDigest()};
+}
+
+DateTime ToDateTime(std::chrono::system_clock::time_point t) {
+  return std::chrono::time_point_cast<std::chrono::microseconds>(t);
+}
+
+Error ToError(const service::ServiceError& e) {
+  using Kind = service::ServiceError::Kind;
+  switch (e.kind) {
+    case Kind::kInvalidArgument: return Error::InvalidArgument(e.message);
+    case Kind::kNotFound: return Error::NotFound(e.message);
+    case Kind::kConflict: return Error::Conflict(e.message);
+    case Kind::kFailedPrecondition:
+    case Kind::kCancelled: return Error::FailedPrecondition(e.message);
+    case Kind::kTimeout: return Error::Timeout(e.message);
+    case Kind::kUnavailable: return Error::Storage(e.message);
+  }
+  return Error::Storage(e.message);
+}
+
+template <class T>
+Result<T, Error> Translate(Result<T, service::ServiceError> result) {
+  if (!result) return Unexpected(ToError(result.error()));
+  if constexpr (std::is_void_v<T>) {
+    return {};
+  } else {
+    return std::move(*result);
+  }
+}
+
+CancelOutcome ToPublic(service::CancelOutcome outcome) {
+  return outcome == service::CancelOutcome::kCancelled ? CancelOutcome::kCancelled
+                                                       : CancelOutcome::kAlreadyFinished;
+}
+
+// The service's settings from the engine's: the same defaults (docs/sdk.md).
+service::ServiceOptions ToServiceOptions(const EngineOptions& o,
+                                         std::shared_ptr<storage::DbPool> pool) {
+  service::ServiceOptions s;
+  s.pool = std::move(pool);
+  s.clock = o.clock;
+  s.batch_size = o.batch_size;
+  s.tick_sleep = o.tick_sleep;
+  s.workflow_lock_expiry = o.workflow_lock_expiry;
+  s.activity_lock_expiry_setting = "ActivityOptions::timeout";
+  s.workflow_lock_expiry_setting =
+      "WorkflowOptions::lock_expiry, else EngineOptions::workflow_lock_expiry";
+  s.workflow_retry_backoff = o.workflow_retry_backoff;
+  s.max_concurrency = o.max_concurrency;
+  s.max_workflow_concurrency = o.max_workflow_concurrency;
+  s.eager_dispatch = o.eager_dispatch;
+  s.result_handoff = o.result_handoff;
+  s.workflow_run = RunOptions(o, WorkflowOptions{});
+  s.start_watcher = o.start_watcher;
+  s.watcher_tick = o.watcher_tick;
+  s.watcher_leeway = o.watcher_leeway;
+  s.max_params_bytes = o.max_params_bytes;
+  s.max_list_length = ListOptions::kMaxLimit;
+  return s;
+}
+
+}  // namespace
+
+class Engine::Impl {
+ public:
+  EngineOptions options;
+  std::shared_ptr<storage::DbPool> pool;
+  bool owns_pool = false;
+  std::unique_ptr<service::ExecutionService> service;
+
+  // The registered functions by group (one component each). The worker
+  // factories share these maps and read them at Start, when registration
+  // is closed.
+  using Workflows = std::map<core::FunctionFqn, runtime::native::NativeWorkflow>;
+  using Activities = std::vector<NativeActivity>;
+  std::map<std::string, std::shared_ptr<Workflows>> workflow_groups;
+  std::map<std::string, std::shared_ptr<Activities>> activity_groups;
+  bool stubs_added = false;
+
+  std::mutex mu;  // guards `started` against concurrent calls
+  bool started = false;
+
+  ~Impl() {
+    if (service) service->Stop();
+    service.reset();
+    if (owns_pool && pool) pool->Close();
+  }
+
+  // The ffqn of a new registration. Errors: malformed, after Start.
+  Result<core::FunctionFqn, Error> ParseNew(std::string_view text) {
+    auto ffqn = service::internal::ParseFfqn(text);
+    if (!ffqn) return Unexpected(ToError(ffqn.error()));
+    std::lock_guard lock(mu);
+    if (started) {
+      return Unexpected(Error::FailedPrecondition("cannot register `" + std::string(text) +
+                                                  "`: the engine has started"));
+    }
+    if (service->registry().Find(*ffqn)) {
+      return Unexpected(Error::Conflict("`" + std::string(text) + "` is registered already"));
+    }
+    return std::move(*ffqn);
+  }
+
+  // Adds `ffqn` to the component `spec` describes: the component itself
+  // the first time (`is_new`), one more function of it afterwards.
+  Result<void, Error> AddToComponent(bool is_new, service::ComponentSpec spec,
+                                     core::FunctionFqn ffqn) {
+    if (is_new) {
+      spec.functions.push_back(std::move(ffqn));
+      return Translate(service->AddComponent(std::move(spec)));
+    }
+    return Translate(service->AddFunction(spec.component_id, std::move(ffqn), std::nullopt));
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>, Error> Engine::Open(EngineOptions options) {
+  auto impl = std::make_unique<Impl>();
+  if (options.pool) {
+    impl->pool = options.pool;
+  } else {
+    storage::sqlite::SqliteOptions sqlite;
+    sqlite.path = options.sqlite_path;
+    sqlite.synchronous = options.sqlite_synchronous_full
+                             ? storage::sqlite::SqliteOptions::Synchronous::kFull
+                             : storage::sqlite::SqliteOptions::Synchronous::kNormal;
+    auto pool = storage::sqlite::SqlitePool::Open(sqlite);
+    if (!pool) {
+      return Unexpected(Error::Storage("cannot open SQLite database `" + options.sqlite_path +
+                                       "`: " + pool.error().ToString()));
+    }
+    impl->pool = std::shared_ptr<storage::DbPool>(std::move(*pool));
+    impl->owns_pool = true;
+  }
+  if (!options.clock) options.clock = SystemClock::Shared();
+  auto service = service::ExecutionService::Create(ToServiceOptions(options, impl->pool));
+  if (!service) return Unexpected(ToError(service.error()));
+  impl->service = std::move(*service);
+  impl->options = std::move(options);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn, WorkflowFn fn,
+                                             WorkflowOptions options) {
+  if (!fn) return Unexpected(Error::InvalidArgument("workflow function is empty"));
+  return RegisterWorkflow(ffqn, runtime::native::AdaptOkOnly(std::move(fn)), options);
+}
+
+Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, WorkflowFnWithErr fn,
+                                             WorkflowOptions options) {
+  if (!fn) return Unexpected(Error::InvalidArgument("workflow function is empty"));
+  STELE_TRY(CheckWorkflowOptions(options));
+  STELE_ASSIGN_OR_RETURN(auto ffqn, impl_->ParseNew(ffqn_text));
+  const EngineOptions& engine = impl_->options;
+  const auto lock_expiry = options.lock_expiry.value_or(engine.workflow_lock_expiry);
+  const auto retry_backoff = options.retry_backoff.value_or(engine.workflow_retry_backoff);
+  const std::string name = WorkflowGroupName(engine, lock_expiry, retry_backoff);
+  auto& group = impl_->workflow_groups[name];
+  const bool is_new = group == nullptr;
+  if (is_new) group = std::make_shared<Impl::Workflows>();
+  service::ComponentSpec spec;
+  spec.component_id = Component(core::ComponentType::kWorkflowNative, name);
+  spec.kind = wf::FunctionKind::kWorkflow;
+  spec.executor.lock_expiry = lock_expiry;
+  spec.executor.retry_backoff = retry_backoff;
+  spec.make_worker = [workflows = group](const service::WorkerEnv& env)
+      -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    auto conn = env.pool->Connection();
+    if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
+    return std::shared_ptr<executor::Worker>(std::make_shared<runtime::native::NativeWorkflowWorker>(
+        *workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), env.clock,
+        env.registry, env.dispatch, env.handoff, env.cancels));
+  };
+  STELE_TRY(impl_->AddToComponent(is_new, std::move(spec), ffqn));
+  group->emplace(std::move(ffqn),
+                 runtime::native::NativeWorkflow{std::move(fn), RunOptions(engine, options),
+                                                 engine.store_backtraces});
+  return {};
+}
+
+Result<void, Error> Engine::RegisterActivity(std::string_view ffqn_text, ActivityFn fn,
+                                             ActivityOptions options) {
+  if (!fn) return Unexpected(Error::InvalidArgument("activity function is empty"));
+  if (options.timeout.count() <= 0) {
+    return Unexpected(Error::InvalidArgument("activity timeout must be positive"));
+  }
+  STELE_ASSIGN_OR_RETURN(auto ffqn, impl_->ParseNew(ffqn_text));
+  const std::string name = GroupName(options);
+  auto& group = impl_->activity_groups[name];
+  const bool is_new = group == nullptr;
+  if (is_new) group = std::make_shared<Impl::Activities>();
+  service::ComponentSpec spec;
+  spec.component_id = Component(core::ComponentType::kActivityNative, name);
+  spec.kind = wf::FunctionKind::kActivity;
+  spec.executor.lock_expiry = options.timeout;
+  spec.executor.max_retries = options.max_retries;
+  spec.executor.retry_backoff = options.backoff;
+  spec.make_worker = [activities = group, options](const service::WorkerEnv&)
+      -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    return std::shared_ptr<executor::Worker>(
+        std::make_shared<runtime::native::NativeActivityWorker>(*activities, options));
+  };
+  STELE_TRY(impl_->AddToComponent(is_new, std::move(spec), ffqn));
+  group->push_back(NativeActivity{std::move(ffqn), std::move(fn)});
+  return {};
+}
+
+Result<void, Error> Engine::RegisterStub(std::string_view ffqn_text) {
+  STELE_ASSIGN_OR_RETURN(auto ffqn, impl_->ParseNew(ffqn_text));
+  service::ComponentSpec spec;
+  spec.component_id = Component(core::ComponentType::kActivityStub, "native_stubs");
+  spec.kind = wf::FunctionKind::kActivityStub;
+  STELE_TRY(impl_->AddToComponent(!impl_->stubs_added, std::move(spec), std::move(ffqn)));
+  impl_->stubs_added = true;
+  return {};
+}
+
+Result<void, Error> Engine::Start() {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->started) return Unexpected(Error::FailedPrecondition("the engine was started before"));
+  STELE_TRY(Translate(impl_->service->Start()));
+  impl_->started = true;
+  return {};
+}
+
+void Engine::Stop() { impl_->service->Stop(); }
+
+Result<std::string, Error> Engine::Submit(std::string_view ffqn, Json params,
+                                          SubmitOptions options) {
+  service::SubmitRequest request;
+  request.ffqn = std::string(ffqn);
+  request.params = std::move(params);
+  request.execution_id = std::move(options.execution_id);
+  if (options.scheduled_at) request.scheduled_at = ToDateTime(*options.scheduled_at);
+  STELE_ASSIGN_OR_RETURN(auto submitted, Translate(impl_->service->Submit(request)));
+  return submitted.execution_id.ToString();
+}
+
+Result<ExecutionStatus, Error> Engine::GetStatus(std::string_view execution_id) {
+  STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->Get(execution_id)));
+  return ExecutionStatus{info.execution_id.ToString(), info.ffqn.ToString(),
+                         std::string(info.pending_state.StateName()),
+                         info.pending_state.ToString(), info.pending_state.IsFinished()};
+}
+
+Result<ExecutionResult, Error> Engine::WaitForResult(std::string_view execution_id,
+                                                     std::chrono::milliseconds timeout) {
+  STELE_ASSIGN_OR_RETURN(auto result,
+                         Translate(impl_->service->WaitForResult(execution_id, timeout)));
+  return runtime::native::ToPublic(result);
+}
+
+Result<CancelOutcome, Error> Engine::Cancel(std::string_view id) {
+  STELE_ASSIGN_OR_RETURN(auto outcome, Translate(impl_->service->Cancel(id)));
+  return ToPublic(outcome);
+}
+
+Result<void, Error> Engine::Stub(std::string_view execution_id, ExecutionResult result) {
+  return Translate(impl_->service->Stub(execution_id, runtime::native::ToCore(result)));
+}
+
+Result<ListPage, Error> Engine::List(const ListOptions& options) {
+  service::ListQuery query;
+  query.ffqn = options.ffqn;
+  query.top_level_only = options.top_level_only;
+  query.limit = options.limit;
+  query.cursor = options.cursor;
+  query.direction = options.direction == ListDirection::kNewer ? service::ListDirection::kNewer
+                                                               : service::ListDirection::kOlder;
+  STELE_ASSIGN_OR_RETURN(auto rows, Translate(impl_->service->List(query)));
+  ListPage page;
+  page.executions.reserve(rows.executions.size());
+  for (const auto& row : rows.executions) {
+    page.executions.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
+                                              std::string(row.pending_state.StateName()),
+                                              row.pending_state.ToString(),
+                                              row.pending_state.IsFinished()});
+  }
+  if (rows.next_cursor) page.next_cursor = rows.next_cursor->ToString();
+  return page;
+}
+
+Result<uint32_t, Error> Engine::FireExpiredTimersForTest(std::chrono::system_clock::time_point at) {
+  return Translate(impl_->service->FireExpiredTimersForTest(ToDateTime(at)));
+}
+
+}  // namespace stele

@@ -1,0 +1,259 @@
+// ExecutionService: every use case of Stele, written once, below both
+// faces. The HTTP API (src/server) and libstele's Engine
+// (src/runtime/native) only translate their inputs into these calls and
+// the results back (docs/architecture.md): the same checks, defaults and
+// messages reach a user whichever face they use.
+//
+// It is also the one composition root of the runtime: given the
+// components to serve (service/component.h) it owns the function registry,
+// starts one executor::ExecTask per component with a worker, the
+// expired-timers watcher, and the state they share (concurrency limits,
+// the cancel registry, eager dispatch, result hand-off).
+//
+// Lifecycle: Create → AddComponent / AddFunction → Start → use cases →
+// Stop (or destroy). Use cases work before Start (a submission waits
+// pending until an executor serves it) and after Stop (reads; writes go to
+// the database, nothing runs).
+//
+// Inputs are the faces' text (ids, ffqns, digests) and JSON; the service
+// parses and validates them, so every face reports malformed input alike.
+// Errors: ServiceError (service_error.h); each method names the kinds it
+// returns, and kUnavailable whenever the database fails.
+//
+// Threading: AddComponent, AddFunction, Start and Stop are called from one
+// controlling thread, AddComponent/AddFunction only before Start. Every use
+// case may be called from any number of threads at any time, concurrently
+// with Start and Stop. Ownership: the service shares the pool and the
+// clock, owns its executors, watcher and connections; Stop (or
+// destruction) joins every thread it started.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/cancellation.h"
+#include "base/result.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/pending_state.h"
+#include "core/return_value.h"
+#include "executor/concurrency_limiter.h"
+#include "executor/exec_task.h"
+#include "executor/expired_timers_watcher.h"
+#include "service/component.h"
+#include "service/service_error.h"
+#include "storage/db_external_api.h"
+
+namespace stele::service {
+
+struct SubmitRequest {
+  std::string ffqn;
+  core::Json params = core::Json::array();  // one element per argument
+  // Caller-chosen top-level id "E_<ULID>"; nullopt: a new one.
+  std::optional<std::string> execution_id;
+  std::optional<DateTime> scheduled_at;  // nullopt: now
+};
+
+struct Submitted {
+  core::ExecutionId execution_id;
+  bool created = true;  // false: the same submission existed already
+};
+
+struct ExecutionInfo {
+  core::ExecutionId execution_id;
+  core::FunctionFqn ffqn;
+  DateTime created_at;
+  DateTime first_scheduled_at;
+  core::InputContentDigest component_digest;
+  core::PendingState pending_state;
+  // Set when the execution is finished.
+  std::optional<core::SupportedFunctionReturnValue> result;
+};
+
+enum class ListDirection {
+  kOlder,  // ids before the cursor (without one: from the newest)
+  kNewer,  // ids after the cursor (without one: from the oldest)
+};
+
+struct ListQuery {
+  std::optional<std::string> ffqn;  // exactly this function
+  std::string ffqn_prefix;          // functions starting with it
+  std::string execution_id_prefix;  // ids starting with it
+  bool top_level_only = true;
+  bool hide_finished = false;
+  uint32_t limit = 20;  // 1..ServiceOptions::max_list_length
+  // Where the page starts (excluded): ListPage::next_cursor of the page
+  // before, with the same filters and direction.
+  std::optional<std::string> cursor;
+  ListDirection direction = ListDirection::kOlder;
+};
+
+struct ListPage {
+  // Newest first in either direction.
+  std::vector<storage::ExecutionWithState> executions;
+  // Present when more executions may follow in `direction`.
+  std::optional<core::ExecutionId> next_cursor;
+};
+
+struct EventsPage {
+  std::vector<core::ExecutionEvent> events;
+  std::optional<core::Version::Type> next_since_version;  // when the page was full
+};
+
+struct ResponsesPage {
+  std::vector<storage::ResponseWithCursor> responses;
+  std::optional<uint32_t> next_cursor;  // when the page was full
+};
+
+// What Cancel did.
+enum class CancelOutcome { kCancelled, kAlreadyFinished };
+
+// An executor the service runs, for monitoring.
+struct ExecutorView {
+  std::string component_name;
+  runtime::workflow::FunctionKind kind;
+  const executor::ExecTask* task;
+};
+
+class ExecutionService {
+ public:
+  // Errors: kInvalidArgument for options out of range (named), kUnavailable
+  // when no connection can be opened.
+  static Result<std::unique_ptr<ExecutionService>, ServiceError> Create(ServiceOptions options);
+  ~ExecutionService();
+  ExecutionService(const ExecutionService&) = delete;
+  ExecutionService& operator=(const ExecutionService&) = delete;
+
+  // --- Composition (before Start) ---------------------------------------
+  // Serves `spec`'s functions. Errors: kFailedPrecondition after Start;
+  // kConflict when a function or the component id is served already.
+  Result<void, ServiceError> AddComponent(ComponentSpec spec);
+  // One more function of a component added before (its worker must export
+  // it). Errors: as AddComponent; kNotFound for an unknown component.
+  Result<void, ServiceError> AddFunction(const core::ComponentId& component_id,
+                                         core::FunctionFqn ffqn,
+                                         std::optional<core::FunctionSignature> signature);
+  // Starts the executors and the watcher. Errors: kFailedPrecondition when
+  // started before, kInvalidArgument from a worker factory (its message),
+  // kUnavailable.
+  Result<void, ServiceError> Start();
+  // Stops the watcher and the executors (their runs are unlocked so nothing
+  // waits for a lease to end) and cancels StopToken. Idempotent.
+  void Stop();
+  // Cancelled by Stop: waits that should end at shutdown pass it.
+  const CancellationToken& StopToken() const { return stop_; }
+
+  // --- Use cases ----------------------------------------------------------
+  // Creates a top-level execution. Idempotent for a caller-chosen id with
+  // the same ffqn and params. Errors: kInvalidArgument (malformed ffqn or
+  // id, a child id, a stub activity, params not an array, over
+  // max_params_bytes or not of the declared types), kNotFound (no
+  // component serves the ffqn), kConflict (the id exists with another ffqn
+  // or other params).
+  Result<Submitted, ServiceError> Submit(const SubmitRequest& request);
+  // Errors: kInvalidArgument, kNotFound.
+  Result<ExecutionInfo, ServiceError> Get(std::string_view execution_id);
+  // The result once finished. Errors: kInvalidArgument, kNotFound (checked
+  // before waiting), kTimeout after `timeout`, kCancelled when `cancel`
+  // fires first.
+  Result<core::SupportedFunctionReturnValue, ServiceError> WaitForResult(
+      std::string_view execution_id, std::chrono::milliseconds timeout,
+      const CancellationToken& cancel = CancellationToken());
+  // Errors: kInvalidArgument (limit, cursor, ffqn, prefixes over 512 bytes).
+  Result<ListPage, ServiceError> List(const ListQuery& query);
+  // Errors: kInvalidArgument (length), kNotFound.
+  Result<EventsPage, ServiceError> Events(std::string_view execution_id, core::Version::Type since,
+                                          uint32_t length);
+  // From the first response, or after `cursor`. Errors: as Events.
+  Result<ResponsesPage, ServiceError> Responses(std::string_view execution_id,
+                                                std::optional<uint32_t> cursor, uint32_t length);
+  // Errors: kInvalidArgument, kNotFound (no execution, or no backtrace).
+  Result<core::BacktraceInfo, ServiceError> Backtrace(std::string_view execution_id,
+                                                      storage::BacktraceFilter filter);
+  // Cancels an activity execution ("E_…") or a delay ("Delay_…").
+  // Idempotent. A running activity of this process is stopped at once.
+  // Errors: kInvalidArgument (malformed id, a workflow), kNotFound.
+  Result<CancelOutcome, ServiceError> Cancel(std::string_view id);
+  // Cancels a delay. Errors: kInvalidArgument, kNotFound.
+  Result<CancelOutcome, ServiceError> CancelDelay(std::string_view delay_id);
+  // Writes the result of a stub activity's child execution. Idempotent
+  // for the same value. Errors: kInvalidArgument (not a stub child, a
+  // result not of the declared type), kNotFound, kConflict (another value).
+  Result<void, ServiceError> Stub(std::string_view execution_id,
+                                  const core::SupportedFunctionReturnValue& result);
+  // Moves an unfinished execution from component digest `old_digest` to
+  // `new_digest`. Unless `force`, `new_digest` must be served by a component
+  // of this service: an execution moved to a digest nothing serves would
+  // wait forever. Errors: kInvalidArgument (malformed digests), kNotFound,
+  // kConflict (no component serves `new_digest`, the execution does not
+  // run `old_digest`, or it is finished).
+  Result<void, ServiceError> Upgrade(std::string_view execution_id, std::string_view old_digest,
+                                     std::string_view new_digest, bool force = false);
+
+  // --- Introspection ------------------------------------------------------
+  const std::vector<ComponentSpec>& components() const { return components_; }
+  // Declared signature of `ffqn`, if any.
+  const core::FunctionSignature* Signature(const core::FunctionFqn& ffqn) const;
+  const runtime::workflow::FunctionRegistry& registry() const { return registry_; }
+  // Valid after Start, until Stop.
+  std::vector<ExecutorView> Executors() const;
+  const executor::ConcurrencyLimiter& activity_limiter() const { return *limiter_; }
+  const executor::ConcurrencyLimiter& workflow_limiter() const { return *workflow_limiter_; }
+  size_t RunningActivities() const { return cancels_->size(); }
+  // The write latencies of each workflow component's runs, by name.
+  const std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>&
+  workflow_writes() const {
+    return workflow_writes_;
+  }
+  Result<storage::ExecutionCounts, ServiceError> CountExecutionsByState();
+  Result<storage::PendingCounts, ServiceError> CountPending(
+      const std::vector<core::FunctionFqn>& ffqns);
+  // One read of the database (health checks). Errors: kUnavailable.
+  Result<void, ServiceError> Ping();
+  const ServiceOptions& options() const { return options_; }
+  const Clock& clock() const { return *options_.clock; }
+  storage::DbPool& pool() { return *options_.pool; }
+
+  // One pass of the expired-timers watcher at `at` (tests on a manual
+  // clock with start_watcher = false). Returns how many timers it handled.
+  Result<uint32_t, ServiceError> FireExpiredTimersForTest(DateTime at);
+
+ private:
+  ExecutionService(ServiceOptions options, std::unique_ptr<storage::DbExternalApi> api);
+  Result<void, ServiceError> StartExecutors();
+  void StopExecutors();
+
+  ServiceOptions options_;
+  std::unique_ptr<storage::DbExternalApi> api_;
+  runtime::workflow::MapFunctionRegistry registry_;
+  std::map<core::FunctionFqn, core::FunctionSignature> signatures_;
+  std::vector<ComponentSpec> components_;
+  std::shared_ptr<executor::CancelRegistry> cancels_ = executor::CancelRegistry::Create();
+  std::shared_ptr<executor::ConcurrencyLimiter> limiter_;
+  std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter_;
+  std::shared_ptr<executor::ResponseHandoff> handoff_ = executor::ResponseHandoff::Create();
+  // The executors by function, for eager dispatch (filled in Start; the
+  // tasks outlive every run: StopExecutors stops them all before any is
+  // destroyed).
+  executor::LocalDispatch dispatch_;
+  std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>
+      workflow_writes_;
+  CancellationToken stop_;
+
+  mutable std::mutex mu_;  // guards the lifecycle below against the use cases
+  bool started_ = false;
+  bool stopped_ = false;
+  std::vector<std::unique_ptr<executor::ExecTask>> tasks_;
+  std::vector<size_t> task_components_;  // index into components_, per task
+  std::unique_ptr<executor::ExpiredTimersWatcher> watcher_;
+};
+
+}  // namespace stele::service

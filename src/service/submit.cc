@@ -1,0 +1,74 @@
+// ExecutionService::Submit: the one place a top-level execution is created.
+#include "core/json_codec.h"
+#include "service/execution_service.h"
+#include "service/parse.h"
+
+namespace stele::service {
+
+namespace wf = runtime::workflow;
+
+Result<Submitted, ServiceError> ExecutionService::Submit(const SubmitRequest& request) {
+  STELE_ASSIGN_OR_RETURN(core::FunctionFqn ffqn, internal::ParseFfqn(request.ffqn));
+  auto info = registry_.Find(ffqn);
+  if (!info) {
+    return Unexpected(ServiceError::NotFound("unknown ffqn `" + request.ffqn +
+                                             "`: no component exports it"));
+  }
+  if (info->kind == wf::FunctionKind::kActivityStub) {
+    return Unexpected(ServiceError::InvalidArgument(
+        "`" + request.ffqn +
+        "` is a stub activity: it is not submittable (a workflow creates its executions; "
+        "write their results with stub)"));
+  }
+  const core::Json& params = request.params;
+  if (!params.is_array()) {
+    return Unexpected(ServiceError::InvalidArgument(
+        std::string("params must be a JSON array (one element per argument), got ") +
+        params.type_name()));
+  }
+  const size_t size = core::SerializeJson(params).size();
+  if (size > options_.max_params_bytes) {
+    return Unexpected(ServiceError::InvalidArgument(
+        "params are " + std::to_string(size) + " bytes, over the limit of " +
+        std::to_string(options_.max_params_bytes) + " bytes"));
+  }
+  if (info->signature) {
+    auto checked = core::CheckParams(*info->signature, params);
+    if (!checked) {
+      return Unexpected(
+          ServiceError::InvalidArgument("params of `" + request.ffqn + "`: " + checked.error()));
+    }
+  }
+  core::ExecutionId id = core::ExecutionId::Generate();
+  if (request.execution_id) {
+    STELE_ASSIGN_OR_RETURN(id, internal::ParseExecutionId(*request.execution_id));
+    if (!id.IsTopLevel()) {
+      return Unexpected(ServiceError::InvalidArgument(
+          "execution id `" + *request.execution_id +
+          "` is a child id; a submission needs a top-level E_<ULID>"));
+    }
+  }
+  const DateTime now = options_.clock->Now();
+  storage::CreateRequest create{now,
+                                id,
+                                ffqn,
+                                params,
+                                std::nullopt,
+                                request.scheduled_at.value_or(now),
+                                info->component_id,
+                                {},
+                                std::nullopt};
+  auto created = api_->Create(create);
+  if (created) return Submitted{id, true};
+  if (!created.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kIllegalState)) {
+    return Unexpected(FromWrite(created.error(), "submit"));
+  }
+  // The id exists: the same submission again is idempotent.
+  auto existing = api_->GetCreateRequest(id);
+  if (!existing) return Unexpected(FromRead(existing.error(), "submit"));
+  if (existing->ffqn == ffqn && existing->params == params) return Submitted{id, false};
+  return Unexpected(ServiceError::Conflict("execution " + id.ToString() +
+                                           " exists with another ffqn or other params"));
+}
+
+}  // namespace stele::service

@@ -49,9 +49,10 @@ std::optional<std::chrono::milliseconds> LeaseOf(storage::DbConnection& db,
 bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, DateTime at,
                 std::string_view activity_setting, std::string_view workflow_setting) {
   const bool workflow = !lock.max_retries.has_value();
-  const PlannedWrite write = ComputeExpiredLockOutcome(
-      lock, at,
-      ExpiredLockReason(workflow, LeaseOf(db, lock), workflow ? workflow_setting : activity_setting));
+  const PlannedWrite write =
+      ComputeExpiredLockOutcome(lock, at,
+                                ExpiredLockReason(workflow, LeaseOf(db, lock),
+                                                  workflow ? workflow_setting : activity_setting));
   STELE_LOG(kInfo, lock.execution_id.ToString()
                        << ": lock of run " << lock.locked_by.run_id.ToString() << " expired; "
                        << core::ExecutionRequestToString(write.request.event));

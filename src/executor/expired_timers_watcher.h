@@ -77,7 +77,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 // up to `parallel_writes` of them written concurrently.
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
-    uint32_t parallel_writes, std::string_view activity_lock_expiry_setting = kDefaultLockExpirySetting,
+    uint32_t parallel_writes,
+    std::string_view activity_lock_expiry_setting = kDefaultLockExpirySetting,
     std::string_view workflow_lock_expiry_setting = kDefaultLockExpirySetting);
 
 class ExpiredTimersWatcher {

@@ -189,9 +189,8 @@ PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTim
     return Plain(run, lock.next_version, at, core::Unlocked{at, "made progress"});
   }
   // Exactly what the executor writes when it times a run out itself.
-  std::optional<PlannedWrite> write =
-      ComputeOutcome(WorkerResult::Err(lock.next_version, TemporaryTimeout{{}, std::move(reason)}),
-                     run, at);
+  std::optional<PlannedWrite> write = ComputeOutcome(
+      WorkerResult::Err(lock.next_version, TemporaryTimeout{{}, std::move(reason)}), run, at);
   STELE_CHECK(write.has_value(), "a timeout always writes");
   return *std::move(write);
 }

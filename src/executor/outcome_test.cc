@@ -138,9 +138,8 @@ TEST(OutcomeTest, TemporaryTimeoutRetriesThenTimesOut) {
   EXPECT_EQ(timed_out.backoff_expires_at, kT0 + 200ms);
   EXPECT_EQ(timed_out.http_client_traces, traces);
 
-  auto final_write =
-      ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{traces, "over its 2 s limit"}),
-                     Activity(3), kT0);
+  auto final_write = ComputeOutcome(
+      WorkerResult::Err(kV, TemporaryTimeout{traces, "over its 2 s limit"}), Activity(3), kT0);
   EXPECT_EQ(FailureOf(final_write), (FinishedExecutionError{ExecutionFailureKind::kTimedOut,
                                                             "over its 2 s limit", std::nullopt}));
   EXPECT_EQ(EventAs<core::Finished>(final_write).http_client_traces, traces);

@@ -92,8 +92,8 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
   out.functions = c.functions;
   out.component_id =
       core::ComponentId{core::ComponentType::kActivityExec, c.name, Sha256Digest(digest_input)};
-  out.make_worker = [exec](const WorkerEnv& env)
-      -> Result<std::shared_ptr<executor::Worker>, std::string> {
+  out.make_worker =
+      [exec](const WorkerEnv& env) -> Result<std::shared_ptr<executor::Worker>, std::string> {
     auto worker = runtime::exec::ExecActivityWorker::Create(exec, env.clock);
     if (!worker) return Unexpected(worker.error());
     return std::shared_ptr<executor::Worker>(std::move(*worker));

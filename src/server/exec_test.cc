@@ -112,8 +112,8 @@ TEST_F(ExecServerTest, AnActivityWithoutLockExpiryHas30Seconds) {
       << "[[activity_exec]]\nname = \"ok\"\ncommand = [\"./ok.sh\"]\n"
          "functions = [{ ffqn = \"demo:ok/api.ok\" }]\n";
   Start((dir_ / "stele.toml").string());
-  auto submitted = client_->Post("/v1/executions",
-                                 R"({"ffqn": "demo:ok/api.ok", "params": []})", "application/json");
+  auto submitted = client_->Post("/v1/executions", R"({"ffqn": "demo:ok/api.ok", "params": []})",
+                                 "application/json");
   ASSERT_TRUE(submitted);
   ASSERT_EQ(submitted->status, 201) << submitted->body;
   const std::string id = (*core::ParseJson(submitted->body))["execution_id"];

@@ -319,8 +319,8 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
   char* envp[] = {nullptr};
 
   pid_t supervisor_pid = -1;
-  int rc = ::posix_spawn(&supervisor_pid, supervisor_path->c_str(), &actions, &attr, argv.data(),
-                         envp);
+  int rc =
+      ::posix_spawn(&supervisor_pid, supervisor_path->c_str(), &actions, &attr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -509,8 +509,7 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
     if (outcome.pid > 0) ::kill(-outcome.pid, SIGKILL);
     outcome.end = End::kSupervisorLost;
     outcome.spawn_error = "the exec supervisor died while the command ran (" +
-                          WaitStatusText(supervisor_status) +
-                          "); the command was killed with it";
+                          WaitStatusText(supervisor_status) + "); the command was killed with it";
     return outcome;
   }
   switch (static_cast<supervisor::ReportKind>(last->kind)) {
@@ -527,8 +526,8 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
       break;
     default:  // kCancelled is only ever asked for by us (forced_end)
       outcome.end = End::kSupervisorLost;
-      outcome.spawn_error = "the exec supervisor sent an unexpected report (" +
-                            std::to_string(last->kind) + ")";
+      outcome.spawn_error =
+          "the exec supervisor sent an unexpected report (" + std::to_string(last->kind) + ")";
       break;
   }
   return outcome;

@@ -210,9 +210,9 @@ TEST(ProcessTest, CancelKillsTheWholeProcessGroup) {
 // (setsid) all die; every stage of the attempt is reported as a deadline.
 TEST(ProcessTest, TheDeadlineKillsEverythingWithoutTheCaller) {
   ScratchDir dir;
-  ProcessSpec spec = Sh("echo $$ > " + dir.File("leader") + "; sleep 1000 & echo $! > " +
-                        dir.File("bg") + "; setsid sleep 1000 & echo $! > " + dir.File("escapee") +
-                        "; wait");
+  ProcessSpec spec =
+      Sh("echo $$ > " + dir.File("leader") + "; sleep 1000 & echo $! > " + dir.File("bg") +
+         "; setsid sleep 1000 & echo $! > " + dir.File("escapee") + "; wait");
   spec.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   ProcessOutcome outcome = RunSpec(spec);
   EXPECT_EQ(outcome.end, End::kDeadline);

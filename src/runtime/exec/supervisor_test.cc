@@ -68,7 +68,8 @@ TEST(SupervisorTest, EverythingDiesWithTheServer) {
   // block); the supervisor must not inherit it.
   const std::string server =
       "mkfifo control; exec 9<>control; "
-      "\"$1\" " + std::string(supervisor::kProtocol) +
+      "\"$1\" " +
+      std::string(supervisor::kProtocol) +
       " $$ - /bin/sh '' 3 /bin/sh -c \"$2\" 1 PATH=/usr/bin:/bin "
       "3>report 4<control 5</dev/null 6>/dev/null 7>/dev/null 9<&- & "
       "echo $! > supervisor; "

@@ -358,7 +358,8 @@ bool WorkflowHost::StartSlice() {
   auto lease_end = run_->EnsureLease(policy_.slice + policy_.margin);
   if (!lease_end) return false;  // recorded in the run
   const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      *lease_end - clock_->Now() - std::chrono::duration_cast<std::chrono::microseconds>(policy_.margin));
+      *lease_end - clock_->Now() -
+      std::chrono::duration_cast<std::chrono::microseconds>(policy_.margin));
   if (left <= std::chrono::steady_clock::duration::zero()) {
     // Only without lock extension: the lease cannot outlast a slice.
     Interrupt(Kind::kLeaseExpired, "the lease ends within " +
@@ -367,8 +368,8 @@ bool WorkflowHost::StartSlice() {
     return false;
   }
   const auto now = std::chrono::steady_clock::now();
-  watchdog_->Resume(watch_handle_, now + std::min<std::chrono::steady_clock::duration>(
-                                             policy_.slice, left));
+  watchdog_->Resume(watch_handle_,
+                    now + std::min<std::chrono::steady_clock::duration>(policy_.slice, left));
   return true;
 }
 

@@ -138,8 +138,12 @@ TEST_P(WatcherTest, ChildTimedOutByTheWatcherShouldNotifyParent) {
 
   clock_->Set(kT0 + 1500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1500ms)), Progress(1, 0));
-  const core::SupportedFunctionReturnValue timed_out =
-      FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt};
+  // The parent learns why its child timed out.
+  const core::SupportedFunctionReturnValue timed_out = FinishedExecutionError{
+      ExecutionFailureKind::kTimedOut,
+      "the activity's lock of 1 s expired with no result recorded: it ran past its time limit, "
+      "or the server running it stopped (lock_expiry of the component)",
+      std::nullopt};
   const storage::ExecutionLog child_log = Log(child);
   EXPECT_TRUE(child_log.pending_state.IsFinished());
   EXPECT_EQ(LastEventAs<core::Finished>(child).result, timed_out);

@@ -132,7 +132,8 @@ TEST_F(WasmHostTest, SpinningGuestStopsBeforeItsLeaseAndFailsAfterBoundedAttempt
   for (const char* ffqn : {"testing:wasm/wf.loop", "testing:wasm/wf.loop-after-call"}) {
     SCOPED_TRACE(ffqn);
     auto id = env.Submit(ffqn, Json::array());
-    const auto* failure = Failure(env.Await(id));
+    const auto result = env.Await(id);
+    const auto* failure = Failure(result);
     ASSERT_NE(failure, nullptr);
     EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kOutOfFuel);
     const std::string reason = failure->reason.value_or("");

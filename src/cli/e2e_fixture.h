@@ -51,6 +51,9 @@ constexpr auto kWait = std::chrono::seconds(30);  // bound of every wait
 constexpr const char* kEcho = "e2e:test/exec.echo";
 constexpr const char* kFail = "e2e:test/exec.fail";
 constexpr const char* kSlow = "e2e:test/exec.slow";
+// Records its processes (itself, a background job, one that left its
+// process group with setsid), then waits for them: 300 s.
+constexpr const char* kSleeper = "e2e:test/exec.sleeper";
 // examples/wasm/human_approval.c: awaits the stub activity kApprove (a
 // child execution), then on `true` calls the exec activity kPay.
 constexpr const char* kExpense = "demo:expenses/flow.expense";
@@ -260,6 +263,7 @@ struct Options {
   bool exec = true;       // the exec activity components (else only the stub one)
   bool wasm = false;      // durable_sleep (WasmDir() must hold it)
   bool approval = false;  // human_approval, its stub kApprove and the exec activity kPay
+  bool sleeper = false;   // the exec activity kSleeper (lock_expiry 3 s, no retries)
 };
 // A server with only the stub component: runs whatever the server supports.
 [[maybe_unused]] Options NoExec(std::optional<std::string> token = std::nullopt) {
@@ -304,6 +308,11 @@ class E2eTest : public ::testing::Test {
               "while [ -e \"$HOLD\" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n"
               "printf '{\"ok\": \"done\"}\\n'\n");
     WriteFile(dir_ / "pay.sh", "cat >/dev/null\nprintf '{\"ok\": \"paid\"}\\n'\n");
+    const std::string sleeper = (dir_ / "sleeper").string();
+    WriteFile(dir_ / "sleeper.sh", "cat >/dev/null\necho $$ > " + sleeper +
+                                       ".leader\nsleep 300 &\necho $! > " + sleeper +
+                                       ".background\nsetsid sleep 300 &\necho $! > " + sleeper +
+                                       ".escapee\nwait\n");
   }
 
   std::string ExecComponent(const std::string& name, const std::string& ffqn,
@@ -327,6 +336,9 @@ class E2eTest : public ::testing::Test {
       // A short lease, so that a run orphaned by a killed server expires soon.
       toml += ExecComponent("slow", kSlow, "[]",
                             "max_retries = 5\nretry_backoff = \"100ms\"\nlock_expiry = \"2s\"\n");
+    }
+    if (options.sleeper) {
+      toml += ExecComponent("sleeper", kSleeper, "[]", "max_retries = 0\nlock_expiry = \"3s\"\n");
     }
     if (options.wasm) {
       // durable_sleep from a copy in the test folder, which the upgrade test

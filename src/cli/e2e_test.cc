@@ -364,6 +364,64 @@ TEST_F(E2eTest, KilledServerLosesNothing) {
   EXPECT_EQ(all["executions"].size(), 2u) << all.dump();
 }
 
+// Whether `pid` exists and is not a zombie (/proc/<pid>/stat's state).
+bool ProcessAlive(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  const char state = stat[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+// The parent of `pid` (the 4th field of /proc/<pid>/stat), or -1.
+pid_t ParentOf(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string state;
+  pid_t parent = -1;
+  rest >> state >> parent;
+  return parent;
+}
+
+// SIGKILL of the server while an exec activity runs (issue 16): none of the
+// activity's processes — the command, its background job, one that left
+// the process group with setsid — nor their supervisor outlives the
+// server, so none can run past its deadline beside the retry a restarted
+// server starts. Every wait is bounded; by its end the 3 s deadline has
+// passed.
+TEST_F(E2eTest, KilledServerLeavesNoActivityProcessBehind) {
+  Options options;
+  options.sleeper = true;
+  START_SERVER(options);
+  Submit(kSleeper, "[]");
+  const fs::path files = dir_ / "sleeper";
+  auto pid_in = [&](const std::string& suffix) -> pid_t {
+    const std::string text = ReadFile(files.string() + suffix);
+    return !text.empty() && text.back() == '\n' ? std::atoi(text.c_str()) : -1;
+  };
+  ASSERT_TRUE(WaitFor([&] { return pid_in(".escapee") > 0; })) << server_.Log();
+  const std::vector<pid_t> pids = {pid_in(".leader"), pid_in(".background"), pid_in(".escapee")};
+  const pid_t supervisor = ParentOf(pids[0]);
+  for (pid_t pid : pids) ASSERT_TRUE(ProcessAlive(pid)) << pid;
+  ASSERT_GT(supervisor, 1);
+
+  server_.Kill(SIGKILL);
+  auto alive = [&] {
+    std::vector<pid_t> left;
+    for (pid_t pid : pids) {
+      if (ProcessAlive(pid)) left.push_back(pid);
+    }
+    if (ProcessAlive(supervisor)) left.push_back(supervisor);
+    return left;
+  };
+  EXPECT_TRUE(WaitFor([&] { return alive().empty(); }))
+      << "still running: " << ::testing::PrintToString(alive()) << "; log:\n"
+      << server_.Log();
+  for (pid_t pid : alive()) kill(pid, SIGKILL);  // a failed run leaves nothing behind
+}
+
 // SIGTERM: the server exits 0 and unlocks the running execution, so that a
 // restarted server runs it at once instead of waiting for the lease.
 TEST_F(E2eTest, GracefulShutdownReleasesLocks) {

@@ -167,6 +167,9 @@ struct TemporarilyTimedOut {
   DateTime backoff_expires_at;
   HttpClientTraces http_client_traces;
   std::optional<std::string> engine = std::nullopt;
+  // Which limit the run exceeded and where it is set (executor/outcome.h,
+  // TimeoutReason). Absent in events written before it existed.
+  std::optional<std::string> reason = std::nullopt;
   friend bool operator==(const TemporarilyTimedOut&, const TemporarilyTimedOut&) = default;
 };
 struct Finished {

@@ -183,7 +183,11 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
                            Field(object, "backoff_expires_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(HttpClientTraces traces, TracesField(object));
     STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
-    return TemporarilyTimedOut{backoff_expires_at, std::move(traces), std::move(engine)};
+    // Absent in events stored before timeouts had a reason.
+    STELE_ASSIGN_OR_RETURN(std::optional<std::string> reason,
+                           OptionalField(object, "reason", &ReadString));
+    return TemporarilyTimedOut{backoff_expires_at, std::move(traces), std::move(engine),
+                               std::move(reason)};
   }
   if (tag == "finished") {
     STELE_ASSIGN_OR_RETURN(SupportedFunctionReturnValue result,
@@ -435,6 +439,8 @@ Json ToJson(const ExecutionRequest& value) {
                  },
                  [&](const TemporarilyTimedOut& e) {
                    body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
+                   // Omitted when unset, so an old event reads back as stored.
+                   if (e.reason) body["reason"] = *e.reason;
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
                    AddEngine(body, e.engine);
                  },

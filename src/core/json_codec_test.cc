@@ -105,6 +105,10 @@ TEST(JsonCodecTest, EngineIsOmittedWhenAbsentAndOldRowsDecode) {
     EXPECT_TRUE(*decoded == expected);
     EXPECT_EQ(SerializeJson(ToJson(*decoded)), SerializeJson(*json));
   }
+  // A timeout's reason is written when set.
+  const ExecutionRequest with_reason =
+      TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt, std::nullopt, "why"};
+  EXPECT_EQ(ToJson(with_reason)["temporarily_timed_out"]["reason"], "why");
   auto old_backtrace = ParseJson(R"({"frames":[]})");
   ASSERT_TRUE(old_backtrace.has_value());
   auto backtrace = FromJson<WasmBacktrace>(*old_backtrace);

@@ -114,6 +114,8 @@ inline std::vector<ExecutionRequest> ExecutionRequests() {
                         std::vector<HttpClientTrace>{}},
       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt},
       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), Traces()},
+      TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt, std::nullopt,
+                          "the activity ran past its time limit of 30 s"},
       // The engine of a wasm run, on each event that can end one.
       Unlocked{T("2024-01-02T03:04:05Z"), "limit reached: x", kTestEngine},
       TemporarilyFailed{T("2024-01-02T03:04:05Z"), "activity trap", "d", Traces(), kTestEngine},

@@ -131,6 +131,9 @@ service::ServiceOptions ToServiceOptions(const EngineOptions& o,
   s.batch_size = o.batch_size;
   s.tick_sleep = o.tick_sleep;
   s.workflow_lock_expiry = o.workflow_lock_expiry;
+  s.activity_lock_expiry_setting = "ActivityOptions::timeout";
+  s.workflow_lock_expiry_setting =
+      "WorkflowOptions::lock_expiry, else EngineOptions::workflow_lock_expiry";
   s.workflow_retry_backoff = o.workflow_retry_backoff;
   s.max_concurrency = o.max_concurrency;
   s.max_workflow_concurrency = o.max_workflow_concurrency;

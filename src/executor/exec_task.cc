@@ -123,18 +123,40 @@ PlannedWrite ShutdownUnlock(const ExecutionId& id, Version version, DateTime now
                       std::nullopt, false};
 }
 
+// The worker's own timeout reason, if it returned a TemporaryTimeout with one.
+std::optional<std::string> TimeoutReasonOf(const WorkerResult& result) {
+  const auto* err = std::get_if<WorkerError>(&result.value);
+  if (err == nullptr) return std::nullopt;
+  const auto* timeout = std::get_if<TemporaryTimeout>(&err->error);
+  return timeout ? timeout->reason : std::nullopt;
+}
+
+// A TemporaryTimeout the worker returned without naming the limit is the
+// lock deadline's: an exec command its supervisor killed at the deadline,
+// a wasm activity interrupted there.
+WorkerResult WithDeadlineReason(WorkerResult result, const std::string& reason) {
+  if (auto* err = std::get_if<WorkerError>(&result.value)) {
+    auto* timeout = std::get_if<TemporaryTimeout>(&err->error);
+    if (timeout != nullptr && !timeout->reason) timeout->reason = reason;
+  }
+  return result;
+}
+
 // What to record for a run, given how it ended on the executor's side.
+// `deadline_reason`: the reason of a timeout at the lock deadline.
 std::optional<PlannedWrite> DecideWrite(const WorkerResult& result,
                                         const storage::LockedExecution& locked, DateTime now,
-                                        bool timed_out, bool shutting_down, bool cancel_requested) {
+                                        bool timed_out, bool shutting_down, bool cancel_requested,
+                                        const std::string& deadline_reason) {
   // The cancellation is committed already; the result is mapped as usual
   // and its fenced append loses to it. (Should a registry have been
   // notified without a committed cancel, the result is simply recorded.)
   if (cancel_requested) return ComputeOutcome(result, RunInfo::From(locked), now);
   const bool db_updated = std::holds_alternative<DbUpdatedByWorkerOrWatcher>(result.value);
   if (timed_out && !db_updated) {
-    WorkerResult timeout = WorkerResult::Err(VersionOf(result, locked.next_version),
-                                             TemporaryTimeout{TracesOf(result)});
+    WorkerResult timeout = WorkerResult::Err(
+        VersionOf(result, locked.next_version),
+        TemporaryTimeout{TracesOf(result), TimeoutReasonOf(result).value_or(deadline_reason)});
     timeout.engine = result.engine;
     return ComputeOutcome(timeout, RunInfo::From(locked), now);
   }
@@ -357,9 +379,12 @@ bool ExecTask::Spawn(storage::LockedExecution locked, ConcurrencyLimiter::Permit
 void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::LockedExecution& locked,
                       ConcurrencyLimiter::Permit& permit,
                       CancelRegistry::Registration& registration) {
-  const WorkerResult result =
+  const std::string deadline_reason =
+      DeadlineReason(options_.lock_expiry, options_.lock_expiry_setting);
+  const WorkerResult result = WithDeadlineReason(
       LimitResultSize(worker_->Run(MakeContext(locked, run->cancel, options_.max_result_bytes)),
-                      options_.max_result_bytes);
+                      options_.max_result_bytes),
+      deadline_reason);
   // A cancel from now on cannot stop anything; the fence handles it.
   registration.Reset();
   const bool cancel_requested = run->cancel_requested.IsCancelled();
@@ -381,7 +406,7 @@ void ExecTask::RunOne(const std::shared_ptr<InFlight>& run, const storage::Locke
   if (abandoned) {
     STELE_LOG(kInfo, id << ": discarding the result of a run unlocked at shutdown");
   } else if (auto write = DecideWrite(result, locked, clock_.Now(), timed_out, shutting_down,
-                                      cancel_requested)) {
+                                      cancel_requested, deadline_reason)) {
     const auto record_started = std::chrono::steady_clock::now();
     Result<ApplyStatus, storage::DbErrorWrite> applied = ApplyStatus::kWritten;
     // A parent waiting warm on this very child records the result with its

@@ -12,7 +12,10 @@
 // Lock deadline: for activity components a deadline watchdog (one thread,
 // reading the Clock) fires a run's CancellationToken once the Clock reaches
 // its lock_expires_at; whatever that run then returns is recorded as
-// TemporaryTimeout (retried or final per the retry policy). Workflow
+// TemporaryTimeout (retried or final per the retry policy). Its reason names
+// the limit and `lock_expiry_setting`, as it does for a TemporaryTimeout a
+// worker returns without a reason of its own (a command its supervisor
+// killed at the deadline). Workflow
 // components manage their lease themselves (lock extension; a workflow that
 // finds its lock expired returns DbUpdatedByWorkerOrWatcher), so their runs
 // are never timed out by the executor.
@@ -78,6 +81,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -108,6 +112,10 @@ struct ExecutorOptions {
   uint32_t batch_size = 5;
   // Lease of each lock; for activities the longest a run may take.
   std::chrono::milliseconds lock_expiry{1000};
+  // Where lock_expiry is set, in the words of the embedding program; named
+  // by the reason of every timeout this executor records (outcome.h,
+  // DeadlineReason), so a user learns which setting to change.
+  std::string lock_expiry_setting = "ExecutorOptions::lock_expiry";
   // Longest wait for new pending work between ticks.
   std::chrono::milliseconds tick_sleep{200};
   LockingStrategy locking_strategy = LockingStrategy::kByFfqn;

@@ -236,7 +236,11 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
   auto worker = std::make_shared<ScriptedWorker>();
   worker->Then(BlockUntilCancelled(first_started, ReturnFatal(FatalErrorKind::kCancelled, "")))
       .Then(BlockUntilCancelled(second_started, ReturnOk()));
-  auto task = NewTask(worker, Options(Retries(1, 100ms)));
+  ExecutorOptions options = Options(Retries(1, 100ms));
+  options.lock_expiry_setting = "lock_expiry of the component";
+  auto task = NewTask(worker, options);
+  const std::string reason =
+      "the activity ran past its time limit of 1 s (lock_expiry of the component)";
 
   EXPECT_THAT(Must(task->SpawnForTest(kT0)), ElementsAre(id));
   ASSERT_TRUE(first_started->WaitFor());
@@ -252,6 +256,8 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
   EXPECT_EQ(task->InFlightCountForTest(), 0u);
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "TemporarilyTimedOut"));
   EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, kT0 + 1s + 100ms);
+  // Which limit, and where it is set.
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).reason, reason);
 
   // The retry times out too; even its late Ok counts as a timeout, and
   // with no retries left it is final.
@@ -261,8 +267,21 @@ TEST_P(ExecTaskTest, LongRunningExecutionShouldTimeout) {
   clock_->Set(kT0 + 2100ms);
   Must(task->TickForTest(kT0 + 2100ms));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
-            core::SupportedFunctionReturnValue(FinishedExecutionError{
-                ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+            core::SupportedFunctionReturnValue(
+                FinishedExecutionError{ExecutionFailureKind::kTimedOut, reason, std::nullopt}));
+}
+
+// A worker that stops at the deadline on its own (an exec command killed by
+// its supervisor) returns a TemporaryTimeout naming no limit before the
+// executor's watchdog fires: it is recorded with the deadline's reason.
+TEST_P(ExecTaskTest, AWorkersOwnTimeoutGetsTheDeadlineReason) {
+  const ExecutionId id = CreateActivity();
+  auto worker = std::make_shared<ScriptedWorker>();
+  worker->Then(ReturnErr(TemporaryTimeout{}));
+  auto task = NewTask(worker, Options(Retries(1, 100ms)));
+  Must(task->TickForTest(kT0));
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).reason,
+            "the activity ran past its time limit of 1 s (ExecutorOptions::lock_expiry)");
 }
 
 TEST_P(ExecTaskTest, ExecutionDeadlineBeforeNowShouldTimeout) {

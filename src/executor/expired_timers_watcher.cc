@@ -32,9 +32,27 @@ bool FireDelay(storage::DbConnection& db, const storage::ExpiredDelay& delay, Da
   return true;
 }
 
+// The lease of the expired run: its last Locked event's expiry minus the
+// time it was written (an extension's lease for a workflow that renewed
+// it); nullopt when it cannot be read.
+std::optional<std::chrono::milliseconds> LeaseOf(storage::DbConnection& db,
+                                                 const storage::ExpiredLock& lock) {
+  auto event = db.GetExecutionEvent(lock.execution_id, lock.locked_at_version);
+  if (!event) return std::nullopt;
+  const auto* locked = std::get_if<core::Locked>(&event->event);
+  if (locked == nullptr || locked->lock_expires_at < event->created_at) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(locked->lock_expires_at -
+                                                               event->created_at);
+}
+
 // Settles one expired lock; returns whether the watcher's write won.
-bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, DateTime at) {
-  const PlannedWrite write = ComputeExpiredLockOutcome(lock, at);
+bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, DateTime at,
+                std::string_view activity_setting, std::string_view workflow_setting) {
+  const bool workflow = !lock.max_retries.has_value();
+  const PlannedWrite write =
+      ComputeExpiredLockOutcome(lock, at,
+                                ExpiredLockReason(workflow, LeaseOf(db, lock),
+                                                  workflow ? workflow_setting : activity_setting));
   STELE_LOG(kInfo, lock.execution_id.ToString()
                        << ": lock of run " << lock.locked_by.run_id.ToString() << " expired; "
                        << core::ExecutionRequestToString(write.request.event));
@@ -80,7 +98,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
-    uint32_t parallel_writes) {
+    uint32_t parallel_writes, std::string_view activity_lock_expiry_setting,
+    std::string_view workflow_lock_expiry_setting) {
   const DateTime locks_at = now - lock_leeway;
   STELE_ASSIGN_OR_RETURN(std::vector<storage::ExpiredTimer> timers, db.GetExpiredTimers(now));
   if (lock_leeway.count() > 0) {
@@ -100,7 +119,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
       if (fired) ++delays;
       return fired;
     }
-    return SettleLock(db, std::get<storage::ExpiredLock>(timers[i]), locks_at);
+    return SettleLock(db, std::get<storage::ExpiredLock>(timers[i]), locks_at,
+                      activity_lock_expiry_setting, workflow_lock_expiry_setting);
   });
   WatcherTickProgress progress;
   progress.expired_delays = delays;
@@ -135,7 +155,9 @@ void ExpiredTimersWatcher::Stop() {
 
 Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickForTest(
     DateTime now) {
-  return HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes);
+  return HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
+                             options_.activity_lock_expiry_setting,
+                             options_.workflow_lock_expiry_setting);
 }
 
 void ExpiredTimersWatcher::LoopMain() {
@@ -146,7 +168,9 @@ void ExpiredTimersWatcher::LoopMain() {
     lock.unlock();
     const DateTime now = clock_.Now();
     const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
-    auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes);
+    auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
+                                        options_.activity_lock_expiry_setting,
+                                        options_.workflow_lock_expiry_setting);
     // Delays due before the next tick are fired when they are due rather
     // than up to a tick late: one look-ahead query per tick.
     std::vector<storage::ExpiredDelay> upcoming;

@@ -13,6 +13,9 @@
 //     else Finished(ExecutionError{timed_out}) together with the parent's
 //     response for a child. Every write names ExpiredLock.next_version, so
 //     a worker that wrote meanwhile wins and the watcher's write is dropped.
+//     The timeout's reason (outcome.h, ExpiredLockReason) names the lease,
+//     read from the run's Locked event, and the *_lock_expiry_setting of
+//     its kind.
 //
 // Threading: Start/Stop from one controlling thread; TickForTest must not
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
@@ -27,6 +30,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "base/clock.h"
@@ -34,6 +39,9 @@
 #include "storage/db_connection.h"
 
 namespace stele::executor {
+
+inline constexpr std::string_view kDefaultLockExpirySetting =
+    "the lock_expiry of the executor that locked it";
 
 struct ExpiredTimersWatcherOptions {
   // Pause between ticks (each is three indexed queries: due timers, locks
@@ -47,6 +55,11 @@ struct ExpiredTimersWatcherOptions {
   // Timers handled at once (threads of a busy tick): concurrent writes
   // share commits, so a burst of due timers costs a few fsyncs, not one each.
   uint32_t parallel_writes = 16;
+  // Where an activity's / a workflow's lease is set, in the words of the
+  // embedding program (named by the reason of the timeouts the watcher
+  // records).
+  std::string activity_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
+  std::string workflow_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
 };
 
 struct WatcherTickProgress {
@@ -64,7 +77,9 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 // up to `parallel_writes` of them written concurrently.
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
-    uint32_t parallel_writes);
+    uint32_t parallel_writes,
+    std::string_view activity_lock_expiry_setting = kDefaultLockExpirySetting,
+    std::string_view workflow_lock_expiry_setting = kDefaultLockExpirySetting);
 
 class ExpiredTimersWatcher {
  public:

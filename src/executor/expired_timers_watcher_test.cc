@@ -34,6 +34,8 @@ class WatcherTest : public BackendTest {
   std::unique_ptr<ExpiredTimersWatcher> NewWatcher(std::chrono::milliseconds leeway = 500ms) {
     ExpiredTimersWatcherOptions options;
     options.leeway = leeway;
+    options.activity_lock_expiry_setting = "lock_expiry of the component";
+    options.workflow_lock_expiry_setting = "the workflow's lease setting";
     return std::make_unique<ExpiredTimersWatcher>(Conn(), clock_, options);
   }
   std::unique_ptr<ExecTask> NewTask(
@@ -93,6 +95,11 @@ TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
   EXPECT_EQ(LastEvent(id).created_at, kT0 + 100ms);
   EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).backoff_expires_at, kT0 + 400ms);
   EXPECT_EQ(ScheduledAt(id), kT0 + 400ms);
+  // Which limit (read from the run's Locked event) and where it is set.
+  const std::string reason =
+      "the activity's lock of 100 ms expired with no result recorded: it ran past its time "
+      "limit, or the server running it stopped (lock_expiry of the component)";
+  EXPECT_EQ(LastEventAs<core::TemporarilyTimedOut>(id).reason, reason);
 
   clock_->Set(kT0 + 400ms);
   EXPECT_THAT(Must(task->TickForTest(kT0 + 400ms)), ElementsAre(id)) << "retried";
@@ -100,8 +107,8 @@ TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
   clock_->Set(kT0 + 500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 500ms)), Progress(1, 0));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
-            core::SupportedFunctionReturnValue(FinishedExecutionError{
-                ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+            core::SupportedFunctionReturnValue(
+                FinishedExecutionError{ExecutionFailureKind::kTimedOut, reason, std::nullopt}));
   EXPECT_THAT(EventNames(id),
               ElementsAre("Created", "Locked", "TemporarilyTimedOut", "Locked", "Finished"));
 }
@@ -131,8 +138,12 @@ TEST_P(WatcherTest, ChildTimedOutByTheWatcherShouldNotifyParent) {
 
   clock_->Set(kT0 + 1500ms);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 1500ms)), Progress(1, 0));
-  const core::SupportedFunctionReturnValue timed_out =
-      FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt};
+  // The parent learns why its child timed out.
+  const core::SupportedFunctionReturnValue timed_out = FinishedExecutionError{
+      ExecutionFailureKind::kTimedOut,
+      "the activity's lock of 1 s expired with no result recorded: it ran past its time limit, "
+      "or the server running it stopped (lock_expiry of the component)",
+      std::nullopt};
   const storage::ExecutionLog child_log = Log(child);
   EXPECT_TRUE(child_log.pending_state.IsFinished());
   EXPECT_EQ(LastEventAs<core::Finished>(child).result, timed_out);
@@ -256,7 +267,7 @@ TEST_P(WatcherTest, WatcherLosesCleanlyToAWorkerThatWroteMeanwhile) {
   Must(db().Append(id, Version(2),
                    storage::AppendRequest{kT0 + 1s, core::Finished{OkValue(1), std::nullopt}}));
   // ...and the watcher's write is dropped.
-  EXPECT_EQ(Must(ApplyOutcome(*ExecConn(), ComputeExpiredLockOutcome(lock, kT0 + 1s))),
+  EXPECT_EQ(Must(ApplyOutcome(*ExecConn(), ComputeExpiredLockOutcome(lock, kT0 + 1s, "expired"))),
             ApplyStatus::kLostToAnotherWriter);
   EXPECT_EQ(LastEventAs<core::Finished>(id).result, OkValue(1));
   EXPECT_EQ(Must(NewWatcher(0ms)->TickForTest(kT0 + 5s)), Progress(0, 0));

@@ -18,6 +18,11 @@ using core::SupportedFunctionReturnValue;
 // 9999-12-31T23:59:59.999999Z, the last instant RFC 3339 can write.
 constexpr int64_t kMaxMicros = 253'402'300'799'999'999;
 
+// A TemporaryTimeout that names no limit (every caller in the tree names
+// one; a worker's own timeout without a reason gets DeadlineReason from
+// the executor).
+constexpr const char* kGenericTimeoutReason = "the run exceeded its time limit (its lock expired)";
+
 PlannedWrite Plain(const RunInfo& run, Version version, DateTime now,
                    core::ExecutionRequest event) {
   return PlannedWrite{run.execution_id, version, storage::AppendRequest{now, std::move(event)},
@@ -83,12 +88,14 @@ std::optional<PlannedWrite> MapError(const WorkerError& err, const RunInfo& run,
       [&](const auto& e) -> std::optional<PlannedWrite> {
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, TemporaryTimeout>) {
+          std::string reason = e.reason.value_or(kGenericTimeoutReason);
           if (auto d = RetryAfter(run)) {
             return Plain(run, version, now,
-                         core::TemporarilyTimedOut{AddSaturating(now, *d), e.http_client_traces});
+                         core::TemporarilyTimedOut{AddSaturating(now, *d), e.http_client_traces,
+                                                   std::nullopt, std::move(reason)});
           }
-          return FinishWithError(run, version, now, ExecutionFailureKind::kTimedOut, std::nullopt,
-                                 std::nullopt, e.http_client_traces);
+          return FinishWithError(run, version, now, ExecutionFailureKind::kTimedOut,
+                                 std::move(reason), std::nullopt, e.http_client_traces);
         } else if constexpr (std::is_same_v<E, ActivityTrap>) {
           std::string reason = "activity trap: " + e.reason;
           if (auto d = RetryAfter(run)) {
@@ -171,7 +178,8 @@ std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const Run
   return write;
 }
 
-PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at) {
+PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at,
+                                       std::string reason) {
   const bool is_workflow = !lock.max_retries.has_value();
   const bool made_progress = lock.locked_at_version.value() + 1 < lock.next_version.value();
   const RunInfo run{lock.execution_id, lock.intermittent_event_count,
@@ -181,10 +189,39 @@ PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTim
     return Plain(run, lock.next_version, at, core::Unlocked{at, "made progress"});
   }
   // Exactly what the executor writes when it times a run out itself.
-  std::optional<PlannedWrite> write =
-      ComputeOutcome(WorkerResult::Err(lock.next_version, TemporaryTimeout{}), run, at);
+  std::optional<PlannedWrite> write = ComputeOutcome(
+      WorkerResult::Err(lock.next_version, TemporaryTimeout{{}, std::move(reason)}), run, at);
   STELE_CHECK(write.has_value(), "a timeout always writes");
   return *std::move(write);
+}
+
+std::string FormatLimit(std::chrono::milliseconds limit) {
+  const int64_t ms = limit.count();
+  if (ms < 1000) return std::to_string(ms) + " ms";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  std::string text = std::to_string(ms / 1000) + "." + std::to_string(1000 + ms % 1000).substr(1);
+  while (text.back() == '0') text.pop_back();
+  return text + " s";
+}
+
+std::string DeadlineReason(std::chrono::milliseconds limit, std::string_view setting) {
+  return "the activity ran past its time limit of " + FormatLimit(limit) + " (" +
+         std::string(setting) + ")";
+}
+
+std::string ExpiredLockReason(bool workflow, std::optional<std::chrono::milliseconds> lease,
+                              std::string_view setting) {
+  const std::string of = lease ? " of " + FormatLimit(*lease) : std::string();
+  if (workflow) {
+    return "the workflow run's lease" + of +
+           " expired without progress: the server running it stopped, or the run could not "
+           "renew its lease (" +
+           std::string(setting) + ")";
+  }
+  return "the activity's lock" + of +
+         " expired with no result recorded: it ran past its time limit, or the server running it "
+         "stopped (" +
+         std::string(setting) + ")";
 }
 
 std::string_view ApplyStatusName(ApplyStatus status) {

@@ -7,8 +7,11 @@
 // backoff):
 //   Ok(value)                 Finished(value) (+ parent response)
 //   DbUpdatedByWorkerOrWatcher, DbError   nothing
-//   TemporaryTimeout          d ? TemporarilyTimedOut(now + d)
-//                               : Finished(ExecutionError{timed_out})
+//   TemporaryTimeout          d ? TemporarilyTimedOut(now + d, reason)
+//                               : Finished(ExecutionError{timed_out, reason})
+//                             (reason: the timeout's own, else a generic one;
+//                             the executor and the watcher pass the limit
+//                             and where it is set, see DeadlineReason)
 //   ActivityTrap              d ? TemporarilyFailed("activity trap: <reason>", detail)
 //                               : Finished(ExecutionError{uncategorized, same reason, detail})
 //   ActivityReturnedError     d ? TemporarilyFailed("activity returned error", detail)
@@ -27,8 +30,10 @@
 // (itself thread-safe). Ownership: plain values.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "base/result.h"
@@ -72,8 +77,29 @@ std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const Run
 // `lock.next_version` so it loses cleanly to a worker that wrote meanwhile
 // (docs/model.md §5.5): a workflow (max_retries unset) that made progress
 // (locked_at_version + 1 < next_version) → Unlocked(at, "made progress");
-// otherwise the TemporaryTimeout mapping of ComputeOutcome at `at`.
-PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at);
+// otherwise the TemporaryTimeout mapping of ComputeOutcome at `at`, with
+// `reason` (ExpiredLockReason).
+PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at,
+                                       std::string reason);
+
+// The reasons of timeout events: which limit a run exceeded and where it
+// is set. `setting` names the setting, e.g. "lock_expiry of the
+// component, else of [executor]" (ExecutorOptions::lock_expiry_setting).
+// An activity run the executor stopped at its lock deadline:
+//   "the activity ran past its time limit of 30 s (<setting>)".
+std::string DeadlineReason(std::chrono::milliseconds limit, std::string_view setting);
+// A lock the expired-timers watcher found expired, of a run locked for
+// `lease` (nullopt: unknown) — nobody recorded the run's end in time:
+//   activity: "the activity's lock of 30 s expired with no result
+//              recorded: it ran past its time limit, or the server running
+//              it stopped (<setting>)"
+//   workflow: "the workflow run's lease of 1 s expired without progress:
+//              the server running it stopped, or the run could not renew
+//              its lease (<setting>)"
+std::string ExpiredLockReason(bool workflow, std::optional<std::chrono::milliseconds> lease,
+                              std::string_view setting);
+// "30 s", "1.5 s", "250 ms".
+std::string FormatLimit(std::chrono::milliseconds limit);
 
 enum class ApplyStatus {
   kWritten,

@@ -12,6 +12,8 @@ namespace {
 
 using core::ExecutionFailureKind;
 using core::FinishedExecutionError;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using testing::kT0;
 using testing::OkValue;
 using testing::Retries;
@@ -136,11 +138,31 @@ TEST(OutcomeTest, TemporaryTimeoutRetriesThenTimesOut) {
   EXPECT_EQ(timed_out.backoff_expires_at, kT0 + 200ms);
   EXPECT_EQ(timed_out.http_client_traces, traces);
 
-  auto final_write =
-      ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{traces}), Activity(3), kT0);
-  EXPECT_EQ(FailureOf(final_write),
-            (FinishedExecutionError{ExecutionFailureKind::kTimedOut, std::nullopt, std::nullopt}));
+  auto final_write = ComputeOutcome(
+      WorkerResult::Err(kV, TemporaryTimeout{traces, "over its 2 s limit"}), Activity(3), kT0);
+  EXPECT_EQ(FailureOf(final_write), (FinishedExecutionError{ExecutionFailureKind::kTimedOut,
+                                                            "over its 2 s limit", std::nullopt}));
   EXPECT_EQ(EventAs<core::Finished>(final_write).http_client_traces, traces);
+}
+
+// Every timeout event says why (issue 16: they said "reason": null).
+TEST(OutcomeTest, TimeoutEventsCarryTheirReason) {
+  auto retried = ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{{}, "over its 2 s limit"}),
+                                Activity(1), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(retried).reason, "over its 2 s limit");
+  // Without one a generic reason still says what happened.
+  auto generic = ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{}), Activity(3), kT0);
+  EXPECT_THAT(FailureOf(generic).reason.value_or(""), HasSubstr("time limit"));
+
+  EXPECT_EQ(DeadlineReason(30s, "lock_expiry of the component"),
+            "the activity ran past its time limit of 30 s (lock_expiry of the component)");
+  EXPECT_EQ(FormatLimit(1500ms), "1.5 s");
+  EXPECT_EQ(FormatLimit(250ms), "250 ms");
+  EXPECT_EQ(FormatLimit(2050ms), "2.05 s");
+  EXPECT_THAT(ExpiredLockReason(false, 3s, "S"),
+              AllOf(HasSubstr("the activity's lock of 3 s expired"), HasSubstr("(S)")));
+  EXPECT_THAT(ExpiredLockReason(true, std::nullopt, "S"),
+              AllOf(HasSubstr("the workflow run's lease expired"), HasSubstr("(S)")));
 }
 
 TEST(OutcomeTest, ActivityErrIsRetriedThenStoredAsTheResult) {
@@ -250,7 +272,7 @@ storage::ExpiredLock Expired(std::optional<uint32_t> max_retries, uint32_t locke
 }
 
 TEST(OutcomeTest, ExpiredLockOfAWorkflowThatMadeProgressIsUnlocked) {
-  auto write = ComputeExpiredLockOutcome(Expired(std::nullopt, 1, 3), kT0);
+  auto write = ComputeExpiredLockOutcome(Expired(std::nullopt, 1, 3), kT0, "why");
   EXPECT_EQ(write.version, Version(3));
   const auto& unlocked = EventAs<core::Unlocked>(write);
   EXPECT_EQ(unlocked, (core::Unlocked{kT0, "made progress"}));
@@ -258,10 +280,11 @@ TEST(OutcomeTest, ExpiredLockOfAWorkflowThatMadeProgressIsUnlocked) {
 
 TEST(OutcomeTest, ExpiredLockWithoutProgressIsTimedOut) {
   // A workflow that wrote nothing after its Locked (1 + 1 == 2).
-  auto workflow = ComputeExpiredLockOutcome(Expired(std::nullopt, 1, 2, 5), kT0);
+  auto workflow = ComputeExpiredLockOutcome(Expired(std::nullopt, 1, 2, 5), kT0, "lease");
   EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(workflow).backoff_expires_at, kT0 + 100ms * 32);
+  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(workflow).reason, "lease");
   // Progress does not matter for activities (max_retries set).
-  auto activity = ComputeExpiredLockOutcome(Expired(2u, 1, 3, 0), kT0);
+  auto activity = ComputeExpiredLockOutcome(Expired(2u, 1, 3, 0), kT0, "why");
   EXPECT_EQ(activity.version, Version(3));
   EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(activity).backoff_expires_at, kT0 + 100ms);
 }
@@ -270,8 +293,9 @@ TEST(OutcomeTest, ExpiredLockWithRetriesExhaustedFinishesTimedOutAndRespondsToPa
   const ExecutionId parent = ExecutionId::Generate();
   storage::ExpiredLock lock = Expired(1u, 1, 2, 1);
   lock.execution_id = ChildOf(parent);
-  auto write = ComputeExpiredLockOutcome(lock, kT0);
+  auto write = ComputeExpiredLockOutcome(lock, kT0, "the lock expired");
   EXPECT_EQ(FailureOf(write).kind, ExecutionFailureKind::kTimedOut);
+  EXPECT_EQ(FailureOf(write).reason, "the lock expired");
   ASSERT_TRUE(write.parent_response);
   EXPECT_EQ(write.parent_response->parent_execution_id, parent);
   EXPECT_EQ(write.parent_response->finished_version, Version(2));

@@ -119,9 +119,13 @@ struct ActivityReturnedError {
   friend bool operator==(const ActivityReturnedError&, const ActivityReturnedError&) = default;
 };
 
-// The run did not finish before its lock deadline.
+// The run did not finish before its lock deadline (or, for a wasm
+// workflow, computed longer than its slice without a host call).
 struct TemporaryTimeout {
   core::HttpClientTraces http_client_traces;
+  // Which limit was exceeded and where it is set; unset: the executor
+  // fills in its own lock deadline (outcome.h, DeadlineReason).
+  std::optional<std::string> reason = std::nullopt;
   friend bool operator==(const TemporaryTimeout&, const TemporaryTimeout&) = default;
 };
 

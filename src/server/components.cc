@@ -92,8 +92,9 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
   out.functions = c.functions;
   out.component_id =
       core::ComponentId{core::ComponentType::kActivityExec, c.name, Sha256Digest(digest_input)};
-  out.make_worker = [exec](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
-    auto worker = runtime::exec::ExecActivityWorker::Create(exec);
+  out.make_worker =
+      [exec](const WorkerEnv& env) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    auto worker = runtime::exec::ExecActivityWorker::Create(exec, env.clock);
     if (!worker) return Unexpected(worker.error());
     return std::shared_ptr<executor::Worker>(std::move(*worker));
   };
@@ -189,6 +190,7 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
       deps.handoff = env.handoff;
       deps.cancel_registry = env.cancels;
       deps.run_options = env.workflow_run;
+      deps.lock_expiry_setting = env.lock_expiry_setting;
       if (c.blocking_strategy_await) {
         deps.run_options.blocking_strategy = *c.blocking_strategy_await
                                                  ? runtime::workflow::BlockingStrategy::kAwait

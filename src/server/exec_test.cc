@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/time.h"
 #include "core/json_codec.h"
 #include "server/components.h"
 #include "server/config.h"
@@ -100,6 +101,36 @@ TEST_F(ExecServerTest, FailingScriptIsRetriedThenFinal) {
   std::ifstream attempts(dir_ / "attempts.txt");
   std::string all((std::istreambuf_iterator<char>(attempts)), std::istreambuf_iterator<char>());
   EXPECT_EQ(all, "1\n2\n");  // the working dir defaults to the config folder
+}
+
+// Issue 16: an exec activity whose config sets no lock_expiry (nor
+// [executor]) may run 30 s: its Locked event's lease says so.
+TEST_F(ExecServerTest, AnActivityWithoutLockExpiryHas30Seconds) {
+  std::ofstream(dir_ / "ok.sh") << "#!/bin/sh\ncat >/dev/null\necho '{\"ok\": null}'\n";
+  std::filesystem::permissions(dir_ / "ok.sh", std::filesystem::perms::owner_all);
+  std::ofstream(dir_ / "stele.toml")
+      << "[[activity_exec]]\nname = \"ok\"\ncommand = [\"./ok.sh\"]\n"
+         "functions = [{ ffqn = \"demo:ok/api.ok\" }]\n";
+  Start((dir_ / "stele.toml").string());
+  auto submitted = client_->Post("/v1/executions", R"({"ffqn": "demo:ok/api.ok", "params": []})",
+                                 "application/json");
+  ASSERT_TRUE(submitted);
+  ASSERT_EQ(submitted->status, 201) << submitted->body;
+  const std::string id = (*core::ParseJson(submitted->body))["execution_id"];
+  auto result = client_->Get(("/v1/executions/" + id + "/result?timeout=60").c_str());
+  ASSERT_TRUE(result && result->status == 200);
+  auto events = client_->Get(("/v1/executions/" + id + "/events").c_str());
+  ASSERT_TRUE(events && events->status == 200);
+  std::optional<std::chrono::microseconds> lease;
+  for (const Json& event : (*core::ParseJson(events->body))["events"]) {
+    if (!event["event"].contains("locked")) continue;
+    auto locked_at = ParseRfc3339(event["created_at"].get<std::string>());
+    auto expires = ParseRfc3339(event["event"]["locked"]["lock_expires_at"].get<std::string>());
+    ASSERT_TRUE(locked_at && expires) << event.dump();
+    lease = *expires - *locked_at;
+  }
+  ASSERT_TRUE(lease.has_value()) << events->body;
+  EXPECT_EQ(*lease, std::chrono::seconds(30));
 }
 
 TEST_F(ExecServerTest, MissingProgramIsAConfigError) {

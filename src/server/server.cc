@@ -97,6 +97,10 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   if (e.tick_sleep) o.tick_sleep = *e.tick_sleep;
   if (e.lock_expiry) o.activity_lock_expiry = *e.lock_expiry;
   if (e.workflow_lock_expiry) o.workflow_lock_expiry = *e.workflow_lock_expiry;
+  // Named by the reason of every timeout event (executor/outcome.h).
+  o.activity_lock_expiry_setting = "lock_expiry of the component, else [executor] lock_expiry";
+  o.workflow_lock_expiry_setting =
+      "lock_expiry of the component, else [executor] workflow_lock_expiry";
   if (e.max_concurrency) o.max_concurrency = *e.max_concurrency;
   if (e.max_workflow_concurrency) o.max_workflow_concurrency = *e.max_workflow_concurrency;
   o.start_watcher = config.watcher.enabled;

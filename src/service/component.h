@@ -53,6 +53,10 @@ struct WorkerEnv {
   // Where a workflow worker meters the writes of its runs; null for
   // activities.
   std::shared_ptr<executor::LatencyHistogram> workflow_writes;
+  // Where this component's lease is set, in the face's words
+  // (ServiceOptions::*_lock_expiry_setting): for a wasm workflow's slice
+  // errors.
+  std::string lock_expiry_setting;
   // The replay settings of a workflow component's runs: the service's
   // defaults with the component's lease as lock extension. A factory may
   // override per component (e.g. a configured blocking strategy).
@@ -88,6 +92,8 @@ struct ComponentSpec {
   ExecutorOverrides executor;
 };
 
+inline constexpr std::chrono::milliseconds kDefaultActivityLockExpiry{30000};
+
 // The settings of a service; each default is the one both faces use
 // unless their configuration says otherwise (docs/config.md, docs/sdk.md).
 struct ServiceOptions {
@@ -100,10 +106,19 @@ struct ServiceOptions {
   // Longest wait of an idle executor before it looks for work again
   // (commits of this process wake it at once).
   std::chrono::milliseconds tick_sleep{200};
-  // An activity attempt's time limit (its lease).
-  std::chrono::milliseconds activity_lock_expiry{1000};
+  // An activity attempt's time limit (its lease): 30 s, so that the scripts
+  // and HTTP calls a new user starts with do not trip over it (issue 16;
+  // docs/config.md, "Time limits and leases").
+  std::chrono::milliseconds activity_lock_expiry{kDefaultActivityLockExpiry};
   // Lease of a workflow run, extended while it makes progress.
   std::chrono::milliseconds workflow_lock_expiry{2000};
+  // Where a component's lease is set, in the face's words: named by the
+  // reason of every timeout event (executor/outcome.h) and by a wasm
+  // workflow's slice errors.
+  std::string activity_lock_expiry_setting =
+      "the component's lock expiry, else ServiceOptions::activity_lock_expiry";
+  std::string workflow_lock_expiry_setting =
+      "the component's lock expiry, else ServiceOptions::workflow_lock_expiry";
   std::optional<uint32_t> activity_max_retries = 5;
   std::chrono::milliseconds activity_retry_backoff{100};
   std::chrono::milliseconds workflow_retry_backoff{100};

@@ -150,6 +150,8 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     exec.batch_size = o.batch_size.value_or(options_.batch_size);
     exec.lock_expiry = o.lock_expiry.value_or(workflow ? options_.workflow_lock_expiry
                                                        : options_.activity_lock_expiry);
+    exec.lock_expiry_setting =
+        workflow ? options_.workflow_lock_expiry_setting : options_.activity_lock_expiry_setting;
     exec.tick_sleep = options_.tick_sleep;
     exec.component_id = component.component_id;
     exec.locking_strategy = o.lock_by_component_id ? executor::LockingStrategy::kByComponentId
@@ -169,6 +171,7 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     env.workflow_run = options_.workflow_run;
     env.workflow_run.lock_extension = exec.lock_expiry;
     env.workflow_run.max_params_bytes = options_.max_params_bytes;
+    env.lock_expiry_setting = exec.lock_expiry_setting;
     if (workflow) {
       env.workflow_writes = std::make_shared<executor::LatencyHistogram>();
       workflow_writes_.emplace_back(component.component_id.name, env.workflow_writes);
@@ -191,6 +194,8 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     executor::ExpiredTimersWatcherOptions watcher;
     watcher.tick_sleep = options_.watcher_tick;
     watcher.leeway = options_.watcher_leeway;
+    watcher.activity_lock_expiry_setting = options_.activity_lock_expiry_setting;
+    watcher.workflow_lock_expiry_setting = options_.workflow_lock_expiry_setting;
     watcher_ = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), options_.clock,
                                                                 watcher);
   }

@@ -1,5 +1,6 @@
 #include "runtime/exec/exec_activity_worker.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -15,6 +16,7 @@ using executor::WorkerResult;
 
 constexpr std::size_t kStderrTail = 4096;
 constexpr std::size_t kStdoutExcerpt = 200;
+constexpr std::chrono::microseconds kNoDeadlineBeyond = std::chrono::hours(24 * 365 * 100);
 constexpr std::string_view kReserved[] = {"STELE_FFQN", "STELE_EXECUTION_ID", "STELE_ATTEMPT"};
 
 bool IsReserved(std::string_view name) {
@@ -53,7 +55,8 @@ WorkerResult Trap(const executor::WorkerContext& ctx, std::string reason,
 }  // namespace
 
 Result<std::shared_ptr<ExecActivityWorker>, std::string> ExecActivityWorker::Create(
-    ExecActivityConfig config) {
+    ExecActivityConfig config, SharedClock clock) {
+  if (clock == nullptr) return Unexpected(std::string("exec activity: no clock"));
   if (config.functions.empty()) return Unexpected(std::string("exec activity: no functions"));
   std::set<core::FunctionFqn> seen;
   for (const auto& fn : config.functions) {
@@ -97,14 +100,18 @@ Result<std::shared_ptr<ExecActivityWorker>, std::string> ExecActivityWorker::Cre
     }
     merged[name] = value;
   }
+  if (auto supervisor = FindSupervisor(); !supervisor) {
+    return Unexpected("exec activity: " + supervisor.error());
+  }
   std::vector<std::string> base_env;
   for (const auto& [name, value] : merged) base_env.push_back(name + "=" + value);
   return std::shared_ptr<ExecActivityWorker>(
-      new ExecActivityWorker(std::move(config), std::move(base_env)));
+      new ExecActivityWorker(std::move(config), std::move(base_env), std::move(clock)));
 }
 
-ExecActivityWorker::ExecActivityWorker(ExecActivityConfig config, std::vector<std::string> base_env)
-    : config_(std::move(config)), base_env_(std::move(base_env)) {
+ExecActivityWorker::ExecActivityWorker(ExecActivityConfig config, std::vector<std::string> base_env,
+                                       SharedClock clock)
+    : config_(std::move(config)), base_env_(std::move(base_env)), clock_(std::move(clock)) {
   for (const auto& fn : config_.functions) ffqns_.push_back(fn.ffqn);
 }
 
@@ -138,6 +145,14 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
   spec.stdin_data = ctx.params.dump(-1, ' ', false, core::Json::error_handler_t::replace);
   spec.max_stdout_bytes = config_.max_stdout_bytes;
   spec.max_stderr_bytes = config_.max_stderr_bytes;
+  // The lock deadline on the executor's Clock, as an instant on the steady
+  // clock the supervisor enforces it on (one beyond any real lease, which
+  // the nanoseconds could not hold, is left to ctx.cancel).
+  const std::chrono::microseconds remaining = ctx.execution_deadline - clock_->Now();
+  if (remaining < kNoDeadlineBeyond) {
+    spec.deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
+  }
 
   ProcessOutcome outcome = RunProcess(spec, ctx.cancel, [&](std::string_view line) {
     STELE_LOG(kInfo, "exec activity " << execution_id << " attempt " << attempt
@@ -152,6 +167,10 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
       return WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCancelled,
                                  "exec activity stopped: process group killed",
                                  StderrDetail(outcome));
+    case End::kDeadline:
+      return WorkerResult::Err(ctx.version, executor::TemporaryTimeout{});
+    case End::kSupervisorLost:
+      return Trap(ctx, outcome.spawn_error, StderrDetail(outcome));
     case End::kStdoutOverflow:
       return Trap(ctx,
                   "stdout exceeded " + std::to_string(config_.max_stdout_bytes) +

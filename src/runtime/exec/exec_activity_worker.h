@@ -18,13 +18,22 @@
 //                               FatalError(kCancelled), which the executor
 //                               records as the timeout, the shutdown unlock
 //                               or the (already committed) cancellation
+//   the lock deadline passed    killed by the supervisor on its own clock
+//                               (process.h); TemporaryTimeout, recorded
+//                               like the executor's own timeout
 //   params not matching the declared param types   FatalError(kParamsParsingError)
 // Stderr lines are logged at info level, tagged with the execution id; the
 // tail of stderr is the detail of a trap.
 //
+// The process layer gets the run's deadline (ctx.execution_deadline, read
+// against the worker's Clock and turned into a steady-clock instant), so the
+// command is killed at the deadline even when the executor cannot do it
+// (the server stuck or dead).
+//
 // Threading: Run is thread-safe (no mutable state); each call blocks its
 // executor thread until the process ends or ctx.cancel fires.
-// Ownership: the worker owns its config; share it as shared_ptr<Worker>.
+// Ownership: the worker owns its config and shares the Clock; share the
+// worker as shared_ptr<Worker>.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 #include "core/function_type.h"
 #include "executor/worker.h"
@@ -63,9 +73,11 @@ struct ExecActivityConfig {
 class ExecActivityWorker : public executor::Worker {
  public:
   // Validates the config (see the field comments; env names non-empty
-  // without '=' or NUL, caps > 0) and snapshots the allow-listed
-  // environment.
-  static Result<std::shared_ptr<ExecActivityWorker>, std::string> Create(ExecActivityConfig config);
+  // without '=' or NUL, caps > 0), checks that the supervisor executable
+  // is there (process.h, FindSupervisor) and snapshots the allow-listed
+  // environment. `clock` is the executor's: the lock deadline is on it.
+  static Result<std::shared_ptr<ExecActivityWorker>, std::string> Create(
+      ExecActivityConfig config, SharedClock clock = SystemClock::Shared());
 
   executor::WorkerResult Run(executor::WorkerContext ctx) override;
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
@@ -73,12 +85,14 @@ class ExecActivityWorker : public executor::Worker {
   const ExecActivityConfig& config() const { return config_; }
 
  private:
-  ExecActivityWorker(ExecActivityConfig config, std::vector<std::string> base_env);
+  ExecActivityWorker(ExecActivityConfig config, std::vector<std::string> base_env,
+                     SharedClock clock);
   const core::FunctionSignature* Find(const core::FunctionFqn& ffqn) const;
 
   const ExecActivityConfig config_;
   // "NAME=value" of the allow list and the fixed env, without the STELE_ ones.
   const std::vector<std::string> base_env_;
+  const SharedClock clock_;
   std::vector<core::FunctionFqn> ffqns_;
 };
 

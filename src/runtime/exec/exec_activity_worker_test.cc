@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "runtime/exec/exec_test_util.h"
 
 namespace stele::runtime::exec {
@@ -41,11 +42,17 @@ core::FunctionSignature Signature(std::vector<std::pair<std::string, std::string
   return sig;
 }
 
+const DateTime kNow = DateTime(std::chrono::seconds(1'767'225'600));
+
+// The executor's clock, standing at kNow: the lock deadline of Context()
+// is 10 s after it, which the supervisor enforces in real time.
+SharedClock TestClock() { return std::make_shared<ManualClock>(kNow); }
+
 executor::WorkerContext Context(core::Json params, bool can_be_retried = true,
-                                const core::FunctionFqn& ffqn = Ffqn()) {
-  const DateTime now = DateTime(std::chrono::seconds(1'767'225'600));
+                                const core::FunctionFqn& ffqn = Ffqn(),
+                                std::chrono::milliseconds lease = std::chrono::seconds(10)) {
   core::Locked locked{core::ComponentId::DummyActivity(), core::ExecutorId::Generate(),
-                      core::RunId::Generate(), now + std::chrono::seconds(10),
+                      core::RunId::Generate(), kNow + lease,
                       core::ComponentRetryConfig{3u, core::Duration::FromMillis(100)}};
   return executor::WorkerContext{
       .execution_id = core::ExecutionId::Generate(),
@@ -77,7 +84,7 @@ class ExecActivityWorkerTest : public ::testing::Test {
     config.functions.push_back(Signature({}, std::move(return_type)));
     config.argv = {dir_.Script("activity.sh", body)};
     config.retry_on_err = retry_on_err;
-    auto worker = ExecActivityWorker::Create(std::move(config));
+    auto worker = ExecActivityWorker::Create(std::move(config), TestClock());
     EXPECT_TRUE(worker.has_value()) << worker.error();
     return *worker;
   }
@@ -101,7 +108,7 @@ TEST_F(ExecActivityWorkerTest, OkResultWithParamsOnStdinAndTheSteleEnvironment) 
   config.argv = {dir_.Script("activity.sh", "cat > " + dir_.File("stdin") + "; env > " +
                                                 dir_.File("env") +
                                                 "; printf '{\"ok\": [1, 2, 3]}\\n\\n  '")};
-  auto worker = *ExecActivityWorker::Create(std::move(config));
+  auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
 
   // Unicode and a large parameter arrive byte for byte.
   core::Json params =
@@ -180,7 +187,7 @@ TEST_F(ExecActivityWorkerTest, HugeStdoutIsCappedAndTraps) {
   config.functions.push_back(Signature({}, std::nullopt));
   config.argv = {"/bin/sh", "-c", "while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"};
   config.max_stdout_bytes = 10000;
-  auto worker = *ExecActivityWorker::Create(std::move(config));
+  auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
   const auto trap = TrapOf(worker->Run(Context(core::Json::array())));
   EXPECT_EQ(trap.reason, "stdout exceeded 10000 bytes; process group killed");
 }
@@ -189,7 +196,7 @@ TEST_F(ExecActivityWorkerTest, MissingExecutableIsATrapWithAClearReason) {
   ExecActivityConfig config;
   config.functions.push_back(Signature({}, std::nullopt));
   config.argv = {dir_.File("does-not-exist")};
-  auto worker = *ExecActivityWorker::Create(std::move(config));
+  auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
   const auto trap = TrapOf(worker->Run(Context(core::Json::array())));
   EXPECT_THAT(trap.reason, HasSubstr("cannot execute"));
   EXPECT_THAT(trap.reason, HasSubstr("does-not-exist"));
@@ -220,7 +227,7 @@ TEST_F(ExecActivityWorkerTest, EnvironmentIsTheAllowListPlusFixedValues) {
   config.env_allow_list = {"STELE_EXEC_TEST_VISIBLE", "STELE_EXEC_TEST_OVERRIDDEN",
                            "STELE_EXEC_TEST_UNSET"};
   config.env = {{"FIXED", "a b=c"}, {"STELE_EXEC_TEST_OVERRIDDEN", "config"}};
-  auto worker = *ExecActivityWorker::Create(std::move(config));
+  auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
   ::unsetenv("STELE_EXEC_TEST_VISIBLE");  // snapshot taken at Create
   ::unsetenv("STELE_EXEC_TEST_HIDDEN");
   ::unsetenv("STELE_EXEC_TEST_OVERRIDDEN");
@@ -258,6 +265,21 @@ TEST_F(ExecActivityWorkerTest, CancelKillsTheCommandAndItsChildren) {
   EXPECT_TRUE(EventuallyEmptyGroup(leader));
 }
 
+// The lock deadline reaches the process layer: the command is killed when
+// it passes although nobody fires ctx.cancel (as when the executor is
+// stuck), and the run is a timeout.
+TEST_F(ExecActivityWorkerTest, TheLockDeadlineKillsTheCommandWithoutTheExecutor) {
+  auto worker = Worker("echo $$ > " + dir_.File("leader") + "; sleep 1000 & echo $! > " +
+                       dir_.File("bg") + "; sleep 30; echo '{\"ok\": null}'");
+  executor::WorkerResult result =
+      worker->Run(Context(core::Json::array(), true, Ffqn(), std::chrono::seconds(2)));
+  EXPECT_EQ(result, executor::WorkerResult::Err(core::Version(2), executor::TemporaryTimeout{}));
+  const pid_t leader = std::stoi(WaitForLine(dir_.File("leader")));
+  EXPECT_TRUE(EventuallyDead(leader));
+  EXPECT_TRUE(EventuallyDead(std::stoi(WaitForLine(dir_.File("bg")))));
+  EXPECT_TRUE(EventuallyEmptyGroup(leader));
+}
+
 TEST_F(ExecActivityWorkerTest, UnknownFunctionAndBadParamsAreFatal) {
   auto worker = Worker("echo '{\"ok\": null}'");
   auto other = *core::FunctionFqn::Parse("testing:exec/ifc.other");
@@ -276,7 +298,7 @@ TEST_F(ExecActivityWorkerTest, OneCommandServesSeveralFunctions) {
   ExecActivityConfig config;
   config.functions = {Signature({}, "result<string>"), Signature({}, "result<string>", second)};
   config.argv = {"/bin/sh", "-c", "printf '{\"ok\": \"%s\"}' \"$STELE_FFQN\""};
-  auto worker = *ExecActivityWorker::Create(std::move(config));
+  auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
   EXPECT_EQ(worker->ExportedFunctions(), (std::vector<core::FunctionFqn>{Ffqn(), second}));
   EXPECT_EQ(worker->Run(Context(core::Json::array(), true, second)),
             executor::WorkerResult::Ok(core::ReturnValueOk{core::Json("testing:exec/ifc.second")},
@@ -290,7 +312,7 @@ TEST_F(ExecActivityWorkerTest, CreateRejectsInvalidConfigs) {
     config.argv = {"/bin/true"};
     return config;
   };
-  EXPECT_TRUE(ExecActivityWorker::Create(valid()).has_value());
+  EXPECT_TRUE(ExecActivityWorker::Create(valid(), TestClock()).has_value());
   std::vector<std::pair<std::string, ExecActivityConfig>> bad;
   bad.emplace_back("no functions", valid()).second.functions.clear();
   bad.emplace_back("duplicate", valid()).second.functions.push_back(Signature({}, std::nullopt));
@@ -305,7 +327,7 @@ TEST_F(ExecActivityWorkerTest, CreateRejectsInvalidConfigs) {
   bad.emplace_back("zero stdout cap", valid()).second.max_stdout_bytes = 0;
   bad.emplace_back("zero stderr cap", valid()).second.max_stderr_bytes = 0;
   for (auto& [what, config] : bad) {
-    EXPECT_FALSE(ExecActivityWorker::Create(std::move(config)).has_value()) << what;
+    EXPECT_FALSE(ExecActivityWorker::Create(std::move(config), TestClock()).has_value()) << what;
   }
 }
 

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include <utility>
 
 #include "base/result.h"
+#include "runtime/exec/supervisor_protocol.h"
 
 namespace stele::runtime::exec {
 namespace {
@@ -51,11 +51,26 @@ struct Pipe {
   Fd write;
 };
 
+// `fd` moved to a number >= supervisor::kFirstFreeFd (O_CLOEXEC kept), so
+// that the spawn's dup2s onto 3..7 can never overwrite a source fd.
+Result<int, std::string> AboveSupervisorFds(int fd) {
+  if (fd >= supervisor::kFirstFreeFd) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, supervisor::kFirstFreeFd);
+  const int error = errno;
+  ::close(fd);
+  if (moved < 0) return Unexpected("fcntl(F_DUPFD_CLOEXEC): " + ErrnoText(error));
+  return moved;
+}
+
 Result<void, std::string> MakePipe(Pipe& p) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Unexpected("pipe2: " + ErrnoText(errno));
-  p.read.Reset(fds[0]);
-  p.write.Reset(fds[1]);
+  auto read = AboveSupervisorFds(fds[0]);
+  auto write = AboveSupervisorFds(fds[1]);
+  if (read) p.read.Reset(*read);
+  if (write) p.write.Reset(*write);
+  if (!read) return Unexpected(read.error());
+  if (!write) return Unexpected(write.error());
   return {};
 }
 
@@ -158,7 +173,96 @@ ProcessOutcome SpawnFailed(std::string why) {
   return outcome;
 }
 
+enum class ReportRead { kGot, kNothingYet, kEof };
+
+// Reads one whole Report (written whole by the supervisor, so a partial
+// read is completed by waiting); kNothingYet only on a non-blocking fd
+// with nothing to read; kEof when the supervisor is gone (or on error).
+ReportRead ReadReport(int fd, supervisor::Report& report) {
+  std::size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(&report);
+  while (got < sizeof report) {
+    ssize_t n = ::read(fd, bytes + got, sizeof report - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (got == 0) return ReportRead::kNothingYet;
+      pollfd wait{fd, POLLIN, 0};
+      ::poll(&wait, 1, -1);
+      continue;
+    }
+    if (n <= 0) return ReportRead::kEof;
+    got += static_cast<std::size_t>(n);
+  }
+  return ReportRead::kGot;
+}
+
+std::string WaitStatusText(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "wait status " + std::to_string(status);
+}
+
+// Reaps the supervisor; its wait status.
+int ReapSupervisor(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+int64_t SteadyNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// The supervisor's argv (supervisor_protocol.h).
+std::vector<std::string> SupervisorArgs(const ProcessSpec& spec, const std::string& executable) {
+  std::vector<std::string> args = {
+      supervisor::kExecutableName,
+      supervisor::kProtocol,
+      std::to_string(::getpid()),
+      spec.deadline ? std::to_string(SteadyNanos(*spec.deadline)) : "-",
+      executable,
+      spec.working_dir,
+      std::to_string(spec.argv.size())};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  args.push_back(std::to_string(spec.env.size()));
+  args.insert(args.end(), spec.env.begin(), spec.env.end());
+  return args;
+}
+
+std::string CannotExecute(const ProcessSpec& spec, bool in_working_dir, int error) {
+  return "cannot execute `" + spec.argv[0] + "`" +
+         (in_working_dir && !spec.working_dir.empty() ? " in `" + spec.working_dir + "`" : "") +
+         ": " + ErrnoText(error);
+}
+
+std::string SelfDirectory() {
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) return {};
+  std::string path(buffer, static_cast<std::size_t>(n));
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
 }  // namespace
+
+Result<std::string, std::string> FindSupervisor() {
+  std::vector<std::string> candidates;
+  if (std::string dir = SelfDirectory(); !dir.empty()) {
+    candidates.push_back(dir + "/" + supervisor::kExecutableName);
+  }
+#ifdef STELE_EXEC_SUPERVISOR_BUILD_PATH
+  candidates.push_back(STELE_EXEC_SUPERVISOR_BUILD_PATH);
+#endif
+  std::string looked;
+  for (const auto& candidate : candidates) {
+    if (IsExecutableFile(candidate)) return candidate;
+    looked += (looked.empty() ? "" : ", ") + candidate;
+  }
+  return Unexpected("exec activities need the `" + std::string(supervisor::kExecutableName) +
+                    "` executable next to this binary; not found (looked for " + looked + ")");
+}
 
 ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& cancel,
                           const std::function<void(std::string_view)>& on_stderr_line) {
@@ -169,11 +273,18 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
     outcome.end = End::kCancelled;
     return outcome;
   }
+  if (spec.deadline && std::chrono::steady_clock::now() >= *spec.deadline) {
+    ProcessOutcome outcome;
+    outcome.end = End::kDeadline;
+    return outcome;
+  }
   auto executable = ResolveExecutable(spec);
   if (!executable) return SpawnFailed("cannot execute: " + executable.error());
+  auto supervisor_path = FindSupervisor();
+  if (!supervisor_path) return SpawnFailed(supervisor_path.error());
 
-  Pipe in, out, err;
-  for (Pipe* p : {&in, &out, &err}) {
+  Pipe in, out, err, report, control;
+  for (Pipe* p : {&in, &out, &err, &report, &control}) {
     if (auto made = MakePipe(*p); !made) return SpawnFailed(made.error());
   }
 
@@ -181,58 +292,95 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&actions, in.read.get(), 0);
-  posix_spawn_file_actions_adddup2(&actions, out.write.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err.write.get(), 2);
-  // Nothing of the server leaks into the command, O_CLOEXEC or not.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  if (!spec.working_dir.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, spec.working_dir.c_str());
-  }
-  sigset_t none;
+  // The supervisor's own 0/1 are /dev/null, its 2 the server's stderr.
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, report.write.get(), supervisor::kReportFd);
+  posix_spawn_file_actions_adddup2(&actions, control.read.get(), supervisor::kControlFd);
+  posix_spawn_file_actions_adddup2(&actions, in.read.get(), supervisor::kCommandStdinFd);
+  posix_spawn_file_actions_adddup2(&actions, out.write.get(), supervisor::kCommandStdoutFd);
+  posix_spawn_file_actions_adddup2(&actions, err.write.get(), supervisor::kCommandStderrFd);
+  // Nothing of the server leaks into the supervisor or the command,
+  // O_CLOEXEC or not.
+  posix_spawn_file_actions_addclosefrom_np(&actions, supervisor::kFirstFreeFd);
+  // Every signal blocked (the supervisor watches its own through a
+  // signalfd) and every disposition default; it stays in our process
+  // group, the command gets its own.
   sigset_t all;
-  sigemptyset(&none);
   sigfillset(&all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group, led by itself
-  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attr, &all);
   posix_spawnattr_setsigdefault(&attr, &all);
 
+  std::vector<std::string> args = SupervisorArgs(spec, *executable);
   std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  char* envp[] = {nullptr};
 
-  pid_t pid = -1;
-  // glibc's posix_spawn returns only once the child has exec'd (or failed
-  // to), so the exec error comes back here and the group exists on return.
-  int rc = ::posix_spawn(&pid, executable->c_str(), &actions, &attr, argv.data(), envp.data());
+  pid_t supervisor_pid = -1;
+  int rc =
+      ::posix_spawn(&supervisor_pid, supervisor_path->c_str(), &actions, &attr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    return SpawnFailed("cannot execute `" + spec.argv[0] + "`" +
-                       (spec.working_dir.empty() ? "" : " in `" + spec.working_dir + "`") + ": " +
-                       ErrnoText(rc));
+    return SpawnFailed("cannot start the exec supervisor `" + *supervisor_path +
+                       "`: " + ErrnoText(rc));
   }
   in.read.Reset();
   out.write.Reset();
   err.write.Reset();
+  report.write.Reset();
+  control.read.Reset();
+
+  // The first report: the command runs (or could not be started).
+  supervisor::Report first;
+  if (ReadReport(report.read.get(), first) != ReportRead::kGot) {
+    int status = ReapSupervisor(supervisor_pid);
+    return SpawnFailed("the exec supervisor `" + *supervisor_path +
+                       "` ended before starting the command (" + WaitStatusText(status) + ")");
+  }
+  switch (static_cast<supervisor::ReportKind>(first.kind)) {
+    case supervisor::ReportKind::kSpawned:
+      break;
+    case supervisor::ReportKind::kDeadline: {
+      ReapSupervisor(supervisor_pid);
+      ProcessOutcome outcome;
+      outcome.end = End::kDeadline;
+      return outcome;
+    }
+    case supervisor::ReportKind::kSpawnFailed:
+      ReapSupervisor(supervisor_pid);
+      if (static_cast<supervisor::SpawnStage>(first.stage) == supervisor::SpawnStage::kSetup) {
+        return SpawnFailed("the exec supervisor could not start the command: " +
+                           ErrnoText(first.value));
+      }
+      return SpawnFailed(CannotExecute(
+          spec, static_cast<supervisor::SpawnStage>(first.stage) == supervisor::SpawnStage::kChdir,
+          first.value));
+    default:
+      ReapSupervisor(supervisor_pid);
+      return SpawnFailed("the exec supervisor sent an unexpected report (" +
+                         std::to_string(first.kind) + ")");
+  }
   SetNonBlocking(in.write.get());
   SetNonBlocking(out.read.get());
   SetNonBlocking(err.read.get());
+  SetNonBlocking(report.read.get());
 
   ProcessOutcome outcome;
-  outcome.pid = pid;
-  std::optional<End> forced_end;  // set when we killed the group
-  bool group_killed = false;
-  auto kill_group = [&](End why) {
+  outcome.pid = static_cast<pid_t>(first.value);
+  std::optional<End> forced_end;  // set when we had everything killed
+  bool kill_requested = false;
+  // Asks the supervisor to kill everything; it reports kCancelled when done.
+  auto kill_all = [&](End why) {
     if (!forced_end) forced_end = why;
-    if (!group_killed) {
-      ::kill(-pid, SIGKILL);
-      group_killed = true;
+    if (!kill_requested) {
+      // EPIPE when the supervisor is gone already: nothing left to kill.
+      const char byte = 'k';
+      while (WriteNoSigpipe(control.write.get(), &byte, 1) < 0 && errno == EINTR) {
+      }
+      kill_requested = true;
     }
   };
 
@@ -246,14 +394,12 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
       [[maybe_unused]] ssize_t n = ::write(wake->get(), &one, sizeof one);
     });
   }
-  // Via syscall(): glibc 2.36 declares pidfd_open without extern "C".
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 
   LineSplitter stderr_lines(on_stderr_line);
   std::size_t stdin_offset = 0;
   if (spec.stdin_data.empty()) in.write.Reset();
-  bool leader_exited = false;
-  int wait_status = 0;
+  std::optional<supervisor::Report> last;  // the supervisor's final report
+  bool supervisor_gone = false;            // its report pipe reached EOF
   bool cancel_seen = false;
   char buffer[kReadChunk];
 
@@ -272,7 +418,7 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
       sink.append(buffer, take);
       if (&sink == &outcome.stderr_data) stderr_lines.Add(std::string_view(buffer, take));
       if (take < static_cast<std::size_t>(n)) {
-        kill_group(overflow);
+        kill_all(overflow);
         fd.Reset();
         return;
       }
@@ -280,7 +426,14 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
   };
 
   while (true) {
-    if (leader_exited && ((!out.read.valid() && !err.read.valid()) || cancel_seen)) break;
+    const bool ended = last.has_value() || supervisor_gone;
+    // Once everything is dead the pipes reach EOF at once; after a kill we
+    // do not wait for that (a process we could not name may hold them).
+    if (ended && ((!out.read.valid() && !err.read.valid()) || forced_end || supervisor_gone ||
+                  (last && last->kind != static_cast<int32_t>(supervisor::ReportKind::kExited) &&
+                   last->kind != static_cast<int32_t>(supervisor::ReportKind::kSignaled)))) {
+      break;
+    }
     pollfd fds[5];
     nfds_t count = 0;
     auto add = [&](int fd, short events) -> pollfd* {
@@ -290,17 +443,16 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
     pollfd* p_in = in.write.valid() ? add(in.write.get(), POLLOUT) : nullptr;
     pollfd* p_out = out.read.valid() ? add(out.read.get(), POLLIN) : nullptr;
     pollfd* p_err = err.read.valid() ? add(err.read.get(), POLLIN) : nullptr;
-    pollfd* p_pid = pidfd.valid() && !leader_exited ? add(pidfd.get(), POLLIN) : nullptr;
+    pollfd* p_report = !ended ? add(report.read.get(), POLLIN) : nullptr;
     pollfd* p_wake = wake->valid() && !cancel_seen ? add(wake->get(), POLLIN) : nullptr;
-    // Without a pidfd (old kernels) the leader's exit is polled for.
-    int timeout_ms = (!pidfd.valid() && !leader_exited) ? 10 : -1;
-    if (!wake->valid() && timeout_ms < 0) timeout_ms = 10;  // and so is the token
+    // Without an eventfd the token is polled for.
+    int timeout_ms = wake->valid() ? -1 : 10;
     int ready = ::poll(fds, count, timeout_ms);
     if (ready < 0 && errno != EINTR) break;  // cannot happen with valid fds
 
-    if ((p_wake && p_wake->revents) || (!wake->valid() && cancel.IsCancelled())) {
+    if ((p_wake && p_wake->revents) || (!wake->valid() && !cancel_seen && cancel.IsCancelled())) {
       cancel_seen = true;
-      kill_group(End::kCancelled);
+      kill_all(End::kCancelled);
       in.write.Reset();
     }
     if (p_in && p_in->revents && in.write.valid()) {
@@ -323,35 +475,60 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
     if (p_err && p_err->revents && err.read.valid()) {
       drain(err.read, outcome.stderr_data, spec.max_stderr_bytes, End::kStderrOverflow);
     }
-    if (!leader_exited && ((p_pid && p_pid->revents) || !pidfd.valid())) {
-      siginfo_t info{};
-      // WNOWAIT: the leader stays a zombie, so its pid (the group id) cannot
-      // be reused while its stragglers are killed.
-      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-          info.si_pid == pid) {
-        leader_exited = true;
-        ::kill(-pid, SIGKILL);  // stragglers (background jobs) of a finished leader
-        while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-        }
+    if (p_report && p_report->revents) {
+      supervisor::Report record;
+      switch (ReadReport(report.read.get(), record)) {
+        case ReportRead::kGot:
+          last = record;
+          break;
+        case ReportRead::kEof:
+          supervisor_gone = true;
+          break;
+        case ReportRead::kNothingYet:
+          break;
       }
     }
   }
   if (registration != 0) cancel.Unregister(registration);
   stderr_lines.Flush();
 
-  if (!leader_exited) {  // only after a poll failure: never leave it behind
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  if (!last && !supervisor_gone) kill_all(End::kCancelled);  // only after a poll failure
+  // Closing the control pipe ends a supervisor still running (EOF: it kills
+  // everything); then it is reaped.
+  control.write.Reset();
+  const int supervisor_status = ReapSupervisor(supervisor_pid);
+
   if (forced_end) {
     outcome.end = *forced_end;
-  } else if (WIFEXITED(wait_status)) {
-    outcome.end = End::kExited;
-    outcome.exit_status = WEXITSTATUS(wait_status);
-  } else {
-    outcome.end = End::kSignaled;
-    outcome.term_signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    return outcome;
+  }
+  if (!last) {
+    // The leader died with the supervisor (its parent-death signal); the
+    // rest of its group is killed here, best effort: the group id stays
+    // taken while the group has a member.
+    if (outcome.pid > 0) ::kill(-outcome.pid, SIGKILL);
+    outcome.end = End::kSupervisorLost;
+    outcome.spawn_error = "the exec supervisor died while the command ran (" +
+                          WaitStatusText(supervisor_status) + "); the command was killed with it";
+    return outcome;
+  }
+  switch (static_cast<supervisor::ReportKind>(last->kind)) {
+    case supervisor::ReportKind::kExited:
+      outcome.end = End::kExited;
+      outcome.exit_status = last->value;
+      break;
+    case supervisor::ReportKind::kSignaled:
+      outcome.end = End::kSignaled;
+      outcome.term_signal = last->value;
+      break;
+    case supervisor::ReportKind::kDeadline:
+      outcome.end = End::kDeadline;
+      break;
+    default:  // kCancelled is only ever asked for by us (forced_end)
+      outcome.end = End::kSupervisorLost;
+      outcome.spawn_error =
+          "the exec supervisor sent an unexpected report (" + std::to_string(last->kind) + ")";
+      break;
   }
   return outcome;
 }

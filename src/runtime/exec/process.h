@@ -1,27 +1,34 @@
-// RunProcess: one host command run to completion (or to cancellation) with
-// bounded output — the process half of an exec activity
-// (exec_activity_worker.h maps its outcome to a WorkerResult).
+// RunProcess: one host command run to completion (or to cancellation, or
+// to its deadline) with bounded output — the process half of an exec
+// activity (exec_activity_worker.h maps its outcome to a WorkerResult).
 //
-// The command is spawned with posix_spawn (never a shell) as the leader of
-// its own process group, with exactly the given environment, the signal
-// mask and dispositions reset, and every fd other than 0/1/2 closed. Stdin
-// receives `stdin_data` and is then closed; stdout and stderr are read
-// concurrently with poll(), so neither side can deadlock on a full pipe.
+// The command runs under a supervisor (`stele-exec-supervisor`,
+// supervisor_main.cc; the protocol is supervisor_protocol.h): RunProcess
+// posix_spawns the supervisor, which forks and execs the command (never a
+// shell) as the leader of its own process group, with exactly the given
+// environment, the signal mask and dispositions reset, and every fd other
+// than 0/1/2 closed. Stdin receives `stdin_data` and is then closed; stdout
+// and stderr are read concurrently with poll(), so neither side can
+// deadlock on a full pipe.
 //
-// The whole process group is killed with SIGKILL (no SIGTERM grace: the
-// caller's deadline is the lock expiry and a grace period would run past
-// it) when:
-//   - `cancel` fires (deadline, cancel, shutdown): RunProcess returns as soon
-//     as the group is dead and the leader reaped;
+// Every process of the attempt (the command's group and, through the
+// supervisor being a child subreaper, every descendant, including one that
+// left the group with setsid or setpgid) is killed with SIGKILL (no
+// SIGTERM grace: the deadline is the lock expiry and a grace period would
+// run past it) when:
+//   - `deadline` passes: the supervisor does it on its own clock
+//     (CLOCK_MONOTONIC), whether this process is alive, stuck or gone;
+//   - this process dies (SIGKILL, crash): the supervisor sees its control
+//     pipe close (and gets its parent-death signal) and kills everything;
+//   - `cancel` fires (deadline on the executor's Clock, cancel, shutdown):
+//     RunProcess returns as soon as everything is dead;
 //   - stdout or stderr exceeds its cap;
-//   - the leader exits: stragglers it left behind in its group (background
-//     jobs) are killed, so an attempt never leaks processes. A process that
-//     moves itself to another group or session (setsid, setpgid) escapes
-//     this; that is documented, not prevented.
-// The leader is always reaped before RunProcess returns (no zombies of
-// ours). Stragglers are the leader's children, not ours: SIGKILL is
-// asynchronous, so they may still be finishing their exit when RunProcess
-// returns, and they are reaped by whoever inherits them.
+//   - the leader exits: stragglers it left behind (background jobs) are
+//     killed, so an attempt never leaks processes.
+// When RunProcess returns, the supervisor has reaped the leader and every
+// descendant it could name, and RunProcess has reaped the supervisor (no
+// zombies). Without /proc the supervisor cannot name processes outside the
+// group, and those escape.
 //
 // Threading: RunProcess blocks the calling thread; any number of threads may
 // run processes concurrently. SIGPIPE from writing to a closed stdin is
@@ -33,13 +40,16 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/cancellation.h"
+#include "base/result.h"
 
 namespace stele::runtime::exec {
 
@@ -55,6 +65,9 @@ struct ProcessSpec {
   std::string stdin_data;
   std::size_t max_stdout_bytes = 1 << 20;
   std::size_t max_stderr_bytes = 64 << 10;
+  // Past it every process of the attempt is killed (End::kDeadline); none:
+  // no time limit besides `cancel`. Already past: nothing runs.
+  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
 };
 
 struct ProcessOutcome {
@@ -64,7 +77,9 @@ struct ProcessOutcome {
     kCancelled,       // the token fired; the group was killed
     kStdoutOverflow,  // more than max_stdout_bytes; the group was killed
     kStderrOverflow,  // more than max_stderr_bytes; the group was killed
+    kDeadline,        // ProcessSpec::deadline passed; everything was killed
     kSpawnFailed,     // spawn_error says why; nothing ran
+    kSupervisorLost,  // the supervisor died (killed from outside); spawn_error says how
   };
   End end = End::kSpawnFailed;
   int exit_status = 0;
@@ -74,6 +89,11 @@ struct ProcessOutcome {
   std::string stderr_data;  // at most max_stderr_bytes
   pid_t pid = -1;           // also the process group id; -1 when nothing ran
 };
+
+// The supervisor executable: `stele-exec-supervisor` next to the running
+// binary (/proc/self/exe), else the one of this build tree. The error
+// names the places looked in.
+Result<std::string, std::string> FindSupervisor();
 
 // Runs `spec` (see the file comment). `on_stderr_line` gets each complete
 // stderr line (without '\n'; long lines are split at 4 KiB) and the final

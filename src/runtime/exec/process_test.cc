@@ -7,7 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -200,6 +203,61 @@ TEST(ProcessTest, CancelKillsTheWholeProcessGroup) {
   EXPECT_TRUE(EventuallyDead(leader));
   EXPECT_TRUE(EventuallyDead(background));
   EXPECT_TRUE(EventuallyEmptyGroup(leader));
+}
+
+// The deadline is enforced by the supervisor on its own: nobody cancels
+// here. The command, its background job and a process that left the group
+// (setsid) all die; every stage of the attempt is reported as a deadline.
+TEST(ProcessTest, TheDeadlineKillsEverythingWithoutTheCaller) {
+  ScratchDir dir;
+  ProcessSpec spec =
+      Sh("echo $$ > " + dir.File("leader") + "; sleep 1000 & echo $! > " + dir.File("bg") +
+         "; setsid sleep 1000 & echo $! > " + dir.File("escapee") + "; wait");
+  spec.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  ProcessOutcome outcome = RunSpec(spec);
+  EXPECT_EQ(outcome.end, End::kDeadline);
+  const pid_t leader = std::stoi(WaitForLine(dir.File("leader")));
+  EXPECT_EQ(outcome.pid, leader);
+  EXPECT_TRUE(EventuallyDead(leader));
+  EXPECT_TRUE(EventuallyDead(std::stoi(WaitForLine(dir.File("bg")))));
+  EXPECT_TRUE(EventuallyDead(std::stoi(WaitForLine(dir.File("escapee")))));
+  EXPECT_TRUE(EventuallyEmptyGroup(leader));
+
+  // A deadline already behind: nothing runs.
+  spec = Sh("echo ran > " + dir.File("ran"));
+  spec.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  outcome = RunSpec(spec);
+  EXPECT_EQ(outcome.end, End::kDeadline);
+  EXPECT_EQ(outcome.pid, -1);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ran")));
+}
+
+TEST(ProcessTest, AProcessThatLeftTheGroupDiesWithTheLeader) {
+  // setsid: its own session and group, so the group kill misses it; it is
+  // re-parented to the supervisor (a subreaper) and killed there. It keeps
+  // stdout open: without the kill this would hang until the sleep ends.
+  ScratchDir dir;
+  ProcessOutcome outcome =
+      RunSpec(Sh("setsid sleep 1000 & echo $! > " + dir.File("escapee") + "; echo done"));
+  EXPECT_EQ(outcome.end, End::kExited);
+  EXPECT_EQ(outcome.stdout_data, "done\n");
+  EXPECT_TRUE(EventuallyDead(std::stoi(testing::ReadFile(dir.File("escapee")))));
+}
+
+TEST(ProcessTest, TheCommandDiesWithItsSupervisor) {
+  ScratchDir dir;
+  ProcessSpec spec = Sh("echo $$ > " + dir.File("leader") + "; sleep 1000");
+  ProcessOutcome outcome;
+  std::thread runner([&] { outcome = RunProcess(spec, CancellationToken()); });
+  const pid_t leader = std::stoi(WaitForLine(dir.File("leader")));
+  const auto fields = testing::StatFields("/proc/" + std::to_string(leader) + "/stat");
+  const pid_t supervisor = fields.size() >= 2 ? std::stoi(fields[1]) : -1;
+  EXPECT_NE(supervisor, ::getpid());  // the command's parent is its supervisor
+  ::kill(supervisor > 1 && supervisor != ::getpid() ? supervisor : leader, SIGKILL);
+  runner.join();
+  EXPECT_EQ(outcome.end, End::kSupervisorLost);
+  EXPECT_THAT(outcome.spawn_error, HasSubstr("killed by signal 9"));
+  EXPECT_TRUE(EventuallyDead(leader));
 }
 
 TEST(ProcessTest, CancelledBeforeStartRunsNothing) {

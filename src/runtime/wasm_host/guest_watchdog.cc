@@ -15,8 +15,7 @@ uint64_t GuestWatchdog::Watch(wasm::WasmInstance* instance) {
   std::lock_guard lock(mu_);
   if (!thread_.joinable()) thread_ = std::thread([this] { Main(); });
   uint64_t handle = ++next_handle_;
-  entries_[handle] = Entry{instance, std::chrono::steady_clock::now() + slice_};
-  wakeup_.notify_all();
+  entries_[handle] = Entry{instance, std::nullopt};
   return handle;
 }
 
@@ -26,11 +25,11 @@ void GuestWatchdog::Pause(uint64_t handle) {
   if (it != entries_.end()) it->second.deadline.reset();
 }
 
-void GuestWatchdog::Resume(uint64_t handle) {
+void GuestWatchdog::Resume(uint64_t handle, SteadyTime deadline) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(handle);
   if (it == entries_.end()) return;
-  it->second.deadline = std::chrono::steady_clock::now() + slice_;
+  it->second.deadline = deadline;
   wakeup_.notify_all();
 }
 

@@ -115,15 +115,43 @@ TEST_F(WasmHostTest, WorkflowImportingWasiIsRejectedAtLoad) {
   EXPECT_NE(loaded.error().find("no WASI"), std::string::npos) << loaded.error();
 }
 
-TEST_F(WasmHostTest, InfiniteLoopIsInterruptedAndRetriedNotFinished) {
+// Issue 16. Under the default workflow lease (lock expiry and extension
+// 2 s, service::ServiceOptions; 100 ms leeway; the watcher's 500 ms) and the default
+// guest_slice cap (5 s), a guest that spins without host calls — from its
+// start, or after a host call — is stopped before its lease ends: never two
+// runs of the execution at once, and every timeout is the worker's own
+// (the watcher never had to take an expired lease over). After
+// guest_slice_attempts attempts the execution fails for good, saying why
+// and which setting controls the slice.
+TEST_F(WasmHostTest, SpinningGuestStopsBeforeItsLeaseAndFailsAfterBoundedAttempts) {
   EnvConfig config;
-  config.guest_slice = std::chrono::milliseconds(100);
+  config.workflow_lock = std::chrono::milliseconds(2000);
+  config.watcher_leeway = std::chrono::milliseconds(500);
   Env& env = Start(std::move(config));
-  auto id = env.Submit("testing:wasm/wf.loop", Json::array());
-  EXPECT_TRUE(env.WaitUntil(
-      [&] { return CountEvents<core::TemporarilyTimedOut>(env.Events(id)) >= 2; }));
-  EXPECT_GE(env.workflow_worker().watchdog().interrupts(), 2u);
-  EXPECT_EQ(CountEvents<core::Finished>(env.Events(id)), 0u);
+  EXPECT_EQ(env.workflow_worker().slice(), std::chrono::milliseconds(500));
+  for (const char* ffqn : {"testing:wasm/wf.loop", "testing:wasm/wf.loop-after-call"}) {
+    SCOPED_TRACE(ffqn);
+    auto id = env.Submit(ffqn, Json::array());
+    const auto result = env.Await(id);
+    const auto* failure = Failure(result);
+    ASSERT_NE(failure, nullptr);
+    EXPECT_EQ(failure->kind, core::ExecutionFailureKind::kOutOfFuel);
+    const std::string reason = failure->reason.value_or("");
+    EXPECT_NE(reason.find("exceeded its CPU time slice"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("500 ms"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("in 3 attempts"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("WorkflowRunOptions::lock_extension"), std::string::npos) << reason;
+    const auto events = env.Events(id);
+    EXPECT_EQ(CountEvents<core::TemporarilyTimedOut>(events), 2u);
+    for (const auto& e : events) {
+      if (const auto* timed_out = std::get_if<core::TemporarilyTimedOut>(&e.event)) {
+        EXPECT_NE(timed_out->reason.value_or("").find("CPU time slice"), std::string::npos)
+            << timed_out->reason.value_or("(none)");
+      }
+    }
+  }
+  EXPECT_EQ(env.overlap_probe().max_overlap(), 1);
+  EXPECT_GE(env.workflow_worker().watchdog().interrupts(), 6u);
 }
 
 // Deep recursion in a guest: where the engine's stack runs out depends on

@@ -7,10 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -68,6 +71,38 @@ inline std::shared_ptr<const WasmComponent> LoadOrDie(const char* path, std::str
               "load");
 }
 
+// Passes runs through to `inner` and counts, per execution, the runs in
+// progress at once: two runs of one execution must never overlap.
+class OverlapProbe final : public executor::Worker {
+ public:
+  explicit OverlapProbe(std::shared_ptr<executor::Worker> inner) : inner_(std::move(inner)) {}
+  executor::WorkerResult Run(executor::WorkerContext ctx) override {
+    const std::string id = ctx.execution_id.ToString();
+    {
+      std::lock_guard lock(mu_);
+      max_ = std::max(max_, ++running_[id]);
+    }
+    executor::WorkerResult result = inner_->Run(std::move(ctx));
+    std::lock_guard lock(mu_);
+    --running_[id];
+    return result;
+  }
+  const std::vector<core::FunctionFqn>& ExportedFunctions() const override {
+    return inner_->ExportedFunctions();
+  }
+  // The most runs of one execution seen in progress at once.
+  int max_overlap() const {
+    std::lock_guard lock(mu_);
+    return max_;
+  }
+
+ private:
+  std::shared_ptr<executor::Worker> inner_;
+  mutable std::mutex mu_;
+  std::map<std::string, int> running_;
+  int max_ = 0;
+};
+
 // Serves only some of a worker's functions (a test serves one ffqn natively).
 class FilteredWorker final : public executor::Worker {
  public:
@@ -90,6 +125,9 @@ struct EnvConfig {
   std::shared_ptr<const WasmComponent> activities;  // may be null
   workflow::BlockingStrategy strategy = workflow::BlockingStrategy::kAwait;
   std::chrono::milliseconds guest_slice{5000};
+  // The workflows' lock expiry and lock extension (the server sets both to
+  // the component's lock_expiry).
+  std::chrono::milliseconds workflow_lock{2000};
   uint32_t activity_max_retries = 2;
   std::chrono::milliseconds activity_lock{5000};
   WasmActivityOptions activity_options;
@@ -140,15 +178,16 @@ class Env {
 
     workflow::WorkflowRunOptions run_options;
     run_options.blocking_strategy = config_.strategy;
-    run_options.lock_extension = std::chrono::milliseconds(2000);
+    run_options.lock_extension = config_.workflow_lock;
     run_options.subscription_interruption = std::chrono::milliseconds(100);
     workflow_worker_ = std::make_shared<WasmWorkflowWorker>(
         config_.workflows,
         WasmWorkflowWorkerDeps{std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
                                SystemClock::Shared(), &registry_, &dispatch_, handoff_.get(), run_options,
                                config_.guest_slice, true});
+    probe_ = std::make_shared<OverlapProbe>(workflow_worker_);
     executor::ExecutorOptions wf;
-    wf.lock_expiry = std::chrono::milliseconds(2000);
+    wf.lock_expiry = config_.workflow_lock;
     wf.tick_sleep = std::chrono::milliseconds(20);
     wf.component_id = config_.workflows->component_id;
     // As the server: a workflow runs only on the digest it was created with.
@@ -156,7 +195,7 @@ class Env {
     wf.retry_config = core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(20)};
     wf.response_handoff = handoff_;
     tasks_.push_back(std::make_unique<executor::ExecTask>(
-        workflow_worker_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), wf));
+        probe_, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), wf));
     dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
     if (config_.activities) {
       auto worker = std::make_shared<FilteredWorker>(
@@ -242,6 +281,7 @@ class Env {
   Engine& engine() { return *engine_; }
   storage::DbExternalApi& api() { return *api_; }
   WasmWorkflowWorker& workflow_worker() { return *workflow_worker_; }
+  const OverlapProbe& overlap_probe() const { return *probe_; }
 
  private:
   EnvConfig config_;
@@ -250,6 +290,7 @@ class Env {
   std::unique_ptr<Engine> engine_;
   workflow::MapFunctionRegistry registry_;
   std::shared_ptr<WasmWorkflowWorker> workflow_worker_;
+  std::shared_ptr<OverlapProbe> probe_;
   std::vector<std::unique_ptr<executor::ExecTask>> tasks_;
   // The executors above by function: children are dispatched eagerly, as in
   // the server.

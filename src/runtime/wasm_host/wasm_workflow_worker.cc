@@ -1,5 +1,6 @@
 #include "runtime/wasm_host/wasm_workflow_worker.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,9 +39,26 @@ WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> comp
       deps_(std::move(deps)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()),
-      watchdog_(std::make_unique<GuestWatchdog>(deps_.guest_slice)) {
+      watchdog_(std::make_unique<GuestWatchdog>()) {
   // A run that writes its Finished itself names the engine there too.
   deps_.run_options.engine = engine_id_;
+  slice_.slice = deps_.guest_slice;
+  if (deps_.run_options.lock_extension.count() > 0) {
+    slice_.slice = std::min(slice_.slice, deps_.run_options.lock_extension / 4);
+  }
+  slice_.margin = deps_.run_options.lock_extension_leeway;
+}
+
+std::string WasmWorkflowWorker::SliceError(uint32_t attempt, bool final) const {
+  std::string text = "the workflow exceeded its CPU time slice: it computed for " +
+                     std::to_string(slice_.slice.count()) + " ms without calling the host";
+  text += final ? ", in " + std::to_string(attempt) + " attempts (an endless loop?)"
+                : " (attempt " + std::to_string(attempt) + " of " +
+                      std::to_string(deps_.guest_slice_attempts) + ")";
+  if (deps_.run_options.lock_extension.count() > 0) {
+    text += "; the slice is a quarter of the workflow's lease, " + deps_.lock_expiry_setting;
+  }
+  return text;
 }
 
 executor::WorkerResult WasmWorkflowWorker::Run(executor::WorkerContext ctx) {
@@ -58,6 +76,7 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   }
   const std::string params = ctx.params.dump();
   const CancellationToken cancel = ctx.cancel;
+  const uint32_t run_attempt = ctx.intermittent_event_count + 1;
   wf::WorkflowRun run(std::move(ctx),
                       wf::WorkflowRunDeps{deps_.db.get(), deps_.clock.get(), deps_.functions,
                                           deps_.dispatch, deps_.handoff, deps_.cancel_registry},
@@ -88,19 +107,24 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   };
 
   Result<std::vector<wasm::Value>, WasmError> called = Unexpected(WasmError{});
+  bool entered = false;
   {
     WatchScope watch(*watchdog_, &guest);
-    host.SetWatchdog(watchdog_.get(), watch.handle());
-    auto ptr = PlaceInGuest(guest, params);
-    if (!ptr) {
-      called = Unexpected(std::move(ptr.error()));
-    } else {
-      const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(*ptr)),
-                                  wasm::Value::I32(static_cast<int32_t>(params.size()))};
-      called = guest.Call(fn->export_name, args, wasm::CallBudget{std::nullopt, cancel});
+    host.SetWatchdog(watchdog_.get(), watch.handle(), deps_.clock.get(), slice_);
+    if (host.StartSlice()) {
+      entered = true;
+      auto ptr = PlaceInGuest(guest, params);
+      if (!ptr) {
+        called = Unexpected(std::move(ptr.error()));
+      } else {
+        const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(*ptr)),
+                                    wasm::Value::I32(static_cast<int32_t>(params.size()))};
+        called = guest.Call(fn->export_name, args, wasm::CallBudget{std::nullopt, cancel});
+      }
     }
-    host.SetWatchdog(nullptr, 0);
+    host.SetWatchdog(nullptr, 0, nullptr, {});
   }
+  if (!entered) return run.ToWorkerResult(*host.interruption());
   finish_backtraces();
 
   if (!called) {
@@ -112,10 +136,17 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
           return run.ToWorkerResult(wf::Interruption{wf::Interruption::Kind::kCancelled,
                                                      "the run was cancelled", std::nullopt});
         }
-        STELE_LOG(kInfo, run.execution_id().ToString()
-                             << ": guest computed longer than " << deps_.guest_slice.count()
-                             << " ms without a host call; interrupted, will be retried");
-        return executor::WorkerResult::Err(run.version(), executor::TemporaryTimeout{});
+        // The slice ran out (the guest stopped before its lease did).
+        if (run_attempt >= deps_.guest_slice_attempts) {
+          std::string reason = SliceError(run_attempt, /*final=*/true);
+          STELE_LOG(kWarn, run.execution_id().ToString() << ": " << reason);
+          return run.Fail(executor::FatalErrorKind::kOutOfFuel, std::move(reason));
+        } else {
+          std::string reason = SliceError(run_attempt, /*final=*/false);
+          STELE_LOG(kInfo, run.execution_id().ToString() << ": " << reason << "; will be retried");
+          return executor::WorkerResult::Err(run.version(),
+                                             executor::TemporaryTimeout{{}, std::move(reason)});
+        }
       case WasmError::Kind::kStackOverflow:
       case WasmError::Kind::kOutOfResources:
         return executor::WorkerResult::Err(run.version(), executor::LimitReached{error.ToString()});

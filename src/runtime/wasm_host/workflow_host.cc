@@ -52,7 +52,7 @@ wasm::HostFn Bind(WorkflowHost* host, Body body) {
   return [host, body = std::move(body)](HostCall& call, Args args) -> HostResult {
     host->Enter(call);
     HostResult result = body(*host, call, args);
-    host->Leave();
+    if (!host->Leave() && result) return Unexpected(host->Abort());
     return result;
   };
 }
@@ -338,16 +338,39 @@ void WorkflowHost::Enter(HostCall& call) {
   pending_backtrace_.emplace(run_->version(), std::move(trace));
 }
 
-void WorkflowHost::Leave() {
-  if (watchdog_ != nullptr) watchdog_->Resume(watch_handle_);
-  if (!pending_backtrace_ || run_ == nullptr) return;
-  auto [before, trace] = std::move(*pending_backtrace_);
-  pending_backtrace_.reset();
-  core::Version after = run_->version();
-  if (after > before) {
-    backtraces_.push_back(
-        core::BacktraceInfo{run_->execution_id(), component_id_, before, after, std::move(trace)});
+bool WorkflowHost::Leave() {
+  if (pending_backtrace_ && run_ != nullptr) {
+    auto [before, trace] = std::move(*pending_backtrace_);
+    pending_backtrace_.reset();
+    core::Version after = run_->version();
+    if (after > before) {
+      backtraces_.push_back(core::BacktraceInfo{run_->execution_id(), component_id_, before, after,
+                                                std::move(trace)});
+    }
   }
+  // An interrupted run aborts the guest anyway: no slice for it.
+  if (interruption()) return true;
+  return StartSlice();
+}
+
+bool WorkflowHost::StartSlice() {
+  if (watchdog_ == nullptr || run_ == nullptr || clock_ == nullptr) return true;
+  auto lease_end = run_->EnsureLease(policy_.slice + policy_.margin);
+  if (!lease_end) return false;  // recorded in the run
+  const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      *lease_end - clock_->Now() -
+      std::chrono::duration_cast<std::chrono::microseconds>(policy_.margin));
+  if (left <= std::chrono::steady_clock::duration::zero()) {
+    // Only without lock extension: the lease cannot outlast a slice.
+    Interrupt(Kind::kLeaseExpired, "the lease ends within " +
+                                       std::to_string(policy_.margin.count()) +
+                                       " ms, before the guest could compute");
+    return false;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  watchdog_->Resume(watch_handle_,
+                    now + std::min<std::chrono::steady_clock::duration>(policy_.slice, left));
+  return true;
 }
 
 wasm::ModuleLimits WorkflowModuleLimits(uint32_t max_memory_pages) {

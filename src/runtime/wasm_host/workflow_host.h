@@ -17,12 +17,14 @@
 // the run and the watchdog; must outlive the instance it was bound to.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "core/backtrace.h"
 #include "core/component_id.h"
 #include "runtime/wasm/wasm_engine.h"
@@ -40,11 +42,29 @@ class WorkflowHost {
   // The import table bound to this host (every function of the ABI).
   std::shared_ptr<const wasm::ImportTable> Imports();
 
-  // Pauses the guest's slice while inside host functions.
-  void SetWatchdog(GuestWatchdog* watchdog, uint64_t handle) {
+  // How long the guest may compute between host calls (see StartSlice).
+  struct SlicePolicy {
+    std::chrono::milliseconds slice{0};
+    // The slice ends at least this long before the run's lease does.
+    std::chrono::milliseconds margin{0};
+  };
+  // Watches the guest's slices with `watchdog` (the instance's `handle`),
+  // the lease on `clock` (the run's). nullptr: none.
+  void SetWatchdog(GuestWatchdog* watchdog, uint64_t handle, const Clock* clock,
+                   SlicePolicy policy) {
     watchdog_ = watchdog;
     watch_handle_ = handle;
+    clock_ = clock;
+    policy_ = policy;
   }
+  // The guest is about to run (entered, or a host function returns to it):
+  // the lease is made to outlast the slice and its margin
+  // (WorkflowRun::EnsureLease), and the watchdog interrupts the guest at
+  // min(now + slice, lease end - margin) — always before the lease ends,
+  // so no other run can start while this guest still computes. False when
+  // the run was interrupted (the lease could not be kept); the guest must
+  // not run.
+  bool StartSlice();
 
   // The interruption that aborted the guest: the host's own (bad input)
   // first, else the run's.
@@ -59,13 +79,16 @@ class WorkflowHost {
   // The error that aborts the guest after an interruption.
   wasm::WasmError Abort() const;
   void Enter(wasm::HostCall& call);
-  void Leave();
+  // False when the guest must not continue (StartSlice failed).
+  bool Leave();
 
  private:
   workflow::WorkflowRun* run_;
   core::ComponentId component_id_;
   GuestWatchdog* watchdog_ = nullptr;
   uint64_t watch_handle_ = 0;
+  const Clock* clock_ = nullptr;
+  SlicePolicy policy_;
   std::optional<workflow::Interruption> own_interruption_;
   std::vector<core::BacktraceInfo> backtraces_;
   std::optional<std::pair<core::Version, core::WasmBacktrace>> pending_backtrace_;

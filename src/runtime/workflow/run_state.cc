@@ -120,15 +120,7 @@ Result<void, Interruption> RunState::Begin() {
   if (options.lock_extension.count() > 0 &&
       now + std::chrono::duration_cast<std::chrono::microseconds>(options.lock_extension_leeway) >=
           lock_expires_at_) {
-    // The extension is an event too: a run that writes nothing else (a
-    // loop of logs) must still meet the log's limit.
-    if (!replaying() && options.max_events_per_execution > 0 &&
-        version_.value() + cache_.size() >= options.max_events_per_execution) {
-      return Interrupt(Interruption::Kind::kConstraintViolation,
-                       "the execution has reached its limit of " +
-                           std::to_string(options.max_events_per_execution) + " events");
-    }
-    STELE_TRY(ExtendLock(now));
+    STELE_TRY(ExtendLockWithinLimits(now));
   }
   if (options.max_events_per_run > 0 && !replaying() &&
       events_written_ + cache_.size() >= options.max_events_per_run) {
@@ -140,6 +132,32 @@ Result<void, Interruption> RunState::Begin() {
     return Interrupt(Interruption::Kind::kYielded, "max events per run reached");
   }
   return {};
+}
+
+Result<DateTime, Interruption> RunState::EnsureLease(std::chrono::milliseconds needed) {
+  if (interruption) return Unexpected(*interruption);
+  const DateTime now = Now();
+  if (now >= lock_expires_at_) {
+    return Interrupt(Interruption::Kind::kLeaseExpired,
+                     "lock expired at " + FormatRfc3339(lock_expires_at_));
+  }
+  if (options.lock_extension.count() > 0 &&
+      now + std::chrono::duration_cast<std::chrono::microseconds>(needed) > lock_expires_at_) {
+    STELE_TRY(ExtendLockWithinLimits(now));
+  }
+  return lock_expires_at_;
+}
+
+Result<void, Interruption> RunState::ExtendLockWithinLimits(DateTime now) {
+  // The extension is an event too: a run that writes nothing else (a
+  // loop of logs) must still meet the log's limit.
+  if (!replaying() && options.max_events_per_execution > 0 &&
+      version_.value() + cache_.size() >= options.max_events_per_execution) {
+    return Interrupt(Interruption::Kind::kConstraintViolation,
+                     "the execution has reached its limit of " +
+                         std::to_string(options.max_events_per_execution) + " events");
+  }
+  return ExtendLock(now);
 }
 
 Result<void, Interruption> RunState::ExtendLock(DateTime now) {

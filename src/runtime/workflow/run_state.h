@@ -10,6 +10,7 @@
 // Threading: none; owned by one WorkflowRun.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -71,6 +72,8 @@ class RunState {
   // At the start of every call: the poisoned state, cancellation, the
   // lease (extending it when due) and the per-run event limit.
   Result<void, Interruption> Begin();
+  // WorkflowRun::EnsureLease.
+  Result<DateTime, Interruption> EnsureLease(std::chrono::milliseconds needed);
 
   // Matches `key` against the event under the cursor. Returns the recorded
   // event when it matches (processed, nothing written), nullptr in new
@@ -150,6 +153,9 @@ class RunState {
   void AddResponses(std::vector<core::JoinSetResponseEventOuter> responses);
   // Extends the lock by appending Locked (same executor and run).
   Result<void, Interruption> ExtendLock(DateTime now);
+  // ExtendLock, unless the extension would exceed max_events_per_execution
+  // (kConstraintViolation).
+  Result<void, Interruption> ExtendLockWithinLimits(DateTime now);
   // Waits (kAwait) until the join set has `k` responses or the lease /
   // warm-wait bound ends (kBlocked). With `slot`, a result handed over
   // there (its offer cancels `wake`) counts as a response.

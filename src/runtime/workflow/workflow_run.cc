@@ -528,10 +528,19 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
 }
 
 executor::WorkerResult WorkflowRun::Trap(std::string reason, std::optional<std::string> detail) {
+  return Fail(executor::FatalErrorKind::kWorkflowTrap, std::move(reason), std::move(detail));
+}
+
+executor::WorkerResult WorkflowRun::Fail(executor::FatalErrorKind kind, std::string reason,
+                                         std::optional<std::string> detail) {
   if (!state_->interruption) state_->interruption = Interruption{Kind::kTrap, reason, std::nullopt};
   state_->CancelUnawaitedOnFailure();
-  return executor::WorkerResult::Fatal(state_->version(), executor::FatalErrorKind::kWorkflowTrap,
-                                       std::move(reason), std::move(detail));
+  return executor::WorkerResult::Fatal(state_->version(), kind, std::move(reason),
+                                       std::move(detail));
+}
+
+Result<DateTime, Interruption> WorkflowRun::EnsureLease(std::chrono::milliseconds needed) {
+  return state_->EnsureLease(needed);
 }
 
 }  // namespace stele::runtime::workflow

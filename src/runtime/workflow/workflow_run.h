@@ -294,6 +294,15 @@ class WorkflowRun {
   // Set once a call returned an Interruption.
   const std::optional<Interruption>& interruption() const;
 
+  // --- The lease ---------------------------------------------------------------
+  // The guest is about to compute for up to `needed` without a call (a wasm
+  // guest's slice, wasm_workflow_worker.h): unless at least that much of
+  // the lease is left, the lock is extended now, as at a call whose lease
+  // is due (only with lock_extension > 0). Returns the lease's end. Errors:
+  // kLeaseExpired (the lease ended already), the extension's (kDbError,
+  // kConstraintViolation at the event limit), or the run's interruption.
+  Result<DateTime, Interruption> EnsureLease(std::chrono::milliseconds needed);
+
   // --- Join sets ----------------------------------------------------------------
   // `g:<k>`, k = generated join sets processed so far + 1. Cached.
   Result<core::JoinSetId, Interruption> CreateJoinSet();
@@ -396,6 +405,10 @@ class WorkflowRun {
   // FatalError kWorkflowTrap, after the same cleanup as a fatal
   // interruption.
   executor::WorkerResult Trap(std::string reason, std::optional<std::string> detail = std::nullopt);
+  // Any other permanent failure of the guest (kOutOfFuel: it kept computing
+  // past its slice), with the same cleanup as Trap.
+  executor::WorkerResult Fail(executor::FatalErrorKind kind, std::string reason,
+                              std::optional<std::string> detail = std::nullopt);
 
  private:
   std::unique_ptr<internal::RunState> state_;

@@ -12,6 +12,7 @@ STELE_WORKFLOW("testing:wasm/wf.hello", hello, "name: string", "string")
 STELE_WORKFLOW("testing:wasm/wf.fan-out", fan_out, "n: u64", "u64")
 STELE_WORKFLOW("testing:wasm/wf.sleep", sleep_wf, "millis: u64", "string")
 STELE_WORKFLOW("testing:wasm/wf.loop", loop_wf, "", "string")
+STELE_WORKFLOW("testing:wasm/wf.loop-after-call", loop_after_call_wf, "", "string")
 STELE_WORKFLOW("testing:wasm/wf.trap", trap_wf, "", "string")
 STELE_WORKFLOW("testing:wasm/wf.memory", memory_wf, "", "string")
 STELE_WORKFLOW("testing:wasm/wf.two-calls", two_calls, "", "list<string>")
@@ -62,6 +63,16 @@ int sleep_wf(stele_str params, stele_buf* result) {
 int loop_wf(stele_str params, stele_buf* result) {
   (void)params;
   (void)result;
+  volatile uint64_t spins = 0;
+  for (;;) ++spins;
+}
+
+/* Spins after a host call: the slice that ends it starts when the call
+ * returns to the guest. */
+int loop_after_call_wf(stele_str params, stele_buf* result) {
+  (void)params;
+  (void)result;
+  stele_log_c(2, "about to spin");
   volatile uint64_t spins = 0;
   for (;;) ++spins;
 }

@@ -7,6 +7,7 @@
 #include "core/json_codec.h"
 #include "server/api_ops.h"
 #include "server/api_util.h"
+#include "server/http_protocol.h"
 #include "server/server_impl.h"
 
 namespace stele::server {
@@ -28,15 +29,12 @@ constexpr const char* kIdPath = "/v1/executions/([^/]+)";
 bool Authorized(const ServerImpl& d, const httplib::Request& req) {
   const auto& api = d.config.api;
   if (!api.token && !api.token_sha256) return true;
-  std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
-    return false;
-  }
-  std::string given = header.substr(kBearer.size());
+  const std::string header = req.get_header_value("Authorization");
+  std::optional<std::string_view> given = BearerToken(header);
+  if (!given) return false;
   // Compare digests, so the comparison is constant-time and independent of
   // the token's length.
-  std::string given_hex = Sha256Hex(given);
+  std::string given_hex = Sha256Hex(*given);
   std::string expected_hex = api.token ? Sha256Hex(*api.token) : *api.token_sha256;
   return CRYPTO_memcmp(given_hex.data(), expected_hex.data(), given_hex.size()) == 0;
 }

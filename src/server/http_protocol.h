@@ -13,6 +13,7 @@
 
 #include <httplib.h>
 
+#include <optional>
 #include <string_view>
 
 namespace stele::server {
@@ -23,5 +24,11 @@ void ExclusiveListenSocket(socket_t sock);
 // Why binding a listener failed, from the errno of the failed bind ("" when
 // errno names no known cause).
 std::string_view ListenErrorCause(int error);
+
+// The token of an `Authorization` header value with the Bearer scheme
+// (docs/api.md, Authentication: the scheme in any case, then one or more
+// spaces or tabs, then the token; surrounding whitespace ignored); nullopt
+// for another scheme or an empty token.
+std::optional<std::string_view> BearerToken(std::string_view authorization);
 
 }  // namespace stele::server

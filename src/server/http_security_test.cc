@@ -329,6 +329,27 @@ TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
   EXPECT_THAT(Body(Get("/v1/executions"))["executions"], SizeIs(0));
 }
 
+// The scheme is case-insensitive and may be followed by several spaces
+// (docs/api.md, Authentication); the token itself is compared exactly.
+TEST_F(HttpAuthTest, BearerSchemeInAnyCaseAndSpacing) {
+  for (const std::string& header :
+       {std::string("Bearer s3cret"), std::string("bearer s3cret"), std::string("BEARER s3cret"),
+        std::string("bEaReR s3cret"), std::string("Bearer    s3cret"),
+        std::string("Bearer \t s3cret"), std::string("  Bearer s3cret  ")}) {
+    auto res = client_->Get("/v1/executions", {{"Authorization", header}});
+    ASSERT_TRUE(res) << header;
+    EXPECT_EQ(res->status, 200) << "`" << header << "`: " << res->body;
+  }
+  for (const std::string& header :
+       {std::string("Bearers3cret"), std::string("Bearer"), std::string("Bearer "),
+        std::string("Bearer s3cret x"), std::string("Bearer S3CRET"), std::string("Beare s3cret"),
+        std::string("Bearer: s3cret"), std::string("Basic s3cret"), std::string("s3cret")}) {
+    auto res = client_->Get("/v1/executions", {{"Authorization", header}});
+    ASSERT_TRUE(res) << header;
+    EXPECT_EQ(res->status, 401) << "`" << header << "`: " << res->body;
+  }
+}
+
 // Without a `listen` key the server binds to loopback only.
 TEST(HttpListenTest, DefaultListenAddressIsLoopback) {
   auto config = ParseConfig("", "stele.toml", "/tmp", ProcessEnv());

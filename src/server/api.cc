@@ -231,6 +231,7 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
                                       ", [api] max_connections); retry later"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    TreatAbsentLengthAsEmpty(req);
     // httplib caps each header line (8 KiB) but not their number or sum.
     size_t header_bytes = 0;
     for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
@@ -254,7 +255,8 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Errors httplib produces itself (404 route, 413 body, 400 parse) get the
-  // JSON envelope too.
+  // JSON envelope too. After its 400 and 414 the request's framing is lost:
+  // the connection ends (http_protocol.h).
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     switch (res.status) {
@@ -264,7 +266,9 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
       case 431: ReplyError(res, {431, "too_large", "request headers are too large"}); break;
       default: ReplyError(res, {res.status, "bad_request", "the request was rejected"}); break;
     }
+    if (res.status == 400 || res.status == 414) EndConnectionAfter(res);
   });
+  http.set_post_routing_handler(CloseWhenFramingIsLost);
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     ReplyError(res, {500, "internal", "internal error"});
   });

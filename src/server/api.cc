@@ -22,6 +22,11 @@ using api::Validation;
 // Header limits of every request (docs/reliability.md, Limits).
 constexpr size_t kMaxHeaders = 100;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
+// The routes match the path with std::regex, whose matcher recurses once
+// per character, about 570 bytes of the connection thread's stack each: an
+// 8 KiB path took 4.6 MB (docs/reliability.md, Memory under hostile
+// traffic). The longest path of a route is under 600 bytes.
+constexpr size_t kMaxPathBytes = 1024;
 
 // Ids and ffqns in paths: anything but '/'; parsing does the validation.
 constexpr const char* kIdPath = "/v1/executions/([^/]+)";
@@ -241,6 +246,12 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
                                    " headers, " + std::to_string(header_bytes) +
                                    " bytes; the limits are " + std::to_string(kMaxHeaders) +
                                    " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path.size() > kMaxPathBytes) {
+      ReplyError(res, ApiError{414, "too_large",
+                               "request path is too long (" + std::to_string(req.path.size()) +
+                                   " bytes; the limit is " + std::to_string(kMaxPathBytes) + ")"});
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/healthz" || IsUiPath(d, http, req.path)) {

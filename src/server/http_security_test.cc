@@ -119,6 +119,15 @@ TEST_F(HttpLimitsTest, HeadersAndUriOverTheLimitAreRefused) {
   auto long_id = Get("/v1/executions/E_" + std::string(600, 'A'));
   EXPECT_EQ(long_id->status, 400);
   EXPECT_THAT(ErrorMessage(long_id), HasSubstr("too long"));
+  // A path over 1 KiB is refused before the routes' regular expressions
+  // see it (their matcher recurses per character, on the thread's stack);
+  // the query string does not count.
+  auto long_path = Get("/v1/executions/E_" + std::string(1100, 'A') + "/result");
+  expect(long_path, 414, "too_large", "a 1 KiB path");
+  EXPECT_THAT(ErrorMessage(long_path),
+              HasSubstr("request path is too long (1124 bytes; the limit is 1024)"));
+  EXPECT_EQ(Get("/v1/executions?ffqn_prefix=" + std::string(2000, 'a'))->status, 400)
+      << "a long query is no long path";
   // Refused requests wrote nothing, and the auth-free health check is
   // under the same header caps.
   expect(client_->Get("/healthz", many), 431, "too_large", "101 headers on /healthz");

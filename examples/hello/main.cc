@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
                      {.execution_id = "E_01KBNHM5FQW81KP5Y3XMNX31K4"});
   if (!id) return 1;
   std::cerr << "submitted " << *id << "\n";
-  auto result = e.WaitForResult(*id, std::chrono::seconds(10));
+  // After a crash, a step the dead process held resumes once its lease ends.
+  auto result = e.WaitForResult(*id, std::chrono::seconds(60));
   std::cout << (result ? result->ToString() : result.error().ToString()) << "\n";
   return result && result->ok() ? 0 : 1;
 }

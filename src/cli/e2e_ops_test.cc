@@ -1,10 +1,10 @@
 // End-to-end tests through the real `stele` binary (e2e_fixture.h), the
 // operations beyond the basics: `scheduled_at` on submit, a huge body over
-// raw HTTP (413), a cancel racing an activity that finishes, and on the
-// example wasm workflow durable_sleep a stored backtrace, a delay cancel and
-// an upgrade to a new component digest (skipped when the wasm guest was
-// not built), and a full disk under a running server (503, then recovery;
-// root only).
+// raw HTTP (413), a second server on an address in use, a cancel racing an
+// activity that finishes, and on the example wasm workflow durable_sleep a
+// stored backtrace, a delay cancel and an upgrade to a new component
+// digest (skipped when the wasm guest was not built), and a full disk
+// under a running server (503, then recovery; root only).
 #include <sys/mount.h>
 
 #include <cerrno>
@@ -140,6 +140,47 @@ TEST_F(E2eOpsTest, HugeBodyIs413) {
   auto health = Http().Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+}
+
+// A second `stele server run` (its own database) on the address of a
+// running one exits at once with an error naming the key and the address,
+// for `[api] listen` and `[api] ui_listen` alike; the first keeps answering
+// every request. (httplib's listening sockets had SO_REUSEPORT: the second
+// server started and the kernel split the connections between the two, a
+// `get` answering 404 every other time.)
+TEST_F(E2eOpsTest, SecondServerOnAnAddressInUseFailsToStart) {
+  START_SERVER();
+  const std::string id = Submit(kEcho, R"(["first"])");
+  ASSERT_EQ(Cli({"execution", "result", id, "--timeout", "30"}).out, "ok \"first\"\n");
+  const std::string address = "127.0.0.1:" + std::to_string(server_.port());
+  std::string toml = ReadFile(dir_ / "stele.toml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    size_t at = toml.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    toml.replace(at, from.size(), to);
+  };
+  replace(sqlite_.string(), (dir_ / "second.sqlite").string());
+  replace((dir_ / "data").string(), (dir_ / "second-data").string());
+  const std::string listen = "listen = \"127.0.0.1:0\"\n";
+  for (const std::string& key : {std::string("[api] listen"), std::string("[api] ui_listen")}) {
+    std::string second = toml;
+    second.replace(second.find(listen), listen.size(),
+                   key == "[api] listen"
+                       ? "listen = \"" + address + "\"\n"
+                       : listen + "ui = true\nui_listen = \"" + address + "\"\n");
+    WriteFile(dir_ / "second.toml", second);
+    CliRun run = RunStele({"server", "run", "--config", (dir_ / "second.toml").string()});
+    EXPECT_EQ(run.code, 1) << key << " (-1: it was still running, killed)\n" << run.err;
+    EXPECT_NE(run.err.find("cannot listen on " + address + " (" + key + ")"), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("already in use"), std::string::npos) << run.err;
+  }
+  // Every request reaches the first server, on new connections each.
+  for (int i = 0; i < 20; ++i) {
+    auto res = Http().Get("/v1/executions/" + id);
+    ASSERT_TRUE(res) << i;
+    EXPECT_EQ(res->status, 200) << i << ": " << res->body;
+  }
 }
 
 // A cancel racing an exec activity that is finishing (its hold file is

@@ -7,6 +7,7 @@
 #include "core/json_codec.h"
 #include "server/api_ops.h"
 #include "server/api_util.h"
+#include "server/http_protocol.h"
 #include "server/server_impl.h"
 
 namespace stele::server {
@@ -21,6 +22,11 @@ using api::Validation;
 // Header limits of every request (docs/reliability.md, Limits).
 constexpr size_t kMaxHeaders = 100;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
+// The routes match the path with std::regex, whose matcher recurses once
+// per character, about 570 bytes of the connection thread's stack each: an
+// 8 KiB path took 4.6 MB (docs/reliability.md, Memory under hostile
+// traffic). The longest path of a route is under 600 bytes.
+constexpr size_t kMaxPathBytes = 1024;
 
 // Ids and ffqns in paths: anything but '/'; parsing does the validation.
 constexpr const char* kIdPath = "/v1/executions/([^/]+)";
@@ -28,15 +34,12 @@ constexpr const char* kIdPath = "/v1/executions/([^/]+)";
 bool Authorized(const ServerImpl& d, const httplib::Request& req) {
   const auto& api = d.config.api;
   if (!api.token && !api.token_sha256) return true;
-  std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
-    return false;
-  }
-  std::string given = header.substr(kBearer.size());
+  const std::string header = req.get_header_value("Authorization");
+  std::optional<std::string_view> given = BearerToken(header);
+  if (!given) return false;
   // Compare digests, so the comparison is constant-time and independent of
   // the token's length.
-  std::string given_hex = Sha256Hex(given);
+  std::string given_hex = Sha256Hex(*given);
   std::string expected_hex = api.token ? Sha256Hex(*api.token) : *api.token_sha256;
   return CRYPTO_memcmp(given_hex.data(), expected_hex.data(), given_hex.size()) == 0;
 }
@@ -233,6 +236,7 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
                                       ", [api] max_connections); retry later"));
       return httplib::Server::HandlerResponse::Handled;
     }
+    TreatAbsentLengthAsEmpty(req);
     // httplib caps each header line (8 KiB) but not their number or sum.
     size_t header_bytes = 0;
     for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
@@ -242,6 +246,12 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
                                    " headers, " + std::to_string(header_bytes) +
                                    " bytes; the limits are " + std::to_string(kMaxHeaders) +
                                    " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path.size() > kMaxPathBytes) {
+      ReplyError(res, ApiError{414, "too_large",
+                               "request path is too long (" + std::to_string(req.path.size()) +
+                                   " bytes; the limit is " + std::to_string(kMaxPathBytes) + ")"});
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/healthz" || IsUiPath(d, http, req.path)) {
@@ -256,7 +266,8 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Errors httplib produces itself (404 route, 413 body, 400 parse) get the
-  // JSON envelope too.
+  // JSON envelope too. After its 400 and 414 the request's framing is lost:
+  // the connection ends (http_protocol.h).
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     switch (res.status) {
@@ -266,7 +277,9 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
       case 431: ReplyError(res, {431, "too_large", "request headers are too large"}); break;
       default: ReplyError(res, {res.status, "bad_request", "the request was rejected"}); break;
     }
+    if (res.status == 400 || res.status == 414) EndConnectionAfter(res);
   });
+  http.set_post_routing_handler(CloseWhenFramingIsLost);
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     ReplyError(res, {500, "internal", "internal error"});
   });

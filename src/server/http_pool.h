@@ -16,6 +16,12 @@
 //
 // Threads are never retired before shutdown: the pool grows to the peak
 // number of connections (at most max_connections + the refusal threads).
+// After each connection a thread returns the stack pages below its frame
+// to the kernel, so an idle thread holds a few pages, not the stack of
+// the deepest request it served. And once no connection has ended for
+// kTrimAfterQuiet after some did, a trimming thread hands the free pages
+// of every malloc arena back (malloc_trim): glibc keeps what a burst freed
+// (docs/reliability.md, Memory under hostile traffic).
 //
 // Threading: enqueue is called by httplib's accept thread, shutdown by the
 // same thread after the accept loop ends; the stats are atomics read by
@@ -26,6 +32,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +47,7 @@ namespace stele::server {
 struct HttpPoolStats {
   std::atomic<uint64_t> open{0};     // connections being served (not refused)
   std::atomic<uint64_t> refused{0};  // connections over the limit, since start
+  std::atomic<uint64_t> trims{0};    // malloc_trim calls after quiet periods
 };
 
 class HttpPool final : public httplib::TaskQueue {
@@ -57,11 +65,14 @@ class HttpPool final : public httplib::TaskQueue {
   // True on the refusal threads, while they serve a refused connection.
   static bool RefusingOnThisThread();
 
+  static constexpr std::chrono::milliseconds kTrimAfterQuiet{1000};
+
  private:
   static constexpr size_t kRefusalThreads = 2;
 
   void Serve();
   void Refuse();
+  void TrimWhenQuiet();
 
   const size_t max_connections_;
   const std::shared_ptr<HttpPoolStats> stats_;
@@ -75,6 +86,10 @@ class HttpPool final : public httplib::TaskQueue {
   bool shutdown_ = false;                      // guarded by mu_
   std::vector<std::thread> threads_;           // guarded by mu_ until shutdown
   std::vector<std::thread> refusal_threads_;
+  std::condition_variable trim_;
+  bool ended_since_trim_ = false;                   // guarded by mu_
+  std::chrono::steady_clock::time_point last_end_;  // guarded by mu_
+  std::thread trim_thread_;
 };
 
 }  // namespace stele::server

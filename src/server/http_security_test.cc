@@ -119,6 +119,15 @@ TEST_F(HttpLimitsTest, HeadersAndUriOverTheLimitAreRefused) {
   auto long_id = Get("/v1/executions/E_" + std::string(600, 'A'));
   EXPECT_EQ(long_id->status, 400);
   EXPECT_THAT(ErrorMessage(long_id), HasSubstr("too long"));
+  // A path over 1 KiB is refused before the routes' regular expressions
+  // see it (their matcher recurses per character, on the thread's stack);
+  // the query string does not count.
+  auto long_path = Get("/v1/executions/E_" + std::string(1100, 'A') + "/result");
+  expect(long_path, 414, "too_large", "a 1 KiB path");
+  EXPECT_THAT(ErrorMessage(long_path),
+              HasSubstr("request path is too long (1124 bytes; the limit is 1024)"));
+  EXPECT_EQ(Get("/v1/executions?ffqn_prefix=" + std::string(2000, 'a'))->status, 400)
+      << "a long query is no long path";
   // Refused requests wrote nothing, and the auth-free health check is
   // under the same header caps.
   expect(client_->Get("/healthz", many), 431, "too_large", "101 headers on /healthz");
@@ -327,6 +336,27 @@ TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
   // With the token the delay route is reached: a valid id of no execution.
   EXPECT_EQ(Put("/v1/delays/" + delay + "/cancel", Json::object())->status, 404);
   EXPECT_THAT(Body(Get("/v1/executions"))["executions"], SizeIs(0));
+}
+
+// The scheme is case-insensitive and may be followed by several spaces
+// (docs/api.md, Authentication); the token itself is compared exactly.
+TEST_F(HttpAuthTest, BearerSchemeInAnyCaseAndSpacing) {
+  for (const std::string& header :
+       {std::string("Bearer s3cret"), std::string("bearer s3cret"), std::string("BEARER s3cret"),
+        std::string("bEaReR s3cret"), std::string("Bearer    s3cret"),
+        std::string("Bearer \t s3cret"), std::string("  Bearer s3cret  ")}) {
+    auto res = client_->Get("/v1/executions", {{"Authorization", header}});
+    ASSERT_TRUE(res) << header;
+    EXPECT_EQ(res->status, 200) << "`" << header << "`: " << res->body;
+  }
+  for (const std::string& header :
+       {std::string("Bearers3cret"), std::string("Bearer"), std::string("Bearer "),
+        std::string("Bearer s3cret x"), std::string("Bearer S3CRET"), std::string("Beare s3cret"),
+        std::string("Bearer: s3cret"), std::string("Basic s3cret"), std::string("s3cret")}) {
+    auto res = client_->Get("/v1/executions", {{"Authorization", header}});
+    ASSERT_TRUE(res) << header;
+    EXPECT_EQ(res->status, 401) << "`" << header << "`: " << res->body;
+  }
 }
 
 // Without a `listen` key the server binds to loopback only.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "server/http_protocol.h"
 #include "server/server_impl.h"
 #include "storage/sqlite/sqlite_pool.h"
 #if STELE_SERVER_HAVE_POSTGRES
@@ -130,10 +131,19 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
   return spec;
 }
 
-// Binds `http` to host:port (port 0: any free port); the bound port or -1.
-int Bind(httplib::Server& http, const std::string& host, int port) {
-  if (port == 0) return http.bind_to_any_port(host);
-  return http.bind_to_port(host, port) ? port : -1;
+// Binds `http` to host:port (port 0: any free port), alone: an address
+// another socket listens on is an error (http_protocol.h). The bound port,
+// or an error naming `key` ("[api] listen"), the address and the cause.
+Result<int, std::string> Bind(httplib::Server& http, const std::string& host, int port,
+                              std::string_view key) {
+  http.set_socket_options(ExclusiveListenSocket);
+  errno = 0;
+  int bound = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  if (bound > 0) return bound;
+  std::string_view cause = ListenErrorCause(errno);
+  return Unexpected("cannot listen on " + host + ":" + std::to_string(port) + " (" +
+                    std::string(key) + "): " +
+                    std::string(cause.empty() ? "is the address one of this host?" : cause));
 }
 
 // [api] ui_listen: a second listener with the UI and every API route (the
@@ -146,11 +156,7 @@ Result<void, std::string> BindUiListener(ServerImpl& d) {
   if (!ui) return {};
   d.ui_http = std::make_unique<httplib::Server>();
   InstallRoutes(d, *d.ui_http);
-  d.ui_port = Bind(*d.ui_http, ui->host, ui->port);
-  if (d.ui_port <= 0) {
-    return Unexpected("cannot listen on " + ui->host + ":" + std::to_string(ui->port) +
-                      " ([api] ui_listen; address in use or not local?)");
-  }
+  STELE_ASSIGN_OR_RETURN(d.ui_port, Bind(*d.ui_http, ui->host, ui->port, "[api] ui_listen"));
   return {};
 }
 
@@ -222,13 +228,13 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
 
   InstallRoutes(d, d.http);
   const auto& listen = d.config.api;
-  d.port = Bind(d.http, listen.listen_host, listen.listen_port);
   std::optional<std::string> bind_error;
-  if (d.port <= 0) {
-    bind_error = "cannot listen on " + listen.listen_host + ":" +
-                 std::to_string(listen.listen_port) + " (address in use or not local?)";
-  } else if (auto ui = BindUiListener(d); !ui) {
-    bind_error = ui.error();
+  auto port = Bind(d.http, listen.listen_host, listen.listen_port, "[api] listen");
+  if (!port) {
+    bind_error = port.error();
+  } else {
+    d.port = *port;
+    if (auto ui = BindUiListener(d); !ui) bind_error = ui.error();
   }
   if (bind_error) {
     d.service.reset();

@@ -218,8 +218,8 @@ TEST_F(UiRoutesTest, WithoutUiListenThereIsNoSecondListener) {
 }
 
 TEST_F(UiRoutesTest, UiAddressInUseIsAnErrorNamingTheKey) {
-  // A plain listening socket (httplib's own set SO_REUSEPORT, and would
-  // share the port).
+  // A plain listening socket: any process's listener counts (a second
+  // stele server is E2eOpsTest.SecondServerOnAnAddressInUseFailsToStart).
   int blocker = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(blocker, 0);
   sockaddr_in address{};

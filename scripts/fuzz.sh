@@ -14,8 +14,10 @@ dir="${1:-build/fuzz}"
 seconds="${2:-${STELE_FUZZ_SECONDS:-20}}"
 jobs="${STELE_JOBS:-$(nproc)}"
 
+# Unity batches for the libraries, as in scripts/test.sh.
 STELE_TARGETS=stele_fuzz bash scripts/build.sh "$dir" -DSTELE_FUZZ=ON \
-  -DCMAKE_CXX_COMPILER=clang++ -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS="$seconds"
+  -DCMAKE_CXX_COMPILER=clang++ -DSTELE_BUILD_BENCH=OFF -DSTELE_FUZZ_SECONDS="$seconds" \
+  -DSTELE_UNITY_BUILD=ON
 [ "${STELE_FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 rc=0
 ctest --test-dir "$dir" -L fuzz -j "$jobs" --output-on-failure || rc=1

@@ -33,6 +33,24 @@ Task<Json> W1Workflow(WorkflowContext& ctx, Json /*params*/) {
   co_return r.value;
 }
 
+// The step activity's work (returns 1), run inline.
+Result<Json, Json> InlineStep() { return Json(1); }
+
+Task<Json> W1StepsWorkflow(WorkflowContext& ctx, Json /*params*/) {
+  ExecutionResult r = co_await ctx.step("step", InlineStep);
+  co_return r.value;
+}
+
+Task<Json> W2StepsWorkflow(WorkflowContext& ctx, Json params) {
+  const int steps = params.at(0).get<int>();
+  int64_t sum = 0;
+  for (int i = 0; i < steps; ++i) {
+    ExecutionResult r = co_await ctx.step("step", InlineStep);
+    sum += r.value.get<int64_t>();
+  }
+  co_return sum;
+}
+
 Task<Json> W2Workflow(WorkflowContext& ctx, Json params) {
   const int steps = params.at(0).get<int>();
   int64_t sum = 0;
@@ -132,6 +150,8 @@ Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const DbTarget& db,
       }));
   STELE_TRY(engine->RegisterWorkflow(kW1, W1Workflow));
   STELE_TRY(engine->RegisterWorkflow(kW2, W2Workflow));
+  STELE_TRY(engine->RegisterWorkflow(kW1Steps, W1StepsWorkflow));
+  STELE_TRY(engine->RegisterWorkflow(kW2Steps, W2StepsWorkflow));
   STELE_TRY(engine->RegisterWorkflow(kW3, W3Workflow));
   STELE_TRY(engine->RegisterWorkflow(kW4, W4Workflow));
   STELE_TRY(engine->RegisterWorkflow(kW5, W5Workflow));

@@ -83,11 +83,13 @@ Metrics RunWarmup(const Knobs& knobs) {
   return {{"elapsed", {fan.elapsed, "s"}}};
 }
 
-Metrics RunW1(const Knobs& knobs) {
+namespace {
+
+Metrics RunW1Of(const Knobs& knobs, const char* workflow) {
   FreshDb db(knobs, "w1");
   SecondEngine second(knobs, db.target());
   auto engine = MustOpen(db.target());
-  auto fan = SubmitAndWaitAll(*engine, kW1, Json::array(), knobs.w1_n, knobs.w1_conc);
+  auto fan = SubmitAndWaitAll(*engine, workflow, Json::array(), knobs.w1_n, knobs.w1_conc);
   engine->Stop();
   return {
       {"throughput", {static_cast<double>(knobs.w1_n - fan.failed) / fan.elapsed, "wf/s"}},
@@ -98,12 +100,12 @@ Metrics RunW1(const Knobs& knobs) {
   };
 }
 
-Metrics RunW2(const Knobs& knobs) {
+Metrics RunW2Of(const Knobs& knobs, const char* workflow) {
   FreshDb db(knobs, "w2");
   SecondEngine second(knobs, db.target());
   auto engine = MustOpen(db.target());
   const double start = NowSeconds();
-  auto id = engine->Submit(kW2, Json::array({knobs.w2_steps}));
+  auto id = engine->Submit(workflow, Json::array({knobs.w2_steps}));
   if (!id) Die("submit", id.error());
   ExecutionResult result = MustWait(*engine, *id);
   const double total_ms = (NowSeconds() - start) * 1000;
@@ -111,6 +113,13 @@ Metrics RunW2(const Knobs& knobs) {
   if (!result.ok()) std::fprintf(stderr, "W2 failed: %s\n", result.ToString().c_str());
   return {{"total", {total_ms, "ms"}}, {"per_step", {total_ms / knobs.w2_steps, "ms"}}};
 }
+
+}  // namespace
+
+Metrics RunW1(const Knobs& knobs) { return RunW1Of(knobs, kW1); }
+Metrics RunW2(const Knobs& knobs) { return RunW2Of(knobs, kW2); }
+Metrics RunW1Steps(const Knobs& knobs) { return RunW1Of(knobs, kW1Steps); }
+Metrics RunW2Steps(const Knobs& knobs) { return RunW2Of(knobs, kW2Steps); }
 
 Metrics RunW3(const Knobs& knobs) {
   FreshDb db(knobs, "w3");

@@ -61,6 +61,10 @@ inline constexpr const char* kNow = "bench:w/activities.now";          // return
 inline constexpr const char* kEffect = "bench:w/activities.effect";    // appends to a file
 inline constexpr const char* kW1 = "bench:w/workflows.w1";             // one step
 inline constexpr const char* kW2 = "bench:w/workflows.w2";             // [steps] sequential steps
+// W1 and W2 with inline durable steps (WorkflowContext::step) in place of
+// child activities: the same work, recorded in the workflow's own log.
+inline constexpr const char* kW1Steps = "bench:w/workflows.w1-steps";
+inline constexpr const char* kW2Steps = "bench:w/workflows.w2-steps";
 inline constexpr const char* kW3 = "bench:w/workflows.w3";             // [children] W1 children
 inline constexpr const char* kW4 = "bench:w/workflows.w4";             // [sleep_ms] lateness in µs
 inline constexpr const char* kW5 = "bench:w/workflows.w5";             // [sleep_ms, id] sleep, effect
@@ -140,6 +144,8 @@ std::string ServerSettings(const std::string& admin);
 Metrics RunWarmup(const Knobs& knobs);
 Metrics RunW1(const Knobs& knobs);
 Metrics RunW2(const Knobs& knobs);
+Metrics RunW1Steps(const Knobs& knobs);  // W1 with an inline step (ctx.step)
+Metrics RunW2Steps(const Knobs& knobs);  // W2 with inline steps
 Metrics RunW3(const Knobs& knobs);
 Metrics RunW4(const Knobs& knobs);
 Metrics RunW5(const Knobs& knobs);

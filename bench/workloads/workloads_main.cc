@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   }
   const std::map<std::string, std::function<Metrics(const Knobs&)>> workloads = {
       {"W1", stele::bench::RunW1}, {"W2", stele::bench::RunW2},
+      {"W1-steps", stele::bench::RunW1Steps}, {"W2-steps", stele::bench::RunW2Steps},
       {"W3", stele::bench::RunW3}, {"W4", stele::bench::RunW4},
       {"W5", stele::bench::RunW5}, {"idle", stele::bench::RunIdleInFreshProcess},
       {"replay", stele::bench::RunReplay}, {"memory", stele::bench::RunMemory},
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> selected;
   for (int i = 1; i < argc; ++i) selected.emplace_back(argv[i]);
   if (selected.empty()) {
-    selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};
+    selected = {"warmup", "W1", "W1-steps", "W2", "W2-steps", "W3", "W4", "W5", "idle"};
     if (knobs.postgres_url.empty()) {
       selected.insert(selected.end(), {"replay", "memory"});
     }
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
     }
     auto it = workloads.find(name);
     if (it == workloads.end()) {
-      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W2 W3 W4 W5 idle replay memory)\n", name.c_str());
+      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W1-steps W2 W2-steps W3 W4 W5 idle "
+                           "replay memory)\n", name.c_str());
       return 2;
     }
     std::vector<Metrics> runs;

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "stele/log_level.h"
@@ -198,6 +199,35 @@ class WorkflowContext {
                                      ExecutionResult result,
                                      SourceLocation where = SourceLocation::current());
 
+  // --- Durable steps ----------------------------------------------------
+
+  // Runs `fn` here, in the workflow's own process, and records its ok or
+  // err value in the workflow's log: one write, no child execution and no
+  // lock of its own (docs/sdk.md, "Steps"). On replay the recorded value is
+  // returned and `fn` does not run. At least once, like an activity: a crash
+  // between `fn` and the record runs it again, so make it idempotent. An
+  // exception escaping `fn` fails the run, which is retried after the
+  // workflow's backoff. `name` identifies the step on replay (another name
+  // at the same point is nondeterminism). A step must end well within the
+  // workflow's lease (WorkflowOptions::lock_expiry): the lease is extended
+  // before it runs, not while it runs.
+  //
+  // `fn` is a function, a named callable, or a lambda that owns nothing
+  // (captures by reference or trivially copyable values). GCC 12 destroys a
+  // closure built inside a co_await expression twice when it owns what it
+  // captures (a std::string, a shared_ptr); name such a lambda before the
+  // co_await (docs/sdk.md, "Steps"). The static_assert keeps that mistake
+  // from compiling on every compiler.
+  template <class F>
+  Op<ExecutionResult> step(std::string_view name, F&& fn,
+                           SourceLocation where = SourceLocation::current()) {
+    static_assert(std::is_lvalue_reference_v<F> ||
+                      std::is_trivially_destructible_v<std::remove_cvref_t<F>>,
+                  "ctx.step: a lambda that owns its captures must be named before co_await "
+                  "(GCC 12 destroys it twice otherwise; docs/sdk.md, \"Steps\")");
+    return StepOp(name, std::function<Result<Json, Json>()>(std::forward<F>(fn)), where);
+  }
+
   // --- Deterministic randomness -----------------------------------------
 
   // Uniform in [min, max_exclusive). REQUIRES: min < max_exclusive.
@@ -217,6 +247,9 @@ class WorkflowContext {
   void log(std::string_view message, LogLevel level = LogLevel::kInfo) const;
 
  private:
+  Op<ExecutionResult> StepOp(std::string_view name, std::function<Result<Json, Json>()> fn,
+                             SourceLocation where);
+
   runtime::native::NativeRun& run_;
 };
 

@@ -56,6 +56,7 @@ std::string HistoryEventToString(const HistoryEvent& event) {
             return "Schedule(" + e.execution_id.ToString() + ", " + e.schedule_at.ToString() + ")";
           },
           [](const HistoryStub& e) { return "Stub(" + e.target_execution_id.ToString() + ")"; },
+          [](const HistoryStep& e) { return "Step(" + e.name + ")"; },
       },
       event);
 }
@@ -105,7 +106,7 @@ std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
   static constexpr std::string_view kTags[] = {
       "persist",   "join_set_create",    "join_set_request",
       "join_next", "join_next_too_many", "schedule",
-      "stub"};
+      "stub",      "step"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }

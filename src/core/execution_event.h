@@ -121,9 +121,18 @@ struct HistoryStub {
   bool persist_result_ok = true;  // Obelisk's `persist_result: Result<(),()>`
   friend bool operator==(const HistoryStub&, const HistoryStub&) = default;
 };
+// The result of a durable step (libstele's WorkflowContext::step): a
+// function the workflow ran in its own process, whose ok or err value is
+// recorded in the workflow's log so that a replay returns it without running
+// the function again (docs/model.md §6). Matched on replay by name.
+struct HistoryStep {
+  std::string name;
+  SupportedFunctionReturnValue result;
+  friend bool operator==(const HistoryStep&, const HistoryStep&) = default;
+};
 using HistoryEvent =
     std::variant<HistoryPersist, HistoryJoinSetCreate, HistoryJoinSetRequest, HistoryJoinNext,
-                 HistoryJoinNextTooMany, HistorySchedule, HistoryStub>;
+                 HistoryJoinNextTooMany, HistorySchedule, HistoryStub, HistoryStep>;
 
 // --- ExecutionRequest -------------------------------------------------------
 struct Created {

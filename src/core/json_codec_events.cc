@@ -125,9 +125,15 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
                            Field(object, "persist_result", &ReadUnitResult));
     return HistoryStub{std::move(target), std::move(result), persist_result_ok};
   }
+  if (type == "step") {
+    STELE_ASSIGN_OR_RETURN(std::string name, Field(object, "name", &ReadString));
+    STELE_ASSIGN_OR_RETURN(SupportedFunctionReturnValue result,
+                           Field(object, "result", &DecodeReturnValue));
+    return HistoryStep{std::move(name), std::move(result)};
+  }
   return UnknownVariant(object.PathOf("type"), type,
                         "`persist`, `join_set_create`, `join_set_request`, `join_next`, "
-                        "`join_next_too_many`, `schedule`, `stub`");
+                        "`join_next_too_many`, `schedule`, `stub`, `step`");
 }
 
 JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& object,
@@ -395,6 +401,10 @@ Json ToJson(const HistoryEvent& value) {
             out["target_execution_id"] = e.target_execution_id.ToString();
             out["result"] = ToJson(e.result);
             out["persist_result"] = json_internal::UnitResultJson(e.persist_result_ok);
+          },
+          [&](const HistoryStep& e) {
+            out["name"] = e.name;
+            out["result"] = ToJson(e.result);
           },
       },
       value);

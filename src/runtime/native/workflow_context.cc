@@ -270,6 +270,30 @@ Op<std::string> WorkflowContext::random_string(uint32_t min_length, uint32_t max
   });
 }
 
+Op<ExecutionResult> WorkflowContext::StepOp(std::string_view name,
+                                            std::function<Result<Json, Json>()> fn,
+                                            SourceLocation where) {
+  return Op<ExecutionResult>([run = &run_, name = std::string(name), fn = std::move(fn),
+                              where]() -> std::optional<ExecutionResult> {
+    NativeRun::CallScope scope(*run, where);
+    using StepValue = Result<core::SupportedFunctionReturnValue, std::string>;
+    auto result = run->run().RunStep(name, [&]() -> StepValue {
+      // User code: nothing it throws may cross into the engine.
+      try {
+        Result<Json, Json> value = fn();
+        if (value) return core::SupportedFunctionReturnValue(core::ReturnValueOk{std::move(*value)});
+        return core::SupportedFunctionReturnValue(core::ReturnValueErr{std::move(value.error())});
+      } catch (const std::exception& e) {
+        return StepValue(Unexpected(std::string("it threw: ") + e.what()));
+      } catch (...) {
+        return StepValue(Unexpected(std::string("it threw a non-standard exception")));
+      }
+    });
+    if (!result) return std::nullopt;
+    return runtime::native::ToPublic(*result);
+  });
+}
+
 void WorkflowContext::log(std::string_view message, LogLevel level) const {
   // An interruption (lease, cancellation, limits) poisons the run: the
   // workflow's next awaited operation ends it.

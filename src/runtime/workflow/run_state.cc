@@ -50,6 +50,10 @@ bool KeyMatches(const core::HistoryEvent& key, const core::HistoryEvent& recorde
             const auto& r = std::get<core::HistoryStub>(recorded);
             return k.target_execution_id == r.target_execution_id && k.result == r.result;
           },
+          // A replayed step asks by name; the recorded value is its answer.
+          [&](const core::HistoryStep& k) {
+            return k.name == std::get<core::HistoryStep>(recorded).name;
+          },
           [&](const auto& k) { return k == std::get<std::decay_t<decltype(k)>>(recorded); },
       },
       key);

@@ -89,6 +89,8 @@ std::string_view InterruptionKindName(Interruption::Kind kind) {
       return "database error";
     case Kind::kCancelled:
       return "cancelled";
+    case Kind::kStepFailed:
+      return "step failed";
   }
   return "unknown";
 }
@@ -99,6 +101,7 @@ bool Interruption::IsFatal() const {
     case Kind::kLeaseExpired:
     case Kind::kYielded:
     case Kind::kDbError:
+    case Kind::kStepFailed:
       return false;
     default:
       return true;
@@ -411,6 +414,26 @@ CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
   return Inner();
 }
 
+// --- Durable steps -----------------------------------------------------------------------------
+
+Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::RunStep(std::string_view name,
+                                                                             const StepFn& fn) {
+  STELE_TRY(state_->Begin());
+  if (state_->replaying()) {
+    STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded,
+                           state_->Step(core::HistoryStep{std::string(name), {}}));
+    return std::get<core::HistoryStep>(*recorded).result;
+  }
+  auto result = fn();
+  if (!result) {
+    return state_->Interrupt(Kind::kStepFailed,
+                             "step `" + std::string(name) + "` failed: " + result.error());
+  }
+  STELE_TRY(state_->Step(core::HistoryStep{std::string(name), *result}));
+  STELE_TRY(state_->Flush());
+  return std::move(*result);
+}
+
 // --- Randomness --------------------------------------------------------------------------------
 
 Result<uint64_t, Interruption> WorkflowRun::RandomU64(uint64_t min, uint64_t max_exclusive) {
@@ -523,6 +546,9 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
       return fatal(executor::FatalErrorKind::kWorkflowTrap);
     case Kind::kCancelled:
       return fatal(executor::FatalErrorKind::kCancelled);
+    case Kind::kStepFailed:
+      return executor::WorkerResult::Err(
+          version, executor::ActivityTrap{interruption.reason, std::nullopt, {}});
   }
   return fatal(executor::FatalErrorKind::kWorkflowTrap);
 }

@@ -96,6 +96,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -195,6 +196,8 @@ struct Interruption {
     kTrap,                       // invalid argument (empty random range ...): a workflow trap
     kDbError,                    // storage failed; nothing more is written (WorkerDbError)
     kCancelled,                  // the run's cancellation token fired
+    kStepFailed,                 // a durable step's function failed: the run is
+                                 // retried by the component's policy (not fatal)
   };
   Kind kind = Kind::kBlocked;
   std::string reason;
@@ -360,6 +363,23 @@ class WorkflowRun {
   CallResult<void, StubError> Stub(const core::FunctionFqn& ffqn,
                                    const core::ExecutionIdDerived& target,
                                    core::SupportedFunctionReturnValue value);
+
+  // --- Durable steps -----------------------------------------------------------------
+  // A step's function: its ok or err value, or why it failed (an error
+  // that is not a result: the run is retried).
+  using StepFn = std::function<Result<core::SupportedFunctionReturnValue, std::string>()>;
+  // Runs `fn` in this process and records its value as one Step event of
+  // this execution; on replay returns the recorded value without running
+  // `fn` (matched by `name`: another name at that point is nondeterminism).
+  // The record is written before RunStep returns, with the non-blocking
+  // events batched before it, in one commit: a run that dies after it never
+  // runs `fn` again, one that dies before it runs `fn` again when the
+  // workflow is retried (at least once, like an activity). A failed `fn`
+  // ends the run with kStepFailed, a temporary failure the component's
+  // retry policy retries. The lease is checked (and extended) before `fn`
+  // runs, not while it runs: a step must end well within the lease.
+  Result<core::SupportedFunctionReturnValue, Interruption> RunStep(std::string_view name,
+                                                                  const StepFn& fn);
 
   // --- Randomness --------------------------------------------------------------------
   // Uniform in [min, max_exclusive); kTrap when the range is empty.

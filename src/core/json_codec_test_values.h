@@ -82,6 +82,8 @@ inline std::vector<HistoryEvent> HistoryEvents() {
       HistoryJoinNextTooMany{Js("n:my-set"), Ffqn("a:b/c.d")},
       HistoryStub{ChildId(), ReturnValueOk{Json(42)}, true},
       HistoryStub{ChildId(), FinishedExecutionError{}, false},
+      HistoryStep{"charge-card", ReturnValueOk{Json{{"receipt", "r-1"}}}},
+      HistoryStep{"refuse", ReturnValueErr{Json("no such account")}},
   };
   for (const JoinSetRequest& request : JoinSetRequests()) {
     out.push_back(HistoryJoinSetRequest{Js("n:my-set"), request});

@@ -122,7 +122,8 @@ TEST_F(ExecServerTest, AnActivityWithoutLockExpiryHas30Seconds) {
   auto events = client_->Get(("/v1/executions/" + id + "/events").c_str());
   ASSERT_TRUE(events && events->status == 200);
   std::optional<std::chrono::microseconds> lease;
-  for (const Json& event : (*core::ParseJson(events->body))["events"]) {
+  const Json body = *core::ParseJson(events->body);  // outlives the loop
+  for (const Json& event : body["events"]) {
     if (!event["event"].contains("locked")) continue;
     auto locked_at = ParseRfc3339(event["created_at"].get<std::string>());
     auto expires = ParseRfc3339(event["event"]["locked"]["lock_expires_at"].get<std::string>());

@@ -373,6 +373,9 @@ TEST_F(ApiTest, Upgrade) {
                     {{"old_digest", old_digest}, {"new_digest", new_digest}, {"force", true}});
   ASSERT_EQ(forced->status, 200) << forced->body;
   EXPECT_EQ(Body(Get("/v1/executions/" + id))["component_digest"], new_digest);
+  // The moved execution waits on a digest nothing here serves: /metrics says so.
+  const std::string unserved = "stele_executions_unserved{digest=\"" + new_digest + "\"}";
+  EXPECT_EQ(MetricValue(Get("/metrics")->body, unserved), 1.0) << Get("/metrics")->body;
   // Back to a digest this server serves: no force needed.
   auto back = Put("/v1/executions/" + id + "/upgrade",
                   {{"old_digest", new_digest}, {"new_digest", old_digest}});

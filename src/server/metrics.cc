@@ -100,12 +100,38 @@ void WriteQueueDepths(ServerImpl& d, std::ostringstream& out) {
          [](const Q& q) { return q.locked; });
 }
 
+// Pending executions no component of this server can run (a forced upgrade
+// to a digest nothing serves, a component version removed from the config).
+// The series of a digest disappears once nothing waits on it.
+void WriteUnserved(ServerImpl& d, std::ostringstream& out) {
+  std::optional<std::vector<storage::DigestCount>> unserved;
+  {
+    std::lock_guard lock(d.snapshots_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!d.unserved || now - d.unserved_at >= d.snapshot_max_age) {
+      if (auto fresh = d.service->CountPendingOnUnservedDigests()) {
+        d.unserved = std::move(*fresh);
+        d.unserved_at = now;
+      }
+    }
+    unserved = d.unserved;
+  }
+  if (!unserved) return;
+  out << "# HELP stele_executions_unserved Pending executions whose component digest no "
+         "component of this server serves: they wait until one does (refreshed every 5 s).\n"
+      << "# TYPE stele_executions_unserved gauge\n";
+  for (const auto& [digest, count] : *unserved) {
+    out << "stele_executions_unserved{digest=\"" << digest.ToString() << "\"} " << count << "\n";
+  }
+}
+
 }  // namespace
 
 void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   std::ostringstream out;
   WriteExecutionCounts(d, out);
   WriteQueueDepths(d, out);
+  WriteUnserved(d, out);
   out << "# HELP stele_lock_latency_seconds One locking round of an executor (LockPending*).\n"
       << "# TYPE stele_lock_latency_seconds histogram\n";
   const std::vector<service::ExecutorView> executors = d.service->Executors();

@@ -192,6 +192,20 @@ void StopAll(ServerImpl& d) {
   d.stopped_cv.notify_all();
 }
 
+// Executions left on a component version this configuration no longer
+// serves would wait silently; say so once at start-up (the gauge
+// stele_executions_unserved keeps counting them).
+void WarnAboutUnservedDigests(service::ExecutionService& service) {
+  auto unserved = service.CountPendingOnUnservedDigests();
+  if (!unserved) return;  // the metrics report it once the database answers
+  for (const auto& [digest, count] : *unserved) {
+    STELE_LOG(kWarn, count << " pending execution(s) wait on component digest "
+                           << digest.ToString()
+                           << ", which no component of this server serves: add the component "
+                              "version back, or move them with `stele execution upgrade`");
+  }
+}
+
 }  // namespace
 
 Server::Server(std::unique_ptr<ServerImpl> impl) : impl_(std::move(impl)) {}
@@ -252,6 +266,7 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
                                                 << d.components.size() << " component(s)");
   if (d.ui_http)
     STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_port << "/ui/");
+  WarnAboutUnservedDigests(*d.service);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -74,6 +74,8 @@ class ServerImpl {
   std::chrono::steady_clock::time_point execution_counts_at;  // guarded by snapshots_mu
   std::optional<std::map<std::string, storage::PendingCounts>> queue_depths;  // by component; snapshots_mu
   std::chrono::steady_clock::time_point queue_depths_at;          // guarded by snapshots_mu
+  std::optional<std::vector<storage::DigestCount>> unserved;      // guarded by snapshots_mu
+  std::chrono::steady_clock::time_point unserved_at;              // guarded by snapshots_mu
 };
 
 // A slot of [api] max_waiters for a request that waits (GET .../result

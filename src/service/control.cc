@@ -1,5 +1,6 @@
 // ExecutionService writes on existing executions: Cancel, CancelDelay,
 // Stub, Upgrade.
+#include "base/log.h"
 #include "executor/cancel_registry.h"
 #include "service/execution_service.h"
 #include "service/parse.h"
@@ -90,20 +91,22 @@ Result<void, ServiceError> ExecutionService::Upgrade(std::string_view text,
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   STELE_ASSIGN_OR_RETURN(auto old_digest, internal::ParseDigest(old_digest_text, "old digest"));
   STELE_ASSIGN_OR_RETURN(auto new_digest, internal::ParseDigest(new_digest_text, "new digest"));
-  if (!force) {
-    bool served = false;
-    for (const auto& component : components_) {
-      served = served || component.component_id.input_digest == new_digest;
-    }
-    if (!served) {
-      return Unexpected(ServiceError::Conflict(
-          "no component of this server serves digest " + new_digest.ToString() +
-          ": execution " + id.ToString() +
-          " would wait for it forever (upgrade with force to move it anyway)"));
-    }
+  const bool served = Serves(new_digest);
+  if (!served && !force) {
+    return Unexpected(ServiceError::Conflict(
+        "no component of this server serves digest " + new_digest.ToString() + ": execution " +
+        id.ToString() + " would wait for it forever (upgrade with force to move it anyway)"));
   }
   auto upgraded = api_->UpgradeExecutionComponent(id, old_digest, new_digest);
-  if (upgraded) return {};
+  if (upgraded) {
+    if (!served) {
+      STELE_LOG(kWarn, "execution " << id.ToString() << " was moved to component digest "
+                                    << new_digest.ToString()
+                                    << ", which no component of this process serves: it waits "
+                                       "until one does (gauge stele_executions_unserved)");
+    }
+    return {};
+  }
   if (upgraded.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict)) {
     return Unexpected(ServiceError::Conflict("execution " + id.ToString() +
                                              " does not run component digest " +

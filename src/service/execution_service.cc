@@ -3,6 +3,7 @@
 // control.cc.
 #include "service/execution_service.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -247,6 +248,23 @@ Result<storage::PendingCounts, ServiceError> ExecutionService::CountPending(
   auto counts = api_->CountPendingByFfqns(ffqns, options_.clock->Now());
   if (!counts) return Unexpected(FromGeneric(counts.error(), "count pending executions"));
   return *counts;
+}
+
+bool ExecutionService::Serves(const core::InputContentDigest& digest) const {
+  return std::any_of(components_.begin(), components_.end(), [&](const ComponentSpec& component) {
+    return component.component_id.input_digest == digest;
+  });
+}
+
+Result<std::vector<storage::DigestCount>, ServiceError>
+ExecutionService::CountPendingOnUnservedDigests() {
+  auto counts = api_->CountPendingByComponentDigest();
+  if (!counts) return Unexpected(FromGeneric(counts.error(), "count pending executions"));
+  std::vector<storage::DigestCount> unserved;
+  for (const auto& count : *counts) {
+    if (!Serves(count.digest)) unserved.push_back(count);
+  }
+  return unserved;
 }
 
 Result<void, ServiceError> ExecutionService::Ping() {

@@ -214,6 +214,12 @@ class ExecutionService {
     return workflow_writes_;
   }
   Result<storage::ExecutionCounts, ServiceError> CountExecutionsByState();
+  // Pending executions whose component digest no component of this
+  // service serves, per digest: work this process will never lock (after a
+  // forced upgrade or a configuration that dropped a component version).
+  // Another process on the same database may still serve them.
+  Result<std::vector<storage::DigestCount>, ServiceError> CountPendingOnUnservedDigests();
+  bool Serves(const core::InputContentDigest& digest) const;
   Result<storage::PendingCounts, ServiceError> CountPending(
       const std::vector<core::FunctionFqn>& ffqns);
   // One read of the database (health checks). Errors: kUnavailable.

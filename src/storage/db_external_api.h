@@ -55,6 +55,13 @@ class DbExternalApi : public DbConnection {
   virtual Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
       const std::vector<core::FunctionFqn>& ffqns, DateTime now) = 0;
 
+  // PendingAt executions per component digest (due or not), in digest
+  // order, digests without any left out. An execution whose digest no
+  // running component serves is never locked: the server compares these
+  // with what it serves (docs/api.md, "Upgrade"). Served by the partial
+  // index of pending rows by digest. Errors: Generic.
+  virtual Result<std::vector<DigestCount>, DbErrorGeneric> CountPendingByComponentDigest() = 0;
+
   // Moves an unfinished execution from component digest `old_digest` to
   // `new_digest`. Errors: NotFound; NonRetriable when the current digest is
   // not `old_digest` (Conflict) or the execution is finished (IllegalState).

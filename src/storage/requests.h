@@ -153,6 +153,14 @@ struct PendingCounts {
   friend bool operator==(const PendingCounts&, const PendingCounts&) = default;
 };
 
+// How many executions one component digest holds
+// (DbExternalApi::CountPendingByComponentDigest).
+struct DigestCount {
+  core::InputContentDigest digest;
+  uint64_t count = 0;
+  friend bool operator==(const DigestCount&, const DigestCount&) = default;
+};
+
 struct ExecutionWithState {
   ExecutionId execution_id;
   core::FunctionFqn ffqn;

@@ -2,6 +2,7 @@
 // under the state's mutex.
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -192,6 +193,21 @@ Result<PendingCounts, DbErrorGeneric> MemoryConnection::CountPendingByFfqns(
       ++counts.locked;
     }
   }
+  return counts;
+}
+
+Result<std::vector<DigestCount>, DbErrorGeneric>
+MemoryConnection::CountPendingByComponentDigest() {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  std::map<core::InputContentDigest, uint64_t> by_digest;
+  for (const auto& [id, journal] : state_->journals) {
+    if (std::holds_alternative<core::PendingStatePendingAt>(journal.pending_state().value)) {
+      ++by_digest[journal.component_digest()];
+    }
+  }
+  std::vector<DigestCount> counts;
+  for (const auto& [digest, count] : by_digest) counts.push_back(DigestCount{digest, count});
   return counts;
 }
 

@@ -103,6 +103,7 @@ class PostgresConnection final : public DbConnectionTest {
   Result<ExecutionCounts, DbErrorGeneric> CountExecutionsByState() override;
   Result<PendingCounts, DbErrorGeneric> CountPendingByFfqns(
       const std::vector<core::FunctionFqn>& ffqns, DateTime now) override;
+  Result<std::vector<DigestCount>, DbErrorGeneric> CountPendingByComponentDigest() override;
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;

@@ -325,6 +325,26 @@ Result<PendingCounts, DbErrorGeneric> PostgresConnection::CountPendingByFfqns(
       });
 }
 
+Result<std::vector<DigestCount>, DbErrorGeneric>
+PostgresConnection::CountPendingByComponentDigest() {
+  return store_->Read<std::vector<DigestCount>, DbErrorGeneric>(
+      [&](PgConn& db) -> Result<std::vector<DigestCount>, DbErrorGeneric> {
+        // A scan of idx_t_state_pending_digest (pending rows only).
+        static const std::string kSql =
+            "SELECT component_id_input_digest, COUNT(*) FROM t_state "
+            "WHERE state = 'pending_at' GROUP BY component_id_input_digest "
+            "ORDER BY component_id_input_digest";
+        STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSql, Params()));
+        std::vector<DigestCount> counts;
+        for (int row = 0; row < res.rows(); ++row) {
+          STELE_ASSIGN_OR_RETURN(core::InputContentDigest digest,
+                                 DecodeDigest(res.Text(row, 0), "(pending count)"));
+          counts.push_back(DigestCount{digest, static_cast<uint64_t>(res.Int(row, 1))});
+        }
+        return counts;
+      });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> PostgresConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read<std::vector<ResponseWithCursor>, DbErrorRead>(

@@ -157,6 +157,27 @@ Result<PendingCounts, DbErrorGeneric> SqliteConnection::CountPendingByFfqns(
   });
 }
 
+Result<std::vector<DigestCount>, DbErrorGeneric>
+SqliteConnection::CountPendingByComponentDigest() {
+  return store_->Read([&](Connection& db) -> Result<std::vector<DigestCount>, DbErrorGeneric> {
+    // A scan of idx_t_state_pending_digest (pending rows only).
+    STELE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare("SELECT component_id_input_digest, COUNT(*) FROM t_state "
+                   "WHERE state = 'pending_at' GROUP BY component_id_input_digest "
+                   "ORDER BY component_id_input_digest"));
+    std::vector<DigestCount> counts;
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      STELE_ASSIGN_OR_RETURN(core::InputContentDigest digest,
+                             DecodeDigest(stmt.Blob(0), "(pending count)"));
+      counts.push_back(DigestCount{digest, static_cast<uint64_t>(stmt.Int64(1))});
+    }
+    return counts;
+  });
+}
+
 Result<std::vector<ResponseWithCursor>, DbErrorRead> SqliteConnection::ListResponses(
     const ExecutionId& execution_id, const core::Pagination<uint32_t>& pagination) {
   return store_->Read([&](Connection& db) -> Result<std::vector<ResponseWithCursor>, DbErrorRead> {

@@ -2,6 +2,8 @@
 // without the cursor, filters), ListExecutionEvents, ListResponses,
 // backtraces, record field order, and agreement of Get with the
 // fine-grained reads.
+#include <algorithm>
+
 #include "storage/testing/conformance.h"
 #include "storage/testing/conformance_util.h"
 
@@ -167,6 +169,31 @@ TEST_P(ListTest, CountPendingByFfqnsCountsTheQueueOfTheGivenFunctions) {
   EXPECT_EQ(Must(db().CountPendingByFfqns({FfqnA()}, kT0 + 2h)),
             (PendingCounts{.due = 5, .scheduled_later = 0, .locked = 1}));
   EXPECT_EQ(Must(db().CountPendingByFfqns({}, now)), PendingCounts{});
+}
+
+// The server's check for executions no component can run: pending rows
+// per digest, nothing else (locked, blocked and finished ones are not
+// waiting for a component), and an upgrade moves the count.
+TEST_P(ListTest, CountPendingByComponentDigestCountsOnlyPendingRows) {
+  EXPECT_EQ(Must(db().CountPendingByComponentDigest()), std::vector<DigestCount>{});
+  const core::InputContentDigest served = ComponentA().input_digest;
+  const core::InputContentDigest gone = DigestOf(0xee);
+  Must(db().Create(CreateReq(NewId(), kT0)));
+  CreateRequest later = CreateReq(NewId(), kT0);
+  later.scheduled_at = kT0 + 1h;  // pending, not yet due: counted too
+  Must(db().Create(later));
+  ExecutionId orphan = NewId();
+  Must(db().Create(CreateReq(orphan, kT0)));
+  Must(db().UpgradeExecutionComponent(orphan, served, gone));
+  CreateLocked(db(), NewId(), kT0, Runner::New(), kT0 + 10s);
+  ExecutionId finished = NewId();
+  Version v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(finished, v, FinishedReq(kT0 + 1s, OkResult())));
+
+  std::vector<DigestCount> expected{DigestCount{served, 2}, DigestCount{gone, 1}};
+  std::sort(expected.begin(), expected.end(),
+            [](const DigestCount& a, const DigestCount& b) { return a.digest < b.digest; });
+  EXPECT_EQ(Must(db().CountPendingByComponentDigest()), expected);
 }
 
 TEST_P(ListTest, ListExecutionEventsHonoursSinceAndMaxLength) {

@@ -353,6 +353,10 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
     return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
                    [&] { return inner_->CountPendingByFfqns(ffqns, now); });
   }
+  Result<std::vector<DigestCount>, DbErrorGeneric> CountPendingByComponentDigest() override {
+    return Guarded(*plan_, FaultyMethod::kExternalReads, std::nullopt,
+                   [&] { return inner_->CountPendingByComponentDigest(); });
+  }
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override {

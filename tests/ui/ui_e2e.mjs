@@ -297,6 +297,19 @@ test('children and trace rows in creation order (_2 before _10)', async ({ srv, 
   assert.deepEqual(idx(listed.executions.map((e) => e.execution_id)), [...want].reverse());
 }, { wasm: true });
 
+test('events and responses show results as {"ok": v}, delays as {"ok": null}', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [1, 'shapes']);
+  const done = await finished(srv, id);
+  const fin = (await eventsOf(srv, id)).find((e) => e.event.finished).event.finished;
+  assert.deepEqual(fin.result, done.result, 'the finished event holds the result as GET gives it');
+  const { responses } = await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}/responses`);
+  assert.deepEqual(responses.map((r) => r.response.event.event.result), [{ ok: null }]);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#timeline li.ev-finished');
+  const shown = JSON.parse(await page.textContent('#timeline li.ev-finished pre'));
+  assert.deepEqual(shown, done.result);
+}, { wasm: true });
+
 test('404 for an unknown execution, page and file', async ({ srv, page }) => {
   await page.goto(srv.base + '/ui/#/execution/' + MISSING);
   await page.waitForSelector('.not-found h1');

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log_config.h"
 #include "cli/commands.h"
 
 #if STELE_CLI_HAS_SERVER
@@ -16,6 +17,12 @@
 #endif
 
 int main(int argc, char** argv) {
+  // Checked before any command runs (ServerMain checks it again, as its
+  // own entry point): a misspelt level is an error, not a silent default.
+  if (auto level = stele::LogLevelFromEnvironment(); !level) {
+    std::cerr << "stele: " << level.error() << "\n";
+    return 2;
+  }
   if (argc >= 2 && std::string_view(argv[1]) == "server") {
 #if STELE_CLI_HAS_SERVER
     return stele::server::ServerMain(argc - 1, argv + 1);

@@ -9,7 +9,8 @@
 // `--flag value` are equivalent; `--` ends the flags.
 //
 // Threading: pure functions over values; thread-compatible.
-// Ownership: a Command owns all its strings and JSON values.
+// Ownership: a Command owns all its strings and JSON values. JSON is
+// core::Json (ordered): the keys of params and results keep their order.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/result.h"
+#include "core/json.h"
 
 namespace stele::cli {
 
@@ -76,7 +76,7 @@ struct Command {
 
   // submit
   std::string ffqn;
-  nlohmann::json params = nlohmann::json::array();
+  core::Json params = core::Json::array();  // ordered: record fields keep their order
   std::optional<std::string> scheduled_at;
   // submit --id, and the subject of get/result/events/responses/cancel/stub.
   std::optional<std::string> execution_id;
@@ -86,7 +86,7 @@ struct Command {
   std::optional<uint64_t> since_version;    // events
   std::optional<std::string> cursor;        // responses
   std::optional<uint32_t> length;           // events, responses
-  nlohmann::json stub_result;               // {"ok": v} | {"err": v}
+  core::Json stub_result;                   // {"ok": v} | {"err": v}
   ListFilters list;
 };
 

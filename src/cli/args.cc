@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/component_id.h"
 #include "core/function_fqn.h"
 #include "core/ids.h"
 #include "core/json_codec.h"
@@ -25,7 +26,7 @@ constexpr FlagSpec kFlags[] = {
     {"version", false},    {"id", true},           {"follow", false},     {"scheduled-at", true},
     {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
-    {"since-version", true},
+    {"since-version", true},  {"force", false},     {"from", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -255,6 +256,15 @@ constexpr CommandHelp kCommandHelp[] = {
      "Writes the result of a stub activity execution. RESULT_JSON is {\"ok\": VALUE}\n"
      "or {\"err\": VALUE} (or @FILE holding one). Idempotent for an equal result;\n"
      "a different result is a conflict (exit 5).\n"},
+    {"execution upgrade", "stele execution upgrade ID DIGEST [--from DIGEST] [--force]",
+     "Moves an unfinished execution to DIGEST (sha256:<64 hex>), another version of\n"
+     "its component. Prints the execution id and its new digest. Refused (exit 5)\n"
+     "when the server serves no component with DIGEST, when the execution is\n"
+     "finished, or when it does not run the digest it was read with.\n"
+     "  --from DIGEST  the digest the execution must run now (default: the one\n"
+     "                 `execution get` shows, read just before)\n"
+     "  --force        move it even though no component of this server serves\n"
+     "                 DIGEST (another server on the database, or a restart, will)\n"},
     {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
 };
 
@@ -300,6 +310,7 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"execution responses", CommandKind::kExecutionResponses, 1, {"cursor", "length"}},
       {"execution cancel", CommandKind::kExecutionCancel, 1, {}},
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
+      {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
       {"component list", CommandKind::kComponentList, 0, {}},
   };
   return specs;
@@ -408,6 +419,22 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       if (!r.is_object() || r.size() != 1 || (!r.contains("ok") && !r.contains("err"))) {
         return Usage("RESULT_JSON must be {\"ok\": VALUE} or {\"err\": VALUE}");
       }
+      return {};
+    }
+    case CommandKind::kExecutionUpgrade: {
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      if (auto digest = core::InputContentDigest::Parse(pos[1]); !digest) {
+        return Usage(digest.error().message);
+      }
+      cmd.upgrade_digest = pos[1];
+      if (auto from = Flag(t, "from")) {
+        if (auto digest = core::InputContentDigest::Parse(*from); !digest) {
+          return Usage("`--from`: " + digest.error().message);
+        }
+        cmd.upgrade_from = *from;
+      }
+      cmd.force = Flag(t, "force").has_value();
       return {};
     }
     case CommandKind::kComponentList:

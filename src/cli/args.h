@@ -56,6 +56,7 @@ enum class CommandKind {
   kExecutionResponses,
   kExecutionCancel,
   kExecutionStub,
+  kExecutionUpgrade,
   kComponentList,
 };
 
@@ -87,6 +88,12 @@ struct Command {
   std::optional<std::string> cursor;        // responses
   std::optional<uint32_t> length;           // events, responses
   core::Json stub_result;                   // {"ok": v} | {"err": v}
+  // upgrade: the digest to move to; the one it must run now (--from; when
+  // absent the client reads it first); --force for a digest no component
+  // of the server serves.
+  std::string upgrade_digest;
+  std::optional<std::string> upgrade_from;
+  bool force = false;
   ListFilters list;
 };
 

@@ -103,6 +103,17 @@ TEST(CliArgs, EveryCommandParses) {
   EXPECT_EQ(cd.execution_id, kDelayId);
   Command s = MustParse({"execution", "stub", kChildId, R"({"err": "denied"})"});
   EXPECT_EQ(s.stub_result, core::Json::parse(R"({"err": "denied"})"));
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  const std::string other = "sha256:" + std::string(64, 'b');
+  Command u = MustParse({"execution", "upgrade", kId, digest});
+  EXPECT_EQ(u.kind, CommandKind::kExecutionUpgrade);
+  EXPECT_EQ(u.execution_id, kId);
+  EXPECT_EQ(u.upgrade_digest, digest);
+  EXPECT_EQ(u.upgrade_from, std::nullopt);
+  EXPECT_FALSE(u.force);
+  Command uf = MustParse({"execution", "upgrade", kId, digest, "--from", other, "--force"});
+  EXPECT_EQ(uf.upgrade_from, other);
+  EXPECT_TRUE(uf.force);
   EXPECT_EQ(MustParse({"component", "list"}).kind, CommandKind::kComponentList);
   EXPECT_EQ(MustParse({"--version"}).kind, CommandKind::kVersion);
 }
@@ -179,6 +190,10 @@ TEST(CliArgs, RejectsMalformedInput) {
       {{"execution", "stub", kId, "42"}, "RESULT_JSON"},
       {{"execution", "stub", kId, R"({"ok": 1, "err": 2})"}, "RESULT_JSON"},
       {{"execution", "stub", kId, R"({"maybe": 1})"}, "RESULT_JSON"},
+      {{"execution", "upgrade", kId, "sha256:nope"}, "invalid digest `sha256:nope`"},
+      {{"execution", "upgrade", kId}, "missing arguments"},
+      {{"execution", "upgrade", kId, "sha256:" + std::string(64, 'a'), "--from", "x"},
+       "`--from`: invalid digest `x`"},
       {{"component", "list", "extra"}, "too many"},
       {{"execution", "list", "--api-url", "ftp://x"}, "http://"},
       {{"execution", "list", "--api-url", "http://host:0"}, "invalid port"},
@@ -225,7 +240,7 @@ TEST(CliArgs, HelpNamesEveryCommand) {
   const std::string help = TopLevelHelp();
   for (const char* command :
        {"stele server run|verify", "stele db check [--config PATH", "stele execution submit",
-        "stele execution list", "stele execution stub", "stele component list", "stele help"}) {
+        "stele execution list", "stele execution stub", "stele execution upgrade", "stele component list", "stele help"}) {
     EXPECT_NE(help.find(command), std::string::npos) << command;
   }
   Command h = MustParse({"help", "help"});

@@ -275,6 +275,32 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       }
       return Code(ExitCode::kOk);
     }
+    case CommandKind::kExecutionUpgrade: {
+      // The API moves an execution from the digest the caller saw: without
+      // --from, the one it runs now (a concurrent upgrade between the two
+      // requests then makes this one a conflict, exit 5).
+      std::string from = cmd.upgrade_from.value_or("");
+      if (from.empty()) {
+        auto got = api.Get(ExecPath(id));
+        if (!got) return fail(got.error());
+        from = Field(got->body, "component_digest");
+        if (from.empty()) {
+          err << "stele: the server's answer has no component_digest: "
+              << Shorten(core::SerializeJson(got->body)) << "\n";
+          return Code(ExitCode::kServerError);
+        }
+      }
+      auto res = api.Put(ExecPath(id) + "/upgrade", Json{{"old_digest", from},
+                                                         {"new_digest", cmd.upgrade_digest},
+                                                         {"force", cmd.force}});
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << "upgraded " << id << " from " << from << " to " << cmd.upgrade_digest << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
     case CommandKind::kComponentList: {
       auto res = api.Get("/v1/components");
       if (!res) return fail(res.error());

@@ -13,7 +13,7 @@ namespace {
 
 using core::Json;
 
-std::string Shorten(std::string s, size_t max = 200) {
+std::string Abbreviated(std::string s, size_t max = 200) {
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
 }
@@ -177,7 +177,7 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       std::string new_id = Field(res->body, "execution_id");
       if (new_id.empty()) {
         err << "stele: the server's answer has no execution_id: "
-            << Shorten(core::SerializeJson(res->body)) << "\n";
+            << Abbreviated(core::SerializeJson(res->body)) << "\n";
         return Code(ExitCode::kServerError);
       }
       if (cmd.global.json) {
@@ -286,7 +286,7 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
         from = Field(got->body, "component_digest");
         if (from.empty()) {
           err << "stele: the server's answer has no component_digest: "
-              << Shorten(core::SerializeJson(got->body)) << "\n";
+              << Abbreviated(core::SerializeJson(got->body)) << "\n";
           return Code(ExitCode::kServerError);
         }
       }

@@ -6,23 +6,21 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/log_config.h"
 #include "base/time.h"
 
 namespace stele {
 namespace {
 
 LogLevel LevelFromEnvironment() {
-  const char* value = std::getenv("STELE_LOG");
-  if (value == nullptr) return LogLevel::kWarn;
-  std::string name(value);
-  for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  auto level = LogLevelFromEnvironment();
+  if (!level) {
+    // Not through LogMessage: this runs while the level is being set up.
+    const std::string line = "stele: " + level.error() + "; logging at warn\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return LogLevel::kWarn;
   }
-  if (name == "trace") return LogLevel::kTrace;
-  if (name == "debug") return LogLevel::kDebug;
-  if (name == "info") return LogLevel::kInfo;
-  if (name == "error") return LogLevel::kError;
-  return LogLevel::kWarn;
+  return level->value_or(LogLevel::kWarn);
 }
 
 std::atomic<LogLevel>& LevelSlot() {
@@ -56,6 +54,30 @@ std::string_view Basename(std::string_view path) {
 
 }  // namespace
 
+std::optional<LogLevel> ParseLogLevel(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  if (lower == "trace") return LogLevel::kTrace;
+  if (lower == "debug") return LogLevel::kDebug;
+  if (lower == "info") return LogLevel::kInfo;
+  if (lower == "warn") return LogLevel::kWarn;
+  if (lower == "error") return LogLevel::kError;
+  return std::nullopt;
+}
+
+Result<std::optional<LogLevel>, std::string> LogLevelFromEnvironment() {
+  const char* value = std::getenv("STELE_LOG");
+  if (value == nullptr || *value == '\0') return std::optional<LogLevel>();
+  std::optional<LogLevel> level = ParseLogLevel(value);
+  if (!level) {
+    return Unexpected("STELE_LOG=`" + std::string(value) + "` is not a log level; use one of " +
+                      std::string(kLogLevelNames));
+  }
+  return level;
+}
+
 void SetLogLevel(LogLevel level) { LevelSlot().store(level, std::memory_order_relaxed); }
 
 LogLevel GetLogLevel() { return LevelSlot().load(std::memory_order_relaxed); }
@@ -67,8 +89,12 @@ void LogMessage(LogLevel level, std::string_view file, int line, std::string_vie
   text += LevelName(level);
   text += ' ';
   text += Basename(file);
-  text += ':';
-  text += std::to_string(line);
+  // Line 0: `file` is a label printed alone ("... INFO workflow E_...: msg",
+  // a workflow's own log), not "workflow:0".
+  if (line > 0) {
+    text += ':';
+    text += std::to_string(line);
+  }
   text += ' ';
   text += msg;
   text += '\n';

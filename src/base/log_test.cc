@@ -1,8 +1,11 @@
 #include "base/log.h"
+#include "base/log_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace stele {
@@ -65,6 +68,46 @@ TEST_F(LogTest, LogMessageFiltersAndStripsDirectories) {
   const std::string out = testing::internal::GetCapturedStderr();
   EXPECT_EQ(out.find("hidden"), std::string::npos);
   EXPECT_NE(out.find(" INFO shown.cc:2 shown\n"), std::string::npos);
+}
+
+TEST_F(LogTest, ParsesLevelNamesCaseInsensitively) {
+  EXPECT_EQ(ParseLogLevel("trace"), LogLevel::kTrace);
+  EXPECT_EQ(ParseLogLevel("Debug"), LogLevel::kDebug);
+  EXPECT_EQ(ParseLogLevel("INFO"), LogLevel::kInfo);
+  EXPECT_EQ(ParseLogLevel("warn"), LogLevel::kWarn);
+  EXPECT_EQ(ParseLogLevel("error"), LogLevel::kError);
+  for (const char* bad : {"verbose", "warning", "", " info", "3"}) {
+    EXPECT_EQ(ParseLogLevel(bad), std::nullopt) << bad;
+  }
+}
+
+// An invalid STELE_LOG is an error naming the accepted levels, not
+// silently the default (docs/config.md, "Logging").
+TEST_F(LogTest, EnvironmentLevelIsCheckedNotIgnored) {
+  const char* saved = std::getenv("STELE_LOG");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  ::setenv("STELE_LOG", "verbose", 1);
+  auto bad = LogLevelFromEnvironment();
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error(),
+            "STELE_LOG=`verbose` is not a log level; use one of trace, debug, info, warn, error");
+  ::setenv("STELE_LOG", "Debug", 1);
+  EXPECT_EQ(LogLevelFromEnvironment().value(), LogLevel::kDebug);
+  ::setenv("STELE_LOG", "", 1);
+  EXPECT_EQ(LogLevelFromEnvironment().value(), std::nullopt);
+  ::unsetenv("STELE_LOG");
+  EXPECT_EQ(LogLevelFromEnvironment().value(), std::nullopt);
+  if (saved != nullptr) ::setenv("STELE_LOG", saved_value.c_str(), 1);
+}
+
+// Lines without a source position (a workflow's own log) show the label
+// alone, not "workflow:0".
+TEST_F(LogTest, LineZeroPrintsTheLabelAlone) {
+  SetLogLevel(LogLevel::kInfo);
+  testing::internal::CaptureStderr();
+  LogMessage(LogLevel::kInfo, "workflow", 0, "E_1: hello");
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              testing::EndsWith(" INFO workflow E_1: hello\n"));
 }
 
 }  // namespace

@@ -1,8 +1,18 @@
 #include "cli/api_client.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <string_view>
+
+#include "core/json_codec.h"
 
 namespace stele::cli {
 namespace {
@@ -39,30 +49,109 @@ std::string WithQuery(const std::string& path, const Query& query) {
   return out;
 }
 
-ApiError ConnectionError(httplib::Error e) {
-  return ApiError{0, "connection", httplib::to_string(e)};
+// Why a connection to host:port cannot be made, as the OS says it
+// ("connection refused", "no route to host", a name that does not resolve).
+// httplib only reports that connecting failed, so one more connection
+// attempt of our own learns the reason; "" when that attempt succeeds (the
+// failure was transient).
+std::string ConnectFailureReason(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return "cannot resolve `" + host + "`: " + gai_strerror(rc);
+  }
+  int last_errno = 0;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    int err = 0;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        int ready = poll(&p, 1, 5000);
+        socklen_t len = sizeof err;
+        if (ready == 0) {
+          err = ETIMEDOUT;
+        } else if (ready < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+          err = errno;
+        }
+      }
+    }
+    close(fd);
+    if (err == 0) {
+      freeaddrinfo(found);
+      return "";
+    }
+    last_errno = err;
+  }
+  freeaddrinfo(found);
+  std::string reason = std::strerror(last_errno);
+  if (!reason.empty()) reason[0] = static_cast<char>(std::tolower(reason[0]));
+  return reason;
+}
+
+// What a transport failure means to a user, in words rather than httplib's
+// enumerator names.
+ApiError TransportError(httplib::Error e, const std::string& host, int port) {
+  std::string message;
+  switch (e) {
+    case httplib::Error::Connection: {
+      std::string reason = ConnectFailureReason(host, port);
+      message = reason.empty() ? "the connection failed" : reason;
+      break;
+    }
+    case httplib::Error::ConnectionTimeout:
+      message = "connection timed out";
+      break;
+    case httplib::Error::Read:
+      message = "the server closed the connection or did not answer in time";
+      break;
+    case httplib::Error::Write:
+      message = "the request could not be sent (the connection was closed)";
+      break;
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+      message = "the TLS connection failed";
+      break;
+    case httplib::Error::Canceled:
+      message = "the request was cancelled";
+      break;
+    default:
+      message = "the request failed (" + httplib::to_string(e) + ")";
+      break;
+  }
+  return ApiError{0, "connection", std::move(message)};
 }
 
 // Decodes a response: 2xx bodies must be JSON (or empty), error bodies should
 // be the API's error document; anything else is reported verbatim, shortened.
-Result<ApiClient::Response, ApiError> Decode(const httplib::Result& res) {
-  if (!res) return Unexpected(ConnectionError(res.error()));
+Result<ApiClient::Response, ApiError> Decode(const httplib::Result& res, const std::string& host,
+                                             int port) {
+  if (!res) return Unexpected(TransportError(res.error(), host, port));
   const httplib::Response& r = *res;
-  nlohmann::json body = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  // Depth-limited and never throwing, whatever answers at the URL.
+  auto parsed = core::ParseJson(r.body);
   bool ok = r.status >= 200 && r.status < 300;
   if (ok) {
     if (r.body.empty()) return ApiClient::Response{r.status, nullptr};
-    if (body.is_discarded()) {
+    if (!parsed) {
       return Unexpected(ApiError{r.status, "bad_response", "the server answered " +
                                                                std::to_string(r.status) +
                                                                " with a body that is not JSON"});
     }
-    return ApiClient::Response{r.status, std::move(body)};
+    return ApiClient::Response{r.status, std::move(*parsed)};
   }
   ApiError err{r.status, "http_" + std::to_string(r.status), r.body.substr(0, kMaxErrorMessage)};
-  if (!body.is_discarded() && body.is_object() && body.contains("error") &&
-      body["error"].is_object()) {
-    const nlohmann::json& e = body["error"];
+  if (parsed && parsed->is_object() && parsed->contains("error") &&
+      (*parsed)["error"].is_object()) {
+    const core::Json& e = (*parsed)["error"];
     if (e.contains("kind") && e["kind"].is_string()) err.kind = e["kind"].get<std::string>();
     if (e.contains("message") && e["message"].is_string()) {
       err.message = e["message"].get<std::string>().substr(0, kMaxErrorMessage);
@@ -77,6 +166,19 @@ ApiClient::ApiClient(const std::string& api_url, std::optional<std::string> toke
   std::string url = api_url;
   if (!url.empty() && url.back() == '/') url.pop_back();
   http_ = std::make_unique<httplib::Client>(url);
+  // scheme://host[:port] or scheme://[v6]:port, as ParseArgs checked it.
+  const bool https = url.rfind("https://", 0) == 0;
+  std::string_view rest = std::string_view(url).substr(https ? 8 : 7);
+  port_ = https ? 443 : 80;
+  size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos && rest.find(']', colon) == std::string_view::npos) {
+    port_ = std::atoi(std::string(rest.substr(colon + 1)).c_str());
+    rest = rest.substr(0, colon);
+  }
+  if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') {
+    rest = rest.substr(1, rest.size() - 2);
+  }
+  host_ = std::string(rest);
   http_->set_connection_timeout(std::chrono::seconds(5));
   http_->set_write_timeout(std::chrono::seconds(30));
   http_->set_keep_alive(true);
@@ -93,19 +195,19 @@ std::string ApiClient::EncodeSegment(const std::string& segment) { return Percen
 Result<ApiClient::Response, ApiError> ApiClient::Get(const std::string& path, const Query& query,
                                                      std::chrono::seconds read_timeout) {
   http_->set_read_timeout(read_timeout);
-  return Decode(http_->Get(WithQuery(path, query)));
+  return Decode(http_->Get(WithQuery(path, query)), host_, port_);
 }
 
 Result<ApiClient::Response, ApiError> ApiClient::Post(const std::string& path,
-                                                      const nlohmann::json& body) {
+                                                      const core::Json& body) {
   http_->set_read_timeout(std::chrono::seconds(30));
-  return Decode(http_->Post(path, body.dump(), "application/json"));
+  return Decode(http_->Post(path, core::SerializeJson(body), "application/json"), host_, port_);
 }
 
 Result<ApiClient::Response, ApiError> ApiClient::Put(const std::string& path,
-                                                     const nlohmann::json& body) {
+                                                     const core::Json& body) {
   http_->set_read_timeout(std::chrono::seconds(30));
-  return Decode(http_->Put(path, body.dump(), "application/json"));
+  return Decode(http_->Put(path, core::SerializeJson(body), "application/json"), host_, port_);
 }
 
 Result<void, ApiError> ApiClient::Stream(const std::string& path,
@@ -159,13 +261,13 @@ Result<void, ApiError> ApiClient::Stream(const std::string& path,
         return true;
       });
   if (stopped) return {};
-  if (!res) return Unexpected(ConnectionError(res.error()));
+  if (!res) return Unexpected(TransportError(res.error(), host_, port_));
   if (status != 200) {
     httplib::Response copy = *res;
     copy.body = error_body;
     httplib::Result synthetic(std::make_unique<httplib::Response>(std::move(copy)),
                               httplib::Error::Success);
-    auto decoded = Decode(synthetic);
+    auto decoded = Decode(synthetic, host_, port_);
     if (!decoded) return Unexpected(decoded.error());
     return Unexpected(ApiError{status, "bad_response", "unexpected status " + std::to_string(status)});
   }

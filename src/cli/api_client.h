@@ -1,6 +1,7 @@
 // ApiClient: the CLI's view of the server's HTTP/JSON API (docs/api.md).
 //
-// Every call returns the decoded JSON body of a 2xx response, or an ApiError
+// Every call returns the decoded JSON body (core::Json: object keys keep the
+// server's order, so a result prints as the workflow returned it) of a 2xx response, or an ApiError
 // that says whether the server was unreachable (status 0), answered with an
 // error document {"error": {"kind", "message"}}, or answered something that
 // is not the API's JSON. The bearer token, when set, goes on every request.
@@ -17,9 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/result.h"
+#include "core/json.h"
 
 namespace httplib {
 class Client;
@@ -46,14 +46,14 @@ class ApiClient {
 
   struct Response {
     int status = 0;
-    nlohmann::json body;
+    core::Json body;
   };
 
   // `read_timeout` bounds the wait for the response (long polls pass more).
   Result<Response, ApiError> Get(const std::string& path, const Query& query = {},
                                  std::chrono::seconds read_timeout = std::chrono::seconds(30));
-  Result<Response, ApiError> Post(const std::string& path, const nlohmann::json& body);
-  Result<Response, ApiError> Put(const std::string& path, const nlohmann::json& body);
+  Result<Response, ApiError> Post(const std::string& path, const core::Json& body);
+  Result<Response, ApiError> Put(const std::string& path, const core::Json& body);
 
   // Reads a Server-Sent Events stream; `on_data` gets the `data:` payload of
   // each event and returns false to stop. Returns when the stream ends, the
@@ -67,6 +67,8 @@ class ApiClient {
 
  private:
   std::unique_ptr<httplib::Client> http_;
+  std::string host_;  // of the API URL, to explain connection failures
+  int port_ = 0;
 };
 
 }  // namespace stele::cli

@@ -6,8 +6,10 @@
 #include <sstream>
 #include <utility>
 
+#include "core/component_id.h"
 #include "core/function_fqn.h"
 #include "core/ids.h"
+#include "core/json_codec.h"
 
 namespace stele::cli {
 namespace {
@@ -24,7 +26,7 @@ constexpr FlagSpec kFlags[] = {
     {"version", false},    {"id", true},           {"follow", false},     {"scheduled-at", true},
     {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
-    {"since-version", true},
+    {"since-version", true},  {"force", false},     {"from", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -123,18 +125,18 @@ Result<std::string, UsageError> ArgText(std::string_view what, const std::string
   return text;
 }
 
-Result<nlohmann::json, UsageError> ParseJsonArg(std::string_view what, const std::string& arg) {
+Result<core::Json, UsageError> ParseJsonArg(std::string_view what, const std::string& arg) {
   STELE_ASSIGN_OR_RETURN(std::string text, ArgText(what, arg));
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return Usage(std::string(what) + " is not valid JSON: " + e.what());
-  }
+  auto parsed = core::ParseJson(text);  // depth-limited, never throws
+  if (!parsed) return Usage(std::string(what) + " is not valid JSON: " + parsed.error().message);
+  return std::move(*parsed);
 }
 
+// The parsers' messages already name what was invalid ("invalid execution id
+// `x`: ..."), so they are passed on as they are, never prefixed again.
 Result<void, UsageError> CheckExecutionId(const std::string& text) {
   auto id = core::ExecutionId::Parse(text);
-  if (!id) return Usage("invalid execution id `" + text + "`: " + id.error().message);
+  if (!id) return Usage(id.error().message);
   return {};
 }
 
@@ -208,6 +210,14 @@ constexpr std::string_view kExitCodesHelp =
     "rejected as malformed, 3 not found, 4 server or connection error, 5 conflict,\n"
     "6 unauthorized, 7 timed out waiting for the result.\n";
 
+// The commands main.cc hands to src/server before the client parses
+// anything (`stele help server|db` too); listed here so that the top-level
+// help names every command.
+constexpr std::string_view kLocalCommandSynopses[] = {
+    "stele server run|verify [--config FILE]",
+    "stele db check [--config PATH | --sqlite PATH | --postgres URL] [--max-findings N] [--quiet]",
+};
+
 struct CommandHelp {
   std::string_view path;  // "execution submit"
   std::string_view synopsis;
@@ -234,8 +244,8 @@ constexpr CommandHelp kCommandHelp[] = {
     {"execution list",
      "stele execution list [--ffqn-prefix P] [--id-prefix P] [--show-derived] [--hide-finished]\n"
      "                     [--cursor C] [--direction older|newer] [--length N]",
-     "Lists executions, newest first. Prints the cursor of the next page when\n"
-     "there is one; pass it to --cursor to continue.\n"},
+     "Lists executions, newest first (children after their parent, in creation\n"
+     "order). When there is more, prints the command that fetches the next page.\n"},
     {"execution events", "stele execution events ID [--since-version N] [--length N]",
      "Prints the event log of an execution.\n"},
     {"execution responses", "stele execution responses ID [--cursor N] [--length N]",
@@ -246,6 +256,15 @@ constexpr CommandHelp kCommandHelp[] = {
      "Writes the result of a stub activity execution. RESULT_JSON is {\"ok\": VALUE}\n"
      "or {\"err\": VALUE} (or @FILE holding one). Idempotent for an equal result;\n"
      "a different result is a conflict (exit 5).\n"},
+    {"execution upgrade", "stele execution upgrade ID DIGEST [--from DIGEST] [--force]",
+     "Moves an unfinished execution to DIGEST (sha256:<64 hex>), another version of\n"
+     "its component. Prints the execution id and its new digest. Refused (exit 5)\n"
+     "when the server serves no component with DIGEST, when the execution is\n"
+     "finished, or when it does not run the digest it was read with.\n"
+     "  --from DIGEST  the digest the execution must run now (default: the one\n"
+     "                 `execution get` shows, read just before)\n"
+     "  --force        move it even though no component of this server serves\n"
+     "                 DIGEST (another server on the database, or a restart, will)\n"},
     {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
 };
 
@@ -291,6 +310,7 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"execution responses", CommandKind::kExecutionResponses, 1, {"cursor", "length"}},
       {"execution cancel", CommandKind::kExecutionCancel, 1, {}},
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
+      {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
       {"component list", CommandKind::kComponentList, 0, {}},
   };
   return specs;
@@ -307,7 +327,7 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
   switch (spec.kind) {
     case CommandKind::kExecutionSubmit: {
       auto fqn = core::FunctionFqn::Parse(pos[0]);
-      if (!fqn) return Usage("invalid function name `" + pos[0] + "`: " + fqn.error().message);
+      if (!fqn) return Usage(fqn.error().message);
       cmd.ffqn = pos[0];
       STELE_ASSIGN_OR_RETURN(cmd.params, ParseJsonArg("PARAMS_JSON", pos[1]));
       if (!cmd.params.is_array()) return Usage("PARAMS_JSON must be a JSON array, e.g. '[1, \"two\"]'");
@@ -384,7 +404,7 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
     case CommandKind::kExecutionCancel:
       if (pos[0].rfind("Delay_", 0) == 0) {
         auto id = core::DelayId::Parse(pos[0]);
-        if (!id) return Usage("invalid delay id `" + pos[0] + "`: " + id.error().message);
+        if (!id) return Usage(id.error().message);
         cmd.cancel_is_delay = true;
       } else {
         STELE_TRY(CheckExecutionId(pos[0]));
@@ -395,10 +415,26 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       STELE_TRY(CheckExecutionId(pos[0]));
       cmd.execution_id = pos[0];
       STELE_ASSIGN_OR_RETURN(cmd.stub_result, ParseJsonArg("RESULT_JSON", pos[1]));
-      const nlohmann::json& r = cmd.stub_result;
+      const core::Json& r = cmd.stub_result;
       if (!r.is_object() || r.size() != 1 || (!r.contains("ok") && !r.contains("err"))) {
         return Usage("RESULT_JSON must be {\"ok\": VALUE} or {\"err\": VALUE}");
       }
+      return {};
+    }
+    case CommandKind::kExecutionUpgrade: {
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      if (auto digest = core::InputContentDigest::Parse(pos[1]); !digest) {
+        return Usage(digest.error().message);
+      }
+      cmd.upgrade_digest = pos[1];
+      if (auto from = Flag(t, "from")) {
+        if (auto digest = core::InputContentDigest::Parse(*from); !digest) {
+          return Usage("`--from`: " + digest.error().message);
+        }
+        cmd.upgrade_from = *from;
+      }
+      cmd.force = Flag(t, "force").has_value();
       return {};
     }
     case CommandKind::kComponentList:
@@ -414,12 +450,13 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
 std::string TopLevelHelp() {
   std::ostringstream out;
   out << "stele: client of a Stele server, and the server itself.\n\n"
-         "Usage:\n"
-         "  stele server run|verify [--config FILE]\n";
+         "Usage:\n";
+  for (std::string_view synopsis : kLocalCommandSynopses) out << "  " << synopsis << "\n";
   for (const CommandHelp& h : kCommandHelp) out << "  " << h.synopsis << "\n";
   out << "  stele help [COMMAND...]\n  stele --version\n\n"
       << kGlobalHelp << "\n"
-      << kExitCodesHelp << "\nRun `stele COMMAND --help` for details (docs/cli.md).\n";
+      << kExitCodesHelp
+      << "\nRun `stele help COMMAND` or `stele COMMAND --help` for details (docs/cli.md).\n";
   return out.str();
 }
 
@@ -461,8 +498,15 @@ Result<Command, UsageError> ParseArgs(const std::vector<std::string>& args, cons
     return Usage("missing command; run `stele --help`");
   }
   if (Flag(t, "version")) return Usage("`--version` takes no command");
-  if (pos[0] == "server") {
-    return Usage("`server` must come first: stele server run|verify [--config FILE]");
+  if (pos[0] == "server" || pos[0] == "db") {
+    // main.cc dispatches them when they are the first word only.
+    return Usage("`" + pos[0] + "` must come first: " +
+                 std::string(kLocalCommandSynopses[pos[0] == "server" ? 0 : 1]));
+  }
+  if (pos[0] == "help" && t.help) {  // `stele help help`
+    cmd.kind = CommandKind::kHelp;
+    cmd.help_text = TopLevelHelp();
+    return cmd;
   }
   if (pos[0] != "execution" && pos[0] != "component") {
     return Usage("unknown command `" + pos[0] + "`; run `stele --help`");

@@ -9,7 +9,8 @@
 // `--flag value` are equivalent; `--` ends the flags.
 //
 // Threading: pure functions over values; thread-compatible.
-// Ownership: a Command owns all its strings and JSON values.
+// Ownership: a Command owns all its strings and JSON values. JSON is
+// core::Json (ordered): the keys of params and results keep their order.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/result.h"
+#include "core/json.h"
 
 namespace stele::cli {
 
@@ -56,6 +56,7 @@ enum class CommandKind {
   kExecutionResponses,
   kExecutionCancel,
   kExecutionStub,
+  kExecutionUpgrade,
   kComponentList,
 };
 
@@ -76,7 +77,7 @@ struct Command {
 
   // submit
   std::string ffqn;
-  nlohmann::json params = nlohmann::json::array();
+  core::Json params = core::Json::array();  // ordered: record fields keep their order
   std::optional<std::string> scheduled_at;
   // submit --id, and the subject of get/result/events/responses/cancel/stub.
   std::optional<std::string> execution_id;
@@ -86,7 +87,13 @@ struct Command {
   std::optional<uint64_t> since_version;    // events
   std::optional<std::string> cursor;        // responses
   std::optional<uint32_t> length;           // events, responses
-  nlohmann::json stub_result;               // {"ok": v} | {"err": v}
+  core::Json stub_result;                   // {"ok": v} | {"err": v}
+  // upgrade: the digest to move to; the one it must run now (--from; when
+  // absent the client reads it first); --force for a digest no component
+  // of the server serves.
+  std::string upgrade_digest;
+  std::optional<std::string> upgrade_from;
+  bool force = false;
   ListFilters list;
 };
 

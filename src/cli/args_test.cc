@@ -41,7 +41,7 @@ TEST(CliArgs, SubmitWithAllFlags) {
                          kId, "--follow", "--scheduled-at=2030-01-01T00:00:00Z"});
   EXPECT_EQ(c.kind, CommandKind::kExecutionSubmit);
   EXPECT_EQ(c.ffqn, "ns:pkg/ifc.fn");
-  EXPECT_EQ(c.params, nlohmann::json::parse(R"([1, "two", {"x": null}])"));
+  EXPECT_EQ(c.params, core::Json::parse(R"([1, "two", {"x": null}])"));
   EXPECT_EQ(c.execution_id, kId);
   EXPECT_TRUE(c.follow);
   EXPECT_EQ(c.scheduled_at, "2030-01-01T00:00:00Z");
@@ -102,7 +102,18 @@ TEST(CliArgs, EveryCommandParses) {
   EXPECT_TRUE(cd.cancel_is_delay);
   EXPECT_EQ(cd.execution_id, kDelayId);
   Command s = MustParse({"execution", "stub", kChildId, R"({"err": "denied"})"});
-  EXPECT_EQ(s.stub_result, nlohmann::json::parse(R"({"err": "denied"})"));
+  EXPECT_EQ(s.stub_result, core::Json::parse(R"({"err": "denied"})"));
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  const std::string other = "sha256:" + std::string(64, 'b');
+  Command u = MustParse({"execution", "upgrade", kId, digest});
+  EXPECT_EQ(u.kind, CommandKind::kExecutionUpgrade);
+  EXPECT_EQ(u.execution_id, kId);
+  EXPECT_EQ(u.upgrade_digest, digest);
+  EXPECT_EQ(u.upgrade_from, std::nullopt);
+  EXPECT_FALSE(u.force);
+  Command uf = MustParse({"execution", "upgrade", kId, digest, "--from", other, "--force"});
+  EXPECT_EQ(uf.upgrade_from, other);
+  EXPECT_TRUE(uf.force);
   EXPECT_EQ(MustParse({"component", "list"}).kind, CommandKind::kComponentList);
   EXPECT_EQ(MustParse({"--version"}).kind, CommandKind::kVersion);
 }
@@ -114,7 +125,7 @@ TEST(CliArgs, ParamsFromFile) {
     f << R"(["from", "file"])";
   }
   Command c = MustParse({"execution", "submit", "ns:pkg/ifc.fn", "@" + path.string()});
-  EXPECT_EQ(c.params, nlohmann::json::parse(R"(["from", "file"])"));
+  EXPECT_EQ(c.params, core::Json::parse(R"(["from", "file"])"));
   std::filesystem::remove(path);
   std::string msg = MustFail({"execution", "submit", "ns:pkg/ifc.fn", "@" + path.string()});
   EXPECT_NE(msg.find("cannot read"), std::string::npos) << msg;
@@ -179,6 +190,10 @@ TEST(CliArgs, RejectsMalformedInput) {
       {{"execution", "stub", kId, "42"}, "RESULT_JSON"},
       {{"execution", "stub", kId, R"({"ok": 1, "err": 2})"}, "RESULT_JSON"},
       {{"execution", "stub", kId, R"({"maybe": 1})"}, "RESULT_JSON"},
+      {{"execution", "upgrade", kId, "sha256:nope"}, "invalid digest `sha256:nope`"},
+      {{"execution", "upgrade", kId}, "missing arguments"},
+      {{"execution", "upgrade", kId, "sha256:" + std::string(64, 'a'), "--from", "x"},
+       "`--from`: invalid digest `x`"},
       {{"component", "list", "extra"}, "too many"},
       {{"execution", "list", "--api-url", "ftp://x"}, "http://"},
       {{"execution", "list", "--api-url", "http://host:0"}, "invalid port"},
@@ -189,6 +204,7 @@ TEST(CliArgs, RejectsMalformedInput) {
       {{"execution", "list", "--token", "bad\r\nX-Injected: 1"}, "token"},
       {{"execution", "list", "--token", ""}, "token"},
       {{"server", "run"}, "must come first"},
+      {{"--json", "db", "check"}, "`db` must come first: stele db check"},
       {{"--version", "execution", "list"}, "takes no command"},
   };
   for (const Case& c : cases) {
@@ -201,6 +217,37 @@ TEST(CliArgs, RejectsMalformedInput) {
   EXPECT_NE(msg.find("http://"), std::string::npos) << msg;
   msg = MustFail({"component", "list"}, Env({{"STELE_TOKEN", "a\nb"}}));
   EXPECT_NE(msg.find("STELE_TOKEN"), std::string::npos) << msg;
+}
+
+// The parsers' messages name what was invalid; the CLI passes them on
+// without saying it again ("invalid function name `nope`: invalid function
+// name `nope`: ..." before).
+TEST(CliArgs, InvalidNamesAreReportedOnce) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"execution", "submit", "nope", "[]"}, "invalid function name `nope`"},
+      {{"execution", "get", "nope"}, "invalid execution id `nope`"},
+      {{"execution", "events", "E_x.o:1_1"}, "invalid execution id `E_x.o:1_1`"},
+      {{"execution", "cancel", "Delay_nope"}, "invalid delay id `Delay_nope`"},
+  };
+  for (const auto& [args, said] : cases) {
+    std::string msg = MustFail(args);
+    EXPECT_EQ(msg.rfind(said + ": ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find(said, 1), std::string::npos) << msg;
+  }
+}
+
+TEST(CliArgs, HelpNamesEveryCommand) {
+  const std::string help = TopLevelHelp();
+  for (const char* command :
+       {"stele server run|verify", "stele db check [--config PATH", "stele execution submit",
+        "stele execution list", "stele execution stub", "stele execution upgrade", "stele component list", "stele help"}) {
+    EXPECT_NE(help.find(command), std::string::npos) << command;
+  }
+  Command h = MustParse({"help", "help"});
+  EXPECT_EQ(h.kind, CommandKind::kHelp);
+  EXPECT_EQ(h.help_text, help);
+  Command list = MustParse({"help", "execution", "list"});
+  EXPECT_NE(list.help_text.find("Usage: stele execution list"), std::string::npos);
 }
 
 }  // namespace

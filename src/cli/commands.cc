@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
 #include <thread>
 
 #include "cli/api_client.h"
+#include "cli/print.h"
+#include "core/json_codec.h"
 
 namespace stele::cli {
 namespace {
 
-using nlohmann::json;
+using core::Json;
+
+std::string Abbreviated(std::string s, size_t max = 200) {
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
 
 int Code(ExitCode c) { return static_cast<int>(c); }
 
@@ -47,68 +53,18 @@ int Fail(const ApiError& e, const std::string& api_url, std::ostream& err) {
   return Code(CodeFor(e));
 }
 
-// A string field, or the compact JSON of a non-string one, or "".
-std::string Field(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
-  const json& v = j[key];
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-std::string Shorten(std::string s, size_t max = 200) {
-  if (s.size() > max) s = s.substr(0, max - 3) + "...";
-  return s;
-}
-
-// "locked run=Run_... lock_expires_at=..." from {"status": "locked", ...}.
-std::string StateLine(const json& state) {
-  if (!state.is_object()) return state.dump();
-  std::string line = Field(state, "status");
-  for (const auto& [k, v] : state.items()) {
-    if (k == "status") continue;
-    line += " " + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return line;
-}
-
 // The result document {"ok": v} | {"err": v} | {"execution_error": {...}}.
-bool ResultIsOk(const json& result) { return result.is_object() && result.contains("ok"); }
+bool ResultIsOk(const Json& result) { return result.is_object() && result.contains("ok"); }
 
-std::string ResultLine(const json& result) {
-  if (!result.is_object()) return result.dump();
-  if (result.contains("ok")) return "ok " + result["ok"].dump();
-  if (result.contains("err")) return "err " + result["err"].dump();
-  if (result.contains("execution_error")) {
-    const json& e = result["execution_error"];
-    std::string line = "execution error " + Field(e, "kind");
-    if (std::string reason = Field(e, "reason"); !reason.empty()) line += ": " + reason;
-    if (std::string detail = Field(e, "detail"); !detail.empty()) line += "\n  " + detail;
-    return line;
-  }
-  return result.dump();
-}
-
-bool IsFinished(const json& status_doc) {
+bool IsFinished(const Json& status_doc) {
   return status_doc.is_object() && status_doc.contains("pending_state") &&
          Field(status_doc["pending_state"], "status") == "finished";
 }
 
-void PrintExecution(const json& doc, std::ostream& out) {
-  auto row = [&](const char* label, const std::string& value) {
-    if (!value.empty()) out << std::left << std::setw(12) << label << value << "\n";
-  };
-  row("Execution:", Field(doc, "execution_id"));
-  row("Function:", Field(doc, "ffqn"));
-  row("State:", doc.contains("pending_state") ? StateLine(doc["pending_state"]) : "");
-  row("Created:", Field(doc, "created_at"));
-  row("Scheduled:", Field(doc, "first_scheduled_at"));
-  row("Component:", Field(doc, "component_digest"));
-  if (doc.contains("result") && !doc["result"].is_null()) row("Result:", ResultLine(doc["result"]));
-}
-
 std::string ExecPath(const std::string& id) { return "/v1/executions/" + ApiClient::EncodeSegment(id); }
 
-int ExitForFinished(const json& doc) {
-  const json& result = doc.contains("result") ? doc["result"] : doc;
+int ExitForFinished(const Json& doc) {
+  const Json& result = doc.contains("result") ? doc["result"] : doc;
   return ResultIsOk(result) ? Code(ExitCode::kOk) : Code(ExitCode::kExecutionFailed);
 }
 
@@ -123,7 +79,7 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
   std::string last_state;
   int failures = 0;
   bool stream_supported = true;
-  auto show_state = [&](const json& state) {
+  auto show_state = [&](const Json& state) {
     std::string line = StateLine(state);
     if (line == last_state) return;
     last_state = line;
@@ -138,9 +94,9 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
       continue;
     }
     failures = 0;
-    const json& doc = got->body;
+    const Json& doc = got->body;
     if (cmd.global.json) {
-      std::string line = doc.dump();
+      std::string line = core::SerializeJson(doc);
       if (line != last_state) out << line << "\n" << std::flush;
       last_state = line;
     } else if (doc.contains("pending_state")) {
@@ -156,9 +112,10 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
           ExecPath(id) + "/follow",
           [&](const std::string& data) {
             saw_event = true;
-            json event = json::parse(data, nullptr, /*allow_exceptions=*/false);
-            if (event.is_discarded()) return true;
-            const json* state = nullptr;
+            auto parsed = core::ParseJson(data);
+            if (!parsed) return true;
+            const Json& event = *parsed;
+            const Json* state = nullptr;
             if (event.is_object() && event.contains("pending_state")) {
               state = &event["pending_state"];
             } else if (event.is_object() && event.contains("status")) {
@@ -169,7 +126,7 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
               return !(event.is_object() && event.contains("result"));
             }
             if (cmd.global.json) {
-              out << event.dump() << "\n" << std::flush;
+              out << core::SerializeJson(event) << "\n" << std::flush;
             } else {
               show_state(*state);
             }
@@ -194,87 +151,6 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
   }
 }
 
-void PrintList(const json& body, std::ostream& out) {
-  const json& items = body.contains("executions") ? body["executions"] : json::array();
-  size_t id_w = 12, fn_w = 8;
-  for (const json& e : items) {
-    id_w = std::max(id_w, Field(e, "execution_id").size());
-    fn_w = std::max(fn_w, Field(e, "ffqn").size());
-  }
-  out << std::left << std::setw(static_cast<int>(id_w + 2)) << "EXECUTION"
-      << std::setw(static_cast<int>(fn_w + 2)) << "FUNCTION" << std::setw(22) << "STATE"
-      << "CREATED\n";
-  for (const json& e : items) {
-    std::string state = e.contains("pending_state") ? Field(e["pending_state"], "status") : "";
-    if (state == "finished" && e.contains("pending_state")) {
-      std::string kind = Field(e["pending_state"], "result_kind");
-      if (!kind.empty()) state += " (" + kind + ")";
-    }
-    out << std::left << std::setw(static_cast<int>(id_w + 2)) << Field(e, "execution_id")
-        << std::setw(static_cast<int>(fn_w + 2)) << Field(e, "ffqn") << std::setw(22) << state
-        << Field(e, "created_at") << "\n";
-  }
-  if (std::string next = Field(body, "next_cursor"); !next.empty()) {
-    out << "next page: --cursor " << next << "\n";
-  }
-}
-
-// The type of an event document: {"type": "x", ...} or {"x": {...}}.
-std::string EventType(const json& event) {
-  if (!event.is_object()) return event.dump();
-  if (event.contains("type") && event["type"].is_string()) return event["type"].get<std::string>();
-  if (event.size() == 1) return event.begin().key();
-  return "";
-}
-
-void PrintEvents(const json& body, const char* list_key, std::ostream& out) {
-  const json& items = body.is_object() && body.contains(list_key) ? body[list_key]
-                      : body.is_array()                           ? body
-                                                                  : json::array();
-  for (const json& item : items) {
-    const json& event = item.contains("event")      ? item["event"]
-                        : item.contains("response") ? item["response"]
-                                                    : item;
-    std::string lead = Field(item, "version");
-    if (lead.empty()) lead = Field(item, "cursor");
-    std::string type = EventType(event);
-    // The payload without repeating the type: {"locked": {...}} -> {...}.
-    const json& payload = event.is_object() && event.size() == 1 ? event.begin().value() : event;
-    out << std::left << std::setw(6) << lead << " " << std::setw(27) << Field(item, "created_at")
-        << " " << std::setw(24) << type << " " << Shorten(payload.dump(), 160) << "\n";
-  }
-  if (body.is_object()) {
-    if (std::string next = Field(body, "next_cursor"); !next.empty()) {
-      out << "next page: --cursor " << next << "\n";
-    }
-    if (std::string next = Field(body, "next_since_version"); !next.empty()) {
-      out << "next page: --since-version " << next << "\n";
-    }
-  }
-}
-
-void PrintComponents(const json& body, std::ostream& out) {
-  const json& items = body.contains("components") ? body["components"]
-                      : body.is_array()            ? body
-                                                   : json::array();
-  for (const json& c : items) {
-    out << Field(c, "name") << "  " << Field(c, "type");
-    std::string digest = Field(c, "digest");
-    if (digest.empty()) digest = Field(c, "component_digest");
-    if (!digest.empty()) out << "  " << digest;
-    out << "\n";
-    for (const char* key : {"exports", "functions"}) {
-      if (!c.contains(key) || !c[key].is_array()) continue;
-      for (const json& f : c[key]) {
-        std::string name = f.is_string() ? f.get<std::string>() : Field(f, "ffqn");
-        out << "  " << name;
-        if (f.is_object() && f.contains("params")) out << " " << Shorten(f["params"].dump(), 120);
-        out << "\n";
-      }
-    }
-  }
-}
-
 }  // namespace
 
 int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
@@ -288,19 +164,20 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
   }
   ApiClient api(cmd.global.api_url, cmd.global.token);
   auto fail = [&](const ApiError& e) { return Fail(e, cmd.global.api_url, err); };
-  auto emit_json = [&](const json& body) { out << body.dump() << "\n"; };
+  auto emit_json = [&](const Json& body) { out << core::SerializeJson(body) << "\n"; };
   const std::string id = cmd.execution_id.value_or("");
 
   switch (cmd.kind) {
     case CommandKind::kExecutionSubmit: {
-      json req = {{"ffqn", cmd.ffqn}, {"params", cmd.params}};
+      Json req = {{"ffqn", cmd.ffqn}, {"params", cmd.params}};
       if (cmd.execution_id) req["execution_id"] = *cmd.execution_id;
       if (cmd.scheduled_at) req["scheduled_at"] = *cmd.scheduled_at;
       auto res = api.Post("/v1/executions", req);
       if (!res) return fail(res.error());
       std::string new_id = Field(res->body, "execution_id");
       if (new_id.empty()) {
-        err << "stele: the server's answer has no execution_id: " << Shorten(res->body.dump()) << "\n";
+        err << "stele: the server's answer has no execution_id: "
+            << Abbreviated(core::SerializeJson(res->body)) << "\n";
         return Code(ExitCode::kServerError);
       }
       if (cmd.global.json) {
@@ -327,7 +204,7 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       auto res = api.Get(ExecPath(id) + "/result", {{"timeout", std::to_string(timeout)}},
                          std::chrono::seconds(timeout + 30));
       if (!res) return fail(res.error());
-      const json& result = res->body.contains("result") ? res->body["result"] : res->body;
+      const Json& result = res->body.contains("result") ? res->body["result"] : res->body;
       if (cmd.global.json) {
         emit_json(result);
       } else {
@@ -350,7 +227,7 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       if (cmd.global.json) {
         emit_json(res->body);
       } else {
-        PrintList(res->body, out);
+        PrintList(res->body, cmd, out);
       }
       return Code(ExitCode::kOk);
     }
@@ -366,14 +243,18 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       if (cmd.global.json) {
         emit_json(res->body);
       } else {
-        PrintEvents(res->body, events ? "events" : "responses", out);
+        if (events) {
+          PrintEvents(res->body, cmd, out);
+        } else {
+          PrintResponses(res->body, cmd, out);
+        }
       }
       return Code(ExitCode::kOk);
     }
     case CommandKind::kExecutionCancel: {
       std::string path = cmd.cancel_is_delay ? "/v1/delays/" + ApiClient::EncodeSegment(id) + "/cancel"
                                              : ExecPath(id) + "/cancel";
-      auto res = api.Put(path, json::object());
+      auto res = api.Put(path, Json::object());
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);
@@ -384,13 +265,39 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       return Code(ExitCode::kOk);
     }
     case CommandKind::kExecutionStub: {
-      auto res = api.Put(ExecPath(id) + "/stub", json{{"result", cmd.stub_result}});
+      auto res = api.Put(ExecPath(id) + "/stub", Json{{"result", cmd.stub_result}});
       if (!res) return fail(res.error());
       if (cmd.global.json) {
-        emit_json(res->body.is_null() ? json::object() : res->body);
+        emit_json(res->body.is_null() ? Json::object() : res->body);
       } else {
         std::string outcome = Field(res->body, "outcome");
         out << (outcome.empty() ? "stubbed" : outcome) << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kExecutionUpgrade: {
+      // The API moves an execution from the digest the caller saw: without
+      // --from, the one it runs now (a concurrent upgrade between the two
+      // requests then makes this one a conflict, exit 5).
+      std::string from = cmd.upgrade_from.value_or("");
+      if (from.empty()) {
+        auto got = api.Get(ExecPath(id));
+        if (!got) return fail(got.error());
+        from = Field(got->body, "component_digest");
+        if (from.empty()) {
+          err << "stele: the server's answer has no component_digest: "
+              << Abbreviated(core::SerializeJson(got->body)) << "\n";
+          return Code(ExitCode::kServerError);
+        }
+      }
+      auto res = api.Put(ExecPath(id) + "/upgrade", Json{{"old_digest", from},
+                                                         {"new_digest", cmd.upgrade_digest},
+                                                         {"force", cmd.force}});
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << "upgraded " << id << " from " << from << " to " << cmd.upgrade_digest << "\n";
       }
       return Code(ExitCode::kOk);
     }

@@ -51,6 +51,12 @@ constexpr auto kWait = std::chrono::seconds(30);  // bound of every wait
 constexpr const char* kEcho = "e2e:test/exec.echo";
 constexpr const char* kFail = "e2e:test/exec.fail";
 constexpr const char* kSlow = "e2e:test/exec.slow";
+// Exits 3 after a long stderr (CrashStderr(), then a second line).
+constexpr const char* kCrash = "e2e:test/exec.crash";
+// Returns a record whose keys are not in alphabetical order (no declared
+// return type: not checked).
+constexpr const char* kRecord = "e2e:test/exec.record";
+constexpr const char* kRecordResult = R"({"zeta":1,"alpha":{"y":2,"b":[3,{"d":4,"c":5}]}})";
 // Records its processes (itself, a background job, one that left its
 // process group with setsid), then waits for them: 300 s.
 constexpr const char* kSleeper = "e2e:test/exec.sleeper";
@@ -299,7 +305,12 @@ class E2eTest : public ::testing::Test {
 
   void WriteScripts() {
     WriteFile(dir_ / "echo.sh",
-              "p=$(cat)\nv=${p#[}\nv=${v%]}\nprintf '{\"ok\": %s}\\n' \"$v\"\n");
+              "p=$(cat)\nv=${p#[}\nv=${v%]}\necho \"echo got $v\" >&2\n"
+              "printf '{\"ok\": %s}\\n' \"$v\"\n");
+    WriteFile(dir_ / "crash.sh",
+              "cat >/dev/null\necho '" + CrashStderr() + "' >&2\necho 'second line' >&2\nexit 3\n");
+    WriteFile(dir_ / "record.sh",
+              "cat >/dev/null\nprintf '%s\\n' '{\"ok\": " + std::string(kRecordResult) + "}'\n");
     WriteFile(dir_ / "fail.sh", "cat >/dev/null\nprintf '{\"err\": \"nope\"}\\n'\n");
     // Records "pid attempt", then holds while the `hold` file exists
     // (bounded, so an orphan never outlives the test by much).
@@ -315,13 +326,19 @@ class E2eTest : public ::testing::Test {
                                        ".escapee\nwait\n");
   }
 
+  // The stderr line of kCrash: longer than any line the CLI once cut.
+  static std::string CrashStderr() {
+    return "crash: cannot open /data/ledger: " + std::string(300, 'x') + " end of reason";
+  }
+
   std::string ExecComponent(const std::string& name, const std::string& ffqn,
-                            const std::string& params, const std::string& extra) {
+                            const std::string& params, const std::string& extra,
+                            const std::string& return_type = "result<string, string>") {
     return "[[activity_exec]]\nname = \"" + name + "\"\ncommand = [\"/bin/sh\", \"" +
            (dir_ / (name + ".sh")).string() + "\"]\nenv = { PATH = \"/usr/bin:/bin\", RUNS = \"" +
-           (dir_ / "runs").string() + "\", HOLD = \"" + (dir_ / "hold").string() + "\" }\n" + extra +
-           "[[activity_exec.functions]]\nffqn = \"" + ffqn + "\"\nparams = " + params +
-           "\nreturn_type = \"result<string, string>\"\n\n";
+           (dir_ / "runs").string() + "\", HOLD = \"" + (dir_ / "hold").string() + "\" }\n" +
+           extra + "[[activity_exec.functions]]\nffqn = \"" + ffqn + "\"\nparams = " + params +
+           (return_type.empty() ? "" : "\nreturn_type = \"" + return_type + "\"") + "\n\n";
   }
 
   void WriteConfig(const Options& options) {
@@ -336,6 +353,8 @@ class E2eTest : public ::testing::Test {
       // A short lease, so that a run orphaned by a killed server expires soon.
       toml += ExecComponent("slow", kSlow, "[]",
                             "max_retries = 5\nretry_backoff = \"100ms\"\nlock_expiry = \"2s\"\n");
+      toml += ExecComponent("crash", kCrash, "[]", "max_retries = 0\n");
+      toml += ExecComponent("record", kRecord, "[]", "max_retries = 0\n", "");
     }
     if (options.sleeper) {
       toml += ExecComponent("sleeper", kSleeper, "[]", "max_retries = 0\nlock_expiry = \"3s\"\n");
@@ -502,7 +521,7 @@ class E2eTest : public ::testing::Test {
   StartServer(__VA_ARGS__);                    \
   if (IsSkipped() || HasFatalFailure()) return
 
-size_t Count(const std::vector<std::string>& v, const std::string& x) {
+[[maybe_unused]] size_t Count(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::count(v.begin(), v.end(), x));
 }
 

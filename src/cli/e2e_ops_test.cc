@@ -283,7 +283,7 @@ TEST_F(E2eOpsTest, WasmBacktraceAndDelayCancel) {
 // Upgrade on the real binary: a workflow blocked on v1 of durable_sleep, the
 // server restarted with other bytes (a custom section appended: a new
 // digest, same code), the execution moved to the new digest (wrong digests
-// are refused), then it finishes.
+// are refused), by `stele execution upgrade` too, then it finishes.
 TEST_F(E2eOpsTest, WasmUpgradeToANewDigest) {
   START_SERVER(Options{std::nullopt, false, true});
   std::string id = Submit("demo:reminder/api.remind", R"([3600, "Bo"])");
@@ -321,9 +321,26 @@ TEST_F(E2eOpsTest, WasmUpgradeToANewDigest) {
   EXPECT_EQ(put(id, {{"old_digest", v1}}).first, 400);
   EXPECT_EQ(put("E_01J0E2E00000000000000000ZZ", {{"old_digest", v1}, {"new_digest", v2}}).first, 404);
   EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v1) << "refused upgrades wrote nothing";
-  auto ok = put(id, {{"old_digest", v1}, {"new_digest", v2}});
-  ASSERT_EQ(ok.first, 200) << ok.second.dump();
-  EXPECT_EQ(ok.second["component_digest"], v2);
+  // The CLI: a digest no component serves is refused (exit 5, naming it)
+  // and writes nothing; the served one is accepted.
+  const std::string unserved = "sha256:" + std::string(64, '0');
+  CliRun refused = Cli({"execution", "upgrade", id, unserved});
+  EXPECT_EQ(refused.code, 5) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(unserved), std::string::npos) << refused.err;
+  EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v1);
+  CliRun stale = Cli({"execution", "upgrade", id, v2, "--from", v2});
+  EXPECT_EQ(stale.code, 5) << "it runs v1, not v2: " << stale.err;
+  CliRun moved = Cli({"execution", "upgrade", id, v2});
+  ASSERT_EQ(moved.code, 0) << moved.out << moved.err << server_.Log();
+  EXPECT_EQ(moved.out, "upgraded " + id + " from " + v1 + " to " + v2 + "\n");
+  EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v2);
+  // --force moves it to a digest this server does not serve (v1 now); back
+  // to v2 with --from and --json.
+  CliRun forced = Cli({"execution", "upgrade", id, v1, "--force"});
+  ASSERT_EQ(forced.code, 0) << forced.err;
+  EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v1);
+  json back = CliJson({"execution", "upgrade", id, v2, "--from", v1});
+  EXPECT_EQ(back, json({{"execution_id", id}, {"component_digest", v2}}));
   EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v2);
 
   std::string delay = DelayIdOf(id);

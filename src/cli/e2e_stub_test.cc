@@ -58,6 +58,15 @@ TEST_F(E2eStubTest, StubCompletesAWorkflowsChild) {
   EXPECT_EQ(result.code, 0) << result.out << result.err << server_.Log();
   EXPECT_EQ(result.out, "ok \"paid\"\n");
   EXPECT_EQ(Cli({"execution", "result", child}).out, "ok true\n");
+  // The parent's response: the child's result in the result endpoint's
+  // shape, printed as a row of its own.
+  json responses = CliJson({"execution", "responses", id});
+  ASSERT_GE(responses["responses"].size(), 1u) << responses.dump();
+  EXPECT_EQ(responses["responses"][0]["response"]["event"]["event"]["result"], json({{"ok", true}}))
+      << responses.dump();
+  CliRun printed = Cli({"execution", "responses", id});
+  EXPECT_NE(printed.out.find("child " + child + " finished: ok true"), std::string::npos)
+      << printed.out;
 
   // The same result again: idempotent, and --json prints the server's document.
   CliRun again = Cli({"--json", "execution", "stub", child, R"({"ok": true})"});

@@ -246,7 +246,7 @@ TEST_F(E2eTest, ComponentListWithExecActivities) {
   for (const char* s : {"echo", "slow", "approvals", kEcho, "e2e:test/stub.approve"}) {
     EXPECT_NE(human.out.find(s), std::string::npos) << s << " in " << human.out;
   }
-  EXPECT_EQ(CliJson({"component", "list"})["components"].size(), 4u);
+  EXPECT_EQ(CliJson({"component", "list"})["components"].size(), 6u);
 }
 
 TEST_F(E2eTest, HostileInput) {

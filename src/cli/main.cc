@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log_config.h"
 #include "cli/commands.h"
 
 #if STELE_CLI_HAS_SERVER
@@ -16,6 +17,22 @@
 #endif
 
 int main(int argc, char** argv) {
+  // `stele help server|db [...]` is `stele server|db --help`: their usage
+  // lives with their parsers in src/server.
+  char help_flag[] = "--help";
+  char* help_argv[] = {nullptr, nullptr, help_flag, nullptr};
+  if (argc >= 3 && std::string_view(argv[1]) == "help" &&
+      (std::string_view(argv[2]) == "server" || std::string_view(argv[2]) == "db")) {
+    help_argv[1] = argv[2];
+    argc = 3;
+    argv = help_argv;
+  }
+  // Checked before any command runs (ServerMain checks it again, as its
+  // own entry point): a misspelt level is an error, not a silent default.
+  if (auto level = stele::LogLevelFromEnvironment(); !level) {
+    std::cerr << "stele: " << level.error() << "\n";
+    return 2;
+  }
   if (argc >= 2 && std::string_view(argv[1]) == "server") {
 #if STELE_CLI_HAS_SERVER
     return stele::server::ServerMain(argc - 1, argv + 1);

@@ -4,8 +4,10 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/component_id.h"
+#include "core/list_key.h"
 
 namespace stele::core {
 namespace {
@@ -235,6 +237,49 @@ TEST(ExecutionIdTest, HashAndOrdering) {
   EXPECT_EQ(std::hash<ExecutionId>()(a), std::hash<ExecutionId>()(ExecutionId(TestUlid())));
   EXPECT_NE(a, b);
   EXPECT_LT(a, b);  // a prefix sorts first
+}
+
+// The listing order of docs/storage_contract.md: ids in the order given
+// here, numbers by value, children right after their parent.
+TEST(ExecutionIdTest, ListKeysOrderNumbersByValue) {
+  const std::vector<std::string> ordered = {
+      WithUlid("E_X"),
+      WithUlid("E_X.g:1_1"),
+      WithUlid("E_X.g:1_1.o:1-pay_1"),
+      WithUlid("E_X.g:1_2"),
+      WithUlid("E_X.g:1_10"),
+      WithUlid("E_X.g:1_11"),
+      WithUlid("E_X.g:2_1"),
+      WithUlid("E_X.g:10_1"),
+      WithUlid("E_X.n:a_1"),
+      WithUlid("E_X.n:a-b_1"),
+      WithUlid("E_X.n:a/b_1"),
+      WithUlid("E_X.n:a0_1"),
+      WithUlid("E_X.n:a007_1"),  // a leading zero: compared as text, before any number
+      WithUlid("E_X.n:a7_1"),
+      WithUlid("E_X.n:a7b_1"),
+      WithUlid("E_X.n:a12_1"),
+      WithUlid("E_X.n:ab_1"),
+      WithUlid("E_X.o:2-pay_1"),
+      WithUlid("E_X.o:2-pay_2"),
+      WithUlid("E_X.o:10-approve_1"),
+      WithUlid("E_X.o:10-approve_1.g:3_100000000000000000"),
+      WithUlid("E_X.o:11-approve_1"),
+      "E_" + std::string(kUlid).substr(0, 25) + "5",  // the next root
+  };
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    auto id = ExecutionId::Parse(ordered[i]);
+    ASSERT_TRUE(id.has_value()) << ordered[i];
+    if (id->IsTopLevel()) {
+      EXPECT_EQ(ListKey(*id), ordered[i]) << "a top-level key is the id";
+    }
+    for (size_t j = i + 1; j < ordered.size(); ++j) {
+      EXPECT_LT(ListKey(*id), ListKey(*ExecutionId::Parse(ordered[j])))
+          << ordered[i] << " lists before " << ordered[j];
+    }
+  }
+  // The bug this order fixes: ids as text put _10 between _1 and _2.
+  EXPECT_GT(WithUlid("E_X.g:1_2"), WithUlid("E_X.g:1_10"));
 }
 
 TEST(InputContentDigestTest, RoundTripAndRejects) {

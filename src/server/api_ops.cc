@@ -21,7 +21,7 @@ Result<core::Json, ApiError> ListEvents(ServerImpl& d, const httplib::Request& r
                                                static_cast<core::Version::Type>(since.value_or(0)),
                                                static_cast<uint32_t>(length.value_or(100)))));
   core::Json list = core::Json::array();
-  for (const auto& event : page.events) list.push_back(core::ToJson(event));
+  for (const auto& event : page.events) list.push_back(EventToJson(event));
   core::Json out = {{"events", list}};
   if (page.next_since_version) out["next_since_version"] = *page.next_since_version;
   return out;
@@ -37,7 +37,7 @@ Result<core::Json, ApiError> ListResponses(ServerImpl& d, const httplib::Request
                                                   static_cast<uint32_t>(length.value_or(100)))));
   core::Json list = core::Json::array();
   for (const auto& r : page.responses) {
-    list.push_back({{"cursor", r.cursor}, {"response", core::ToJson(r.event)}});
+    list.push_back({{"cursor", r.cursor}, {"response", ResponseToJson(r.event)}});
   }
   core::Json out = {{"responses", list}};
   if (page.next_cursor) out["next_cursor"] = *page.next_cursor;

@@ -2,6 +2,8 @@
 #include "server/api_util.h"
 
 #include <charconv>
+#include <type_traits>
+#include <variant>
 
 #include "core/json_codec.h"
 
@@ -112,6 +114,68 @@ core::Json ResultToJson(const core::SupportedFunctionReturnValue& value) {
   if (failure.reason) error["reason"] = *failure.reason;
   if (failure.detail) error["detail"] = *failure.detail;
   return {{"execution_error", error}};
+}
+
+core::Json UnitResultToJson(bool ok) { return {{ok ? "ok" : "err", nullptr}}; }
+
+namespace {
+
+// `http_client_traces` with each response status in the API's result shape.
+core::Json TracesToJson(const core::HttpClientTraces& traces) {
+  if (!traces) return nullptr;
+  core::Json out = core::Json::array();
+  for (const core::HttpClientTrace& trace : *traces) {
+    core::Json json = core::ToJson(trace);
+    if (trace.resp) {
+      if (const auto* code = std::get_if<uint16_t>(&trace.resp->status)) {
+        json["resp"]["status"] = {{"ok", *code}};
+      } else {
+        json["resp"]["status"] = {{"err", std::get<std::string>(trace.resp->status)}};
+      }
+    }
+    out.push_back(std::move(json));
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Json EventToJson(const core::ExecutionEvent& event) {
+  core::Json out = core::ToJson(event);
+  // ToJson wrote {"<tag>": body}; rewrite the fields that hold results, in
+  // place, so that every other field keeps the codec's shape and order.
+  core::Json& body = out["event"][std::string(core::ExecutionRequestVariantTag(event.event))];
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, core::Finished>) {
+          body["result"] = ResultToJson(e.result);
+        }
+        if constexpr (std::is_same_v<E, core::Finished> ||
+                      std::is_same_v<E, core::TemporarilyFailed> ||
+                      std::is_same_v<E, core::TemporarilyTimedOut>) {
+          body["http_client_traces"] = TracesToJson(e.http_client_traces);
+        }
+        if constexpr (std::is_same_v<E, core::HistoryEventRequest>) {
+          if (const auto* stub = std::get_if<core::HistoryStub>(&e.event)) {
+            body["event"]["result"] = ResultToJson(stub->result);
+            body["event"]["persist_result"] = UnitResultToJson(stub->persist_result_ok);
+          }
+        }
+      },
+      event.event);
+  return out;
+}
+
+core::Json ResponseToJson(const core::JoinSetResponseEventOuter& response) {
+  core::Json out = core::ToJson(response);
+  core::Json& inner = out["event"]["event"];
+  if (const auto* child = std::get_if<core::ChildExecutionFinished>(&response.event.event)) {
+    inner["result"] = ResultToJson(child->result);
+  } else if (const auto* delay = std::get_if<core::DelayFinished>(&response.event.event)) {
+    inner["result"] = UnitResultToJson(delay->ok);
+  }
+  return out;
 }
 
 Result<core::SupportedFunctionReturnValue, ApiError> ResultFromJson(const core::Json& json) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/result.h"
+#include "core/execution_event.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/return_value.h"
@@ -68,7 +69,19 @@ Result<bool, ApiError> QueryBool(const httplib::Request& req, const std::string&
                                  bool fallback);
 
 // Results in the API's shape: {"ok": v} | {"err": v} | {"execution_error": {...}}.
+// The one shape of every result the API shows: results, events, responses.
 core::Json ResultToJson(const core::SupportedFunctionReturnValue& value);
+// A result without a value in the same shape: {"ok": null} | {"err": null}.
+core::Json UnitResultToJson(bool ok);
+// An event and a response as the API shows them (docs/api.md, "Results"):
+// the core JSON codec's encoding (core/json_codec.h, which is also the
+// stored one and keeps the serde shapes of the seed) with every result as
+// ResultToJson gives it — a Finished event's, a stub's, a child's — and
+// every unit result as UnitResultToJson: a delay that fired ({"ok": null})
+// or was cancelled ({"err": null}), a stub's persist_result, the status of
+// an HTTP trace ({"ok": 200} | {"err": "message"}).
+core::Json EventToJson(const core::ExecutionEvent& event);
+core::Json ResponseToJson(const core::JoinSetResponseEventOuter& response);
 // {"ok": v} / {"err": v} (v may be null or absent) → a return value.
 Result<core::SupportedFunctionReturnValue, ApiError> ResultFromJson(const core::Json& json);
 

@@ -436,7 +436,7 @@ void ReadFunctions(TableReader& r, ComponentConfig& component) {
     auto ffqn = core::FunctionFqn::Parse(*ffqn_text);
     if (!ffqn) {
       f.Error(TableReader::Line(*f.Get("ffqn")), "ffqn",
-              "invalid ffqn `" + *ffqn_text + "` (expected ns:pkg/ifc.fn): " + ffqn.error().message);
+              ffqn.error().message + " (expected ns:pkg/ifc.fn)");
       continue;
     }
     core::FunctionSignature sig{*ffqn, {}, std::nullopt};

@@ -320,10 +320,11 @@ TEST(ConfigTest, MissingRequiredKeysAreNamed) {
 }
 
 TEST(ConfigTest, FunctionDeclarationsAreValidated) {
-  EXPECT_THAT(OneError("[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"not an ffqn\" }]\n",
-                       "activity_stub[0].functions[0].ffqn", 3)
-                  .message,
-              HasSubstr("invalid ffqn"));
+  EXPECT_THAT(
+      OneError("[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"not an ffqn\" }]\n",
+               "activity_stub[0].functions[0].ffqn", 3)
+          .message,
+      HasSubstr("invalid function name `not an ffqn`"));
   EXPECT_THAT(OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = "
                        "\"a:b/c.d\"\nparams = [{ name = \"x\", type = \"list<\" }]\n",
                        "activity_stub[0].functions[0].params[0].type", 5)

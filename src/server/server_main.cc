@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/log.h"
+#include "base/log_config.h"
 #include "server/components.h"
 #include "server/config.h"
 #include "server/server.h"
@@ -130,7 +132,17 @@ int ServerMain(int argc, char** argv) {
     std::fputs("stele server: --config needs a path\n", stderr);
     return 2;
   }
-  return sub == "verify" ? Verify(path) : Run(path, is_default);
+  // STELE_LOG before anything else: a typo must neither hide nor flood the
+  // log unnoticed. Unset, the server logs at info, so that workflow logs
+  // and activity output reach its log (docs/config.md, "Logging").
+  auto level = LogLevelFromEnvironment();
+  if (!level) {
+    std::fprintf(stderr, "stele server: %s\n", level.error().c_str());
+    return 2;
+  }
+  if (sub == "verify") return Verify(path);
+  SetLogLevel(level->value_or(LogLevel::kInfo));
+  return Run(path, is_default);
 }
 
 }  // namespace stele::server

@@ -8,7 +8,9 @@
 //                             SIGTERM/SIGINT, then shut down gracefully.
 //   verify  [--config PATH]   load and validate the config and every
 //                             component; print the errors; do not serve.
-// Returns the process exit code (0 success, 1 failure, 2 usage error).
+// Returns the process exit code (0 success, 1 failure, 2 usage error, also
+// for a STELE_LOG that is not a log level). `run` logs at STELE_LOG's
+// level, info when it is unset.
 //
 // Threading: call from the main thread only (it installs signal handling
 // for SIGTERM/SIGINT while `run` serves). Ownership: nothing escapes.

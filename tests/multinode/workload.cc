@@ -37,11 +37,8 @@ std::optional<int64_t> Micros(const json& text) {
 std::optional<uint64_t> OkNumber(const json& result) {
   if (!result.is_object() || !result.contains("ok")) return std::nullopt;
   const json& v = result["ok"];
+  // Results have one shape in every API answer (docs/api.md): {"ok": 4}.
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  // A u64 (not a result) comes back wrapped: {"ok": {"ok": 4}}.
-  if (v.is_object() && v.size() == 1 && v.contains("ok") && v["ok"].is_number_unsigned()) {
-    return v["ok"].get<uint64_t>();
-  }
   return std::nullopt;
 }
 

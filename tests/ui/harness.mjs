@@ -41,7 +41,8 @@ export async function loadPlaywright() {
 }
 
 export function wasmAvailable(dir) {
-  return !!dir && ['durable_sleep', 'human_approval', 'hello_workflow', 'hello_activity']
+  return !!dir && ['durable_sleep', 'human_approval', 'hello_workflow', 'hello_activity', 'fan_out',
+    'square_activity']
     .every((n) => fs.existsSync(path.join(dir, n + '.wasm')));
 }
 
@@ -101,6 +102,12 @@ location = "${wasmDir}/durable_sleep.wasm"
 [[workflow_wasm]]
 name = "human_approval"
 location = "${wasmDir}/human_approval.wasm"
+[[workflow_wasm]]
+name = "fan_out"
+location = "${wasmDir}/fan_out.wasm"
+[[activity_wasm]]
+name = "square_activity"
+location = "${wasmDir}/square_activity.wasm"
 [[activity_exec]]
 name = "shop"
 command = ["${path.join(repo, 'examples/server/shop.sh')}"]

@@ -277,6 +277,39 @@ test('trace: a parent and its descendants on one axis', async ({ srv, page, seed
   assert.ok(await page.locator('#trace .bar').first().isVisible());
 }, { wasm: true });
 
+test('children and trace rows in creation order (_2 before _10)', async ({ srv, page }) => {
+  // sum-of-squares(12): children g:1_1 .. g:1_12, created in that order.
+  const id = await submit(srv, 'math:squares/api.sum-of-squares', [12]);
+  await finished(srv, id);
+  const want = Array.from({ length: 12 }, (_, i) => i + 1);
+  const idx = (ids) => ids.map((c) => Number(c.slice(c.lastIndexOf('_') + 1)));
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#app[data-finished="true"]');
+  await until(async () => (await page.$$('#children li[data-id]')).length === 12, 'twelve children');
+  assert.deepEqual(idx(await page.$$eval('#children li[data-id]', (l) => l.map((x) => x.dataset.id))), want);
+  await page.goto(srv.base + '/ui/#/trace/' + id);
+  await page.waitForSelector('#trace .trow');
+  const rows = await page.$$eval('#trace .trow', (r) => r.map((x) => x.dataset.id));
+  assert.equal(rows[0], id, 'the parent first');
+  assert.deepEqual(idx(rows.slice(1)), want);
+  // The API's list: newest first, so the reverse of creation order.
+  const listed = await srv.request('GET', `/v1/executions?show_derived=true&execution_id_prefix=${encodeURIComponent(id + '.')}`);
+  assert.deepEqual(idx(listed.executions.map((e) => e.execution_id)), [...want].reverse());
+}, { wasm: true });
+
+test('events and responses show results as {"ok": v}, delays as {"ok": null}', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [1, 'shapes']);
+  const done = await finished(srv, id);
+  const fin = (await eventsOf(srv, id)).find((e) => e.event.finished).event.finished;
+  assert.deepEqual(fin.result, done.result, 'the finished event holds the result as GET gives it');
+  const { responses } = await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}/responses`);
+  assert.deepEqual(responses.map((r) => r.response.event.event.result), [{ ok: null }]);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#timeline li.ev-finished');
+  const shown = JSON.parse(await page.textContent('#timeline li.ev-finished pre'));
+  assert.deepEqual(shown, done.result);
+}, { wasm: true });
+
 test('404 for an unknown execution, page and file', async ({ srv, page }) => {
   await page.goto(srv.base + '/ui/#/execution/' + MISSING);
   await page.waitForSelector('.not-found h1');

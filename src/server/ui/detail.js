@@ -260,7 +260,11 @@ export async function detailPage(root, id) {
     } catch (e) { childrenBox.append(errorBox(e)); return; }
     if (truncated) childrenBox.append(truncatedNote(truncated, 'children-truncated'));
     if (!rows.length) { childrenBox.append(el('p', { class: 'muted' }, 'No children.')); return; }
-    rows.sort((a, b) => (a.execution_id < b.execution_id ? -1 : 1));
+    // The server lists newest first in the order of docs/api.md (children
+    // after their parent, `_2` before `_10`): reversed, each execution's
+    // children come in the order it created them. Never re-sorted by id
+    // text, which would put `_10` between `_1` and `_2`.
+    rows.reverse();
     const byParent = new Map();
     for (const r of rows) {
       const p = parentOf(r.execution_id);

@@ -18,7 +18,10 @@ export async function tracePage(root, id, query = new URLSearchParams()) {
   let truncated = null;
   try {
     const found = await descendants(id, max);
-    rows.push(...found.rows);
+    // Newest first in the server's order (docs/api.md): reversed, every
+    // child follows its parent, siblings in creation order (`_2` before
+    // `_10`; never re-sorted by id text).
+    rows.push(...found.rows.reverse());
     truncated = found.truncated;
   } catch (e) { root.append(errorBox(e)); }
   const now = Date.now();
@@ -28,7 +31,6 @@ export async function tracePage(root, id, query = new URLSearchParams()) {
     const end = ps.status === 'finished' ? Date.parse(ps.finished_at) : now;
     return [start, Math.max(end, start)];
   };
-  rows.sort((a, b) => (a.execution_id < b.execution_id ? -1 : 1));
   const spans = rows.map(span);
   const t0 = Math.min(...spans.map((s) => s[0]));
   const t1 = Math.max(...spans.map((s) => s[1]), t0 + 1);

@@ -1,4 +1,5 @@
-// The PostgreSQL schema's CHECK constraints (schema.cc, migration V2): a
+// The PostgreSQL schema's migrations of existing databases. CHECK
+// constraints (schema.cc, migration V2): a
 // database created by this build and one an older build left at V1 (with
 // rows in it) end up with the same constraints, and they refuse what they
 // must — an instant outside years 0000–9999, an empty t_delay id — while
@@ -139,6 +140,64 @@ TEST_F(PostgresPoolTest, TimeAndDelayChecksInFreshAndMigratedSchemas) {
     EXPECT_EQ(late_timer.error().kind, internal::PgError::Kind::kInvalidValue)
         << late_timer.error().message;
   }
+}
+
+// A database an older build left at V2 (no t_state.list_key, with
+// executions in it) is migrated to V3 when opened: every existing row gets
+// its list key (core::ListKey), the column becomes NOT NULL, and
+// lists by id put children in creation order (`_2` before `_10`).
+TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
+  const std::string conninfo = EmptyDatabase();
+  const ExecutionId parent = NewId();
+  std::vector<ExecutionId> newest_first;
+  {
+    auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo}));
+    auto db = Must(pool->ConnectionTest());
+    Must(db->Create(CreateReq(parent, SystemClock::Instance().Now())));
+    const auto js = core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
+    for (uint64_t idx = 1; idx <= 12; ++idx) {
+      const core::ExecutionIdDerived child = parent.NextLevel(js, idx);
+      Must(db->Create(conformance::ChildCreateReq(child, SystemClock::Instance().Now())));
+      newest_first.insert(newest_first.begin(), ExecutionId(child));
+    }
+    newest_first.push_back(parent);
+    pool->Close();
+  }
+  {
+    // Back to V2 as it was: no column, its index, V2 recorded last.
+    auto conn = Connect(conninfo);
+    ASSERT_NE(conn, nullptr);
+    auto downgraded = conn->ExecScript(
+        "DROP INDEX idx_t_state_list_key; DROP INDEX idx_t_state_ffqn_list_key;"
+        "ALTER TABLE t_state DROP COLUMN list_key;"
+        "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
+        "DELETE FROM t_metadata WHERE schema_version > 2;");
+    ASSERT_TRUE(downgraded.has_value()) << downgraded.error().message;
+    ASSERT_EQ(Must(internal::ReadSchemaVersion(*conn)), 2);
+  }
+  auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo}));
+  {
+    auto conn = Connect(conninfo);
+    ASSERT_NE(conn, nullptr);
+    EXPECT_EQ(Must(internal::ReadSchemaVersion(*conn)), 3);
+    auto nullable = conn->Exec(
+        "SELECT is_nullable FROM information_schema.columns WHERE table_name = 't_state' AND "
+        "column_name = 'list_key'");
+    ASSERT_TRUE(nullable.has_value()) << nullable.error().message;
+    ASSERT_EQ(nullable->rows(), 1);
+    EXPECT_EQ(nullable->Str(0, 0), "NO");
+  }
+  auto db = Must(pool->ConnectionTest());
+  for (std::optional<core::FunctionFqn> ffqn :
+       {std::optional<core::FunctionFqn>(),
+        std::optional<core::FunctionFqn>(conformance::FfqnA())}) {
+    auto listed = Must(db->ListExecutions(
+        ffqn, false, core::Pagination<std::optional<ExecutionId>>::OlderThan(100, {}, false)));
+    std::vector<ExecutionId> ids;
+    for (const auto& row : listed) ids.push_back(row.execution_id);
+    EXPECT_EQ(ids, newest_first);
+  }
+  pool->Close();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <utility>
 #include <variant>
 
+#include "core/list_key.h"
 #include "storage/memory/memory_connection.h"
 
 namespace stele::storage::memory::internal {
@@ -15,9 +16,10 @@ namespace stele::storage::memory::internal {
 namespace {
 
 // The cursor value compared with a row's primary key. Execution ids compare
-// by their text, as the SQL backends compare their TEXT column.
+// by their list key (core::ListKey), as the SQL backends compare
+// their t_state.list_key column.
 DateTime CursorKey(DateTime t) { return t; }
-std::string CursorKey(const ExecutionId& id) { return id.ToString(); }
+std::string CursorKey(const ExecutionId& id) { return core::ListKey(id); }
 
 template <class Key>
 bool PassesCursor(const Key& key, const Key& cursor, bool newer, bool including) {
@@ -128,7 +130,7 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> MemoryConnection::ListEx
                                   [](const ExecutionWithState& row) { return row.created_at; });
         } else {
           return PageOfExecutions(std::move(rows), page, [](const ExecutionWithState& row) {
-            return row.execution_id.ToString();
+            return core::ListKey(row.execution_id);
           });
         }
       },

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "base/check.h"
+#include "core/list_key.h"
 #include "storage/pending_state_rules.h"
 
 namespace stele::storage::postgres::internal {
@@ -59,11 +60,11 @@ const std::string kInsertRows =
     "INSERT INTO t_state (execution_id, is_top_level, corresponding_version, ffqn, created_at, "
     "component_id_input_digest, first_scheduled_at, pending_expires_finished, state, updated_at, "
     "intermittent_event_count, max_retries, retry_exp_backoff, last_lock_version, executor_id, "
-    "run_id, join_set_id, join_set_closing, result_kind, response_count) "
+    "run_id, join_set_id, join_set_closing, result_kind, response_count, list_key) "
     "SELECT * FROM unnest($1::text[], $2::boolean[], $3::bigint[], $4::text[], $5::bigint[], "
     "$6::bytea[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[], "
     "$12::bigint[], $13::json[], $14::bigint[], $15::text[], $16::text[], $17::text[], "
-    "$18::boolean[], $19::json[], $20::bigint[])";
+    "$18::boolean[], $19::json[], $20::bigint[], $21::text[])";
 
 const std::string kInsertEvents =
     "INSERT INTO t_execution_log (execution_id, version, created_at, json_value, variant, "
@@ -579,7 +580,7 @@ Result<void, DbErrorWrite> Journal::Flush() {
   if (!created_order_.empty()) {
     ArrayParam ids, top, versions, ffqns, created, digests, first, pending, states, updated,
         intermittent, max_retries, backoff, lock_version, executors, runs, join_sets, closing,
-        kinds, responses;
+        kinds, responses, list_keys;
     for (const std::string& id : created_order_) {
       const ExecutionState& s = rows_.at(id).state;
       STELE_ASSIGN_OR_RETURN(StateColumns c, ColumnsOf(s));
@@ -608,12 +609,13 @@ Result<void, DbErrorWrite> Journal::Flush() {
       }
       kinds.OptText(c.result_kind);
       responses.Int(static_cast<int64_t>(s.response_count));
+      list_keys.Text(core::ListKey(parsed));
     }
     Params params;
     for (const ArrayParam* column :
-         {&ids,       &top,    &versions,  &ffqns,        &created,     &digests,  &first,
-          &pending,   &states, &updated,   &intermittent, &max_retries, &backoff,  &lock_version,
-          &executors, &runs,   &join_sets, &closing,      &kinds,       &responses}) {
+         {&ids,       &top,    &versions,  &ffqns,        &created,     &digests,   &first,
+          &pending,   &states, &updated,   &intermittent, &max_retries, &backoff,   &lock_version,
+          &executors, &runs,   &join_sets, &closing,      &kinds,       &responses, &list_keys}) {
       params.Text(column->Literal());
     }
     // An id that exists already violates t_state's key.

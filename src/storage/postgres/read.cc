@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "core/backtrace.h"
+#include "core/list_key.h"
 #include "storage/postgres/connection.h"
 #include "storage/postgres/journal.h"
 
@@ -235,23 +236,24 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> PostgresConnection::List
           params.Text(ffqn->ToString());
         }
         if (top_level_only) where.push_back("is_top_level");
-        const char* key = by_created_at ? "created_at" : "execution_id";
+        // By id: in list_key order (core::ListKey: `_2` before
+        // `_10`), served by idx_t_state_list_key / idx_t_state_ffqn_list_key.
+        const char* key = by_created_at ? "created_at" : "list_key";
         if (has_cursor) {
           where.push_back(std::string(key) + " " + rel + " $" + std::to_string(++n));
           if (by_created_at) {
             params.Int(TimeColumn(*std::get<0>(pagination).cursor));
           } else {
-            params.Text(std::get<1>(pagination).cursor->ToString());
+            params.Text(core::ListKey(*std::get<1>(pagination).cursor));
           }
         }
         for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
-        // t_state.execution_id has collation "C": ids compare bytewise.
-        const std::string id_order = " execution_id";
+        // execution_id and list_key have collation "C": they compare bytewise.
         const char* direction = newer ? " ASC" : " DESC";
         if (by_created_at) {
-          sql += std::string(" ORDER BY created_at") + direction + "," + id_order + direction;
+          sql += std::string(" ORDER BY created_at") + direction + ", execution_id" + direction;
         } else {
-          sql += " ORDER BY" + id_order + direction;
+          sql += std::string(" ORDER BY list_key") + direction;
         }
         sql += " LIMIT $" + std::to_string(++n);
         params.Int(length);

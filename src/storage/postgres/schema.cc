@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/list_key.h"
+
 namespace stele::storage::postgres::internal {
 
 namespace {
@@ -159,14 +161,67 @@ ALTER TABLE t_delay
     CHECK (execution_id <> '' AND join_set_id <> '' AND delay_id <> '');
 )sql";
 
+// V3: t_state.list_key, the listing order of execution ids
+// (core::ListKey, docs/storage_contract.md "Listing order"), as
+// in the SQLite backend's V2: lists page by it, so that `_2` lists before
+// `_10`. BackfillListKeys fills the rows already there; then the column
+// becomes NOT NULL and its indexes are built (idx_t_state_ffqn_list_key
+// replaces idx_t_state_ffqn_id, which only served the id order).
+constexpr std::string_view kMigrationV3 = R"sql(
+ALTER TABLE t_state ADD COLUMN list_key text COLLATE "C";
+)sql";
+constexpr std::string_view kMigrationV3After = R"sql(
+ALTER TABLE t_state ALTER COLUMN list_key SET NOT NULL;
+DROP INDEX idx_t_state_ffqn_id;
+CREATE INDEX idx_t_state_list_key ON t_state (list_key);
+CREATE INDEX idx_t_state_ffqn_list_key ON t_state (ffqn, list_key);
+)sql";
+
+// Sets list_key of every t_state row, a page of execution ids per round
+// trip (bounded memory, whatever the size of the table).
+Result<void, DbErrorGeneric> BackfillListKeys(PgConn& conn) {
+  constexpr int kPage = 1000;
+  std::string after;
+  while (true) {
+    auto page = conn.Exec(
+        "SELECT execution_id FROM t_state WHERE execution_id > $1 ORDER BY execution_id "
+        "LIMIT $2",
+        Params().Text(after).Int(kPage));
+    if (!page) return Unexpected(page.error().ToGeneric());
+    if (page->rows() == 0) return {};
+    ArrayParam ids, keys;
+    for (int row = 0; row < page->rows(); ++row) {
+      std::string text = page->Str(row, 0);
+      auto id = core::ExecutionId::Parse(text);
+      if (!id) {
+        return Unexpected(DbErrorGeneric::Uncategorized("t_state.execution_id `" + text +
+                                                        "`: " + id.error().message));
+      }
+      ids.Text(text);
+      keys.Text(core::ListKey(*id));
+      after = std::move(text);
+    }
+    auto updated = conn.Exec(
+        "UPDATE t_state SET list_key = k.key FROM unnest($1::text[], $2::text[]) AS k(id, key) "
+        "WHERE t_state.execution_id = k.id",
+        Params().Text(ids.Literal()).Text(keys.Literal()));
+    if (!updated) return Unexpected(updated.error().ToGeneric());
+  }
+}
+
 struct Migration {
   int64_t version;
   std::string_view sql;
+  // Run after `sql`, in the same transaction: data changes SQL alone cannot
+  // make, then `sql_after` (constraints and indexes over the new data).
+  Result<void, DbErrorGeneric> (*backfill)(PgConn&) = nullptr;
+  std::string_view sql_after = {};
 };
 // Append new migrations at the end; never edit a released one.
 constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
     {2, kMigrationV2},
+    {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 
@@ -203,10 +258,21 @@ Result<void, DbErrorGeneric> Migrate(PgConn& conn, DateTime now, int64_t target)
     }
     for (const Migration& migration : kMigrations) {
       if (migration.version <= current || migration.version > target) continue;
-      if (auto applied = conn.ExecScript(std::string(migration.sql)); !applied) {
+      auto failed = [&](const std::string& why) {
         return Unexpected(DbErrorGeneric::Uncategorized("migration to schema version " +
                                                         std::to_string(migration.version) +
-                                                        " failed: " + applied.error().message));
+                                                        " failed: " + why));
+      };
+      if (auto applied = conn.ExecScript(std::string(migration.sql)); !applied) {
+        return failed(applied.error().message);
+      }
+      if (migration.backfill != nullptr) {
+        if (auto filled = migration.backfill(conn); !filled) return failed(filled.error().reason());
+      }
+      if (!migration.sql_after.empty()) {
+        if (auto applied = conn.ExecScript(std::string(migration.sql_after)); !applied) {
+          return failed(applied.error().message);
+        }
       }
       auto recorded =
           conn.Exec("INSERT INTO t_metadata (schema_version, created_at) VALUES ($1, $2)",

@@ -8,7 +8,9 @@
 //     keys: a record's field order is part of the value (the conformance
 //     test EventsPreserveRecordFieldOrder) and must survive the round trip;
 //   - versions, cursors, counters: bigint with CHECK (>= 0);
-//   - component digests: bytea; flags: boolean.
+//   - component digests: bytea; flags: boolean;
+//   - t_state.list_key (V3): core::ListKey, the order lists of
+//     executions page by.
 //
 // Threading: Migrate runs on the connection it is given.
 #pragma once
@@ -22,7 +24,7 @@
 
 namespace stele::storage::postgres::internal {
 
-inline constexpr int64_t kLatestSchemaVersion = 2;
+inline constexpr int64_t kLatestSchemaVersion = 3;
 
 // Brings the database to `target` (kLatestSchemaVersion; tests pass an
 // older one to make a database as an older build left it) in one

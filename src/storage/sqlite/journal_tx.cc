@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "core/list_key.h"
 #include "storage/pending_state_rules.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
@@ -487,8 +488,8 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
       Statement insert,
       db.Prepare("INSERT INTO t_state (execution_id, is_top_level, corresponding_version, ffqn, "
                  "created_at, component_id_input_digest, first_scheduled_at, "
-                 "pending_expires_finished, state, updated_at, intermittent_event_count) "
-                 "VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'pending_at', ?, 0)"));
+                 "pending_expires_finished, state, updated_at, intermittent_event_count, "
+                 "list_key) VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'pending_at', ?, 0, ?)"));
   const std::string ffqn = req.ffqn.ToString();
   const auto& digest = req.component_id.input_digest.bytes();
   insert.BindText(1, id);
@@ -499,6 +500,7 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   insert.BindInt64(6, TimeColumn(req.scheduled_at));
   insert.BindInt64(7, TimeColumn(req.scheduled_at));
   insert.BindInt64(8, TimeColumn(req.created_at));
+  insert.BindText(9, core::ListKey(req.execution_id));
   STELE_TRY(insert.Run());
   tx.notes.pending.push_back(
       PendingNotice{ffqn, req.component_id.input_digest, req.scheduled_at, current_time});

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "base/log.h"
+#include "core/list_key.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
@@ -49,7 +50,11 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> SqliteConnection::ListEx
         std::vector<std::string> where;
         if (ffqn) where.push_back("ffqn = ?1");
         if (top_level_only) where.push_back("is_top_level = 1");
-        const char* key = by_created_at ? "created_at" : "execution_id";
+        // By id: lists with children in list_key order (ExecutionId::
+        // ListKey: `_2` before `_10`); top-level ids are their own list
+        // keys, so top-level lists use execution_id and its indexes.
+        const char* key =
+            by_created_at ? "created_at" : (top_level_only ? "execution_id" : "list_key");
         if (has_cursor) where.push_back(std::string(key) + " " + rel + " ?2");
         for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
         // Descending pages read backwards from the cursor; ascending ones are
@@ -65,7 +70,7 @@ Result<std::vector<ExecutionWithState>, DbErrorGeneric> SqliteConnection::ListEx
           if (by_created_at) {
             stmt.BindInt64(2, TimeColumn(*std::get<0>(pagination).cursor));
           } else {
-            stmt.BindText(2, std::get<1>(pagination).cursor->ToString());
+            stmt.BindText(2, core::ListKey(*std::get<1>(pagination).cursor));
           }
         }
         stmt.BindInt64(3, length);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "core/list_key.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -138,13 +139,74 @@ CREATE TABLE t_backtrace (
 ) STRICT;
 )sql";
 
+// V2: t_state.list_key, the listing order of execution ids
+// (core::ListKey, docs/storage_contract.md "Listing order"):
+// lists that include children page by it, so that `_2` lists before `_10`,
+// served by idx_t_state_list_key and idx_t_state_ffqn_list_key (which
+// replaces idx_t_state_ffqn_id). Lists of top-level executions only keep
+// ordering by execution_id and its indexes: for them the key is the id.
+// Nullable only because SQLite adds a NOT NULL column with a default alone;
+// every insert sets it, and BackfillListKeys fills the rows already there
+// before the indexes are built, in the migration's transaction.
+constexpr std::string_view kMigrationV2 = R"sql(
+ALTER TABLE t_state ADD COLUMN list_key TEXT;
+)sql";
+constexpr std::string_view kMigrationV2After = R"sql(
+DROP INDEX idx_t_state_ffqn_id;
+CREATE INDEX idx_t_state_list_key ON t_state (list_key);
+CREATE INDEX idx_t_state_ffqn_list_key ON t_state (ffqn, list_key);
+)sql";
+
+// Sets list_key of every t_state row, in pages of execution ids (bounded
+// memory, whatever the size of the table).
+Result<void, DbErrorGeneric> BackfillListKeys(Connection& connection) {
+  constexpr int64_t kPage = 1000;
+  std::string after;
+  while (true) {
+    std::vector<std::string> ids;
+    {
+      STELE_ASSIGN_OR_RETURN(Statement select,
+                             connection.Prepare("SELECT execution_id FROM t_state WHERE "
+                                                "execution_id > ? ORDER BY execution_id LIMIT ?"));
+      select.BindText(1, after);
+      select.BindInt64(2, kPage);
+      while (true) {
+        STELE_ASSIGN_OR_RETURN(bool row, select.Step());
+        if (!row) break;
+        ids.push_back(select.Text(0));
+      }
+    }
+    if (ids.empty()) return {};
+    STELE_ASSIGN_OR_RETURN(
+        Statement update,
+        connection.Prepare("UPDATE t_state SET list_key = ? WHERE execution_id = ?"));
+    for (const std::string& text : ids) {
+      auto id = core::ExecutionId::Parse(text);
+      if (!id) {
+        return Unexpected(DbErrorGeneric::Uncategorized("t_state.execution_id `" + text +
+                                                        "`: " + id.error().message));
+      }
+      update.BindText(1, core::ListKey(*id));
+      update.BindText(2, text);
+      STELE_TRY(update.Run());
+      update.Reset();
+    }
+    after = ids.back();
+  }
+}
+
 struct Migration {
   int64_t version;
   std::string_view sql;
+  // Run after `sql`, in the same transaction: data changes SQL alone cannot
+  // make, then `sql_after` (say, indexes built once over the new data).
+  Result<void, DbErrorGeneric> (*backfill)(Connection&) = nullptr;
+  std::string_view sql_after = {};
 };
 // Append new migrations at the end; never edit a released one.
 constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
+    {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 
@@ -261,7 +323,7 @@ Result<int64_t, DbErrorGeneric> ReadSchemaVersion(Connection& connection) {
   }
 }
 
-Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now) {
+Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now, int64_t target) {
   // IMMEDIATE: two processes opening the same fresh file must not both
   // decide to run V1.
   STELE_TRY(connection.Exec("BEGIN IMMEDIATE"));
@@ -275,8 +337,10 @@ Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now) {
           "); refusing to open it — upgrade Stele"));
     }
     for (const Migration& migration : kMigrations) {
-      if (migration.version <= current) continue;
+      if (migration.version <= current || migration.version > target) continue;
       auto applied = connection.Exec(migration.sql);
+      if (applied && migration.backfill != nullptr) applied = migration.backfill(connection);
+      if (applied && !migration.sql_after.empty()) applied = connection.Exec(migration.sql_after);
       if (!applied) {
         return Unexpected(DbErrorGeneric::Uncategorized("migration to schema version " +
                                                         std::to_string(migration.version) +

@@ -1,7 +1,7 @@
 // The SQLite schema and how a file gets there: connection PRAGMAs, the
 // integrity check at open, and forward migrations recorded in t_metadata.
 //
-// Schema (V1), all tables STRICT, all instants INTEGER microseconds since
+// Schema (V2), all tables STRICT, all instants INTEGER microseconds since
 // the Unix epoch (index-friendly; base/time.h):
 //   t_metadata           one row per applied migration (schema_version).
 //   t_execution_log      the append-only journal, PK (execution_id, version);
@@ -11,7 +11,9 @@
 //                        (execution_id, idx) with idx the 0-based cursor;
 //                        unique per child id and per delay id.
 //   t_state              the materialised PendingState, one row per execution
-//                        (row_codec.h says which columns each state sets).
+//                        (row_codec.h says which columns each state sets);
+//                        list_key = core::ListKey (V2), the order of
+//                        lists that include children.
 //   t_delay              live timers; deleted when their response arrives.
 //   t_backtrace          backtraces per version range.
 // Every hot query is served by an index; see the comments in schema.cc.
@@ -30,7 +32,7 @@
 namespace stele::storage::sqlite::internal {
 
 // The newest schema version this code knows (and migrates to).
-inline constexpr int64_t kLatestSchemaVersion = 1;
+inline constexpr int64_t kLatestSchemaVersion = 2;
 
 // What a connection is for; decides its PRAGMAs.
 enum class ConnectionRole {
@@ -53,11 +55,13 @@ Result<void, DbErrorGeneric> ConfigureConnection(Connection& connection,
 // answers "ok".
 Result<void, DbErrorGeneric> CheckIntegrity(Connection& connection);
 
-// Brings the schema to kLatestSchemaVersion in one IMMEDIATE transaction:
-// creates t_metadata when missing, refuses a newer schema version, runs
-// every missing migration and records it with `now`. A no-op on an
-// up-to-date file.
-Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now);
+// Brings the schema to `target` (kLatestSchemaVersion; tests pass an older
+// version to build the database an older build left) in one IMMEDIATE
+// transaction: creates t_metadata when missing, refuses a newer schema
+// version, runs every missing migration and records it with `now`. A no-op
+// on an up-to-date file.
+Result<void, DbErrorGeneric> Migrate(Connection& connection, DateTime now,
+                                     int64_t target = kLatestSchemaVersion);
 
 // Highest schema_version recorded, 0 for a fresh file.
 Result<int64_t, DbErrorGeneric> ReadSchemaVersion(Connection& connection);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_test_util.h"
 
 namespace stele::storage::sqlite::testing {
@@ -21,14 +22,54 @@ TEST_F(SqliteTest, OpeningTwiceRunsMigrationsOnce) {
   auto id = core::ExecutionId::Generate();
   ASSERT_TRUE(db().Create(NewCreate(id, T(0))));
   ClosePool();
-  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_metadata"), 1);
-  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 1);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_metadata"), internal::kLatestSchemaVersion);
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), internal::kLatestSchemaVersion);
 
   Open();  // a no-op migration, the data is intact
-  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_metadata"), 1);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_metadata"), internal::kLatestSchemaVersion);
   auto log = db().Get(id);
   ASSERT_TRUE(log);
   EXPECT_EQ(log->events.size(), 1u);
+}
+
+// A file an older build left at schema V1 (no t_state.list_key) is
+// migrated when opened: every existing row gets its list key, in the
+// migration's transaction, and lists by id put children in creation order
+// (`_2` before `_10`; by id text `_10` came between `_1` and `_2`).
+TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
+  Open();
+  const auto parent = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
+  const auto js = core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
+  std::vector<core::ExecutionId> newest_first;
+  for (uint64_t idx = 1; idx <= 12; ++idx) {
+    auto req = NewCreate(parent.NextLevel(js, idx), T(1));
+    req.parent = std::make_pair(parent, js);
+    ASSERT_TRUE(db().Create(req));
+    newest_first.insert(newest_first.begin(), req.execution_id);
+  }
+  newest_first.push_back(parent);
+  ClosePool();
+  // Back to V1 as it was: no column, its indexes, V1 recorded last.
+  RawExec(
+      "DROP INDEX idx_t_state_list_key; DROP INDEX idx_t_state_ffqn_list_key;"
+      "ALTER TABLE t_state DROP COLUMN list_key;"
+      "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
+      "DELETE FROM t_metadata WHERE schema_version > 1;");
+  ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 1);
+
+  Open();
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 2);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state WHERE list_key IS NULL"), 0);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'idx_t_state_ffqn_id'"), 0);
+  for (std::optional<core::FunctionFqn> ffqn : {std::optional<core::FunctionFqn>(), {TestFfqn()}}) {
+    auto listed = pool().ExternalApiConn().value()->ListExecutions(
+        ffqn, false, core::Pagination<std::optional<core::ExecutionId>>::OlderThan(100, {}, false));
+    ASSERT_TRUE(listed);
+    std::vector<core::ExecutionId> ids;
+    for (const auto& row : *listed) ids.push_back(row.execution_id);
+    EXPECT_EQ(ids, newest_first);
+  }
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

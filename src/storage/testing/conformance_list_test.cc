@@ -80,6 +80,75 @@ TEST_P(ListTest, ListExecutionsPagesById) {
   EXPECT_THAT(List(IdPage::NewerThan(10, id(5), false)), IsEmpty());
 }
 
+// Lists by id follow core::ListKey (docs/storage_contract.md,
+// "Listing order"): children right after their parent, numbers compared as
+// numbers, so a workflow's children list in the order it created them
+// (`_2` before `_10`, `o:2-x` before `o:10-x`; as text, `_10` came between
+// `_1` and `_2`). A cursor is a position in that order, whichever id it
+// names, so pages of any size, in both directions, meet without gaps or
+// repeats.
+TEST_P(ListTest, ListExecutionsOrdersChildrenAsCreated) {
+  const ExecutionId parent = TopLevelId(2);
+  // Expected order, oldest first (the listing is its reverse).
+  std::vector<ExecutionId> order = {TopLevelId(1), parent};
+  auto create = [&](const ExecutionId& id) {
+    if (id.IsTopLevel()) {
+      Must(db().Create(CreateReq(id, kT0)));
+    } else {
+      Must(db().Create(ChildCreateReq(*id.AsDerived(), kT0)));
+    }
+  };
+  const core::JoinSetId generated =
+      core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
+  for (uint64_t idx = 1; idx <= 12; ++idx) order.push_back(ChildId(parent, generated, idx));
+  order.push_back(ChildId(ChildId(parent, generated, 12), NamedJoinSet("js"), 1));  // a grandchild
+  for (uint64_t n : {2, 9, 10, 11}) {
+    order.push_back(ChildId(
+        parent,
+        core::JoinSetId::Create(core::JoinSetKind::kOneOff, std::to_string(n) + "-pay").value(),
+        1));
+  }
+  order.push_back(TopLevelId(3));
+  // Created in an order that is neither: the store must sort.
+  for (size_t i = order.size(); i-- > 0;) {
+    if (i % 2 == 0) create(order[i]);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i % 2 == 1) create(order[i]);
+  }
+  const std::vector<ExecutionId> newest_first(order.rbegin(), order.rend());
+  EXPECT_EQ(List(IdPage::OlderThan(100, std::nullopt, false)), newest_first);
+
+  for (uint16_t length : {1, 4, 7}) {
+    std::vector<ExecutionId> older;  // following each page's last id
+    std::optional<ExecutionId> cursor;
+    while (true) {
+      std::vector<ExecutionId> page = List(IdPage::OlderThan(length, cursor, false));
+      older.insert(older.end(), page.begin(), page.end());
+      if (page.size() < length) break;
+      cursor = page.back();
+    }
+    EXPECT_EQ(older, newest_first) << "pages of " << length << ", older";
+    std::vector<ExecutionId> newer;  // from the oldest, each page prepended
+    cursor = std::nullopt;
+    while (true) {
+      std::vector<ExecutionId> page = List(IdPage::NewerThan(length, cursor, false));
+      newer.insert(newer.begin(), page.begin(), page.end());
+      if (page.size() < length) break;
+      cursor = page.front();
+    }
+    EXPECT_EQ(newer, newest_first) << "pages of " << length << ", newer";
+  }
+  // A cursor the store does not hold is a position too.
+  const ExecutionId absent = ChildId(parent, NamedJoinSet("a"), 5);  // after g:, before o:
+  EXPECT_THAT(List(IdPage::OlderThan(2, absent, false)), ElementsAre(order[14], order[13]));
+  EXPECT_THAT(List(IdPage::NewerThan(1, absent, false)), ElementsAre(order[15]));
+  // Top-level only: the children are skipped, the order is unchanged.
+  EXPECT_THAT(List(IdPage::OlderThan(10, order[5], false), std::nullopt, true),
+              ElementsAre(parent, TopLevelId(1)));
+  EXPECT_THAT(List(IdPage::OlderThan(100, std::nullopt, false), FfqnA(), false), newest_first);
+}
+
 TEST_P(ListTest, ListExecutionsFiltersByFfqnAndTopLevel) {
   ExecutionId a = NewId(), b = NewId();
   Must(db().Create(CreateReq(a, kT0)));

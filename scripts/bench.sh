@@ -12,6 +12,7 @@
 #                                        stele server, with wasm workflows
 # bench.sh wasm [n...]                   WebAssembly costs (activity attempt,
 #                                        fan-out of n, replay per run)
+# bench.sh js [n...]                     the same for JavaScript (docs/js.md)
 # Builds Release in build/bench (or $STELE_BENCH_BUILD_DIR) and runs the chosen benchmark. Figures go to
 # stdout as `stele <bench> <metric> <value> <unit>` and to
 # build/bench/results-<group>.txt; see BENCHMARKS.md for the knobs
@@ -49,6 +50,11 @@ elif [ "${1:-}" = "wasm" ]; then
   group=wasm
   binary=$build/bench/stele_wasm_bench
   set -- "$root/$build/examples/wasm" "$@"
+elif [ "${1:-}" = "js" ]; then
+  shift
+  group=js
+  binary=$build/bench/stele_js_bench
+  set -- "$root/$build/examples/js" "$@"
 fi
 ninja -C "$build" -j "${STELE_JOBS:-$(nproc)}" "$(basename "$binary")"
 {

@@ -39,22 +39,30 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 "$(dirname "${BASH_SOURCE[0]}")/setup_v8.sh"  # V8 10.2 (libnode108) for src/runtime/wasm
 
-# playwright-core for tests/ui, exactly as pinned in its package-lock.json.
-# npm writes node_modules/.package-lock.json on every install: when it is
-# newer than the lock file there is nothing to do. --prefer-offline takes
-# the package from npm's cache when it holds it, so this works offline
-# once it has run here.
-ui="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/ui"
-if [ ! -f "$ui/node_modules/.package-lock.json" ] ||
-   [ ! -f "$ui/node_modules/playwright-core/package.json" ] ||
-   [ "$ui/package-lock.json" -nt "$ui/node_modules/.package-lock.json" ]; then
-  if ! command -v npm >/dev/null; then
-    echo "install_deps: npm is missing (needed by tests/ui); install npm for your node" >&2
-    exit 1
+# npm packages for build and test tooling, exactly as pinned in each
+# folder's package-lock.json: playwright-core for the browser tests
+# (tests/ui), and the TypeScript compiler and esbuild that build the
+# JavaScript examples (examples/js, docs/js.md). npm writes
+# node_modules/.package-lock.json on every install: when it is newer than
+# the lock file there is nothing to do. --prefer-offline takes a package
+# from npm's cache when it holds it, so this works offline once it has run
+# here.
+npm_ci() {  # npm_ci FOLDER PACKAGE-THAT-MUST-BE-THERE
+  local dir="$1" marker="$2"
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+     [ ! -f "$dir/node_modules/$marker/package.json" ] ||
+     [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    if ! command -v npm >/dev/null; then
+      echo "install_deps: npm is missing (needed by $dir); install npm for your node" >&2
+      exit 1
+    fi
+    echo "install_deps: npm ci in $dir (from package-lock.json)" >&2
+    if ! (cd "$dir" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error >&2); then
+      echo "install_deps: npm ci failed in $dir (offline with an empty npm cache?)" >&2
+      exit 1
+    fi
   fi
-  echo "install_deps: npm ci in tests/ui (playwright-core from package-lock.json)" >&2
-  if ! (cd "$ui" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error >&2); then
-    echo "install_deps: npm ci failed in tests/ui (offline with an empty npm cache?)" >&2
-    exit 1
-  fi
-fi
+}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+npm_ci "$root/tests/ui" playwright-core
+npm_ci "$root/examples/js" esbuild

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Stele's main job: build the `stele` binary and the example wasm guests,
-# start `stele server run` with examples/server/demo.toml (wasm workflows and
-# activities, exec and stub activities) on the embedded SQLite default,
+# Stele's main job: build the `stele` binary, the example wasm guests and
+# the JavaScript examples, start `stele server run` with
+# examples/server/demo.toml (wasm and JS workflows and activities, exec and
+# stub activities) on the embedded SQLite default,
 # submit the example executions through the CLI and print how each ends,
 # then keep serving on http://127.0.0.1:5005 until Ctrl-C.
 #
@@ -15,10 +16,12 @@ cd "$root"
 bash scripts/install_deps.sh
 build="${STELE_BUILD_DIR:-build/release}"
 STELE_TARGETS="stele stele_wasm_hello_workflow stele_wasm_hello_activity stele_wasm_order_saga \
-stele_wasm_fan_out stele_wasm_square_activity stele_wasm_durable_sleep stele_wasm_human_approval" \
+stele_wasm_fan_out stele_wasm_square_activity stele_wasm_durable_sleep stele_wasm_human_approval \
+stele_js_examples" \
   bash scripts/build.sh "$build" -DCMAKE_BUILD_TYPE=Release -DSTELE_BUILD_BENCH=OFF
 
 export STELE_WASM_DIR="$root/$build/examples/wasm"
+export STELE_JS_DIR="$root/$build/examples/js"
 export STELE_DATA_DIR="${STELE_DATA_DIR:-$root/.stele-demo}"
 stele="$root/$build/src/cli/stele"
 config="$root/examples/server/demo.toml"
@@ -47,6 +50,9 @@ demo "an order saga (charge, reserve, ship)" shop:orders/saga.place-order '["A-1
 demo "a saga whose shipment fails: compensated" shop:orders/saga.place-order '["A-2", 4999, "teapot", ""]'
 demo "fan-out / fan-in over 10 child activities" math:squares/api.sum-of-squares '[10]'
 demo "a durable sleep of 2 seconds" demo:reminder/api.remind '[2, "Ada"]'
+demo "a TypeScript workflow calling a JS activity" demo:hello-js/api.welcome '["world"]'
+demo "a TypeScript fan-out over 10 JS activities" demo:hello-js/api.sum-of-squares '[10]'
+demo "a plain JS workflow calling the wasm activity" demo:reminder-js/api.remind '[1, "Ada"]'
 
 echo
 echo "--- a human approval: the workflow waits for a stub activity"

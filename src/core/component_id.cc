@@ -29,9 +29,16 @@ constexpr ComponentTypeEntry kComponentTypes[] = {
     {ComponentType::kWorkflow, "workflow"},
     {ComponentType::kWorkflowNative, "workflow_native"},
     {ComponentType::kWebhookEndpoint, "webhook_endpoint"},
+    {ComponentType::kActivityJs, "activity_js"},
+    {ComponentType::kWorkflowJs, "workflow_js"},
 };
 
 }  // namespace
+
+bool IsWorkflowComponentType(ComponentType type) {
+  return type == ComponentType::kWorkflow || type == ComponentType::kWorkflowNative ||
+         type == ComponentType::kWorkflowJs;
+}
 
 Result<InputContentDigest, IdParseError> InputContentDigest::Parse(std::string_view text) {
   const auto error = [&] {

@@ -39,9 +39,14 @@ enum class ComponentType {
   kWorkflow,
   kWorkflowNative,
   kWebhookEndpoint,
+  kActivityJs,  // JavaScript (runtime/js, docs/js.md)
+  kWorkflowJs,
 };
+// Whether components of `type` run workflows (kWorkflow is wasm's).
+bool IsWorkflowComponentType(ComponentType type);
 
-// snake_case names: "activity_wasm", "activity_stub", ..., "workflow_native".
+// snake_case names: "activity_wasm", "activity_stub", ..., "workflow_native",
+// "activity_js", "workflow_js".
 std::string_view ComponentTypeName(ComponentType type);
 Result<ComponentType, IdParseError> ParseComponentType(std::string_view text);
 

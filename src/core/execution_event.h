@@ -64,7 +64,14 @@ struct PersistKindRandomString {
   uint64_t max_length_exclusive = 0;
   friend bool operator==(const PersistKindRandomString&, const PersistKindRandomString&) = default;
 };
-using PersistKind = std::variant<PersistKindRandomU64, PersistKindRandomString>;
+// The time of a workflow step (WorkflowRun::Now, what a JS workflow's
+// Date.now() returns): `value` holds the milliseconds since the Unix epoch
+// as 8 little-endian bytes. Unlike random values, replay returns the
+// recorded time instead of comparing it with a new one.
+struct PersistKindTime {
+  friend bool operator==(const PersistKindTime&, const PersistKindTime&) = default;
+};
+using PersistKind = std::variant<PersistKindRandomU64, PersistKindRandomString, PersistKindTime>;
 
 // --- JoinSetRequest ---------------------------------------------------------
 struct DelayRequest {

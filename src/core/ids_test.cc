@@ -301,9 +301,15 @@ TEST(ComponentIdTest, TypeNamesRoundTrip) {
   for (ComponentType type : {ComponentType::kActivityWasm, ComponentType::kActivityStub,
                              ComponentType::kActivityExternal, ComponentType::kActivityExec,
                              ComponentType::kActivityNative, ComponentType::kWorkflow,
-                             ComponentType::kWorkflowNative, ComponentType::kWebhookEndpoint}) {
+                             ComponentType::kWorkflowNative, ComponentType::kWebhookEndpoint,
+                             ComponentType::kActivityJs, ComponentType::kWorkflowJs}) {
     EXPECT_EQ(*ParseComponentType(ComponentTypeName(type)), type);
   }
+  EXPECT_EQ(ComponentTypeName(ComponentType::kActivityJs), "activity_js");
+  EXPECT_EQ(ComponentTypeName(ComponentType::kWorkflowJs), "workflow_js");
+  EXPECT_TRUE(IsWorkflowComponentType(ComponentType::kWorkflowJs));
+  EXPECT_TRUE(IsWorkflowComponentType(ComponentType::kWorkflow));
+  EXPECT_FALSE(IsWorkflowComponentType(ComponentType::kActivityJs));
   EXPECT_EQ(ComponentTypeName(ComponentType::kWebhookEndpoint), "webhook_endpoint");
   EXPECT_EQ(ComponentTypeName(ComponentType::kActivityWasm), "activity_wasm");
   EXPECT_FALSE(ParseComponentType("Workflow").has_value());

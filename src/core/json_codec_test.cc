@@ -152,6 +152,7 @@ TEST(JsonCodecTest, SmallValuesRoundTrip) {
   for (const HistoryEventScheduleAt& value : ScheduleAts()) ExpectRoundTrip(value);
   ExpectRoundTrip(PersistKind{PersistKindRandomU64{5, 6}});
   ExpectRoundTrip(PersistKind{PersistKindRandomString{0, UINT64_MAX}});
+  ExpectRoundTrip(PersistKind{PersistKindTime{}});
   ExpectRoundTrip(Duration::Max());
   ExpectRoundTrip(Duration{});
   ExpectRoundTrip(TestComponentId());
@@ -248,6 +249,7 @@ TEST(JsonCodecTest, ShapesOfSmallValues) {
   EXPECT_EQ(SerializeJson(ToJson(ExecutionMetadata{})), "{}");
   EXPECT_EQ(SerializeJson(ToJson(PersistKind{PersistKindRandomString{1, 2}})),
             R"({"type":"random_string","min_length":1,"max_length_exclusive":2})");
+  EXPECT_EQ(SerializeJson(ToJson(PersistKind{PersistKindTime{}})), R"({"type":"time"})");
   EXPECT_EQ(SerializeJson(ToJson((*Traces())[1])),
             R"({"req":{"sent_at":"2024-01-02T03:04:05Z","uri":"http://b.test","method":"POST"},)"
             R"("resp":{"finished_at":"2024-01-02T03:04:07Z","status":{"Err":"timeout"}}})");

@@ -226,7 +226,8 @@ JsonResult<PersistKind> DecodePersistKind(const Json& json, const std::string& p
                            Field(object, "max_length_exclusive", &ReadU64));
     return kind;
   }
-  return UnknownVariant(object.PathOf("type"), type, "`random_u64`, `random_string`");
+  if (type == "time") return PersistKindTime{};
+  return UnknownVariant(object.PathOf("type"), type, "`random_u64`, `random_string`, `time`");
 }
 
 JsonResult<WasmBacktrace> DecodeWasmBacktrace(const Json& json, const std::string& path) {
@@ -353,6 +354,8 @@ Json ToJson(const PersistKind& value) {
     out["type"] = "random_u64";
     out["min"] = u64->min;
     out["max_inclusive"] = u64->max_inclusive;
+  } else if (std::holds_alternative<PersistKindTime>(value)) {
+    out["type"] = "time";
   } else {
     const auto& str = std::get<PersistKindRandomString>(value);
     out["type"] = "random_string";

@@ -36,7 +36,7 @@ namespace {
 constexpr const char* kShutdownReason = "executor shutting down";
 
 bool IsWorkflowComponent(core::ComponentType type) {
-  return type == core::ComponentType::kWorkflow || type == core::ComponentType::kWorkflowNative;
+  return core::IsWorkflowComponentType(type);
 }
 
 WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel,

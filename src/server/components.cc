@@ -13,6 +13,11 @@
 #if STELE_SERVER_HAVE_EXEC
 #include "runtime/exec/exec_activity_worker.h"
 #endif
+#if STELE_SERVER_HAVE_JS
+#include "runtime/js/js_activity_worker.h"
+#include "runtime/js/js_component.h"
+#include "runtime/js/js_workflow_worker.h"
+#endif
 #if STELE_SERVER_HAVE_WASM
 #include "runtime/wasm_host/wasm_activity_worker.h"
 #include "runtime/wasm_host/wasm_component.h"
@@ -106,19 +111,20 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
 #endif
 }
 
-#if STELE_SERVER_HAVE_WASM
-// One engine per process (the adapter keeps compiled modules for it).
-std::shared_ptr<wasm::WasmEngine> Engine() {
-  static std::shared_ptr<wasm::WasmEngine> engine = wasm::CreateV8Engine();
-  return engine;
-}
+// One function a guest declares itself (wasm: its "stele:functions"
+// section; JS: its `functions` export).
+struct GuestDeclaration {
+  core::FunctionFqn ffqn;
+  std::vector<std::pair<std::string, std::string>> params;  // name, type text
+  std::string return_type;                                   // "" = not declared
+};
 
 // The guest's own declarations as signatures; a declaration in the config
 // for the same ffqn wins (it may add types the guest left out).
 Result<std::vector<core::FunctionSignature>, std::string> Signatures(
-    const runtime::wasm_host::WasmComponent& component, const ComponentConfig& c) {
+    const std::vector<GuestDeclaration>& declared_functions, const ComponentConfig& c) {
   std::vector<core::FunctionSignature> out;
-  for (const auto& declared : component.functions) {
+  for (const auto& declared : declared_functions) {
     auto configured = std::find_if(c.functions.begin(), c.functions.end(),
                                    [&](const auto& f) { return f.ffqn == declared.ffqn; });
     if (configured != c.functions.end()) {
@@ -126,7 +132,7 @@ Result<std::vector<core::FunctionSignature>, std::string> Signatures(
       continue;
     }
     core::FunctionSignature sig{declared.ffqn, {}, std::nullopt};
-    for (const auto& [name, type] : declared.param_list) {
+    for (const auto& [name, type] : declared.params) {
       auto desc = core::TypeDesc::Parse(type);
       if (!desc) {
         return Unexpected("function `" + declared.ffqn.ToString() + "` declares parameter `" +
@@ -145,11 +151,45 @@ Result<std::vector<core::FunctionSignature>, std::string> Signatures(
     out.push_back(std::move(sig));
   }
   for (const auto& f : c.functions) {
-    if (!component.Find(f.ffqn)) {
+    bool exported = std::any_of(declared_functions.begin(), declared_functions.end(),
+                                [&](const auto& d) { return d.ffqn == f.ffqn; });
+    if (!exported) {
       return Unexpected("`functions` declares `" + f.ffqn.ToString() +
                         "`, which the component does not export");
     }
   }
+  return out;
+}
+
+// A workflow worker's database connection: metered when the service
+// meters workflow writes.
+Result<std::shared_ptr<storage::DbConnection>, std::string> WorkflowConnection(const WorkerEnv& env) {
+  auto conn = env.pool->Connection();
+  if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
+  std::shared_ptr<storage::DbConnection> db(std::move(*conn));
+  if (env.workflow_writes) db = std::make_shared<TimedDbConnection>(db, env.workflow_writes);
+  return db;
+}
+
+runtime::workflow::WorkflowRunOptions RunOptions(const WorkerEnv& env, const ComponentConfig& c) {
+  runtime::workflow::WorkflowRunOptions options = env.workflow_run;
+  if (c.blocking_strategy_await) {
+    options.blocking_strategy = *c.blocking_strategy_await ? runtime::workflow::BlockingStrategy::kAwait
+                                                           : runtime::workflow::BlockingStrategy::kInterrupt;
+  }
+  return options;
+}
+
+#if STELE_SERVER_HAVE_WASM
+// One engine per process (the adapter keeps compiled modules for it).
+std::shared_ptr<wasm::WasmEngine> Engine() {
+  static std::shared_ptr<wasm::WasmEngine> engine = wasm::CreateV8Engine();
+  return engine;
+}
+
+std::vector<GuestDeclaration> Declarations(const runtime::wasm_host::WasmComponent& component) {
+  std::vector<GuestDeclaration> out;
+  for (const auto& d : component.functions) out.push_back({d.ffqn, d.param_list, d.return_type});
   return out;
 }
 #endif
@@ -166,7 +206,7 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
                                              workflow ? wh::GuestKind::kWorkflow
                                                       : wh::GuestKind::kActivity);
   if (!component) return Unexpected(ErrorAt(c, file, "location", component.error()));
-  auto signatures = Signatures(**component, c);
+  auto signatures = Signatures(Declarations(**component), c);
   if (!signatures) return Unexpected(ErrorAt(c, file, "functions", signatures.error()));
   LoadedComponent out;
   out.config = c;
@@ -177,25 +217,15 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
   if (workflow) {
     out.make_worker = [loaded, c](const WorkerEnv& env)
         -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      auto conn = env.pool->Connection();
-      if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
       wh::WasmWorkflowWorkerDeps deps;
-      deps.db = std::shared_ptr<storage::DbConnection>(std::move(*conn));
-      if (env.workflow_writes) {
-        deps.db = std::make_shared<TimedDbConnection>(deps.db, env.workflow_writes);
-      }
+      STELE_ASSIGN_OR_RETURN(deps.db, WorkflowConnection(env));
       deps.clock = env.clock;
       deps.functions = env.registry;
       deps.dispatch = env.dispatch;
       deps.handoff = env.handoff;
       deps.cancel_registry = env.cancels;
-      deps.run_options = env.workflow_run;
+      deps.run_options = RunOptions(env, c);
       deps.lock_expiry_setting = env.lock_expiry_setting;
-      if (c.blocking_strategy_await) {
-        deps.run_options.blocking_strategy = *c.blocking_strategy_await
-                                                 ? runtime::workflow::BlockingStrategy::kAwait
-                                                 : runtime::workflow::BlockingStrategy::kInterrupt;
-      }
       return std::shared_ptr<executor::Worker>(
           std::make_shared<wh::WasmWorkflowWorker>(loaded, std::move(deps)));
     };
@@ -216,6 +246,67 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
                             std::string("[[") + std::string(ComponentKindName(c.kind)) +
                                 "]] is not supported yet: this build has no WebAssembly "
                                 "runtime (runtime/wasm_host)"));
+#endif
+}
+
+Result<LoadedComponent, ConfigError> LoadJs(const ComponentConfig& c, const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(c.location, ec)) {
+    return Unexpected(ErrorAt(c, file, "location", "no such file `" + c.location + "`"));
+  }
+#if STELE_SERVER_HAVE_JS
+  namespace js = runtime::js;
+  const bool workflow = c.kind == ComponentKind::kWorkflowJs;
+  js::JsLimits limits;
+  if (c.max_heap_mib) limits.max_heap_bytes = size_t{*c.max_heap_mib} << 20;
+  auto component = js::LoadJsComponentFile(js::CreateV8JsEngine(), c.location, c.name,
+                                           workflow ? js::JsFlavor::kWorkflow : js::JsFlavor::kActivity,
+                                           limits);
+  if (!component) return Unexpected(ErrorAt(c, file, "location", component.error()));
+  std::vector<GuestDeclaration> declared;
+  for (const auto& f : (*component)->functions) {
+    declared.push_back({f.ffqn, f.params, f.returns.value_or("")});
+  }
+  auto signatures = Signatures(declared, c);
+  if (!signatures) return Unexpected(ErrorAt(c, file, "functions", signatures.error()));
+  LoadedComponent out;
+  out.config = c;
+  out.kind = workflow ? FunctionKind::kWorkflow : FunctionKind::kActivity;
+  out.functions = std::move(*signatures);
+  out.component_id = (*component)->component_id;
+  std::shared_ptr<const js::JsComponent> loaded = *component;
+  if (workflow) {
+    out.make_worker = [loaded, c](const WorkerEnv& env)
+        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      js::JsWorkflowWorkerDeps deps;
+      STELE_ASSIGN_OR_RETURN(deps.db, WorkflowConnection(env));
+      deps.clock = env.clock;
+      deps.functions = env.registry;
+      deps.dispatch = env.dispatch;
+      deps.handoff = env.handoff;
+      deps.cancel_registry = env.cancels;
+      deps.run_options = RunOptions(env, c);
+      deps.lock_expiry_setting = env.lock_expiry_setting;
+      if (c.guest_slice) deps.guest_slice = *c.guest_slice;
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<js::JsWorkflowWorker>(loaded, std::move(deps)));
+    };
+  } else {
+    js::JsActivityOptions options;
+    options.retry_on_err = c.retry_on_err;
+    options.env.assign(c.env.begin(), c.env.end());
+    options.http.allowed_hosts = c.allowed_hosts;
+    out.make_worker = [loaded, options](const WorkerEnv&)
+        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return std::shared_ptr<executor::Worker>(std::make_shared<js::JsActivityWorker>(loaded, options));
+    };
+  }
+  return out;
+#else
+  return Unexpected(ErrorAt(c, file, "location",
+                            std::string("[[") + std::string(ComponentKindName(c.kind)) +
+                                "]] is not supported yet: this build has no JavaScript "
+                                "runtime (runtime/js)"));
 #endif
 }
 
@@ -249,6 +340,8 @@ Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerCo
       case ComponentKind::kActivityExec: loaded = LoadExec(c, file); break;
       case ComponentKind::kWorkflowWasm:
       case ComponentKind::kActivityWasm: loaded = LoadWasm(c, file); break;
+      case ComponentKind::kWorkflowJs:
+      case ComponentKind::kActivityJs: loaded = LoadJs(c, file); break;
     }
     if (loaded) {
       out.push_back(std::move(*loaded));

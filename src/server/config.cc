@@ -517,12 +517,21 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     r.Error(c.line, "name", "missing (every component needs a unique name)");
   }
   bool wasm = kind == ComponentKind::kWorkflowWasm || kind == ComponentKind::kActivityWasm;
-  bool workflow = kind == ComponentKind::kWorkflowWasm;
-  if (wasm) {
+  bool js = kind == ComponentKind::kWorkflowJs || kind == ComponentKind::kActivityJs;
+  bool workflow = kind == ComponentKind::kWorkflowWasm || kind == ComponentKind::kWorkflowJs;
+  if (wasm || js) {
     if (auto location = r.String("location")) {
       c.location = Resolve(config.config_dir, *location);
     } else if (!r.Get("location")) {
-      r.Error(c.line, "location", "missing (the path of the .wasm file)");
+      r.Error(c.line, "location",
+              wasm ? "missing (the path of the .wasm file)"
+                   : "missing (the path of the bundled JavaScript module, an ES module)");
+    }
+  }
+  if (js) {
+    if (auto v = r.Integer("max_heap_mib", 8, 16384)) c.max_heap_mib = static_cast<uint32_t>(*v);
+    if (workflow) {
+      if (auto v = r.Duration("guest_slice", false)) c.guest_slice = *v;
     }
   }
   if (kind == ComponentKind::kActivityExec) {
@@ -547,7 +556,8 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     if (auto dir = r.String("working_dir")) c.working_dir = Resolve(config.config_dir, *dir);
     if (auto allow = r.StringArray("env_allow")) c.env_allow = std::move(*allow);
   }
-  if (kind == ComponentKind::kActivityExec || kind == ComponentKind::kActivityWasm) {
+  if (kind == ComponentKind::kActivityExec || kind == ComponentKind::kActivityWasm ||
+      kind == ComponentKind::kActivityJs) {
     if (const toml::node* env = r.Get("env")) {
       if (const auto* et = env->as_table()) {
         TableReader er(*et, prefix + ".env", root.file(), root.errors(), root.env());
@@ -563,6 +573,8 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
   }
   if (kind == ComponentKind::kActivityWasm) {
     if (auto args = r.StringArray("args")) c.args = std::move(*args);
+  }
+  if (kind == ComponentKind::kActivityWasm || kind == ComponentKind::kActivityJs) {
     if (auto hosts = r.StringArray("allowed_hosts")) {
       for (const std::string& host : *hosts) {
         bool bad = host.empty() || host.find_first_of(" \t/@?#") != std::string::npos;
@@ -668,6 +680,8 @@ std::string_view ComponentKindName(ComponentKind kind) {
     case ComponentKind::kActivityWasm: return "activity_wasm";
     case ComponentKind::kActivityExec: return "activity_exec";
     case ComponentKind::kActivityStub: return "activity_stub";
+    case ComponentKind::kWorkflowJs: return "workflow_js";
+    case ComponentKind::kActivityJs: return "activity_js";
   }
   return "?";
 }
@@ -749,7 +763,8 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
     ReadExecutor(root, config);
     ReadWatcher(root, config);
     for (auto kind : {ComponentKind::kWorkflowWasm, ComponentKind::kActivityWasm,
-                      ComponentKind::kActivityExec, ComponentKind::kActivityStub}) {
+                      ComponentKind::kActivityExec, ComponentKind::kActivityStub,
+                      ComponentKind::kWorkflowJs, ComponentKind::kActivityJs}) {
       ReadComponents(root, kind, config);
     }
   }  // ~TableReader reports unknown top-level keys

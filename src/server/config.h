@@ -94,14 +94,21 @@ struct WatcherConfig {
   bool enabled = true;
 };
 
-enum class ComponentKind { kWorkflowWasm, kActivityWasm, kActivityExec, kActivityStub };
+enum class ComponentKind {
+  kWorkflowWasm,
+  kActivityWasm,
+  kActivityExec,
+  kActivityStub,
+  kWorkflowJs,
+  kActivityJs,
+};
 std::string_view ComponentKindName(ComponentKind kind);  // the TOML table name
 
 struct ComponentConfig {
   ComponentKind kind = ComponentKind::kActivityStub;
   std::string name;
   int line = 0;  // of the [[table]] header, for errors found after parsing
-  // wasm: the file (absolute after loading).
+  // wasm, js: the file (absolute after loading).
   std::string location;
   // exec: argv; argv[0] resolved against the config folder when relative
   // and containing '/'.
@@ -109,10 +116,10 @@ struct ComponentConfig {
   std::optional<std::string> working_dir;  // exec: default the config folder
   std::vector<std::string> env_allow;
   // exec: added to the allowed environment; wasm activities: their whole
-  // WASI environment.
+  // WASI environment; JS activities: ctx.env.
   std::map<std::string, std::string> env;
   std::vector<std::string> args;           // wasm activities: WASI argv after the name
-  std::vector<std::string> allowed_hosts;  // wasm activities: HTTP allow-list; empty = any
+  std::vector<std::string> allowed_hosts;  // wasm, JS activities: HTTP allow-list; empty = any
   size_t max_stdout_bytes = 1024 * 1024;
   size_t max_stderr_bytes = 64 * 1024;
   bool retry_on_err = true;  // an `err` result is retried while retries remain
@@ -125,6 +132,10 @@ struct ComponentConfig {
   std::optional<uint32_t> batch_size;
   // workflows: "await" | "interrupt"; nullopt: the service's default (await).
   std::optional<bool> blocking_strategy_await;
+  // JS (docs/js.md): the heap of one realm, in MiB; and for workflows the
+  // longest the guest may compute between two operations.
+  std::optional<uint32_t> max_heap_mib;
+  std::optional<std::chrono::milliseconds> guest_slice;
 };
 
 struct ServerConfig {

@@ -311,6 +311,38 @@ TEST(ConfigTest, WasmActivityEnvArgsAndAllowedHosts) {
            "workflow_wasm[0].allowed_hosts", 4);
 }
 
+TEST(ConfigTest, JsComponents) {
+  auto config = Parse(
+      "[[workflow_js]]\nname = \"w\"\nlocation = \"js/w.js\"\nblocking_strategy = \"interrupt\"\n"
+      "max_heap_mib = 32\nguest_slice = \"250ms\"\nlock_expiry = \"3s\"\n"
+      "[[activity_js]]\nname = \"a\"\nlocation = \"/abs/a.js\"\nenv = { MODE = \"test\" }\n"
+      "allowed_hosts = [\"api.example.com\"]\nretry_on_err = false\nmax_retries = 2\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  ASSERT_EQ(config->components.size(), 2u);
+  const ComponentConfig& w = config->components.at(0);
+  EXPECT_EQ(w.kind, ComponentKind::kWorkflowJs);
+  EXPECT_EQ(w.location, "/etc/stele/js/w.js");
+  EXPECT_EQ(w.blocking_strategy_await, false);
+  EXPECT_EQ(w.max_heap_mib, 32u);
+  EXPECT_EQ(w.guest_slice, std::chrono::milliseconds(250));
+  const ComponentConfig& a = config->components.at(1);
+  EXPECT_EQ(a.kind, ComponentKind::kActivityJs);
+  EXPECT_EQ(a.env.at("MODE"), "test");
+  EXPECT_EQ(a.allowed_hosts, std::vector<std::string>{"api.example.com"});
+  EXPECT_FALSE(a.retry_on_err);
+  EXPECT_EQ(a.max_retries, 2u);
+  OneError("[[workflow_js]]\nname = \"w\"\n", "workflow_js[0].location", 1);
+  // Workflows get no environment, no network and no retry limit.
+  OneError("[[workflow_js]]\nname = \"w\"\nlocation = \"w.js\"\nenv = { A = \"b\" }\n",
+           "workflow_js[0].env", 4);
+  OneError("[[workflow_js]]\nname = \"w\"\nlocation = \"w.js\"\nmax_retries = 1\n",
+           "workflow_js[0].max_retries", 4);
+  OneError("[[activity_js]]\nname = \"a\"\nlocation = \"a.js\"\nguest_slice = \"1s\"\n",
+           "activity_js[0].guest_slice", 4);
+  OneError("[[activity_js]]\nname = \"a\"\nlocation = \"a.js\"\nmax_heap_mib = 1\n",
+           "activity_js[0].max_heap_mib", 4);
+}
+
 TEST(ConfigTest, MissingRequiredKeysAreNamed) {
   OneError("\n[[activity_exec]]\nname = \"e\"\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
            "activity_exec[0].command", 2);
@@ -453,6 +485,56 @@ TEST_F(ConfigFileTest, WasmLocationMustExist) {
   EXPECT_THAT(FormatErrors(loaded.error()), HasSubstr("no such file"));
   EXPECT_EQ(loaded.error()[0].line, 1);
 }
+
+#if STELE_SERVER_HAVE_JS
+TEST_F(ConfigFileTest, JsComponentsDeclareTheirFunctionsAndHashTheirFile) {
+  const std::string module =
+      "export const functions = {\n"
+      "  'a:js/wf.hello': {params: [['name', 'string'], ['count', 'u32']], returns: 'string',\n"
+      "                    run: async (ctx, name) => name},\n"
+      "};\n";
+  Write("hello.js", module);
+  auto config = LoadConfig(
+      Write("j.toml", "[[workflow_js]]\nname = \"hello\"\nlocation = \"hello.js\"\n"), false,
+      FakeEnv());
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  auto loaded = LoadComponents(*config, "j.toml");
+  ASSERT_TRUE(loaded.has_value()) << FormatErrors(loaded.error());
+  ASSERT_THAT(*loaded, SizeIs(1));
+  const LoadedComponent& c = (*loaded)[0];
+  EXPECT_EQ(c.component_id.component_type, core::ComponentType::kWorkflowJs);
+  EXPECT_EQ(c.component_id.input_digest, Sha256Digest(module));
+  EXPECT_EQ(c.kind, runtime::workflow::FunctionKind::kWorkflow);
+  ASSERT_THAT(c.functions, SizeIs(1));
+  EXPECT_EQ(c.functions[0].ffqn.ToString(), "a:js/wf.hello");
+  ASSERT_THAT(c.functions[0].params, SizeIs(2));
+  EXPECT_EQ(c.functions[0].params[1].name, "count");
+  EXPECT_TRUE(c.functions[0].return_type.has_value());
+  EXPECT_TRUE(c.make_worker);
+
+  // A bad type, a broken module, a config declaration of a function the
+  // module does not export: each names the line of the table.
+  Write("bad_type.js", "export const functions = {'a:js/wf.x': {params: [['n', 'integer']], run() {}}};\n");
+  Write("broken.js", "export const functions = {\n  'a:js/wf.x': {run() {}\n};\n");
+  auto errors = LoadComponents(
+      *LoadConfig(Write("e.toml",
+                        "[[workflow_js]]\nname = \"t\"\nlocation = \"bad_type.js\"\n"
+                        "[[workflow_js]]\nname = \"b\"\nlocation = \"broken.js\"\n"
+                        "[[activity_js]]\nname = \"a\"\nlocation = \"hello.js\"\n"
+                        "functions = [{ ffqn = \"a:js/act.none\" }]\n"),
+                  false, FakeEnv()),
+      "e.toml");
+  ASSERT_FALSE(errors.has_value());
+  const std::string text = FormatErrors(errors.error());
+  ASSERT_THAT(errors.error(), SizeIs(3)) << text;
+  EXPECT_THAT(text, HasSubstr("e.toml:1: workflow_js.functions: component `t`: function `a:js/wf.x` "
+                              "declares parameter `n` of invalid type `integer`"));
+  EXPECT_THAT(text, HasSubstr("e.toml:4: workflow_js.location: component `b`: broken.js:3:"));
+  EXPECT_THAT(text, HasSubstr("SyntaxError"));
+  EXPECT_THAT(text, HasSubstr("e.toml:7: activity_js.functions"));
+  EXPECT_THAT(text, HasSubstr("`a:js/act.none`, which the component does not export"));
+}
+#endif
 
 }  // namespace
 }  // namespace stele::server

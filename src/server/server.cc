@@ -123,11 +123,13 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
   spec.executor.lock_expiry = c.lock_expiry;
   spec.executor.max_retries = c.max_retries;
   spec.executor.retry_backoff = c.retry_backoff;
-  // A wasm workflow replays its history on the code that locks it, so it
-  // runs only on the component digest it was created with (or upgraded
-  // to): a restart with changed code leaves older executions pending
-  // instead of replaying them on other code. Activities are not replayed.
-  spec.executor.lock_by_component_id = c.kind == ComponentKind::kWorkflowWasm;
+  // A wasm or JS workflow replays its history on the code that locks it,
+  // so it runs only on the component digest it was created with (or
+  // upgraded to): a restart with changed code leaves older executions
+  // pending instead of replaying them on other code. Activities are not
+  // replayed.
+  spec.executor.lock_by_component_id =
+      c.kind == ComponentKind::kWorkflowWasm || c.kind == ComponentKind::kWorkflowJs;
   return spec;
 }
 

@@ -16,7 +16,7 @@ CancelOutcome FromStorage(storage::CancelOutcome outcome) {
 }
 
 bool IsWorkflow(core::ComponentType type) {
-  return type == core::ComponentType::kWorkflow || type == core::ComponentType::kWorkflowNative;
+  return core::IsWorkflowComponentType(type);
 }
 
 }  // namespace

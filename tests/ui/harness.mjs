@@ -8,6 +8,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// The JavaScript workflow of the JS backtrace test (ui_e2e.mjs): its
+// sleep is at line 6, column 17.
+const JS_WORKFLOW = `export const functions = {
+  "ui:js/wf.hello": {
+    params: [["name", "string"]],
+    returns: "string",
+    run: async (ctx, name) => {
+      await ctx.sleep(1);
+      return "hello, " + name;
+    },
+  },
+};
+`;
+
 export const SKIP = 77;  // ctest SKIP_RETURN_CODE
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const repo = path.resolve(here, '../..');
@@ -89,7 +103,14 @@ params = [{ name = "amount", type = "u64" }, { name = "payee", type = "string" }
 return_type = "result<bool, string>"
 `;
   if (wasmAvailable(wasmDir)) {
+    // A JavaScript workflow (docs/js.md), written beside the data folder:
+    // the same V8 serves wasm and JS, so a server that loads wasm loads it.
+    const js = path.join(path.dirname(dataDir), 'hello_js.js');
+    fs.writeFileSync(js, JS_WORKFLOW);
     t += `
+[[workflow_js]]
+name = "hello_js"
+location = "${js}"
 [[workflow_wasm]]
 name = "hello"
 location = "${wasmDir}/hello_workflow.wasm"

@@ -208,6 +208,20 @@ test('stub an approval from the child page', async ({ srv, page }) => {
   assert.ok(frames.includes('expense'), 'the workflow function in ' + JSON.stringify(frames));
 }, { wasm: true });
 
+test('a JavaScript workflow\'s backtrace shows its source file, line and column', async ({ srv, page }) => {
+  const id = await submit(srv, 'ui:js/wf.hello', ['Ada']);
+  const done = await finished(srv, id);
+  assert.deepEqual(done.result, { ok: 'hello, Ada' });
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#app[data-finished="true"]');
+  await page.locator('#timeline button.bt').first().click();
+  await page.waitForSelector('#backtrace ol.frames li, #backtrace .error-box');
+  assert.equal(await page.locator('#backtrace .error-box').count(), 0, await page.textContent('#backtrace'));
+  const text = await page.textContent('#backtrace');
+  assert.ok(text.includes('hello_js.js:6:17'), 'the source position of the sleep in ' + text);
+  assert.ok(text.includes('v8 10.2'), 'the engine in ' + text);
+}, { wasm: true });
+
 test('cancel a delay (with confirmation)', async ({ srv, page }) => {
   const id = await submit(srv, 'demo:reminder/api.remind', [3600, 'never']);
   await page.goto(srv.base + '/ui/#/execution/' + id);

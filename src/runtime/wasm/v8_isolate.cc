@@ -1,22 +1,11 @@
 #include "runtime/wasm/v8_isolate.h"
 
 #include "base/check.h"
+#include "runtime/wasm/v8_platform.h"
 
 namespace stele::wasm::internal {
 
-v8::Platform* Platform() {
-  static v8::Platform* platform = [] {
-    const char flags[] = "--no-experimental-wasm-eh --no-experimental-wasm-threads";
-    v8::V8::SetFlagsFromString(flags, sizeof(flags) - 1);
-    // Leaked on purpose: V8 cannot be re-initialised, and disposing it during
-    // static destruction would race with threads still holding isolates.
-    v8::Platform* p = v8::platform::NewDefaultPlatform().release();
-    v8::V8::InitializePlatform(p);
-    STELE_CHECK(v8::V8::Initialize(), "V8 initialisation failed");
-    return p;
-  }();
-  return platform;
-}
+v8::Platform* Platform() { return V8Platform(); }
 
 IsolateHolder::IsolateHolder() {
   allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());

@@ -21,7 +21,7 @@ namespace stele::wasm::internal {
 // Most guest frames captured for a backtrace or a trap.
 constexpr int kMaxFrames = 64;
 
-// V8's platform, initialised (with Stele's flags) on first use.
+// V8's platform (v8_platform.h), initialised on first use.
 v8::Platform* Platform();
 
 // One isolate with one context, for the instances of one thread.

@@ -50,6 +50,12 @@ bool KeyMatches(const core::HistoryEvent& key, const core::HistoryEvent& recorde
             const auto& r = std::get<core::HistoryStub>(recorded);
             return k.target_execution_id == r.target_execution_id && k.result == r.result;
           },
+          [&](const core::HistoryPersist& k) {
+            const auto& r = std::get<core::HistoryPersist>(recorded);
+            // A step's time is read back, not predicted (WorkflowRun::Now).
+            if (std::holds_alternative<core::PersistKindTime>(k.kind)) return k.kind == r.kind;
+            return k == r;
+          },
           // A replayed step asks by name; the recorded value is its answer.
           [&](const core::HistoryStep& k) {
             return k.name == std::get<core::HistoryStep>(recorded).name;
@@ -482,6 +488,7 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
     const core::JoinSetId& join_set) {
   JoinSetState* state = FindJoinSet(join_set);
   STELE_CHECK(state != nullptr && state->join_nexts > 0, "AwaitJoinNextResponse without JoinNext");
+  step_time.reset();  // the run may wait here: a new step begins
   const uint64_t k = state->join_nexts;
   auto known = responses_by_join_set_.find(join_set);
   if (known != responses_by_join_set_.end() && known->second.size() >= k) {

@@ -62,6 +62,12 @@ class RunState {
 
   bool replaying() const { return cursor_ < history_.size(); }
   core::Version version() const { return version_; }
+  DateTime lock_expires_at() const { return lock_expires_at_; }
+  // WorkflowRun::Now: the current step's time once read (reset when the
+  // run may have waited, AwaitJoinNextResponse), and the latest time any
+  // step had, which a new step's time never goes below.
+  std::optional<DateTime> step_time;
+  std::optional<DateTime> last_step_time;
   DateTime Now() const { return deps.clock->Now(); }
 
   // Records `i` (the run is poisoned from now on) and returns it.

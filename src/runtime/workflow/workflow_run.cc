@@ -4,6 +4,7 @@
 // (non-blocking ones).
 #include "runtime/workflow/workflow_run.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
@@ -130,6 +131,7 @@ core::Version WorkflowRun::version() const { return state_->version(); }
 const std::optional<Interruption>& WorkflowRun::interruption() const {
   return state_->interruption;
 }
+DateTime WorkflowRun::lock_expires_at() const { return state_->lock_expires_at(); }
 
 // --- Join sets -------------------------------------------------------------------------
 
@@ -473,6 +475,34 @@ Result<std::string, Interruption> WorkflowRun::RandomString(uint64_t min_length,
                            core::PersistKindRandomString{min_length, max_length_exclusive}}));
   STELE_TRY(state_->MaybeFlush());
   return value;
+}
+
+// --- Time -------------------------------------------------------------------------------------
+
+Result<DateTime, Interruption> WorkflowRun::Now() {
+  STELE_TRY(state_->Begin());
+  if (state_->step_time) return *state_->step_time;
+  const int64_t now_ms = ToMicros(state_->Now()) / 1000;
+  int64_t ms = state_->last_step_time ? std::max(now_ms, ToMicros(*state_->last_step_time) / 1000)
+                                      : now_ms;
+  STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded,
+                         state_->Step(core::HistoryPersist{U64Bytes(static_cast<uint64_t>(ms)),
+                                                           core::PersistKindTime{}}));
+  if (recorded != nullptr) {
+    const auto& value = std::get<core::HistoryPersist>(*recorded).value;
+    if (value.size() != 8) {
+      return state_->Interrupt(Kind::kNondeterminism,
+                               "a recorded step time holds " + std::to_string(value.size()) +
+                                   " bytes, not 8");
+    }
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits |= static_cast<uint64_t>(value[i]) << (8 * i);
+    ms = static_cast<int64_t>(bits);
+  }
+  STELE_TRY(state_->MaybeFlush());
+  state_->step_time = DateTimeFromMillis(ms);
+  state_->last_step_time = state_->step_time;
+  return *state_->step_time;
 }
 
 // --- Logging and ending

@@ -296,6 +296,10 @@ class WorkflowRun {
   core::Version version() const;
   // Set once a call returned an Interruption.
   const std::optional<Interruption>& interruption() const;
+  // When the run's lock expires (extended by the calls as they go): a
+  // guest computing without calls must stop before then, or a second run
+  // of the execution could start while it still runs.
+  DateTime lock_expires_at() const;
 
   // --- The lease ---------------------------------------------------------------
   // The guest is about to compute for up to `needed` without a call (a wasm
@@ -390,6 +394,16 @@ class WorkflowRun {
   // kTrap when the range is empty or above 1 MiB.
   Result<std::string, Interruption> RandomString(uint64_t min_length,
                                                  uint64_t max_length_exclusive);
+
+  // --- Time --------------------------------------------------------------------------
+  // The time of the current step, whole milliseconds (what a JS workflow's
+  // Date.now() returns). A step begins with the run and after every call
+  // that may wait (Call, Sleep, JoinNext, CloseJoinSet); its first Now()
+  // records the clock's time — never earlier than an earlier step's — as a
+  // Persist(time) event, and every later Now() of the step returns it
+  // without an event. On replay the recorded time is returned (not
+  // compared), so a replayed step sees the time its first run saw.
+  Result<DateTime, Interruption> Now();
 
   // --- Logging -------------------------------------------------------------------------
   // Guest log line, tagged with the execution id; dropped while replaying.

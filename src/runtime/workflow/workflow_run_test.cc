@@ -467,6 +467,44 @@ TEST_P(WorkflowRunTest, RandomValuesArePersistedAndReplayed) {
   EXPECT_TRUE(std::holds_alternative<core::HistoryPersist>(history[5]));
 }
 
+// Date.now() of JS workflows: one Persist(time) per step that reads the
+// time, returned as recorded on replay.
+TEST_P(WorkflowRunTest, StepTimeIsRecordedOncePerStepAndReplayed) {
+  auto env = Env([](WorkflowRun& run) {
+    WF_TRY(DateTime a, run.Now());
+    WF_TRY(DateTime b, run.Now());
+    WF_TRY(auto slept, run.Sleep(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
+    WF_TRY(DateTime c, run.Now());
+    return run.Finish(OkValue(core::Json::array({ToMicros(a), ToMicros(b), ToMicros(c)})));
+  });
+  env->CreateWorkflow(id_);
+  ASSERT_TRUE(env->RunToCompletion(id_));
+  const core::Json times = OkJson(env->Result(id_));
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_EQ(times[0], times[1]);
+  EXPECT_GE(times[2].get<int64_t>(), times[0].get<int64_t>() + 1'000'000);
+  EXPECT_EQ(times[0].get<int64_t>() % 1000, 0);  // whole milliseconds
+  const auto history = env->History(id_);
+  ASSERT_EQ(history.size(), 5u) << Describe(history);
+  for (size_t i : {0u, 4u}) {
+    const auto* persist = std::get_if<core::HistoryPersist>(&history[i]);
+    ASSERT_NE(persist, nullptr) << i;
+    EXPECT_TRUE(std::holds_alternative<core::PersistKindTime>(persist->kind));
+  }
+  // A replay of the whole log, an hour later, sees the recorded times.
+  env->clock().Advance(1h);
+  auto conn = Must(env->pool().Connection());
+  WorkflowRun run(env->ReplayContext(id_),
+                  WorkflowRunDeps{conn.get(), &env->clock(), &env->registry()}, env->options());
+  auto a = run.Now();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(ToMicros(*a), times[0].get<int64_t>());
+  ASSERT_TRUE(run.Sleep(core::HistoryEventScheduleAt::In(core::Duration::FromSecs(1))));
+  auto c = run.Now();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(ToMicros(*c), times[2].get<int64_t>());
+}
+
 TEST_P(WorkflowRunTest, EmptyRandomRangeTraps) {
   auto env = Env([](WorkflowRun& run) {
     WF_TRY(uint64_t a, run.RandomU64(5, 5));

@@ -149,7 +149,7 @@ export async function detailPage(root, id) {
         bt.wasm_backtrace && bt.wasm_backtrace.engine ? ` · ${bt.wasm_backtrace.engine}` : ''));
       // Each frame: the function, its module, and source positions when known.
       const where = (f) => (f.symbols || []).map((s) => [s.func_name !== f.func_name ? s.func_name : null,
-        s.file ? s.file + (s.line ? ':' + s.line : '') : null].filter(Boolean).join(' ')).filter(Boolean).join('; ');
+        s.file ? s.file + (s.line ? ':' + s.line + (s.col ? ':' + s.col : '') : '') : null].filter(Boolean).join(' ')).filter(Boolean).join('; ');
       btBox.append(el('ol', { class: 'frames' }, frames.map((f) => el('li', { class: 'mono' },
         el('span', { class: 'fn' }, f.func_name || '?'), ' ', el('span', { class: 'muted' }, f.module || ''),
         where(f) ? el('span', { class: 'muted' }, ' · ', where(f)) : null))));

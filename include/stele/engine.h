@@ -252,7 +252,9 @@ class Engine {
                                                std::chrono::milliseconds timeout);
   // Cancels an activity execution ("E_..." id of an activity) or a delay
   // ("Delay_..." id). Idempotent. A running activity's token is fired.
-  // Errors: kInvalidArgument for a bad id or a workflow, kNotFound.
+  // Errors: kInvalidArgument for a bad id or a workflow; kNotFound for an
+  // unknown execution or a delay its workflow never requested (nothing is
+  // written).
   Result<CancelOutcome, Error> Cancel(std::string_view id);
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.

@@ -2,7 +2,8 @@
 // binary (e2e_fixture.h) on the example wasm workflow human_approval: its
 // child is a stub activity that only the API completes. A successful stub,
 // the same result again, a different result (409, exit 5), and a stub
-// racing a cancel of the same child (exactly one wins). Skipped when the
+// racing a cancel of the same child (exactly one wins), and a cancel of a
+// delay the workflow never requested (nothing written). Skipped when the
 // wasm guests were not built.
 #include <atomic>
 
@@ -104,6 +105,44 @@ TEST_F(E2eStubTest, StubWithAnErrResult) {
   CliRun typed = Cli({"execution", "stub", child2, R"({"ok": "yes"})"});
   EXPECT_EQ(typed.code, 2) << typed.err;
   EXPECT_EQ(HttpJson("/v1/executions/" + child2)["pending_state"]["status"], "pending_at");
+}
+
+// Issue 16: `stele execution cancel` of a delay the workflow never
+// requested, next to its blocking stub child. It used to answer
+// `cancelled` and append a response for it, and the workflow then failed
+// with nondeterminism_detected. Now: exit 3 (404) with the server's
+// message, nothing written, `db check` clean, and the workflow goes on.
+TEST_F(E2eStubTest, CancellingADelayThatWasNeverRequestedChangesNothing) {
+  START_SERVER(Approval());
+  auto [id, child] = BlockedExpense(R"([50, "Di"])");
+  ASSERT_FALSE(child.empty());
+  auto snapshot = [&] {
+    json out = json::array();
+    for (const std::string& e : {id, child}) {
+      out.push_back({HttpJson("/v1/executions/" + e)["pending_state"],
+                     CliJson({"execution", "events", e, "--length", "1000"}),
+                     CliJson({"execution", "responses", e, "--length", "1000"})});
+    }
+    return out;
+  };
+  const json before = snapshot();
+  const std::string made_up = "Delay_" + id.substr(std::string("E_").size()) + ".o:1-sleep_9";
+  CliRun cancel = Cli({"execution", "cancel", made_up});
+  EXPECT_EQ(cancel.code, 3) << cancel.out << cancel.err;
+  EXPECT_TRUE(cancel.out.empty()) << cancel.out;
+  EXPECT_NE(cancel.err.find(made_up + ": not found"), std::string::npos) << cancel.err;
+  EXPECT_NE(cancel.err.find("HTTP 404"), std::string::npos) << cancel.err;
+  EXPECT_EQ(snapshot(), before);
+  CliRun check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+
+  // The workflow still takes its approval and finishes normally.
+  EXPECT_EQ(Cli({"execution", "stub", child, R"({"ok": true})"}).code, 0);
+  CliRun result = Cli({"execution", "result", id, "--timeout", "30"});
+  EXPECT_EQ(result.code, 0) << result.out << result.err << server_.Log();
+  EXPECT_EQ(result.out, "ok \"paid\"\n");
+  check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
 }
 
 // A stub and a cancel of the same child at once, over raw HTTP: exactly one

@@ -295,5 +295,38 @@ TEST_F(EngineApiTest, RestartContinuesUnfinishedWork) {
   EXPECT_EQ(Await(id).value, Params("persisted"));
 }
 
+// Issue 16: a delay id next to a real one — the workflow's sleep is
+// `..o:1-sleep_1` — names nothing the workflow requested: NotFound, and the
+// workflow's log and responses are as before (it used to get a response
+// for it, and then failed with a nondeterminism error).
+class EngineRequestTest : public testing::PoolEngineTest {};
+
+TEST_F(EngineRequestTest, CancellingADelayThatWasNeverRequestedIsNotFoundAndWritesNothing) {
+  Engine& engine = Open(Options());
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:engine/wf.nap", [](WorkflowContext& ctx, Json) -> Task<Json> {
+        bool expired = co_await ctx.sleep(std::chrono::hours(1));
+        co_return Json(expired ? "woke" : "cancelled");
+      }));
+  ASSERT_TRUE(engine.Start());
+  const std::string id = OkOrDie(engine.Submit("test:engine/wf.nap", Json::array()), "submit");
+  ASSERT_TRUE(testing::WaitForState(engine, id, "BlockedByJoinSet"));
+  const core::ExecutionId parsed = *core::ExecutionId::Parse(id);
+  auto log = [&] {
+    return std::make_pair(
+        OkOrDie(api_->ListExecutionEvents(parsed, core::Version(0), 1000, false), "events"),
+        OkOrDie(api_->ListResponses(parsed, core::Pagination<uint32_t>::NewerThan(100, 0, true)),
+                "responses"));
+  };
+  const auto before = log();
+  const std::string delay = "Delay_" + id.substr(2) + ".o:1-sleep_";
+  EXPECT_TRUE(FailsWith(engine.Cancel(delay + "9"), Error::Kind::kNotFound, "not found"));
+  EXPECT_TRUE(FailsWith(engine.Cancel("Delay_" + id.substr(2) + ".o:1-nap_1"),
+                        Error::Kind::kNotFound, "not found"));
+  EXPECT_EQ(log(), before);
+  EXPECT_EQ(OkOrDie(engine.Cancel(delay + "1"), "cancel"), CancelOutcome::kCancelled);
+  EXPECT_EQ(Await(id).value, Json("cancelled"));
+}
+
 }  // namespace
 }  // namespace stele

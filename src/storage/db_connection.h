@@ -18,7 +18,9 @@ class DbConnection : public DbExecutor {
   // `execution_id`, deletes the live timer and may unblock the execution.
   // Idempotent per delay id: a second response reports AlreadyFinished /
   // AlreadyCancelled (from the first response) and writes nothing.
-  // Errors: NotFound (no such execution), Generic.
+  // Errors: NotFound, writing nothing, when there is no such execution or
+  // it never requested `delay_id` in `join_set_id` (request_rules.h);
+  // Generic.
   virtual Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::DelayId& delay_id, bool ok) = 0;
@@ -35,7 +37,9 @@ class DbConnection : public DbExecutor {
   // AppendBatch plus creation of child executions, in one transaction.
   // A child id that exists already fails the whole call (IllegalState); an
   // empty `batch` fails with ValidationFailed("empty batch"), even when
-  // `child_requests` is not empty.
+  // `child_requests` is not empty; a child (a request with a parent) that
+  // `batch` does not request fails with ValidationFailed
+  // (ValidateChildCreation).
   virtual Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,
@@ -97,7 +101,9 @@ class DbConnection : public DbExecutor {
 
   // Creates an execution: Created at version 0, state PendingAt(scheduled_at).
   // Returns Version(1). Errors: IllegalState when the id exists (the caller
-  // decides idempotency by comparing params), ValidationFailed, Generic.
+  // decides idempotency by comparing params), ValidationFailed (also for a
+  // child: children are created with their parent's request,
+  // ValidateStandaloneCreate), Generic.
   virtual Result<Version, DbErrorWrite> Create(const CreateRequest& req) = 0;
 
   // Responses of `execution_id` from index `start_idx` (0-based, arrival

@@ -60,7 +60,10 @@ class DbExecutor {
   // Appends `events` to a child and the child's response to its parent in
   // one transaction (at most one response per child id: a duplicate fails
   // with Conflict and writes nothing). May unblock the parent. An empty
-  // `events.batch` fails with ValidationFailed("empty batch").
+  // `events.batch` fails with ValidationFailed("empty batch"), a response
+  // naming another child than `events.execution_id` with ValidationFailed;
+  // a child its parent did not request in that join set (request_rules.h)
+  // with NotFound. Nothing is written on any error.
   // `current_time` is not persisted; it only decides wake-ups.
   virtual Result<Version, DbErrorWrite> AppendBatchRespondToParent(
       const AppendEventsToExecution& events, const AppendResponseToExecution& response,

@@ -74,7 +74,8 @@ class DbExternalApi : public DbConnection {
 class DbConnectionTest : public DbExternalApi {
  public:
   // Appends a response without going through a child or delay.
-  // Same uniqueness and unblocking rules as the real paths.
+  // Same rules as the real paths: it must answer a request (NotFound
+  // otherwise), at most one per child and delay (Conflict), unblocking.
   virtual Result<void, DbErrorWrite> AppendResponse(
       DateTime created_at, const ExecutionId& execution_id,
       const core::JoinSetResponseEvent& response) = 0;

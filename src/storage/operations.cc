@@ -19,6 +19,8 @@ Result<void, DbErrorWrite> StubExecution(DbConnection& db,
                                 stub_finished_version, return_value},
       created_at);
   if (write_attempt) return {};
+  // No such child, or not requested by that parent in that join set.
+  if (write_attempt.error().IsNotFound()) return Unexpected(std::move(write_attempt).error());
   STELE_LOG(kDebug, "stub write attempt failed: " << write_attempt.error().ToString());
   // The write may have lost to an earlier identical stub: compare values.
   auto found = db.GetExecutionEvent(execution_id, stub_finished_version);

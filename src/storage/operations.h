@@ -8,9 +8,11 @@
 namespace stele::storage {
 
 // Writes a stub activity's result: Finished at version 1 plus the parent
-// response, in one transaction. Idempotent: when that write fails and
-// version 1 already holds Finished with the same value, succeeds; with
-// another value → Conflict; anything else → IllegalState.
+// response, in one transaction. NotFound, writing nothing, when the child
+// does not exist or `parent_execution_id` did not request it in
+// `join_set_id` (request_rules.h). Idempotent: when the write fails
+// otherwise and version 1 already holds Finished with the same value,
+// succeeds; with another value → Conflict; anything else → IllegalState.
 Result<void, DbErrorWrite> StubExecution(DbConnection& db,
                                          const core::ExecutionIdDerived& execution_id,
                                          const ExecutionId& parent_execution_id,
@@ -18,6 +20,8 @@ Result<void, DbErrorWrite> StubExecution(DbConnection& db,
                                          const core::SupportedFunctionReturnValue& return_value);
 
 // Cancels a delay (idempotent): Cancelled, or AlreadyFinished when it fired.
+// NotFound, writing nothing, when the execution the id names does not exist
+// or never requested that delay in that join set.
 Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::DelayId& delay_id,
                                                 DateTime created_at);
 

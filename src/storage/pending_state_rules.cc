@@ -1,6 +1,5 @@
 #include "storage/pending_state_rules.h"
 
-#include <string>
 #include <type_traits>
 #include <variant>
 
@@ -37,14 +36,6 @@ Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingStat
         }
       },
       state.value);
-}
-
-Result<void, DbErrorWriteNonRetriable> ValidateCreateRequest(const CreateRequest& req) {
-  if (!req.params.is_array()) {
-    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(
-        std::string("params must be a JSON array, got ") + req.params.type_name()));
-  }
-  return {};
 }
 
 }  // namespace stele::storage

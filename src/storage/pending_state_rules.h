@@ -1,6 +1,6 @@
 // The lock rule of the pending-state table (docs/model.md §4.4; Obelisk's
-// `PendingState::can_append_lock`), and the shape every backend checks
-// before it creates an execution.
+// `PendingState::can_append_lock`). What a write may name (ids, requests,
+// responses) and the shape of what it creates are in request_rules.h.
 #pragma once
 
 #include "base/result.h"
@@ -20,10 +20,5 @@ Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingStat
                                                          const core::ExecutorId& executor_id,
                                                          const core::RunId& run_id,
                                                          DateTime lock_expires_at);
-
-// A Created event must be readable back: params are a JSON array
-// (ValidationFailed "params must be a JSON array, got <type>"). Every
-// backend checks it in Create and for every child it creates.
-Result<void, DbErrorWriteNonRetriable> ValidateCreateRequest(const CreateRequest& req);
 
 }  // namespace stele::storage

@@ -185,6 +185,28 @@ TEST_F(CheckSqliteTest, ChildResultRecordedTwiceIsFound) {
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "response(s) but only")));
 }
 
+// Issue 16: what cancelling a made-up delay id used to write. Every backend
+// refuses it now (conformance RequestTest); a store written before, or
+// damaged, still has it reported.
+TEST_F(CheckSqliteTest, ResponseForADelayNeverRequestedIsFound) {
+  SetUpStore();
+  const std::string id = SomeParent();
+  const std::string join_set =
+      RawText("SELECT join_set_id FROM t_join_set_response WHERE execution_id = '" + id +
+              "' ORDER BY idx LIMIT 1");
+  auto owner = ExecutionId::Parse(id);
+  auto js = core::JoinSetId::Parse(join_set);
+  ASSERT_TRUE(owner && js) << id << " " << join_set;
+  const std::string delay = core::DelayId(*owner, *js, 9).ToString();
+  RawExec(
+      "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
+      "delay_success) SELECT execution_id, max(idx) + 1, max(created_at), join_set_id, '" +
+      delay + "', 0 FROM t_join_set_response WHERE execution_id = '" + id + "'");
+  CheckReport report = Check();
+  EXPECT_THAT(report.findings, Contains(FindingFor(id, "response for delay " + delay +
+                                                           ", which was never requested")));
+}
+
 TEST_F(CheckSqliteTest, MissingChildResponseIsFound) {
   SetUpStore();
   const std::string id = SomeParent();

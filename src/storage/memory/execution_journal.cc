@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "storage/pending_state_rules.h"
+#include "storage/request_rules.h"
 
 namespace stele::storage::memory::internal {
 
@@ -48,9 +49,7 @@ Result<void, DbErrorWrite> ExecutionJournal::Append(Version version, const Appen
   // Order of the checks follows docs/model.md §4.2: the request shape,
   // then "already finished", then the version (the fencing token), then the
   // event-specific lock rules.
-  if (std::holds_alternative<core::Created>(req.event)) {
-    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("cannot append Created event"));
-  }
+  STELE_TRY(ValidateAppendRequest(execution_id_, req));
   if (pending_state_.IsFinished()) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
   }
@@ -104,6 +103,10 @@ void ExecutionJournal::ApplyHistoryEvent(const core::HistoryEvent& event) {
     if (const auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
       delays_.insert_or_assign(delay->delay_id.ToString(),
                                LiveDelay{request->join_set_id, delay->delay_id, delay->expires_at});
+      requests_.insert_or_assign(delay->delay_id.ToString(), request->join_set_id);
+    } else {
+      const auto& child = std::get<core::ChildExecutionRequest>(request->request);
+      requests_.insert_or_assign(child.child_execution_id.ToString(), request->join_set_id);
     }
     return;
   }
@@ -124,6 +127,12 @@ void ExecutionJournal::ApplyHistoryEvent(const core::HistoryEvent& event) {
     pending_state_.value = core::PendingStateBlockedByJoinSet{
         join_next->join_set_id, join_next->run_expires_at, join_next->closing, component_digest_};
   }
+}
+
+std::optional<core::JoinSetId> ExecutionJournal::RequestJoinSet(const std::string& id) const {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<DateTime> ExecutionJournal::KthResponseTime(const core::JoinSetId& join_set_id,

@@ -41,14 +41,20 @@ class ExecutionJournal {
   Version next_version() const;
   // TemporarilyFailed + TemporarilyTimedOut events so far.
   uint32_t intermittent_event_count() const { return intermittent_event_count_; }
+  // The join set a child or delay (by its id's text) was requested in by
+  // this execution's log (its last request); nullopt when never requested.
+  std::optional<core::JoinSetId> RequestJoinSet(const std::string& id) const;
 
-  // Appends `req` at `version`: IllegalState "already finished",
-  // VersionConflict, ValidationFailed for Created, and for Locked the lock
-  // rules of CanAppendLock. Applies the transition table on success.
+  // Appends `req` at `version`: ValidationFailed for what
+  // ValidateAppendRequest refuses (Created, a request naming another
+  // execution's id), IllegalState "already finished", VersionConflict, and
+  // for Locked the lock rules of CanAppendLock. Applies the transition table
+  // on success.
   Result<void, DbErrorWrite> Append(Version version, const AppendRequest& req);
 
-  // Records a response. Response uniqueness is the caller's business (it is
-  // global, not per execution). Unblocks a BlockedByJoinSet on the same
+  // Records a response. Whether it answers a request (RequestJoinSet) and
+  // its uniqueness are the caller's business (a child lives in another
+  // journal; uniqueness is global, not per execution). Unblocks a BlockedByJoinSet on the same
   // join set; a delay response also deletes the live timer.
   void AddResponse(DateTime created_at, const core::JoinSetResponseEvent& event);
 
@@ -92,6 +98,8 @@ class ExecutionJournal {
   Version last_lock_version_;
   // Live timers keyed by the delay id's text.
   std::map<std::string, LiveDelay> delays_;
+  // Every child and delay requested, by id text → join set of the request.
+  std::map<std::string, core::JoinSetId> requests_;
 };
 
 }  // namespace stele::storage::memory::internal

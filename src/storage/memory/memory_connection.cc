@@ -7,20 +7,38 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
-#include "storage/pending_state_rules.h"
+#include "storage/request_rules.h"
 
 namespace stele::storage::memory::internal {
 
 namespace {
 
-Result<void, DbErrorWrite> RejectCreated(const std::vector<AppendRequest>& batch) {
-  for (const AppendRequest& req : batch) {
-    if (std::holds_alternative<core::Created>(req.event)) {
-      return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("cannot append Created event"));
-    }
+Result<void, DbErrorWrite> RejectInvalid(const ExecutionId& execution_id,
+                                         const std::vector<AppendRequest>& batch) {
+  for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
+  return {};
+}
+
+// The reference model's own check that `response` answers a request of
+// `journal`: its log requested that child or delay in that join set
+// (NotFound otherwise; request_rules.h).
+Result<void, DbErrorWrite> CheckRequested(const ExecutionJournal& journal,
+                                          const core::JoinSetResponseEvent& response) {
+  const std::string id = std::visit(
+      [](const auto& r) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, core::DelayFinished>) {
+          return r.delay_id.ToString();
+        } else {
+          return r.child_execution_id.ToString();
+        }
+      },
+      response.event);
+  if (journal.RequestJoinSet(id) != response.join_set_id) {
+    return Unexpected(DbErrorWrite::NotFound());
   }
   return {};
 }
@@ -145,7 +163,7 @@ Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execut
                                                        Version version, const AppendRequest& req) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-  STELE_TRY(RejectCreated({req}));
+  STELE_TRY(RejectInvalid(execution_id, {req}));
   ExecutionJournal* journal = FindJournal(execution_id);
   if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
   STELE_TRY(journal->Append(version, req));
@@ -160,7 +178,7 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatch(DateTime /*current_t
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(RejectEmpty(batch));
-  STELE_TRY(RejectCreated(batch));
+  STELE_TRY(RejectInvalid(execution_id, batch));
   ExecutionJournal* journal = FindJournal(execution_id);
   if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
   ExecutionJournal updated = *journal;
@@ -177,14 +195,14 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatchCreateNewExecution(
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(RejectEmpty(batch));
-  STELE_TRY(RejectCreated(batch));
+  STELE_TRY(RejectInvalid(execution_id, batch));
   ExecutionJournal* journal = FindJournal(execution_id);
   if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
   ExecutionJournal updated = *journal;
   STELE_TRY(AppendAll(updated, version, batch));
+  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
   std::set<ExecutionId> new_ids;
   for (const CreateRequest& child : child_requests) {
-    STELE_TRY(ValidateCreateRequest(child));
     if (state_->journals.contains(child.execution_id) ||
         !new_ids.insert(child.execution_id).second) {
       return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
@@ -205,7 +223,8 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatchRespondToParent(
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(RejectEmpty(events.batch));
-  STELE_TRY(RejectCreated(events.batch));
+  STELE_TRY(RejectInvalid(events.execution_id, events.batch));
+  STELE_TRY(CheckChildResponse(events, response));
   ExecutionJournal* child = FindJournal(events.execution_id);
   if (child == nullptr) return Unexpected(DbErrorWrite::NotFound());
   ExecutionJournal updated_child = *child;
@@ -216,14 +235,12 @@ Result<Version, DbErrorWrite> MemoryConnection::AppendBatchRespondToParent(
   if (state_->child_responses.contains(child_key)) {
     return Unexpected(DbErrorWriteNonRetriable::Conflict());
   }
+  core::JoinSetResponseEventOuter outer = ChildFinishedResponse(response);
+  STELE_TRY(CheckRequested(*parent, outer.event));
   // Everything validated: commit both sides.
   *child = std::move(updated_child);
   state_->child_responses.insert(std::move(child_key));
-  parent->AddResponse(response.created_at,
-                      core::JoinSetResponseEvent{response.join_set_id,
-                                                 core::ChildExecutionFinished{
-                                                     response.child_execution_id,
-                                                     response.finished_version, response.result}});
+  parent->AddResponse(outer.created_at, outer.event);
   NotifyChanged();
   return child->next_version();
 }
@@ -233,6 +250,8 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> MemoryConnection::AppendDelayRe
     const core::DelayId& delay_id, bool ok) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  const core::JoinSetResponseEvent response{join_set_id, core::DelayFinished{delay_id, ok}};
+  STELE_TRY(CheckResponseAddressee(execution_id, response));
   ExecutionJournal* journal = FindJournal(execution_id);
   if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
   std::string key = delay_id.ToString();
@@ -241,9 +260,9 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> MemoryConnection::AppendDelayRe
     return it->second ? AppendDelayResponseOutcome::kAlreadyFinished
                       : AppendDelayResponseOutcome::kAlreadyCancelled;
   }
+  STELE_TRY(CheckRequested(*journal, response));
   state_->delay_responses.emplace(std::move(key), ok);
-  journal->AddResponse(created_at,
-                       core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}});
+  journal->AddResponse(created_at, response);
   NotifyChanged();
   return AppendDelayResponseOutcome::kSuccess;
 }
@@ -253,17 +272,23 @@ Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
     const core::JoinSetResponseEvent& response) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  STELE_TRY(CheckResponseAddressee(execution_id, response));
   ExecutionJournal* journal = FindJournal(execution_id);
   if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
-  if (const auto* delay = std::get_if<core::DelayFinished>(&response.event)) {
-    if (!state_->delay_responses.emplace(delay->delay_id.ToString(), delay->ok).second) {
-      return Unexpected(DbErrorWriteNonRetriable::Conflict());
-    }
+  const auto* delay = std::get_if<core::DelayFinished>(&response.event);
+  const std::string key =
+      delay != nullptr
+          ? delay->delay_id.ToString()
+          : std::get<core::ChildExecutionFinished>(response.event).child_execution_id.ToString();
+  if (delay != nullptr ? state_->delay_responses.contains(key)
+                       : state_->child_responses.contains(key)) {
+    return Unexpected(DbErrorWriteNonRetriable::Conflict());
+  }
+  STELE_TRY(CheckRequested(*journal, response));
+  if (delay != nullptr) {
+    state_->delay_responses.emplace(key, delay->ok);
   } else {
-    const auto& child = std::get<core::ChildExecutionFinished>(response.event);
-    if (!state_->child_responses.insert(child.child_execution_id.ToString()).second) {
-      return Unexpected(DbErrorWriteNonRetriable::Conflict());
-    }
+    state_->child_responses.insert(key);
   }
   journal->AddResponse(created_at, response);
   NotifyChanged();
@@ -273,7 +298,7 @@ Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
 Result<Version, DbErrorWrite> MemoryConnection::Create(const CreateRequest& req) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-  STELE_TRY(ValidateCreateRequest(req));
+  STELE_TRY(ValidateStandaloneCreate(req));
   if (state_->journals.contains(req.execution_id)) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
   }

@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "core/list_key.h"
 #include "storage/pending_state_rules.h"
+#include "storage/request_rules.h"
 
 namespace stele::storage::postgres::internal {
 
@@ -77,6 +78,13 @@ const std::string kUpdateRow =
     "retry_exp_backoff = $8::json, last_lock_version = $9, executor_id = $10, run_id = $11, "
     "join_set_id = $12, join_set_closing = $13::boolean, result_kind = $14::json, "
     "response_count = $15 WHERE execution_id = $1";
+
+// The first response of a delay (NULL: none yet) and whether its live timer
+// (the request, until that first response) is there.
+const std::string kDelayStatus =
+    "SELECT (SELECT delay_success FROM t_join_set_response WHERE delay_id = $1), "
+    "EXISTS (SELECT 1 FROM t_delay WHERE execution_id = $2 AND join_set_id = $3 "
+    "AND delay_id = $1)";
 
 const std::string kInsertResponse =
     "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
@@ -298,6 +306,26 @@ Result<Journal::Row*, DbErrorWrite> Journal::Load(const std::string& id) {
   return &row;
 }
 
+void Journal::PrefetchDelay(const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+                            const core::DelayId& delay_id) {
+  std::string key = delay_id.ToString();
+  if (delays_.contains(key)) return;
+  const size_t ticket = tx_.Read(
+      kDelayStatus, Params().Text(key).Text(execution_id.ToString()).Text(join_set_id.ToString()));
+  delays_.emplace(std::move(key), ticket);
+}
+
+Result<Journal::DelayStatus, DbErrorWrite> Journal::Delay(const ExecutionId& execution_id,
+                                                          const core::JoinSetId& join_set_id,
+                                                          const core::DelayId& delay_id) {
+  PrefetchDelay(execution_id, join_set_id, delay_id);
+  STELE_ASSIGN_OR_RETURN(const PgResult* res, tx_.Get(delays_.at(delay_id.ToString())));
+  DelayStatus status;
+  if (!res->IsNull(0, 0)) status.first_response = res->Bool(0, 0);
+  status.live = res->Bool(0, 1);
+  return status;
+}
+
 Result<const ExecutionState*, DbErrorWrite> Journal::State(const std::string& id) {
   STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
   return &row->state;
@@ -344,16 +372,6 @@ void Journal::AddEvent(std::string_view id, Version version, DateTime created_at
   event_variants_.Text(variant);
   event_join_sets_.OptText(join_set);
 }
-
-namespace {
-Result<void, DbErrorWrite> RejectCreated(const AppendRequest& req) {
-  if (std::holds_alternative<core::Created>(req.event)) {
-    return Unexpected(
-        DbErrorWriteNonRetriable::ValidationFailed("cannot append a Created event; use Create"));
-  }
-  return {};
-}
-}  // namespace
 
 Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const AppendRequest& req,
                                              DateTime current_time) {
@@ -435,7 +453,7 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
 
 Result<Version, DbErrorWrite> Journal::Append(const ExecutionId& execution_id, Version version,
                                               const AppendRequest& req, DateTime current_time) {
-  STELE_TRY(RejectCreated(req));
+  STELE_TRY(ValidateAppendRequest(execution_id, req));
   const std::string id = execution_id.ToString();
   if (std::holds_alternative<core::HistoryEventRequest>(req.event)) {
     const std::vector<AppendRequest> one{req};
@@ -451,7 +469,7 @@ Result<Version, DbErrorWrite> Journal::AppendBatch(const ExecutionId& execution_
   if (batch.empty()) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
-  for (const AppendRequest& req : batch) STELE_TRY(RejectCreated(req));
+  for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
   const std::string id = execution_id.ToString();
   Prefetch(id, &batch);
   STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
@@ -505,17 +523,30 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
                                                    const core::JoinSetResponseEventOuter& response,
                                                    DateTime current_time) {
   const std::string id = execution_id.ToString();
+  const core::JoinSetResponseEvent& event = response.event;
+  STELE_TRY(CheckResponseAddressee(execution_id, event));
+  const auto* delay = std::get_if<core::DelayFinished>(&event.event);
+  if (delay == nullptr) {
+    // A child exists only with its parent's request (ValidateChildCreation).
+    // Its row first: children lock before their parent.
+    STELE_TRY(
+        Load(std::get<core::ChildExecutionFinished>(event.event).child_execution_id.ToString()));
+  }
   // The parent's row lock orders its responses: the cursor is its
   // response_count while holding it.
   STELE_ASSIGN_OR_RETURN(Row * row, Load(id));
   ExecutionState& s = row->state;
-  const core::JoinSetResponseEvent& event = response.event;
+  if (delay != nullptr) {
+    STELE_ASSIGN_OR_RETURN(DelayStatus status,
+                           Delay(execution_id, event.join_set_id, delay->delay_id));
+    if (status.first_response) return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    if (!status.live) return Unexpected(DbErrorWrite::NotFound());  // never requested
+  }
   Params params;
   params.Text(id)
       .Int(static_cast<int64_t>(s.response_count))
       .Int(TimeColumn(response.created_at))
       .Text(event.join_set_id.ToString());
-  const auto* delay = std::get_if<core::DelayFinished>(&event.event);
   if (delay != nullptr) {
     params.Text(delay->delay_id.ToString()).Bool(delay->ok).Null().Null().Null();
   } else {

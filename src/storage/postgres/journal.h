@@ -82,8 +82,12 @@ class Journal {
                                     const core::Locked* lock = nullptr);
   // Appends a response to `execution_id` and may unblock it. A JoinNext
   // appended later in this Journal sees it (AppendOutcomesAndBatch: a
-  // child's result, then its parent's next step). REQUIRES: no event of
-  // `execution_id` was appended in this Journal before it.
+  // child's result, then its parent's next step). It must answer a request
+  // (request_rules.h): NotFound for a delay without its live timer, a child
+  // that does not exist or an id naming another execution or join set;
+  // Conflict for a second response of a delay (here) or of a child (the
+  // unique index, at commit). REQUIRES: no event of `execution_id` was
+  // appended in this Journal before it.
   Result<void, DbErrorWrite> InsertResponse(const ExecutionId& execution_id,
                                             const core::JoinSetResponseEventOuter& response,
                                             DateTime current_time);
@@ -92,6 +96,19 @@ class Journal {
 
   // The locked row of `id`; NotFound when it does not exist.
   Result<const ExecutionState*, DbErrorWrite> State(const std::string& id);
+
+  // What the database holds about a delay: its first response's `ok`, if
+  // any, and whether its live timer (execution, join set, delay) is there.
+  struct DelayStatus {
+    std::optional<bool> first_response;
+    bool live = false;
+  };
+  // Queues the lookup of Delay() to go out with the next round trip.
+  void PrefetchDelay(const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+                     const core::DelayId& delay_id);
+  Result<DelayStatus, DbErrorWrite> Delay(const ExecutionId& execution_id,
+                                          const core::JoinSetId& join_set_id,
+                                          const core::DelayId& delay_id);
 
  private:
   // The responses a join set's next JoinNexts await, looked up when the
@@ -134,6 +151,7 @@ class Journal {
   Tx& tx_;
   std::map<std::string, Row> rows_;        // loaded or created; stable addresses
   std::map<std::string, size_t> loading_;  // id → ticket of its row lock
+  std::map<std::string, size_t> delays_;   // delay id → ticket of its DelayStatus
   // Lookaheads queued with a row lock, moved into the Row when it loads.
   std::map<std::string, std::map<std::string, Lookahead>> loading_lookaheads_;
   std::vector<std::string> created_order_;  // new rows, in creation order

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "storage/postgres/connection.h"
 #include "storage/postgres/journal.h"
+#include "storage/request_rules.h"
 
 namespace stele::storage::postgres::internal {
 
@@ -17,15 +18,6 @@ namespace {
 
 const std::string kFindDelayResponse =
     "SELECT delay_success FROM t_join_set_response WHERE delay_id = $1";
-
-core::JoinSetResponseEventOuter ChildFinishedResponse(const AppendResponseToExecution& response) {
-  return core::JoinSetResponseEventOuter{
-      response.created_at,
-      core::JoinSetResponseEvent{
-          response.join_set_id,
-          core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
-                                       response.result}}};
-}
 
 }  // namespace
 
@@ -59,6 +51,7 @@ Result<Version, DbErrorWrite> PostgresConnection::AppendBatchCreateNewExecution(
     DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
     Version version, const std::vector<CreateRequest>& child_requests) {
   return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
     Journal journal(tx);
     STELE_ASSIGN_OR_RETURN(Version next,
                            journal.AppendBatch(execution_id, version, batch, current_time));
@@ -81,6 +74,7 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
     Journal& journal, DateTime current_time, const std::vector<AppendRequest>& batch,
     const ExecutionId& execution_id, Version version,
     const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
   STELE_ASSIGN_OR_RETURN(Version next,
                          journal.AppendBatch(execution_id, version, batch, current_time));
   std::vector<const CreateRequest*> locked_children;
@@ -168,6 +162,9 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
           }
         }
         for (const ChildOutcome& outcome : outcomes) {
+          STELE_TRY(CheckChildResponse(outcome.child, outcome.response));
+        }
+        for (const ChildOutcome& outcome : outcomes) {
           const AppendResponseToExecution& response = outcome.response;
           // The parent's run consumed the response as its response number
           // `response_index`; one that landed first would reorder what a
@@ -197,6 +194,7 @@ namespace {
 
 Result<Version, DbErrorWrite> WriteChildResponse(Store& store, const ChildResponseWrite& request) {
   return store.Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
+    STELE_TRY(CheckChildResponse(*request.events, *request.response));
     Journal journal(tx);
     // Both rows locked in one round trip, the child's first (as a child's
     // own appends and then its response always lock them).
@@ -223,6 +221,9 @@ Result<std::vector<Version>, DbErrorWrite> WriteChildResponses(
     Store& store, const std::vector<const ChildResponseWrite*>& group) {
   return store.Write<std::vector<Version>, DbErrorWrite>(
       [&](Tx& tx) -> Result<std::vector<Version>, DbErrorWrite> {
+        for (const ChildResponseWrite* request : group) {
+          STELE_TRY(CheckChildResponse(*request->events, *request->response));
+        }
         Journal journal(tx);
         std::vector<const ChildResponseWrite*> by_id = group;
         std::sort(by_id.begin(), by_id.end(), [](const auto* a, const auto* b) {
@@ -265,6 +266,7 @@ Result<Version, DbErrorWrite> PostgresConnection::AppendBatchRespondToParent(
 
 Result<Version, DbErrorWrite> PostgresConnection::Create(const CreateRequest& req) {
   // Nothing to read first: one pipeline, an implicit transaction.
+  STELE_TRY(ValidateStandaloneCreate(req));
   return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
     Journal journal(tx);
     STELE_TRY(journal.Create(req, req.created_at));
@@ -278,20 +280,23 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> PostgresConnection::AppendDelay
     const core::DelayId& delay_id, bool ok) {
   auto outcome = store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(
       [&](Tx& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
+        core::JoinSetResponseEventOuter outer{
+            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+        STELE_TRY(CheckResponseAddressee(execution_id, outer.event));
         Journal journal(tx);
         // Lock the parent first: the delay's first response decides, and a
         // concurrent one waits for the lock and then sees it (the lookup
         // runs after the lock, in the same pipeline).
         journal.Prefetch(execution_id.ToString());
-        const size_t existing = tx.Read(kFindDelayResponse, Params().Text(delay_id.ToString()));
+        journal.PrefetchDelay(execution_id, join_set_id, delay_id);
         STELE_TRY(journal.State(execution_id.ToString()));
-        STELE_ASSIGN_OR_RETURN(const PgResult* found, tx.Get(existing));
-        if (found->rows() > 0) {
-          return found->Bool(0, 0) ? AppendDelayResponseOutcome::kAlreadyFinished
-                                   : AppendDelayResponseOutcome::kAlreadyCancelled;
+        STELE_ASSIGN_OR_RETURN(Journal::DelayStatus status,
+                               journal.Delay(execution_id, join_set_id, delay_id));
+        if (status.first_response) {
+          return *status.first_response ? AppendDelayResponseOutcome::kAlreadyFinished
+                                        : AppendDelayResponseOutcome::kAlreadyCancelled;
         }
-        core::JoinSetResponseEventOuter outer{
-            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+        // A delay never requested is NotFound there, and nothing is written.
         STELE_TRY(journal.InsertResponse(execution_id, outer, created_at));
         STELE_TRY(journal.Flush());
         return AppendDelayResponseOutcome::kSuccess;

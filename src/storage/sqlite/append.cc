@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "storage/request_rules.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite/journal_tx.h"
 #include "storage/sqlite/queries.h"
@@ -38,6 +39,7 @@ Result<Version, DbErrorWrite> SqliteConnection::AppendBatchCreateNewExecution(
     Version version, const std::vector<CreateRequest>& child_requests) {
   return store_->Write<Version, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+        STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
         STELE_ASSIGN_OR_RETURN(Version next,
                                AppendBatchTx(tx, execution_id, version, batch, current_time));
         // Any child that exists already fails the whole operation (its
@@ -56,54 +58,62 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
     WriteContext& tx, DateTime current_time, const std::vector<AppendRequest>& batch,
     const ExecutionId& execution_id, Version version,
     const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
-    STELE_ASSIGN_OR_RETURN(Version next,
-                           AppendBatchTx(tx, execution_id, version, batch, current_time));
-    // Each child's "became pending" notice, to withdraw for the children
-    // locked below: nobody else needs waking for them.
-    std::vector<std::pair<ExecutionId, size_t>> notice_of;
+  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
+  STELE_ASSIGN_OR_RETURN(Version next,
+                         AppendBatchTx(tx, execution_id, version, batch, current_time));
+  // Each child's "became pending" notice, to withdraw for the children
+  // locked below: nobody else needs waking for them.
+  std::vector<std::pair<ExecutionId, size_t>> notice_of;
+  for (const CreateRequest& child : child_requests) {
+    const size_t notice = tx.notes.pending.size();
+    STELE_TRY(CreateTx(tx, child, current_time));
+    if (tx.notes.pending.size() == notice + 1) notice_of.emplace_back(child.execution_id, notice);
+  }
+  std::vector<size_t> withdrawn;
+  CreatedAndLockedChildren result{next, {}};
+  for (const ChildLock& lock : locks) {
+    const CreateRequest* created = nullptr;
     for (const CreateRequest& child : child_requests) {
-      const size_t notice = tx.notes.pending.size();
-      STELE_TRY(CreateTx(tx, child, current_time));
-      if (tx.notes.pending.size() == notice + 1) notice_of.emplace_back(child.execution_id, notice);
+      if (child.execution_id == lock.child_id) created = &child;
     }
-    std::vector<size_t> withdrawn;
-    CreatedAndLockedChildren result{next, {}};
-    for (const ChildLock& lock : locks) {
-      const CreateRequest* created = nullptr;
-      for (const CreateRequest& child : child_requests) {
-        if (child.execution_id == lock.child_id) created = &child;
-      }
-      if (created == nullptr) {
-        STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
-        continue;
-      }
-      // A lock the rules refuse leaves that child pending, and only it.
-      STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
-      auto appended = AppendEventTx(tx, lock.child_id, Version(1),
-                                    AppendRequest{current_time, lock.locked}, current_time);
-      if (appended) {
-        STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
-        // A child locked where it was created has no history and no
-        // responses yet: its LockedExecution is its CreateRequest, so
-        // nothing is read back.
-        result.locked.push_back(LockedExecution{lock.child_id, *appended, created->metadata,
-                                                lock.locked, created->ffqn, created->params,
-                                                {}, {}, created->parent, 0});
-        for (const auto& [id, notice] : notice_of) {
-          if (id == lock.child_id) withdrawn.push_back(notice);
-        }
-      } else {
-        STELE_LOG(kDebug, lock.child_id.ToString()
-                              << ": not locked at creation: " << appended.error().ToString());
-        STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
-        STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
-      }
+    if (created == nullptr) {
+      STELE_LOG(kWarn, lock.child_id.ToString() << ": not locked: not created here");
+      continue;
     }
-    std::sort(withdrawn.rbegin(), withdrawn.rend());
-    for (size_t notice : withdrawn) {
-      tx.notes.pending.erase(tx.notes.pending.begin() + static_cast<std::ptrdiff_t>(notice));
+    // A lock the rules refuse leaves that child pending, and only it.
+    STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
+    auto appended = AppendEventTx(tx, lock.child_id, Version(1),
+                                  AppendRequest{current_time, lock.locked}, current_time);
+    if (appended) {
+      STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
+      // A child locked where it was created has no history and no
+      // responses yet: its LockedExecution is its CreateRequest, so
+      // nothing is read back.
+      result.locked.push_back(LockedExecution{lock.child_id,
+                                              *appended,
+                                              created->metadata,
+                                              lock.locked,
+                                              created->ffqn,
+                                              created->params,
+                                              {},
+                                              {},
+                                              created->parent,
+                                              0});
+      for (const auto& [id, notice] : notice_of) {
+        if (id == lock.child_id) withdrawn.push_back(notice);
+      }
+    } else {
+      STELE_LOG(kDebug, lock.child_id.ToString()
+                            << ": not locked at creation: " << appended.error().ToString());
+      STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_child"));
+      STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
     }
-    return result;
+  }
+  std::sort(withdrawn.rbegin(), withdrawn.rend());
+  for (size_t notice : withdrawn) {
+    tx.notes.pending.erase(tx.notes.pending.begin() + static_cast<std::ptrdiff_t>(notice));
+  }
+  return result;
 }
 
 // AppendBatchRespondToParent inside the caller's transaction.
@@ -111,17 +121,13 @@ Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
                                                 const AppendEventsToExecution& events,
                                                 const AppendResponseToExecution& response,
                                                 DateTime current_time) {
+  STELE_TRY(CheckChildResponse(events, response));
   STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
                                                      events.batch, current_time));
-  core::JoinSetResponseEventOuter outer{
-      response.created_at,
-      core::JoinSetResponseEvent{
-          response.join_set_id,
-          core::ChildExecutionFinished{response.child_execution_id, response.finished_version,
-                                       response.result}}};
   // A second response for the same child is Conflict, and the child's
   // events above are rolled back with it.
-  STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, outer, current_time));
+  STELE_TRY(InsertResponseTx(tx, response.parent_execution_id, ChildFinishedResponse(response),
+                             current_time));
   return next;
 }
 
@@ -171,7 +177,10 @@ Result<Version, DbErrorWrite> SqliteConnection::AppendBatchRespondToParent(
 
 Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req) {
   return store_->Write<Version, DbErrorWrite>(
-      [&](WriteContext& tx) { return CreateTx(tx, req, req.created_at); });
+      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+        STELE_TRY(ValidateStandaloneCreate(req));
+        return CreateTx(tx, req, req.created_at);
+      });
 }
 
 Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayResponse(
@@ -179,6 +188,9 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayRe
     const core::DelayId& delay_id, bool ok) {
   return store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
+        core::JoinSetResponseEventOuter outer{
+            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+        STELE_TRY(CheckResponseAddressee(execution_id, outer.event));
         STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, execution_id.ToString()));
         if (!state) return Unexpected(DbErrorWrite::NotFound());
         // The first response decides, whatever this one says; nothing is
@@ -188,8 +200,7 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayRe
           return *existing ? AppendDelayResponseOutcome::kAlreadyFinished
                            : AppendDelayResponseOutcome::kAlreadyCancelled;
         }
-        core::JoinSetResponseEventOuter outer{
-            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+        // A delay never requested is NotFound there, and nothing is written.
         STELE_TRY(InsertResponseTx(tx, execution_id, outer, created_at));
         return AppendDelayResponseOutcome::kSuccess;
       });

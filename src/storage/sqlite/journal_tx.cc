@@ -7,6 +7,7 @@
 
 #include "core/list_key.h"
 #include "storage/pending_state_rules.h"
+#include "storage/request_rules.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
 
@@ -190,14 +191,6 @@ void NotifyPending(WriteContext& tx, const ExecutionState& state, DateTime sched
   tx.notes.pending.push_back(PendingNotice{state.ffqn, state.digest, scheduled_at, current_time});
 }
 
-Result<void, DbErrorWrite> RejectCreated(const AppendRequest& req) {
-  if (std::holds_alternative<core::Created>(req.event)) {
-    return Unexpected(
-        DbErrorWriteNonRetriable::ValidationFailed("cannot append a Created event; use Create"));
-  }
-  return {};
-}
-
 // Applies the transition of a history event appended at `version`.
 Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionState& state,
                                              Version version, const AppendRequest& req,
@@ -266,7 +259,7 @@ Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const Execu
 Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version, const AppendRequest& req,
                                             DateTime current_time) {
-  STELE_TRY(RejectCreated(req));
+  STELE_TRY(ValidateAppendRequest(execution_id, req));
   STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(tx.connection, execution_id.ToString()));
   if (!loaded) return Unexpected(DbErrorWrite::NotFound());
   return AppendEventToStateTx(tx, *loaded, version, req, current_time);
@@ -321,7 +314,7 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
   if (batch.empty()) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
-  for (const AppendRequest& req : batch) STELE_TRY(RejectCreated(req));
+  for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
   Connection& db = tx.connection;
   const std::string id = execution_id.ToString();
   std::optional<ExecutionState> state;  // the row as of `version`, when known
@@ -376,6 +369,17 @@ Result<bool, DbErrorGeneric> ChildResponseExists(Connection& db, const std::stri
   return stmt.Step();
 }
 
+Result<bool, DbErrorGeneric> LiveDelayExists(Connection& db, std::string_view id,
+                                             const core::JoinSetId& join_set_id,
+                                             const core::DelayFinished& delay) {
+  STELE_ASSIGN_OR_RETURN(Statement stmt,
+                         db.Prepare("SELECT 1 FROM t_delay WHERE execution_id = ? AND "
+                                    "join_set_id = ? AND delay_id = ?"));
+  stmt.BindText(1, id);
+  stmt.BindText(2, join_set_id.ToString());
+  stmt.BindText(3, delay.delay_id.ToString());
+  return stmt.Step();
+}
 
 // Whether the child's log already holds a Finished with exactly `result` at
 // `version`; then the response need not repeat the result (it is joined).
@@ -410,10 +414,11 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
                                             DateTime current_time) {
   Connection& db = tx.connection;
   const std::string id = execution_id.ToString();
+  const core::JoinSetResponseEvent& event = response.event;
+  STELE_TRY(CheckResponseAddressee(execution_id, event));
   STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(db, id));
   if (!loaded) return Unexpected(DbErrorWrite::NotFound());
   const ExecutionState& state = *loaded;
-  const core::JoinSetResponseEvent& event = response.event;
 
   STELE_ASSIGN_OR_RETURN(uint32_t cursor, NextCursor(db, id));
   STELE_ASSIGN_OR_RETURN(
@@ -428,6 +433,9 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   if (const auto* delay = std::get_if<core::DelayFinished>(&event.event)) {
     STELE_ASSIGN_OR_RETURN(auto existing, FindDelayResponse(db, delay->delay_id));
     if (existing) return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    // Requested and not answered yet: its live timer is there.
+    STELE_ASSIGN_OR_RETURN(bool requested, LiveDelayExists(db, id, event.join_set_id, *delay));
+    if (!requested) return Unexpected(DbErrorWrite::NotFound());
     insert.BindText(5, delay->delay_id.ToString());
     insert.BindInt64(6, delay->ok ? 1 : 0);
     insert.BindNull(7);
@@ -438,6 +446,10 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
     const std::string child_id = child.child_execution_id.ToString();
     STELE_ASSIGN_OR_RETURN(bool duplicate, ChildResponseExists(db, child_id));
     if (duplicate) return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    // A child exists only with its parent's request (ValidateChildCreation),
+    // and its id names that parent and join set (checked above).
+    STELE_ASSIGN_OR_RETURN(auto child_state, LoadState(db, child_id));
+    if (!child_state) return Unexpected(DbErrorWrite::NotFound());
     insert.BindNull(5);
     insert.BindNull(6);
     insert.BindText(7, child_id);

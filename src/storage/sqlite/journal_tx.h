@@ -37,8 +37,11 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
                                             const std::vector<AppendRequest>& batch,
                                             DateTime current_time);
 
-// Records a response of `execution_id` (NotFound when absent). At most one
-// response per child id and per delay id: a second one is Conflict. Unblocks
+// Records a response of `execution_id` (NotFound when absent). The response
+// must answer a request of it (request_rules.h): NotFound for a delay
+// without its live timer, for a child that does not exist, or for an id
+// naming another execution or join set. At most one response per child id
+// and per delay id: a second one is Conflict. Unblocks
 // an execution BlockedByJoinSet on the same join set to
 // PendingAt(max(lease, response time)); a delay response deletes the timer.
 Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId& execution_id,
@@ -53,7 +56,9 @@ Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
                                                               const core::DelayId& delay_id);
 
 // Creates an execution (Created at 0, PendingAt(scheduled_at)); returns
-// Version(1). IllegalState when the id exists.
+// Version(1). IllegalState when the id exists. ValidateCreateRequest only:
+// the caller checks who may create it (ValidateStandaloneCreate,
+// ValidateChildCreation).
 Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& req,
                                        DateTime current_time);
 

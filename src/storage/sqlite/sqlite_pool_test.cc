@@ -252,11 +252,12 @@ TEST_F(SqliteTest, SubscriberGetsResponsesCommittedAfterItsCheck) {
   auto parent = core::ExecutionId::Generate();
   ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
   auto js = core::JoinSetId::Create(core::JoinSetKind::kNamed, "js").value();
+  core::DelayId delay(parent, js, 1);
+  ASSERT_TRUE(db().Append(parent, Version(1), DelayRequested(T(0), delay)));
   auto subscribed = std::async(std::launch::async, [&] {
     return db().SubscribeToNextResponses(parent, 0, WaitOptions::For(std::chrono::seconds(30)));
   });
   std::this_thread::sleep_for(milliseconds(50));
-  core::DelayId delay(parent, js, 1);
   ASSERT_TRUE(db().AppendDelayResponse(T(1), parent, js, delay, true));
   auto responses = subscribed.get();
   ASSERT_TRUE(responses) << responses.error().ToString();
@@ -298,6 +299,10 @@ TEST_F(SqliteTest, SubscriberIgnoresResponsesBeforeItsStartIndex) {
   auto parent = core::ExecutionId::Generate();
   ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
   auto js = core::JoinSetId::Create(core::JoinSetKind::kNamed, "js").value();
+  ASSERT_TRUE(db().AppendBatch(T(0),
+                               {DelayRequested(T(0), core::DelayId(parent, js, 1)),
+                                DelayRequested(T(0), core::DelayId(parent, js, 2))},
+                               parent, Version(1)));
   auto subscribed = std::async(std::launch::async, [&] {
     return db().SubscribeToNextResponses(parent, 1, WaitOptions::For(std::chrono::seconds(30)));
   });

@@ -49,6 +49,31 @@ inline AppendRequest FinishedOk(DateTime at, int value = 1) {
   return AppendRequest{at, core::Finished{core::ReturnValueOk{core::Json(value)}, std::nullopt}};
 }
 
+// A DelayRequest of `delay` in its own join set, expiring in an hour: a
+// delay's response is admitted only once it was requested.
+inline AppendRequest DelayRequested(DateTime at, const core::DelayId& delay) {
+  const DateTime expires = at + std::chrono::hours(1);
+  return AppendRequest{
+      at, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+              delay.join_set_id(),
+              core::DelayRequest{delay, expires, core::HistoryEventScheduleAt::At(expires)}}}};
+}
+
+// `child` of `parent` in `js`, created with its request (children exist only
+// requested by their parent's write).
+inline Result<Version, DbErrorWrite> CreateChild(DbConnection& db, const core::ExecutionId& parent,
+                                                 Version version, const core::JoinSetId& js,
+                                                 const core::ExecutionIdDerived& child,
+                                                 DateTime at) {
+  CreateRequest req = NewCreate(child, at);
+  req.parent = std::make_pair(parent, js);
+  return db.AppendBatchCreateNewExecution(
+      at,
+      {AppendRequest{at, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                             js, core::ChildExecutionRequest{child, req.ffqn, req.params}}}}},
+      parent, version, {req});
+}
+
 // A one-shot gate: Wait() blocks until Open().
 class Gate {
  public:

@@ -147,33 +147,24 @@ TEST_F(WriterTest, DuplicateChildResponseRollsBackTheChildEventsToo) {
   ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
   auto js = core::JoinSetId::Create(core::JoinSetKind::kNamed, "js").value();
   auto child = parent.NextLevel(js, 1);
-  ASSERT_TRUE(db().AppendBatchCreateNewExecution(
-      T(3), {AppendRequest{T(3), core::HistoryEventRequest{core::HistoryJoinSetCreate{js}}}},
-      parent, Version(1), {[&] {
-        auto req = NewCreate(child, T(3));
-        req.parent = std::make_pair(parent, js);
-        return req;
-      }()}));
-  auto respond = [&](Version version) {
-    return db().AppendBatchRespondToParent(
-        AppendEventsToExecution{child, version, {FinishedOk(T(4))}},
-        AppendResponseToExecution{parent, T(4), js, child, version,
-                                  core::ReturnValueOk{core::Json(1)}},
-        T(4));
-  };
-  ASSERT_TRUE(respond(Version(1)));
-  // A second execution whose Finished is written first and whose response
-  // then collides with the first child's: Conflict, and its Finished must
-  // be rolled back with it.
   auto other = parent.NextLevel(js, 2);
-  auto other_req = NewCreate(other, T(3));
-  other_req.parent = std::make_pair(parent, js);
-  ASSERT_TRUE(db().Create(other_req));
-  auto duplicate = db().AppendBatchRespondToParent(
-      AppendEventsToExecution{other, Version(1), {FinishedOk(T(5))}},
-      AppendResponseToExecution{parent, T(5), js, child, Version(1),
-                                core::ReturnValueOk{core::Json(1)}},
-      T(5));
+  ASSERT_TRUE(CreateChild(db(), parent, Version(1), js, child, T(3)));
+  ASSERT_TRUE(CreateChild(db(), parent, Version(2), js, other, T(3)));
+  auto respond = [&](const core::ExecutionIdDerived& who, Version version, DateTime at) {
+    return db().AppendBatchRespondToParent(
+        AppendEventsToExecution{who, version, {FinishedOk(at)}},
+        AppendResponseToExecution{parent, at, js, who, version, core::ReturnValueOk{core::Json(1)}},
+        at);
+  };
+  ASSERT_TRUE(respond(child, Version(1), T(4)));
+  // `other`'s response is there already (written alone, test-only): its
+  // Finished is written first, then its response collides. Conflict, and
+  // its Finished must be rolled back with it.
+  ASSERT_TRUE(db().AppendResponse(
+      T(4), parent,
+      core::JoinSetResponseEvent{js, core::ChildExecutionFinished{
+                                         other, Version(1), core::ReturnValueOk{core::Json(1)}}}));
+  auto duplicate = respond(other, Version(1), T(5));
   ASSERT_FALSE(duplicate);
   EXPECT_TRUE(duplicate.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kConflict));
   auto other_log = db().Get(other);

@@ -54,7 +54,8 @@ TEST_P(AppendTest, CreateKeepsParentScheduledByAndMetadata) {
   req.component_id = ComponentB();
   req.scheduled_by = parent;
   req.metadata.entries = {{"a", "1"}, {"b", "2"}};
-  Must(db().Create(req));
+  Must(db().AppendBatchCreateNewExecution(kT0 + 1s, {ChildRequestReq(kT0 + 1s, child)}, parent,
+                                          Version(1), {req}));
 
   EXPECT_EQ(Must(db().GetCreateRequest(ExecutionId(child))), req);
   EXPECT_EQ(Must(db().GetPendingState(ExecutionId(child))),
@@ -310,7 +311,7 @@ TEST_P(AppendTest, AppendBatchCreateNewExecutionIsAllOrNothing) {
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived existing = ChildId(parent, join_set, 1);
   core::ExecutionIdDerived fresh = ChildId(parent, join_set, 2);
-  Must(db().Create(ChildCreateReq(existing, kT0)));
+  v = CreateChildren(db(), parent, v, kT0, {existing});
 
   // A child that exists already fails the whole call.
   EXPECT_THAT(db().AppendBatchCreateNewExecution(
@@ -324,9 +325,9 @@ TEST_P(AppendTest, AppendBatchCreateNewExecutionIsAllOrNothing) {
   EXPECT_THAT(
       db().AppendBatchCreateNewExecution(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)}, parent,
                                          Version(1), {ChildCreateReq(fresh, kT0 + 1s)}),
-      IsVersionConflict(2, 1));
+      IsVersionConflict(3, 1));
   EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
-  EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
+  EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(3));
 }
 
 TEST_P(AppendTest, AppendBatchCreateAndLockChildrenLocksTheNamedChildren) {

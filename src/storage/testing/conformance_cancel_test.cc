@@ -160,8 +160,9 @@ TEST_P(CancelTest, DelayCancellationIsIdempotent) {
 
 TEST_P(CancelTest, CancellingAFiredDelayIsAlreadyFinished) {
   ExecutionId id = NewId();
-  CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
   core::DelayId delay(id, join_set_, 1);
+  RequestDelays(db(), id, v, kT0, {delay}, kT0 + 1s);
   Must(db().AppendDelayResponse(kT0 + 1s, id, join_set_, delay, true));
 
   EXPECT_EQ(Must(CancelDelay(db(), delay, kT0 + 2s)), CancelOutcome::kAlreadyFinished);

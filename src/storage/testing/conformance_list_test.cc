@@ -156,7 +156,7 @@ TEST_P(ListTest, ListExecutionsFiltersByFfqnAndTopLevel) {
   req_b.ffqn = FfqnB();
   Must(db().Create(req_b));
   core::ExecutionIdDerived child = ChildId(a, NamedJoinSet("js"), 1);
-  Must(db().Create(ChildCreateReq(child, kT0 + 2s)));
+  CreateChildren(db(), a, Version(1), kT0 + 2s, {child});
 
   EXPECT_THAT(List(core::ExecutionListPagination{}), ElementsAre(ExecutionId(child), b, a));
   EXPECT_THAT(List(core::ExecutionListPagination{}, FfqnB()), ElementsAre(b));
@@ -361,9 +361,14 @@ TEST_P(ListTest, ListExecutionEventsCanIncludeBacktraceIds) {
 
 TEST_P(ListTest, ListResponsesPagesByArrivalCursor) {
   ExecutionId id = NewId(), other = NewId();
-  CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
-  CreateLocked(db(), other, kT0, Runner::New(), kT0 + 10s);
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Version other_v = CreateLocked(db(), other, kT0, Runner::New(), kT0 + 10s);
   core::JoinSetId join_set = NamedJoinSet("js");
+  for (uint64_t i = 1; i <= 5; ++i) {
+    v = RequestDelays(db(), id, v, kT0, {core::DelayId(id, join_set, i)}, kT0 + 1h);
+    other_v =
+        RequestDelays(db(), other, other_v, kT0, {core::DelayId(other, join_set, i)}, kT0 + 1h);
+  }
   // Five responses of `id`, interleaved with responses of `other`, which
   // must not shift `id`'s cursors.
   for (uint64_t i = 1; i <= 5; ++i) {
@@ -434,6 +439,8 @@ TEST_P(ListTest, GetAgreesWithTheFineGrainedReads) {
   core::JoinSetId join_set = NamedJoinSet("js");
   Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
   v = Must(db().AppendBatch(kT0, {JoinSetCreateReq(kT0, join_set), PersistReq(kT0 + 1s)}, id, v));
+  v = RequestDelays(db(), id, v, kT0 + 1s,
+                    {core::DelayId(id, join_set, 1), core::DelayId(id, join_set, 2)}, kT0 + 1h);
   Must(db().AppendDelayResponse(kT0 + 2s, id, join_set, core::DelayId(id, join_set, 1), true));
   Must(db().AppendDelayResponse(kT0 + 3s, id, join_set, core::DelayId(id, join_set, 2), false));
   Must(db().Append(id, v, JoinNextReq(kT0 + 4s, join_set, kT0 + 5s)));
@@ -445,7 +452,7 @@ TEST_P(ListTest, GetAgreesWithTheFineGrainedReads) {
   std::vector<core::ExecutionEvent> listed =
       Must(db().ListExecutionEvents(id, Version(0), 100, false));
   EXPECT_EQ(log.events, listed);
-  ASSERT_THAT(log.events, SizeIs(5));
+  ASSERT_THAT(log.events, SizeIs(7));
   for (uint32_t i = 0; i < log.events.size(); ++i) {
     core::ExecutionEvent event = Must(db().GetExecutionEvent(id, Version(i)));
     event.backtrace_id.reset();  // implementations may leave it unset here

@@ -52,7 +52,7 @@ TEST_P(LockTest, LockedExecutionCarriesHistoryResponsesAndParent) {
   Must(db().Create(root_req));
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived id = ChildId(root, join_set, 1);
-  Must(db().Create(ChildCreateReq(id, kT0)));
+  CreateChildren(db(), root, Version(1), kT0, {id});
   Runner first = Runner::New();
   Version v = Must(LockOneAt(db(), id, Version(1), kT0, first, kT0 + 10s)).next_version;
 
@@ -285,6 +285,7 @@ TEST_P(LockTest, LockExtendedWithTheSameExecutorAndRunWorks) {
   // JoinNext found its response keeps its lease and may extend it.
   core::JoinSetId join_set = NamedJoinSet("js");
   core::DelayId delay(id, join_set, 1);
+  v = RequestDelays(db(), id, v, kT0 + 6s, {delay}, kT0 + 6s);
   Must(db().AppendDelayResponse(kT0 + 6s, id, join_set, delay, true));
   v = Must(db().Append(id, v, JoinNextReq(kT0 + 7s, join_set, kT0 + 30s)));
   ASSERT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 30s, runner.locked_by()));

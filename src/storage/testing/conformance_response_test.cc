@@ -38,6 +38,8 @@ class ResponseTest : public ConformanceTest {
   }
 
   const core::JoinSetId join_set_ = NamedJoinSet("js");
+  // Expiry of requested delays that must not fire during a test.
+  const DateTime kLater = kT0 + 1h;
 };
 STELE_INSTANTIATE_CONFORMANCE_SUITE(ResponseTest);
 
@@ -98,6 +100,8 @@ TEST_P(ResponseTest, ResponseUnblocksOnlyTheSameJoinSet) {
   Runner runner = Runner::New();
   core::JoinSetId other = NamedJoinSet("other");
   Version v = CreateLocked(db(), parent, kT0, runner, kT0 + 10s);
+  v = RequestDelays(db(), parent, v, kT0,
+                    {core::DelayId(parent, other, 1), core::DelayId(parent, join_set_, 1)}, kLater);
   v = Must(db().Append(parent, v, JoinNextReq(kT0, join_set_, kT0 + 1s)));
 
   EXPECT_EQ(Must(db().AppendDelayResponse(kT0 + 2s, parent, other, core::DelayId(parent, other, 1),
@@ -115,6 +119,10 @@ TEST_P(ResponseTest, JoinNextConsumesTheKthResponseOfItsJoinSet) {
   Runner runner = Runner::New();
   core::JoinSetId other = NamedJoinSet("other");
   Version v = CreateLocked(db(), parent, kT0, runner, kT0 + 10s);
+  v = RequestDelays(db(), parent, v, kT0,
+                    {core::DelayId(parent, join_set_, 1), core::DelayId(parent, other, 1),
+                     core::DelayId(parent, join_set_, 2)},
+                    kLater);
   // Responses arrive while the parent runs: js, other, js.
   Must(db().AppendDelayResponse(kT0 + 1s, parent, join_set_, core::DelayId(parent, join_set_, 1),
                                 true));
@@ -143,19 +151,21 @@ TEST_P(ResponseTest, ResponseLeavesOtherStatesUntouched) {
   CreateRequest req = CreateReq(pending, kT0);
   req.scheduled_at = kT0 + 5s;
   Must(db().Create(req));
+  RequestDelays(db(), pending, Version(1), kT0, {core::DelayId(pending, join_set_, 1)}, kLater);
   Must(db().AppendDelayResponse(kT0 + 1s, pending, join_set_, core::DelayId(pending, join_set_, 1),
                                 true));
   EXPECT_EQ(Must(db().GetPendingState(pending)), PendingAtState(kT0 + 5s, std::nullopt));
   // Finished: the response is still recorded.
   ExecutionId finished = NewId();
   Version v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);
+  v = RequestDelays(db(), finished, v, kT0, {core::DelayId(finished, join_set_, 1)}, kLater);
   Must(db().Append(finished, v, FinishedReq(kT0, OkResult())));
   Must(db().AppendDelayResponse(kT0 + 1s, finished, join_set_,
                                 core::DelayId(finished, join_set_, 1), true));
   ExecutionLog log = Must(db().Get(finished));
   EXPECT_TRUE(log.pending_state.IsFinished());
   EXPECT_THAT(log.responses, SizeIs(1));
-  EXPECT_EQ(log.next_version, Version(3));
+  EXPECT_EQ(log.next_version, Version(4));
 }
 
 TEST_P(ResponseTest, AppendBatchRespondToParentIsAllOrNothing) {
@@ -177,12 +187,6 @@ TEST_P(ResponseTest, AppendBatchRespondToParentIsAllOrNothing) {
   // An unknown child.
   core::ExecutionIdDerived unknown = ChildId(parent, join_set_, 9);
   EXPECT_THAT(FinishChild(unknown, kT0 + 2s, OkResult()), IsNotFound());
-
-  // A child whose parent does not exist: the child is not finished either.
-  core::ExecutionIdDerived orphan = ChildId(NewId(), join_set_, 1);
-  Must(db().Create(ChildCreateReq(orphan, kT0)));
-  EXPECT_THAT(FinishChild(orphan, kT0 + 2s, OkResult()), IsNotFound());
-  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(orphan))), PendingAtState(kT0, std::nullopt));
 }
 
 TEST_P(ResponseTest, AppendResponseWithTheSameChildIdTwiceFails) {
@@ -191,28 +195,43 @@ TEST_P(ResponseTest, AppendResponseWithTheSameChildIdTwiceFails) {
   core::ExecutionIdDerived second = ChildId(parent, join_set_, 2);
   ParentWithChildren(parent, Runner::New(), {first, second});
   Must(FinishChild(first, kT0 + 1s, OkResult(core::Json(1))));
+  auto response_of = [&](const core::ExecutionIdDerived& child) {
+    return core::JoinSetResponseEvent{
+        join_set_, core::ChildExecutionFinished{child, Version(1), OkResult(core::Json(1))}};
+  };
+  EXPECT_THAT(db().AppendResponse(kT0 + 3s, parent, response_of(first)), IsNonRetriable(kConflict));
 
-  // A batch that is fine for `second` but responds for `first` again: the
-  // duplicate response fails the whole call and nothing is written.
+  // `second`'s response recorded already: finishing it with its response
+  // again fails the whole call, and nothing is written.
+  Must(db().AppendResponse(kT0 + 3s, parent, response_of(second)));
+  EXPECT_THAT(FinishChild(second, kT0 + 4s, OkResult(core::Json(1))), IsNonRetriable(kConflict));
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(second))), PendingAtState(kT0, std::nullopt));
+  EXPECT_THAT(Must(db().Get(parent)).responses, SizeIs(2));
+}
+
+TEST_P(ResponseTest, AChildRespondsOnlyForItself) {
+  ExecutionId parent = NewId();
+  core::ExecutionIdDerived first = ChildId(parent, join_set_, 1);
+  core::ExecutionIdDerived second = ChildId(parent, join_set_, 2);
+  ParentWithChildren(parent, Runner::New(), {first, second});
+  const ExecutionLog before = Must(db().Get(parent));
+
+  // `second`'s events with a response naming `first`: refused, nothing written.
   EXPECT_THAT(db().AppendBatchRespondToParent(
                   AppendEventsToExecution{
                       ExecutionId(second), Version(1), {FinishedReq(kT0 + 2s, OkResult())}},
-                  ChildResponse(first, kT0 + 2s, Version(1), OkResult(core::Json(1))), kT0 + 2s),
-              IsNonRetriable(kConflict));
+                  ChildResponse(first, kT0 + 2s, Version(1), OkResult()), kT0 + 2s),
+              IsNonRetriable(kValidationFailed));
   EXPECT_EQ(Must(db().GetPendingState(ExecutionId(second))), PendingAtState(kT0, std::nullopt));
-  EXPECT_THAT(
-      db().AppendResponse(
-          kT0 + 3s, parent,
-          core::JoinSetResponseEvent{
-              join_set_, core::ChildExecutionFinished{first, Version(1), OkResult(core::Json(1))}}),
-      IsNonRetriable(kConflict));
-  EXPECT_THAT(Must(db().Get(parent)).responses, SizeIs(1));
+  EXPECT_EQ(Must(db().GetPendingState(ExecutionId(first))), PendingAtState(kT0, std::nullopt));
+  EXPECT_EQ(Must(db().Get(parent)), before);
 }
 
 TEST_P(ResponseTest, AppendResponseWithTheSameDelayIdTwiceFails) {
   ExecutionId parent = NewId();
-  CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
   core::DelayId delay(parent, join_set_, 1);
+  RequestDelays(db(), parent, v, kT0, {delay}, kLater);
   core::JoinSetResponseEvent response{join_set_, core::DelayFinished{delay, true}};
 
   EXPECT_THAT(db().AppendResponse(kT0 + 1s, parent, response), IsOk());
@@ -224,9 +243,10 @@ TEST_P(ResponseTest, AppendResponseWithTheSameDelayIdTwiceFails) {
 
 TEST_P(ResponseTest, AppendSameDelayIdTwiceReportsTheFirstOutcome) {
   ExecutionId parent = NewId();
-  CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  Version v = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
   core::DelayId fired(parent, join_set_, 1);
   core::DelayId cancelled(parent, join_set_, 2);
+  RequestDelays(db(), parent, v, kT0, {fired, cancelled}, kLater);
 
   EXPECT_EQ(Must(db().AppendDelayResponse(kT0 + 1s, parent, join_set_, fired, true)),
             AppendDelayResponseOutcome::kSuccess);

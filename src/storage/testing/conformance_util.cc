@@ -174,6 +174,24 @@ Version CreateLocked(DbConnection& db, const ExecutionId& id, DateTime at, const
   return Must(LockOneAt(db, id, Version(1), at, runner, lock_expires_at)).next_version;
 }
 
+Version RequestDelays(DbConnection& db, const ExecutionId& id, Version version, DateTime at,
+                      const std::vector<core::DelayId>& delays, DateTime expires_at) {
+  std::vector<AppendRequest> batch;
+  for (const core::DelayId& delay : delays) batch.push_back(DelayRequestReq(at, delay, expires_at));
+  return Must(db.AppendBatch(at, batch, id, version));
+}
+
+Version CreateChildren(DbConnection& db, const ExecutionId& parent, Version version, DateTime at,
+                       const std::vector<core::ExecutionIdDerived>& children) {
+  std::vector<AppendRequest> batch;
+  std::vector<CreateRequest> creates;
+  for (const core::ExecutionIdDerived& child : children) {
+    batch.push_back(ChildRequestReq(at, child));
+    creates.push_back(ChildCreateReq(child, at));
+  }
+  return Must(db.AppendBatchCreateNewExecution(at, batch, parent, version, creates));
+}
+
 std::vector<ExecutionId> IdsOf(const std::vector<LockedExecution>& locked) {
   std::vector<ExecutionId> ids;
   for (const LockedExecution& execution : locked) ids.push_back(execution.execution_id);

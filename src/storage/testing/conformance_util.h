@@ -101,6 +101,16 @@ Result<LockedExecution, DbErrorWrite> LockOneAt(DbExecutor& db, const ExecutionI
 // returns the next version (2). Throws (failing the test) on any error.
 Version CreateLocked(DbConnection& db, const ExecutionId& id, DateTime at, const Runner& runner,
                      DateTime lock_expires_at);
+// Appends a DelayRequest (expiring at `expires_at`) of each of `delays` at
+// `version`, created at `at`; returns the next version. A delay response is
+// admitted only for a requested delay. Throws (failing the test) on error.
+Version RequestDelays(DbConnection& db, const ExecutionId& id, Version version, DateTime at,
+                      const std::vector<core::DelayId>& delays, DateTime expires_at);
+// Creates `children` of `parent` as its step would: their ChildExecutionRequests
+// appended at `version` with their creation (children exist only requested
+// by their parent); returns the parent's next version. Throws on error.
+Version CreateChildren(DbConnection& db, const ExecutionId& parent, Version version, DateTime at,
+                       const std::vector<core::ExecutionIdDerived>& children);
 std::vector<ExecutionId> IdsOf(const std::vector<LockedExecution>& locked);
 std::vector<ExecutionId> IdsOf(const std::vector<ExecutionWithState>& rows);
 std::vector<ExpiredLock> ExpiredLocksOf(const std::vector<ExpiredTimer>& timers);

@@ -107,7 +107,11 @@ class SubscribeTest : public WaitTest {
   // A locked execution with two delay responses in "js".
   ExecutionId WithTwoResponses() {
     ExecutionId id = NewId();
-    CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+    Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+    RequestDelays(db(), id, v, kT0,
+                  {core::DelayId(id, join_set_, 1), core::DelayId(id, join_set_, 2),
+                   core::DelayId(id, join_set_, 3)},
+                  kT0 + 1h);
     Must(db().AppendDelayResponse(kT0 + 1s, id, join_set_, core::DelayId(id, join_set_, 1), true));
     Must(db().AppendDelayResponse(kT0 + 2s, id, join_set_, core::DelayId(id, join_set_, 2), false));
     return id;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace stele::storage {
+namespace stele::storage::request_rules_test {
 namespace {
 
 const DateTime kT0 = DateTimeFromMicros(1'700'000'000'000'000);
@@ -124,4 +124,4 @@ TEST_F(RequestRulesTest, AChildRespondsForItself) {
 }
 
 }  // namespace
-}  // namespace stele::storage
+}  // namespace stele::storage::request_rules_test

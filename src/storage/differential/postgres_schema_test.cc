@@ -153,11 +153,14 @@ TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
   {
     auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo}));
     auto db = Must(pool->ConnectionTest());
-    Must(db->Create(CreateReq(parent, SystemClock::Instance().Now())));
+    const DateTime now = SystemClock::Instance().Now();
+    Must(db->Create(CreateReq(parent, now)));
     const auto js = core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
+    Version version(1);
     for (uint64_t idx = 1; idx <= 12; ++idx) {
       const core::ExecutionIdDerived child = parent.NextLevel(js, idx);
-      Must(db->Create(conformance::ChildCreateReq(child, SystemClock::Instance().Now())));
+      // Children exist only requested by their parent's write.
+      version = conformance::CreateChildren(*db, parent, version, now, {child});
       newest_first.insert(newest_first.begin(), ExecutionId(child));
     }
     newest_first.push_back(parent);

@@ -43,10 +43,9 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
   const auto js = core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
   std::vector<core::ExecutionId> newest_first;
   for (uint64_t idx = 1; idx <= 12; ++idx) {
-    auto req = NewCreate(parent.NextLevel(js, idx), T(1));
-    req.parent = std::make_pair(parent, js);
-    ASSERT_TRUE(db().Create(req));
-    newest_first.insert(newest_first.begin(), req.execution_id);
+    const core::ExecutionIdDerived child = parent.NextLevel(js, idx);
+    ASSERT_TRUE(CreateChild(db(), parent, Version(idx), js, child, T(1)));
+    newest_first.insert(newest_first.begin(), child);
   }
   newest_first.push_back(parent);
   ClosePool();

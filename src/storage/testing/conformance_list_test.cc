@@ -91,31 +91,37 @@ TEST_P(ListTest, ListExecutionsOrdersChildrenAsCreated) {
   const ExecutionId parent = TopLevelId(2);
   // Expected order, oldest first (the listing is its reverse).
   std::vector<ExecutionId> order = {TopLevelId(1), parent};
-  auto create = [&](const ExecutionId& id) {
-    if (id.IsTopLevel()) {
-      Must(db().Create(CreateReq(id, kT0)));
-    } else {
-      Must(db().Create(ChildCreateReq(*id.AsDerived(), kT0)));
-    }
-  };
   const core::JoinSetId generated =
       core::JoinSetId::Create(core::JoinSetKind::kGenerated, "1").value();
-  for (uint64_t idx = 1; idx <= 12; ++idx) order.push_back(ChildId(parent, generated, idx));
-  order.push_back(ChildId(ChildId(parent, generated, 12), NamedJoinSet("js"), 1));  // a grandchild
+  std::vector<core::ExecutionIdDerived> children;  // of `parent`
+  for (uint64_t idx = 1; idx <= 12; ++idx) children.push_back(ChildId(parent, generated, idx));
+  const core::ExecutionIdDerived grandchild =
+      ChildId(ChildId(parent, generated, 12), NamedJoinSet("js"), 1);
   for (uint64_t n : {2, 9, 10, 11}) {
-    order.push_back(ChildId(
+    children.push_back(ChildId(
         parent,
         core::JoinSetId::Create(core::JoinSetKind::kOneOff, std::to_string(n) + "-pay").value(),
         1));
   }
+  for (size_t i = 0; i < children.size(); ++i) {
+    order.push_back(children[i]);
+    if (i == 11) order.push_back(grandchild);  // right after its parent, child _12
+  }
   order.push_back(TopLevelId(3));
-  // Created in an order that is neither: the store must sort.
-  for (size_t i = order.size(); i-- > 0;) {
-    if (i % 2 == 0) create(order[i]);
+  // Created in an order that is neither: the store must sort. Children
+  // exist only requested by their (locked) parent.
+  Must(db().Create(CreateReq(TopLevelId(3), kT0)));
+  Version version = CreateLocked(db(), parent, kT0, Runner::New(), kT0 + 10s);
+  for (size_t i = children.size(); i-- > 0;) {
+    if (i % 2 == 0) version = CreateChildren(db(), parent, version, kT0, {children[i]});
   }
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (i % 2 == 1) create(order[i]);
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (i % 2 == 1) version = CreateChildren(db(), parent, version, kT0, {children[i]});
   }
+  const Version child_version =
+      Must(LockOneAt(db(), children[11], Version(1), kT0, Runner::New(), kT0 + 10s)).next_version;
+  CreateChildren(db(), children[11], child_version, kT0, {grandchild});
+  Must(db().Create(CreateReq(TopLevelId(1), kT0)));
   const std::vector<ExecutionId> newest_first(order.rbegin(), order.rend());
   EXPECT_EQ(List(IdPage::OlderThan(100, std::nullopt, false)), newest_first);
 

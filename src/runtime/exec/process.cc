@@ -337,6 +337,16 @@ ProcessOutcome RunProcess(const ProcessSpec& spec, const CancellationToken& canc
   supervisor::Report first;
   if (ReadReport(report.read.get(), first) != ReportRead::kGot) {
     int status = ReapSupervisor(supervisor_pid);
+    if (WIFSIGNALED(status)) {
+      // Killed from outside, possibly after the command started (it runs
+      // before the supervisor reports it): the command died with it (its
+      // parent-death signal). Not a spawn failure: the command may have run.
+      ProcessOutcome outcome;
+      outcome.end = End::kSupervisorLost;
+      outcome.spawn_error = "the exec supervisor died as the command started (" +
+                            WaitStatusText(status) + "); the command was killed with it";
+      return outcome;
+    }
     return SpawnFailed("the exec supervisor `" + *supervisor_path +
                        "` ended before starting the command (" + WaitStatusText(status) + ")");
   }

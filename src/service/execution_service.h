@@ -114,7 +114,22 @@ struct ResponsesPage {
 };
 
 // What Cancel did.
-enum class CancelOutcome { kCancelled, kAlreadyFinished };
+enum class CancelOutcome {
+  kCancelled,        // finished `cancelled` (now, or before)
+  kAlreadyFinished,  // a delay that fired before (executions: kConflict instead)
+  kCancelling,       // a workflow asked to cancel: it finishes `cancelled` soon
+};
+
+// How Cancel stops a workflow (docs/model.md §9.3); activities and delays
+// are cancelled at once whatever it says.
+struct CancelOptions {
+  // End at once, without cleanup, instead of letting the workflow see the
+  // cancellation and clean up within the grace period.
+  bool terminate = false;
+  // nullopt: ServiceOptions::cancel_grace.
+  std::optional<std::chrono::milliseconds> grace;
+  std::string reason;  // recorded with the request; shown in its events
+};
 
 // An executor the service runs, for monitoring.
 struct ExecutorView {
@@ -178,10 +193,17 @@ class ExecutionService {
   // Errors: kInvalidArgument, kNotFound (no execution, or no backtrace).
   Result<core::BacktraceInfo, ServiceError> Backtrace(std::string_view execution_id,
                                                       storage::BacktraceFilter filter);
-  // Cancels an activity execution ("E_…") or a delay ("Delay_…").
-  // Idempotent. A running activity of this process is stopped at once.
-  // Errors: kInvalidArgument (malformed id, a workflow), kNotFound.
-  Result<CancelOutcome, ServiceError> Cancel(std::string_view id);
+  // Cancels an execution ("E_…") or a delay ("Delay_…"). An activity
+  // finishes `cancelled` at once (a running one of this process is stopped
+  // at once): kCancelled. A workflow gets a cancel request in its log
+  // (docs/model.md §9.3): kCancelling; it ends with its subtree cancelled.
+  // Idempotent: a second request writes nothing and answers the same (a
+  // terminate after a cancel is written); a workflow that finished
+  // `cancelled` answers kCancelled. Errors: kInvalidArgument (malformed
+  // id, grace out of range), kNotFound, kConflict (finished otherwise,
+  // with "already finished" in the message; nothing written).
+  Result<CancelOutcome, ServiceError> Cancel(std::string_view id,
+                                             const CancelOptions& options = {});
   // Cancels a delay. Errors: kInvalidArgument, kNotFound.
   Result<CancelOutcome, ServiceError> CancelDelay(std::string_view delay_id);
   // Writes the result of a stub activity's child execution. Idempotent
@@ -235,6 +257,9 @@ class ExecutionService {
  private:
   ExecutionService(ServiceOptions options, std::unique_ptr<storage::DbExternalApi> api);
   Result<void, ServiceError> StartExecutors();
+  Result<CancelOutcome, ServiceError> CancelWorkflow(const core::ExecutionId& id,
+                                                     const CancelOptions& options);
+  static ServiceError AlreadyFinished(const core::ExecutionId& id);
   void StopExecutors();
 
   ServiceOptions options_;

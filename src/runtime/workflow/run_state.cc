@@ -132,6 +132,7 @@ Result<void, Interruption> RunState::Begin() {
           lock_expires_at_) {
     STELE_TRY(ExtendLockWithinLimits(now));
   }
+  STELE_TRY(PassCancelRequests());
   if (options.max_events_per_run > 0 && !replaying() &&
       events_written_ + cache_.size() >= options.max_events_per_run) {
     STELE_TRY(Flush());
@@ -189,6 +190,9 @@ Result<void, Interruption> RunState::ExtendLock(DateTime now) {
 
 Result<const core::HistoryEvent*, Interruption> RunState::Step(
     core::HistoryEvent key, std::optional<storage::CreateRequest> child) {
+  // A cancel request is no call's event: the cursor passes it (what it
+  // changes is decided at the next call or after a JoinNext).
+  if (!std::holds_alternative<core::HistoryCancelRequest>(key)) SkipCancelRequests();
   if (cursor_ < history_.size()) {
     const auto& [recorded, recorded_version] = history_[cursor_];
     if (!KeyMatches(key, recorded)) {
@@ -418,6 +422,7 @@ void RunState::Apply(const core::HistoryEvent& event) {
             auto [it, inserted] =
                 join_sets_.try_emplace(create.join_set_id, JoinSetState{create.join_set_id});
             if (!inserted) return;
+            all_join_sets_.push_back(create.join_set_id);
             switch (create.join_set_id.kind()) {
               case core::JoinSetKind::kOneOff:
                 ++one_off_count_;
@@ -457,6 +462,10 @@ void RunState::Apply(const core::HistoryEvent& event) {
             join_sets_.try_emplace(join_next.join_set_id, JoinSetState{join_next.join_set_id})
                 .first->second.join_nexts++;
           },
+          [&](const core::HistoryCancelRequest& request) {
+            if (!cancel_request_) cancel_request_ = request;
+            if (request.terminate) terminate_requested_ = true;
+          },
           [](const auto&) {},
       },
       event);
@@ -484,11 +493,19 @@ core::HistoryJoinNext RunState::JoinNextKey(const core::JoinSetId& join_set,
                                std::move(requested_ffqn), closing};
 }
 
-Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
-    const core::JoinSetId& join_set) {
+Result<std::optional<JoinSetResponseValue>, Interruption> RunState::AwaitJoinNextResponse(
+    const core::JoinSetId& join_set, bool closing) {
   JoinSetState* state = FindJoinSet(join_set);
   STELE_CHECK(state != nullptr && state->join_nexts > 0, "AwaitJoinNextResponse without JoinNext");
   step_time.reset();  // the run may wait here: a new step begins
+  // A request written right after this JoinNext was written while the
+  // workflow waited here: it interrupts this very wait.
+  SkipCancelRequests();
+  if (terminate_requested_ && !ending_cancelled_) return Interrupt(TerminatedInterruption());
+  if (!closing && TakeCancellation()) {
+    STELE_TRY(MaybeFlush());
+    return std::optional<JoinSetResponseValue>();
+  }
   const uint64_t k = state->join_nexts;
   auto known = responses_by_join_set_.find(join_set);
   if (known != responses_by_join_set_.end() && known->second.size() >= k) {
@@ -504,7 +521,94 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
     STELE_TRY(Flush());
     STELE_TRY(WaitForResponses(join_set, k, slot.get(), &wake));
   }
-  return Consume(*state, responses_by_join_set_[join_set][k - 1]);
+  JoinSetResponseValue response = Consume(*state, responses_by_join_set_[join_set][k - 1]);
+  if (const auto* delay = std::get_if<DelayResponse>(&response);
+      delay != nullptr && !closing && !ending_cancelled_ &&
+      grace_delay_ids_.contains(delay->delay_id.ToString())) {
+    return Interrupt(Interruption::Kind::kTerminated,
+                     "cancelled: the grace period of the cancel request ended");
+  }
+  return std::optional<JoinSetResponseValue>(std::move(response));
+}
+
+// --- Cancellation ---------------------------------------------------------------------
+
+void RunState::SkipCancelRequests() {
+  while (cursor_ < history_.size() &&
+         std::holds_alternative<core::HistoryCancelRequest>(history_[cursor_].first)) {
+    Apply(history_[cursor_].first);
+    ++cursor_;
+  }
+}
+
+Interruption RunState::TerminatedInterruption() const {
+  std::string reason = "cancelled";
+  if (cancel_request_ && !cancel_request_->reason.empty()) reason += ": " + cancel_request_->reason;
+  return Interruption{Interruption::Kind::kTerminated, std::move(reason), std::nullopt};
+}
+
+Result<void, Interruption> RunState::PassCancelRequests() {
+  SkipCancelRequests();
+  if (ending_cancelled_ || !cancel_request_) return {};
+  if (terminate_requested_) return Interrupt(TerminatedInterruption());
+  // The grace period is a fact of new territory only: a replay takes the
+  // path the log recorded, and the log records its end as a terminate
+  // request written here.
+  if (!replaying() && Now() >= cancel_request_->grace_expires_at) {
+    STELE_TRY(Step(core::HistoryCancelRequest{cancel_request_->grace_expires_at, true,
+                                              "the grace period of the cancel request ended"}));
+    return Interrupt(TerminatedInterruption());
+  }
+  return {};
+}
+
+bool RunState::TakeCancellation() {
+  if (!cancel_request_ || cancellation_taken_ || ending_cancelled_) return false;
+  cancellation_taken_ = true;
+  return true;
+}
+
+Result<void, Interruption> RunState::AddGraceDelay(JoinSetState& join_set) {
+  if (!cancellation_taken_ || ending_cancelled_ || grace_delays_.contains(join_set.id)) return {};
+  core::DelayId delay_id(ctx.execution_id, join_set.id, join_set.submissions + 1);
+  grace_delays_.emplace(join_set.id, delay_id.ToString());
+  grace_delay_ids_.insert(delay_id.ToString());
+  const DateTime expires_at = cancel_request_->grace_expires_at;
+  STELE_TRY(Step(core::HistoryJoinSetRequest{
+      join_set.id,
+      core::DelayRequest{delay_id, expires_at, core::HistoryEventScheduleAt::At(expires_at)}}));
+  return {};
+}
+
+uint64_t RunState::GuestSubmissions(const JoinSetState& join_set) const {
+  return join_set.submissions - (grace_delays_.contains(join_set.id) ? 1 : 0);
+}
+
+Result<void, Interruption> RunState::CancelOpenSubtree() {
+  STELE_TRY(Flush(/*dispatch=*/false));  // what is cancelled must exist
+  const DateTime now = Now();
+  const core::HistoryCancelRequest terminate{now, true, "its parent was cancelled"};
+  for (const core::JoinSetId& id : all_join_sets_) {
+    const JoinSetState& join_set = join_sets_.at(id);
+    for (const std::string& key : join_set.order) {
+      auto it = join_set.unconsumed.find(key);
+      if (it == join_set.unconsumed.end()) continue;
+      const Submission& submission = it->second;
+      const auto* child = std::get_if<core::ExecutionIdDerived>(&submission.id);
+      std::optional<FunctionInfo> info =
+          submission.ffqn ? deps.functions->Find(*submission.ffqn) : std::nullopt;
+      if (child != nullptr && info && info->kind == FunctionKind::kWorkflow) {
+        auto requested =
+            storage::AppendCancelRequest(*deps.db, core::ExecutionId(*child), terminate, now);
+        if (!requested) return DbFailure("terminating " + key, std::move(requested).error());
+        continue;
+      }
+      if (auto cancelled = CancelSubmission(submission, now); !cancelled) {
+        return DbFailure("cancelling " + key, std::move(cancelled).error());
+      }
+    }
+  }
+  return {};
 }
 
 std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(

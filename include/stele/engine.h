@@ -215,7 +215,7 @@ enum class CancelOutcome {
   kCancelling,       // a workflow was asked to cancel; it finishes `cancelled` soon
 };
 
-// How Cancel stops a workflow (docs/model.md §9.3).
+// How Cancel stops a workflow (docs/model.md §9.5).
 struct CancelOptions {
   // End at once: no cleanup, the subtree cancelled, the result `cancelled`.
   bool terminate = false;

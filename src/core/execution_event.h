@@ -137,7 +137,7 @@ struct HistoryStep {
   SupportedFunctionReturnValue result;
   friend bool operator==(const HistoryStep&, const HistoryStep&) = default;
 };
-// A request from outside to cancel the workflow (docs/model.md §9.3): the
+// A request from outside to cancel the workflow (docs/model.md §9.5): the
 // one history event the lock holder does not write. The service appends it
 // at the end of the log, where its position decides, the same way on every
 // replay, at which blocking call the workflow sees the cancellation.

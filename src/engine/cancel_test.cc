@@ -1,5 +1,5 @@
 // Cancelling and terminating workflows through libstele (docs/sdk.md,
-// "Cancelling a workflow"; docs/model.md §9.3): the request is an event in
+// "Cancelling a workflow"; docs/model.md §9.5): the request is an event in
 // the workflow's log, the workflow sees it at its next blocking call and
 // may clean up within the grace period, and it finishes `cancelled` with
 // its open subtree cancelled.

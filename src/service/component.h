@@ -128,7 +128,7 @@ struct ServiceOptions {
   std::chrono::milliseconds activity_retry_backoff{100};
   std::chrono::milliseconds workflow_retry_backoff{100};
   // How long a cancelled workflow may clean up before it is terminated
-  // (docs/model.md §9.3), unless the request names its own.
+  // (docs/model.md §9.5), unless the request names its own.
   std::chrono::milliseconds cancel_grace{kDefaultCancelGrace};
   // Activity attempts running at once, all activities together.
   uint32_t max_concurrency = 64;

@@ -37,7 +37,7 @@ Result<CancelOutcome, ServiceError> ExecutionService::Cancel(std::string_view te
 
 namespace {
 
-// The cancel requests already in `id`'s log (docs/model.md §9.3).
+// The cancel requests already in `id`'s log (docs/model.md §9.5).
 struct RequestsInLog {
   bool cancel = false;
   bool terminate = false;

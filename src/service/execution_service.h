@@ -120,7 +120,7 @@ enum class CancelOutcome {
   kCancelling,       // a workflow asked to cancel: it finishes `cancelled` soon
 };
 
-// How Cancel stops a workflow (docs/model.md §9.3); activities and delays
+// How Cancel stops a workflow (docs/model.md §9.5); activities and delays
 // are cancelled at once whatever it says.
 struct CancelOptions {
   // End at once, without cleanup, instead of letting the workflow see the
@@ -196,7 +196,7 @@ class ExecutionService {
   // Cancels an execution ("E_…") or a delay ("Delay_…"). An activity
   // finishes `cancelled` at once (a running one of this process is stopped
   // at once): kCancelled. A workflow gets a cancel request in its log
-  // (docs/model.md §9.3): kCancelling; it ends with its subtree cancelled.
+  // (docs/model.md §9.5): kCancelling; it ends with its subtree cancelled.
   // Idempotent: a second request writes nothing and answers the same (a
   // terminate after a cancel is written); a workflow that finished
   // `cancelled` answers kCancelled. Errors: kInvalidArgument (malformed

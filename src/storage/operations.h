@@ -25,7 +25,7 @@ Result<void, DbErrorWrite> StubExecution(DbConnection& db,
 Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::DelayId& delay_id,
                                                 DateTime created_at);
 
-// Appends `request` (docs/model.md §9.3) at the end of the log of workflow
+// Appends `request` (docs/model.md §9.5) at the end of the log of workflow
 // `execution_id`, fenced at the last version it read; a writer racing it
 // (the workflow's own run) makes it re-read and retry, up to 5 more times.
 // kCancelled when written (the execution becomes pending at once, so that

@@ -75,7 +75,7 @@
       ObjectDefineProperty(this, "response", { value: response, enumerable: true });
     }
   }
-  // The workflow is being cancelled (docs/model.md §9.3): thrown once, by
+  // The workflow is being cancelled (docs/model.md §9.5): thrown once, by
   // the blocking operation it interrupted; the workflow may clean up.
   class Cancelled extends Error {
     constructor(message) {

@@ -78,7 +78,7 @@
 // and compared on replay, so the algorithm is part of the replay contract.
 // Scheduled executions get ids from the same generator.
 //
-// Cancellation (docs/model.md §9.3). A HistoryCancelRequest in the log is
+// Cancellation (docs/model.md §9.5). A HistoryCancelRequest in the log is
 // not produced by a call: the cursor passes it (at the start of a call or
 // of a step) and the run remembers it. The first blocking call that
 // follows — or the JoinNext directly before it, which the request

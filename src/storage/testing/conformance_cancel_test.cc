@@ -1,6 +1,6 @@
 // The composed operations every backend must support identically:
 // StubExecution, CancelActivity and CancelDelay — all idempotent — and
-// AppendCancelRequest, a workflow's cancel request (docs/model.md §9.3).
+// AppendCancelRequest, a workflow's cancel request (docs/model.md §9.5).
 #include "storage/operations.h"
 #include "storage/testing/conformance.h"
 #include "storage/testing/conformance_util.h"

@@ -154,11 +154,13 @@ TEST(SdkCrashTest, AcknowledgedCancelsSurviveASigkillAndTakeEffectOnce) {
 
   pid_t first = Spawn(db, out, /*cancel=*/true);
   ASSERT_GT(first, 0);
-  bool midway = testing::WaitUntil([&] { return CountLines(out) >= kCount / 4; },
+  // Killed once some cancels were acknowledged: they are recorded, their
+  // effect (the workflows waking, cancelling, finishing) mostly is not.
+  bool midway = testing::WaitUntil([&] { return CountLines(out + ".cancels") >= 20; },
                                    std::chrono::seconds(60));
   kill(first, SIGKILL);
   waitpid(first, nullptr, 0);
-  ASSERT_TRUE(midway) << "the first process did not get a quarter of the way";
+  ASSERT_TRUE(midway) << "the first process did not get to its cancels";
   const size_t acknowledged_before_kill = CountLines(out + ".cancels");
 
   pid_t second = Spawn(db, out, /*cancel=*/true);
@@ -215,7 +217,7 @@ TEST(SdkCrashTest, AcknowledgedCancelsSurviveASigkillAndTakeEffectOnce) {
     }
   }
   EXPECT_EQ(wrong, 0);
-  EXPECT_GT(acknowledged.size(), 0u);
+  EXPECT_GE(acknowledged_before_kill, 20u);
   (*pool)->Close();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);

@@ -78,8 +78,11 @@ int main(int argc, char** argv) {
                              .timeout = std::chrono::milliseconds(1000)});
   if (registered) {
     registered = e.RegisterWorkflow(
-        kWorkflow, [](stele::WorkflowContext& ctx, stele::Json params) -> stele::Task<stele::Json> {
-          co_await ctx.sleep(std::chrono::milliseconds(20));
+        kWorkflow,
+        [cancel](stele::WorkflowContext& ctx, stele::Json params) -> stele::Task<stele::Json> {
+          // The ones to cancel sleep long enough to be cancelled asleep.
+          const bool to_cancel = cancel && params.at(0).get<int>() % 4 == 0;
+          co_await ctx.sleep(std::chrono::milliseconds(to_cancel ? 3000 : 20));
           auto r = co_await ctx.call(kAppend, params);
           co_return r.value;
         });

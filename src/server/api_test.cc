@@ -283,7 +283,8 @@ TEST_F(ApiTest, CancelAndTerminateAWorkflow) {
 
   auto requests = [&] {
     size_t n = 0;
-    for (const Json& event : Body(Get(events_path))["events"]) {
+    const Json events = Body(Get(events_path));
+    for (const Json& event : events["events"]) {
       n += event.dump().find("cancel_request") != std::string::npos;
     }
     return n;

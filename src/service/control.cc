@@ -32,6 +32,7 @@ Result<CancelOutcome, ServiceError> ExecutionService::Cancel(std::string_view te
   auto outcome = executor::CancelActivity(*api_, cancels_.get(), id, options_.clock->Now());
   if (!outcome) return Unexpected(FromWrite(outcome.error(), what));
   if (*outcome == storage::CancelOutcome::kAlreadyFinished) return Unexpected(AlreadyFinished(id));
+  ++cancelled_activities_;
   return CancelOutcome::kCancelled;
 }
 
@@ -103,6 +104,7 @@ Result<CancelOutcome, ServiceError> ExecutionService::CancelWorkflow(const core:
   auto appended = storage::AppendCancelRequest(*api_, id, request, now);
   if (!appended) return Unexpected(FromWrite(appended.error(), what));
   if (*appended == storage::CancelOutcome::kAlreadyFinished) return finished_answer();
+  ++(options.terminate ? workflow_terminates_ : workflow_cancels_);
   STELE_LOG(kInfo, "execution " << id.ToString() << ": "
                                 << (options.terminate ? "terminate" : "cancel") << " requested"
                                 << (options.reason.empty() ? "" : ": " + options.reason));

@@ -28,6 +28,7 @@
 // destruction) joins every thread it started.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -230,6 +231,16 @@ class ExecutionService {
   const executor::ConcurrencyLimiter& activity_limiter() const { return *limiter_; }
   const executor::ConcurrencyLimiter& workflow_limiter() const { return *workflow_limiter_; }
   size_t RunningActivities() const { return cancels_->size(); }
+  // Cancels this service wrote, by what they did: an activity finished
+  // `cancelled`, a workflow's cancel request, a workflow's terminate request.
+  struct CancelCounts {
+    uint64_t activities = 0;
+    uint64_t workflow_cancels = 0;
+    uint64_t workflow_terminates = 0;
+  };
+  CancelCounts cancel_counts() const {
+    return {cancelled_activities_.load(), workflow_cancels_.load(), workflow_terminates_.load()};
+  }
   // The write latencies of each workflow component's runs, by name.
   const std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>&
   workflow_writes() const {
@@ -278,6 +289,9 @@ class ExecutionService {
   std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>
       workflow_writes_;
   CancellationToken stop_;
+  std::atomic<uint64_t> cancelled_activities_{0};
+  std::atomic<uint64_t> workflow_cancels_{0};
+  std::atomic<uint64_t> workflow_terminates_{0};
 
   mutable std::mutex mu_;  // guards the lifecycle below against the use cases
   bool started_ = false;

@@ -104,6 +104,9 @@ struct EngineOptions {
   // new run), so one long workflow cannot hold a slot indefinitely.
   // 0: no limit.
   uint32_t workflow_max_events_per_run = 0;
+  // The longest log of one workflow execution, in events (a runaway loop
+  // ends instead of growing it without bound). At least 10.
+  uint32_t workflow_max_events_per_execution = 100'000;
   // Longest wait of an idle executor before it looks for work again.
   std::chrono::milliseconds tick_sleep{200};
   // Expired-timers watcher: its tick bounds how late a durable sleep ends
@@ -155,6 +158,10 @@ struct WorkflowOptions {
   std::optional<uint32_t> non_blocking_event_batching = std::nullopt;
   // nullopt: EngineOptions::workflow_max_events_per_run.
   std::optional<uint32_t> max_events_per_run = std::nullopt;
+  // The longest log of one execution, in events: past it the execution
+  // ends with a constraint violation naming this limit. nullopt:
+  // EngineOptions::workflow_max_events_per_execution. At least 10.
+  std::optional<uint32_t> max_events_per_execution = std::nullopt;
   // Lease of a run (extended while it makes progress). nullopt:
   // EngineOptions::workflow_lock_expiry. Must be positive.
   std::optional<std::chrono::milliseconds> lock_expiry = std::nullopt;

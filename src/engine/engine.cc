@@ -63,6 +63,11 @@ wf::WorkflowRunOptions RunOptions(const EngineOptions& engine, const WorkflowOpt
   run.non_blocking_event_batching =
       workflow.non_blocking_event_batching.value_or(engine.workflow_event_batching);
   run.max_events_per_run = workflow.max_events_per_run.value_or(engine.workflow_max_events_per_run);
+  run.max_events_per_execution =
+      workflow.max_events_per_execution.value_or(engine.workflow_max_events_per_execution);
+  run.max_events_setting = workflow.max_events_per_execution
+                               ? "WorkflowOptions::max_events_per_execution"
+                               : "EngineOptions::workflow_max_events_per_execution";
   run.max_params_bytes = engine.max_params_bytes;
   return run;
 }
@@ -71,6 +76,11 @@ Result<void, Error> CheckWorkflowOptions(const WorkflowOptions& o) {
   if (o.lock_expiry && o.lock_expiry->count() <= 0) {
     return Unexpected(Error::InvalidArgument("WorkflowOptions::lock_expiry must be positive, got " +
                                              std::to_string(o.lock_expiry->count()) + " ms"));
+  }
+  if (o.max_events_per_execution && *o.max_events_per_execution < 10) {
+    return Unexpected(Error::InvalidArgument(
+        "WorkflowOptions::max_events_per_execution must be at least 10, got " +
+        std::to_string(*o.max_events_per_execution)));
   }
   if (o.retry_backoff && o.retry_backoff->count() < 0) {
     return Unexpected(

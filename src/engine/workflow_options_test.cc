@@ -279,5 +279,33 @@ TEST_F(WorkflowOptionsTest, OptionsOutOfRangeAreRefused) {
   EXPECT_TRUE(engine.RegisterWorkflow("test:opts/wf.bad", done));
 }
 
+// A workflow that loops writing events ends at its own limit of events,
+// and the error names where that limit is set.
+TEST_F(WorkflowOptionsTest, MaxEventsPerExecutionEndsARunawayWorkflowNamingTheLimit) {
+  Engine& engine = Open();
+  WorkflowOptions options;
+  options.max_events_per_execution = 40;
+  ASSERT_TRUE(engine.RegisterWorkflow(
+      "test:opts/wf.runaway",
+      [](WorkflowContext& ctx, Json) -> Task<Json> {
+        for (;;) co_await ctx.random_u64(0, 10);
+      },
+      options));
+  WorkflowOptions bad;
+  bad.max_events_per_execution = 3;
+  EXPECT_FALSE(engine.RegisterWorkflow(
+      "test:opts/wf.tiny", [](WorkflowContext&, Json) -> Task<Json> { co_return Json(); }, bad));
+  ASSERT_TRUE(engine.Start());
+  const std::string id = OkOrDie(engine.Submit("test:opts/wf.runaway", Params()), "submit");
+  ExecutionResult result = Await(id);
+  ASSERT_TRUE(result.failed()) << result.ToString();
+  EXPECT_NE(result.failure_reason.find("limit of 40 events"), std::string::npos)
+      << result.failure_reason;
+  EXPECT_NE(result.failure_reason.find("WorkflowOptions::max_events_per_execution"),
+            std::string::npos)
+      << result.failure_reason;
+  EXPECT_LE(Events(id).size(), 42u);
+}
+
 }  // namespace
 }  // namespace stele

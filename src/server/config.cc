@@ -395,6 +395,9 @@ void ReadExecutor(TableReader& root, ServerConfig& config) {
   if (auto v = r.Duration("lock_expiry", false)) e.lock_expiry = *v;
   if (auto v = r.Duration("workflow_lock_expiry", false)) e.workflow_lock_expiry = *v;
   if (auto v = r.Duration("cancel_grace", true)) e.cancel_grace = *v;
+  if (auto v = r.Integer("max_events_per_execution", 10, 100000000)) {
+    e.max_events_per_execution = static_cast<uint32_t>(*v);
+  }
   if (auto v = r.Integer("max_concurrency", 1, 100000)) e.max_concurrency = static_cast<uint32_t>(*v);
   if (auto v = r.Integer("max_workflow_concurrency", 1, 100000)) {
     e.max_workflow_concurrency = static_cast<uint32_t>(*v);
@@ -609,6 +612,9 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     if (auto v = r.Integer("batch_size", 1, 10000)) c.batch_size = static_cast<uint32_t>(*v);
   }
   if (workflow) {
+    if (auto v = r.Integer("max_events_per_execution", 10, 100000000)) {
+      c.max_events_per_execution = static_cast<uint32_t>(*v);
+    }
     if (auto v = r.String("blocking_strategy")) {
       if (*v == "await" || *v == "interrupt") {
         c.blocking_strategy_await = *v == "await";

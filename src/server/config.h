@@ -86,6 +86,8 @@ struct ExecutorDefaults {
   std::optional<std::chrono::milliseconds> workflow_lock_expiry;
   // How long a cancelled workflow may clean up (docs/model.md §9.5).
   std::optional<std::chrono::milliseconds> cancel_grace;
+  // Longest log of a workflow execution, in events.
+  std::optional<uint32_t> max_events_per_execution;
   std::optional<uint32_t> max_concurrency;
   std::optional<uint32_t> max_workflow_concurrency;
 };
@@ -131,6 +133,8 @@ struct ComponentConfig {
   std::optional<uint32_t> max_retries;
   std::chrono::milliseconds retry_backoff{100};
   std::optional<std::chrono::milliseconds> lock_expiry;
+  // Workflows: the longest log of one execution, in events; unset: [executor].
+  std::optional<uint32_t> max_events_per_execution;
   std::optional<uint32_t> batch_size;
   // workflows: "await" | "interrupt"; nullopt: the service's default (await).
   std::optional<bool> blocking_strategy_await;

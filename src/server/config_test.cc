@@ -230,6 +230,12 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   EXPECT_THAT(OneError("[api]\ntoken_sha256 = \"abc\"\n", "api.token_sha256", 2).message,
               HasSubstr("64 hex"));
   OneError("[executor]\nbatch_size = 0\n", "executor.batch_size", 2);
+  OneError("[executor]\nmax_events_per_execution = 5\n", "executor.max_events_per_execution", 2);
+  OneError("[executor]\nmax_events_per_execution = \"lots\"\n", "executor.max_events_per_execution",
+           2);
+  OneError("[executor]\ncancel_grace = \"soon\"\n", "executor.cancel_grace", 2);
+  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nmax_events_per_execution = -1\n",
+           "workflow_wasm[0].max_events_per_execution", 4);
   EXPECT_THAT(OneError("[executor]\n\ntick_sleep = \"10 parsecs\"\n", "executor.tick_sleep", 3).message,
               HasSubstr("invalid duration"));
   OneError("[watcher]\nenabled = \"yes\"\n", "watcher.enabled", 2);

@@ -99,6 +99,11 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   if (e.lock_expiry) o.activity_lock_expiry = *e.lock_expiry;
   if (e.workflow_lock_expiry) o.workflow_lock_expiry = *e.workflow_lock_expiry;
   if (e.cancel_grace) o.cancel_grace = *e.cancel_grace;
+  if (e.max_events_per_execution) {
+    o.workflow_run.max_events_per_execution = *e.max_events_per_execution;
+  }
+  o.max_events_setting =
+      "max_events_per_execution of the component, else [executor] max_events_per_execution";
   // Named by the reason of every timeout event (executor/outcome.h).
   o.activity_lock_expiry_setting = "lock_expiry of the component, else [executor] lock_expiry";
   o.workflow_lock_expiry_setting =
@@ -124,6 +129,7 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
   spec.executor.lock_expiry = c.lock_expiry;
   spec.executor.max_retries = c.max_retries;
   spec.executor.retry_backoff = c.retry_backoff;
+  spec.executor.max_events_per_execution = c.max_events_per_execution;
   // A wasm or JS workflow replays its history on the code that locks it,
   // so it runs only on the component digest it was created with (or
   // upgraded to): a restart with changed code leaves older executions

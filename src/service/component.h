@@ -74,6 +74,9 @@ struct ExecutorOverrides {
   // Retries after the first attempt (activities; workflows always retry).
   std::optional<uint32_t> max_retries;
   std::optional<std::chrono::milliseconds> retry_backoff;
+  // Longest log of a workflow execution (events); unset: the service's
+  // workflow_run.max_events_per_execution.
+  std::optional<uint32_t> max_events_per_execution;
   // Lock by component digest instead of by function: wasm workflows, which
   // replay only on the code they were created with.
   bool lock_by_component_id = false;
@@ -124,6 +127,10 @@ struct ServiceOptions {
       "the component's lock expiry, else ServiceOptions::activity_lock_expiry";
   std::string workflow_lock_expiry_setting =
       "the component's lock expiry, else ServiceOptions::workflow_lock_expiry";
+  // Where a workflow's limit of events is set, named by its error.
+  std::string max_events_setting =
+      "the component's max_events_per_execution, else "
+      "ServiceOptions::workflow_run.max_events_per_execution";
   std::optional<uint32_t> activity_max_retries = 5;
   std::chrono::milliseconds activity_retry_backoff{100};
   std::chrono::milliseconds workflow_retry_backoff{100};

@@ -172,6 +172,10 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     env.workflow_run = options_.workflow_run;
     env.workflow_run.lock_extension = exec.lock_expiry;
     env.workflow_run.max_params_bytes = options_.max_params_bytes;
+    if (o.max_events_per_execution) {
+      env.workflow_run.max_events_per_execution = *o.max_events_per_execution;
+    }
+    env.workflow_run.max_events_setting = options_.max_events_setting;
     env.lock_expiry_setting = exec.lock_expiry_setting;
     if (workflow) {
       env.workflow_writes = std::make_shared<executor::LatencyHistogram>();

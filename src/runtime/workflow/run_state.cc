@@ -166,7 +166,8 @@ Result<void, Interruption> RunState::ExtendLockWithinLimits(DateTime now) {
       version_.value() + cache_.size() >= options.max_events_per_execution) {
     return Interrupt(Interruption::Kind::kConstraintViolation,
                      "the execution has reached its limit of " +
-                         std::to_string(options.max_events_per_execution) + " events");
+                         std::to_string(options.max_events_per_execution) + " events (" +
+                         options.max_events_setting + ")");
   }
   return ExtendLock(now);
 }
@@ -209,7 +210,8 @@ Result<const core::HistoryEvent*, Interruption> RunState::Step(
       version_.value() + cache_.size() >= options.max_events_per_execution) {
     return Interrupt(Interruption::Kind::kConstraintViolation,
                      "the execution has reached its limit of " +
-                         std::to_string(options.max_events_per_execution) + " events");
+                         std::to_string(options.max_events_per_execution) + " events (" +
+                         options.max_events_setting + ")");
   }
   if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&key);
       request != nullptr && options.max_join_set_size > 0) {

@@ -169,6 +169,9 @@ struct WorkflowRunOptions {
   // a runaway loop grow it without bound; checked for new events only, so
   // replaying a recorded log never trips them. 0: no limit.
   uint32_t max_events_per_execution = 100'000;  // log length (versions)
+  // Where max_events_per_execution is set, in the face's words: named by
+  // the error of an execution that reaches it.
+  std::string max_events_setting = "WorkflowRunOptions::max_events_per_execution";
   uint32_t max_join_set_size = 10'000;          // submissions to one join set
   // Params (as JSON) of a child or scheduled execution the workflow
   // creates; the same default as EngineOptions::max_params_bytes for

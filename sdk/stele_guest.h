@@ -32,7 +32,8 @@ enum {
   STELE_ALL_PROCESSED = 3,  /* join_next: every submission was awaited */
   STELE_MISMATCH = 4,       /* join_next_fn / get: another function answered */
   STELE_NOT_FOUND = 5,      /* get: the child was not among processed responses */
-  STELE_CANCELLED = 6       /* join_next: the workflow is being cancelled; clean up */
+  STELE_CANCELLED = 6,      /* join_next: the workflow is being cancelled; clean up */
+  STELE_PENDING = 7         /* join_next_try: nothing has arrived yet */
 };
 
 /* A byte string in guest memory (not NUL-terminated). */

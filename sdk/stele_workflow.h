@@ -47,6 +47,9 @@ int32_t stele__submit_delay(const char* js, uint32_t js_len, uint64_t millis, st
 STELE_IMPORT("join_next")
 int32_t stele__join_next(const char* js, uint32_t js_len, const char* ffqn, uint32_t ffqn_len,
                          stele_out* id_out, stele_out* out);
+STELE_IMPORT("join_next_try")
+int32_t stele__join_next_try(const char* js, uint32_t js_len, const char* ffqn,
+                             uint32_t ffqn_len, stele_out* id_out, stele_out* out);
 STELE_IMPORT("join_set_close") int32_t stele__join_set_close(const char* js, uint32_t js_len);
 STELE_IMPORT("get")
 int32_t stele__get(const char* ffqn, uint32_t ffqn_len, const char* id, uint32_t id_len,
@@ -129,6 +132,16 @@ static inline int stele_join_next_fn(stele_str js, const char* ffqn, stele_str* 
 }
 /* Closes `js`: cancels unawaited activities and delays, awaits the rest. */
 static inline void stele_join_set_close(stele_str js) { stele__join_set_close(js.ptr, js.len); }
+/* stele_join_next without waiting: STELE_PENDING (and no response) when
+ * nothing has arrived yet; the answer is recorded, so a replay gives it
+ * again. Otherwise as stele_join_next. */
+static inline int stele_join_next_try(stele_str js, stele_str* id, stele_str* result) {
+  stele_out id_out = {0, 0}, out = {0, 0};
+  int status = stele__join_next_try(js.ptr, js.len, 0, 0, &id_out, &out);
+  if (id) *id = stele_out_str(id_out);
+  if (result) *result = stele_out_str(out);
+  return status;
+}
 /* The result of a child a join_next already consumed. */
 static inline int stele_get(const char* ffqn, stele_str child_id, stele_str* result) {
   stele_out out = {0, 0};

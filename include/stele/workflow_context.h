@@ -167,6 +167,11 @@ class WorkflowContext {
   Op<Result<JoinNextResponse, JoinNextError>> join_next(
       const JoinSet& join_set, std::string_view ffqn,
       SourceLocation where = SourceLocation::current());
+  // join_next without waiting: the next response when it has arrived,
+  // nullopt when none has yet (the answer is recorded: a replay gives the
+  // same). Error kAllProcessed as join_next.
+  Op<Result<std::optional<JoinNextResponse>, JoinNextError>> join_next_try(
+      const JoinSet& join_set, SourceLocation where = SourceLocation::current());
   // The result of child `child_execution_id` of function `ffqn` whose
   // response join_next already returned. Error: the id is not among the
   // processed responses, or the child runs another function.

@@ -86,6 +86,12 @@ declare module "stele" {
      * throws FunctionMismatch.
      */
     next(options?: { ffqn?: string }): Promise<JoinSetResponse | null>;
+    /**
+     * The next response if it has arrived, without waiting: undefined when
+     * nothing has yet (the answer is recorded, so a replay gives the same),
+     * null once every submission was awaited. `ffqn` as for `next`.
+     */
+    tryNext(options?: { ffqn?: string }): JoinSetResponse | null | undefined;
     /** Cancels unawaited activities and delays, awaits child workflows. */
     close(): Promise<void>;
   }

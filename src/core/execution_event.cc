@@ -60,6 +60,9 @@ std::string HistoryEventToString(const HistoryEvent& event) {
           [](const HistoryCancelRequest& e) {
             return std::string(e.terminate ? "CancelRequest(terminate)" : "CancelRequest");
           },
+          [](const HistoryJoinNextTry& e) {
+            return "JoinNextTry(" + e.join_set_id.ToString() + ")";
+          },
       },
       event);
 }
@@ -109,7 +112,7 @@ std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
   static constexpr std::string_view kTags[] = {
       "persist",   "join_set_create",    "join_set_request",
       "join_next", "join_next_too_many", "schedule",
-      "stub",      "step",               "cancel_request"};
+      "stub",      "step",               "cancel_request",   "join_next_try"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }

@@ -137,6 +137,13 @@ struct HistoryStep {
   SupportedFunctionReturnValue result;
   friend bool operator==(const HistoryStep&, const HistoryStep&) = default;
 };
+// A non-blocking JoinNext (WorkflowRun::JoinNextTry) that found no
+// response: recorded so that a replay answers "nothing yet" too, whatever
+// has arrived since. A try that found one records a plain JoinNext.
+struct HistoryJoinNextTry {
+  JoinSetId join_set_id;
+  friend bool operator==(const HistoryJoinNextTry&, const HistoryJoinNextTry&) = default;
+};
 // A request from outside to cancel the workflow (docs/model.md §9.5): the
 // one history event the lock holder does not write. The service appends it
 // at the end of the log, where its position decides, the same way on every
@@ -152,7 +159,7 @@ struct HistoryCancelRequest {
 using HistoryEvent =
     std::variant<HistoryPersist, HistoryJoinSetCreate, HistoryJoinSetRequest, HistoryJoinNext,
                  HistoryJoinNextTooMany, HistorySchedule, HistoryStub, HistoryStep,
-                 HistoryCancelRequest>;
+                 HistoryCancelRequest, HistoryJoinNextTry>;
 
 // --- ExecutionRequest -------------------------------------------------------
 struct Created {

@@ -131,6 +131,10 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
                            Field(object, "result", &DecodeReturnValue));
     return HistoryStep{std::move(name), std::move(result)};
   }
+  if (type == "join_next_try") {
+    STELE_ASSIGN_OR_RETURN(JoinSetId join_set_id, Field(object, "join_set_id", &ReadJoinSetId));
+    return HistoryJoinNextTry{std::move(join_set_id)};
+  }
   if (type == "cancel_request") {
     STELE_ASSIGN_OR_RETURN(DateTime grace_expires_at,
                            Field(object, "grace_expires_at", &ReadDateTime));
@@ -140,7 +144,8 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
   }
   return UnknownVariant(object.PathOf("type"), type,
                         "`persist`, `join_set_create`, `join_set_request`, `join_next`, "
-                        "`join_next_too_many`, `schedule`, `stub`, `step`, `cancel_request`");
+                        "`join_next_too_many`, `schedule`, `stub`, `step`, `cancel_request`, "
+                        "`join_next_try`");
 }
 
 JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& object,
@@ -413,6 +418,7 @@ Json ToJson(const HistoryEvent& value) {
             out["name"] = e.name;
             out["result"] = ToJson(e.result);
           },
+          [&](const HistoryJoinNextTry& e) { out["join_set_id"] = e.join_set_id.ToString(); },
           [&](const HistoryCancelRequest& e) {
             out["grace_expires_at"] = DateTimeJson(e.grace_expires_at);
             out["terminate"] = e.terminate;

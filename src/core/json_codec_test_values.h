@@ -86,6 +86,7 @@ inline std::vector<HistoryEvent> HistoryEvents() {
       HistoryStep{"refuse", ReturnValueErr{Json("no such account")}},
       HistoryCancelRequest{T("2024-01-02T03:04:05Z"), false, "requested through the API"},
       HistoryCancelRequest{T("2024-01-02T03:04:05Z"), true, ""},
+      HistoryJoinNextTry{Js("g:1")},
   };
   for (const JoinSetRequest& request : JoinSetRequests()) {
     out.push_back(HistoryJoinSetRequest{Js("n:my-set"), request});

@@ -207,6 +207,29 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     }
     return HostReply::Throw("FunctionMismatch", "", error.actual ? ResponseJson(*error.actual) : Json());
   }
+  if (op == "tryNext") {
+    JS_TRY(join_set, join_set_at(0));
+    std::optional<core::FunctionFqn> requested;
+    if (args.size() > 1 && !args[1].is_null()) {
+      JS_TRY(ffqn, ffqn_at(1));
+      requested = std::move(ffqn);
+    }
+    auto next = run_.JoinNextTry(join_set, requested);
+    if (!next) return Abort();
+    if (*next) {
+      if (!**next) return HostReply::Value(core::Json{{"state", "pending"}});
+      return HostReply::Value(core::Json{{"state", "response"}, {"response", ResponseJson(***next)}});
+    }
+    const auto& error = next->error();
+    if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
+      return HostReply::Value(core::Json{{"state", "done"}});
+    }
+    if (error.kind == wf::JoinNextError::Kind::kCancelled) {
+      return HostReply::Throw("Cancelled", "the workflow is being cancelled", core::Json());
+    }
+    return HostReply::Throw("FunctionMismatch", "",
+                            error.actual ? ResponseJson(*error.actual) : core::Json());
+  }
   if (op == "close") {
     JS_TRY(join_set, join_set_at(0));
     if (!run_.CloseJoinSet(join_set)) return Abort();

@@ -206,6 +206,16 @@
         const ffqn = options?.ffqn;
         return call("next", [id, ffqn === undefined ? null : text(ffqn, "next: ffqn")]);
       }),
+      // The next response if it has arrived, without waiting: undefined
+      // when nothing has yet (recorded: a replay answers the same), null
+      // once every submission was awaited.
+      tryNext(options) {
+        const ffqn = options?.ffqn;
+        const got = call("tryNext", [id, ffqn === undefined ? null : text(ffqn, "tryNext: ffqn")]);
+        if (got.state === "pending") return undefined;
+        if (got.state === "done") return null;
+        return got.response;
+      },
       close: settled(function () {
         call("close", [id]);
       }),

@@ -175,6 +175,27 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
   });
 }
 
+Op<Result<std::optional<JoinNextResponse>, JoinNextError>> WorkflowContext::join_next_try(
+    const JoinSet& join_set, SourceLocation where) {
+  using R = Result<std::optional<JoinNextResponse>, JoinNextError>;
+  return Op<R>([run = &run_, js = join_set.id(), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto join_set_id = run->ParseJoinSet(js);
+    if (!join_set_id) return std::nullopt;
+    auto next = run->run().JoinNextTry(*join_set_id);
+    if (!next) return std::nullopt;
+    if (!*next) {
+      if (next->error().kind == wf::JoinNextError::Kind::kCancelled) {
+        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
+      }
+      return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
+                                        "every submission of " + js + " was awaited already"}));
+    }
+    if (!**next) return R(std::optional<JoinNextResponse>());
+    return R(std::optional<JoinNextResponse>(ToResponse(***next)));
+  });
+}
+
 Op<Result<ExecutionResult, std::string>> WorkflowContext::get(std::string_view ffqn_text,
                                                               std::string_view child_id,
                                                               SourceLocation where) {

@@ -34,6 +34,7 @@ enum class Status : int32_t {
   kMismatch = 4,
   kNotFound = 5,
   kCancelled = 6,  // join_next: the workflow is being cancelled
+  kPending = 7,    // join_next_try: nothing has arrived yet
 };
 
 enum class GuestKind { kWorkflow, kActivity };

@@ -149,7 +149,9 @@ HostResult SubmitDelay(WorkflowHost& host, HostCall& c, Args a) {
   return StatusResult(Status::kOk);
 }
 
-HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
+// join_next and join_next_try (`wait` false: kPending when nothing has
+// arrived yet).
+HostResult JoinNextOrTry(WorkflowHost& host, HostCall& c, Args a, bool wait) {
   STELE_READ(js_text, c, a[0], a[1]);
   STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
   std::optional<core::FunctionFqn> requested;
@@ -157,7 +159,24 @@ HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
     STELE_READ(ffqn_text, c, a[2], a[3]);
     STELE_ASSIGN_OR_RETURN(requested, ParseFfqn(host, ffqn_text));
   }
-  auto next = host.run().JoinNext(join_set, requested);
+  wf::CallResult<wf::JoinSetResponseValue, wf::JoinNextError> next =
+      Result<wf::JoinSetResponseValue, wf::JoinNextError>(
+          Unexpected(wf::JoinNextError{wf::JoinNextError::Kind::kAllProcessed, std::nullopt}));
+  if (wait) {
+    next = host.run().JoinNext(join_set, requested);
+  } else {
+    auto tried = host.run().JoinNextTry(join_set, requested);
+    if (!tried) return Unexpected(host.Abort());
+    if (*tried && !**tried) {
+      STELE_TRY(WriteOut(c, U32(a[5]), "\"nothing has arrived in " + js_text + " yet\""));
+      return StatusResult(Status::kPending);
+    }
+    if (*tried) {
+      next = Result<wf::JoinSetResponseValue, wf::JoinNextError>(***tried);
+    } else {
+      next = Result<wf::JoinSetResponseValue, wf::JoinNextError>(Unexpected(tried->error()));
+    }
+  }
   if (!next) return Unexpected(host.Abort());
   auto write = [&](const wf::JoinSetResponseValue& value) -> Result<Status, WasmError> {
     if (const auto* child = std::get_if<wf::ChildResponse>(&value)) {
@@ -190,6 +209,14 @@ HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
   }
   if (error.actual) STELE_TRY(write(*error.actual));
   return StatusResult(Status::kMismatch);
+}
+
+HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
+  return JoinNextOrTry(host, c, a, /*wait=*/true);
+}
+
+HostResult JoinNextTry(WorkflowHost& host, HostCall& c, Args a) {
+  return JoinNextOrTry(host, c, a, /*wait=*/false);
 }
 
 HostResult JoinSetClose(WorkflowHost& host, HostCall& c, Args a) {
@@ -300,6 +327,7 @@ std::shared_ptr<const wasm::ImportTable> WorkflowHost::Imports() {
   add("submit", {{I, I, I, I, I, I, I}, {I}}, Submit);
   add("submit_delay", {{I, I, L, I}, {I}}, SubmitDelay);
   add("join_next", {{I, I, I, I, I, I}, {I}}, JoinNext);
+  add("join_next_try", {{I, I, I, I, I, I}, {I}}, JoinNextTry);
   add("join_set_close", {{I, I}, {I}}, JoinSetClose);
   add("get", {{I, I, I, I, I}, {I}}, Get);
   add("sleep", {{L}, {I}}, Sleep);

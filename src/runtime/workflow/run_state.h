@@ -153,6 +153,15 @@ class RunState {
   // Every join set (one-off ones included) in creation order.
   const std::vector<core::JoinSetId>& all_join_sets() const { return all_join_sets_; }
 
+  // The recorded event the next Step meets (cancel requests passed), or
+  // nullptr in new territory.
+  const core::HistoryEvent* Recorded();
+  // Takes the responses that arrived since the run last looked, without
+  // waiting (JoinNextTry in new territory).
+  Result<void, Interruption> PollResponses();
+  // Whether the k-th response of `join_set` (arrival order) is known.
+  bool ResponseKnown(const core::JoinSetId& join_set, uint64_t k) const;
+
   // Child results consumed by processed JoinNexts.
   std::optional<std::pair<core::FunctionFqn, const core::SupportedFunctionReturnValue*>>
   ProcessedChildResult(const core::ExecutionIdDerived& child) const;

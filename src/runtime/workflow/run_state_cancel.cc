@@ -1,6 +1,8 @@
 // RunState's part in cancelling a workflow (workflow_run.h,
 // "Cancellation"; docs/model.md §9.5): passing cancel requests, the grace
-// period, and cancelling the open subtree at the end.
+// period, and cancelling the open subtree at the end; and the look at the
+// log and the responses a non-blocking JoinNext takes.
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -8,6 +10,28 @@
 #include "storage/operations.h"
 
 namespace stele::runtime::workflow::internal {
+
+const core::HistoryEvent* RunState::Recorded() {
+  SkipCancelRequests();
+  return cursor_ < history_.size() ? &history_[cursor_].first : nullptr;
+}
+
+Result<void, Interruption> RunState::PollResponses() {
+  auto got = deps.db->SubscribeToNextResponses(
+      ctx.execution_id, static_cast<uint32_t>(responses_.size()),
+      storage::WaitOptions{std::chrono::steady_clock::now(), ctx.cancel});
+  if (got) {
+    AddResponses(*std::move(got));
+    return {};
+  }
+  if (got.error().IsTimeout()) return {};  // nothing new
+  return DbFailure("reading responses", storage::DbErrorWrite(got.error().read()));
+}
+
+bool RunState::ResponseKnown(const core::JoinSetId& join_set, uint64_t k) const {
+  auto it = responses_by_join_set_.find(join_set);
+  return it != responses_by_join_set_.end() && it->second.size() >= k;
+}
 
 void RunState::SkipCancelRequests() {
   while (cursor_ < history_.size() &&

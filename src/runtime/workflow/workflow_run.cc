@@ -308,6 +308,47 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   return Inner(std::move(response));
 }
 
+CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::JoinNextTry(
+    const core::JoinSetId& join_set, const std::optional<core::FunctionFqn>& requested_ffqn) {
+  using Inner = Result<std::optional<JoinSetResponseValue>, JoinNextError>;
+  STELE_TRY(state_->Begin());
+  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
+                         state_->OpenJoinSet(join_set, "join next try"));
+  if (found->join_nexts >= state_->GuestSubmissions(*found)) {
+    STELE_TRY(state_->Step(core::HistoryJoinNextTooMany{join_set, requested_ffqn}));
+    STELE_TRY(state_->MaybeFlush());
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
+  }
+  // What the first run found decides, as recorded; in new territory, what
+  // has arrived by now.
+  bool nothing = false;
+  if (const core::HistoryEvent* recorded = state_->Recorded()) {
+    nothing = std::holds_alternative<core::HistoryJoinNextTry>(*recorded);
+  } else {
+    STELE_TRY(state_->PollResponses());
+    nothing = !state_->ResponseKnown(join_set, found->join_nexts + 1);
+  }
+  if (nothing) {
+    STELE_TRY(state_->Step(core::HistoryJoinNextTry{join_set}));
+    STELE_TRY(state_->MaybeFlush());
+    return Inner(std::nullopt);
+  }
+  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, requested_ffqn, /*closing=*/false)));
+  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
+                         state_->AwaitJoinNextResponse(join_set));
+  if (!awaited) {
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
+  }
+  if (requested_ffqn) {
+    const auto* child = std::get_if<ChildResponse>(&*awaited);
+    if (child == nullptr || child->ffqn != *requested_ffqn) {
+      return Inner(
+          Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(*awaited)}));
+    }
+  }
+  return Inner(std::move(awaited));
+}
+
 CallResult<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
     const core::ExecutionIdDerived& child, const core::FunctionFqn& ffqn) {
   using Inner = Result<core::SupportedFunctionReturnValue, GetError>;

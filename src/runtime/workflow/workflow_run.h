@@ -364,6 +364,14 @@ class WorkflowRun {
   CallResult<JoinSetResponseValue, JoinNextError> JoinNext(
       const core::JoinSetId& join_set,
       const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
+  // JoinNext without waiting: the next response of `join_set` when it has
+  // arrived (consumed, recorded as a JoinNext), nullopt when none has
+  // (recorded as JoinNextTry, so a replay answers nullopt too). The same
+  // business errors as JoinNext; it never sees a cancellation (it does not
+  // wait).
+  CallResult<std::optional<JoinSetResponseValue>, JoinNextError> JoinNextTry(
+      const core::JoinSetId& join_set,
+      const std::optional<core::FunctionFqn>& requested_ffqn = std::nullopt);
   // Result of a child whose response a processed JoinNext consumed; writes
   // no event. Like every call it first checks the lease, cancellation and
   // the event limits (a loop of Gets cannot outlive its lock).

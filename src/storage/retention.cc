@@ -1,0 +1,47 @@
+#include "storage/retention.h"
+
+#include <string_view>
+
+namespace stele::storage {
+
+Result<void, DbErrorWrite> ValidateRetentionBatch(uint32_t batch_size) {
+  if (batch_size == 0 || batch_size > kMaxRetentionBatch) {
+    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(
+        "retention batch size must be 1.." + std::to_string(kMaxRetentionBatch) + ", got " +
+        std::to_string(batch_size)));
+  }
+  return {};
+}
+
+bool IsCollectable(const std::vector<RetentionMember>& tree, DateTime cutoff) {
+  if (tree.empty()) return false;
+  for (const RetentionMember& member : tree) {
+    if (!member.finished || member.finished_at > cutoff) return false;
+  }
+  return true;
+}
+
+std::string TreeIdEnd(const std::string& top_level_id) { return top_level_id + "/"; }
+
+std::string RetentionCandidatesSql(SqlDialect dialect) {
+  const bool pg = dialect == SqlDialect::kPostgres;
+  auto p = [pg](int n) { return std::string(pg ? "$" : "?") + std::to_string(n); };
+  // The partial index of top-level rows is `WHERE is_top_level = 1` on
+  // SQLite and `WHERE is_top_level` on PostgreSQL; the query must say it
+  // the same way to use it.
+  const std::string top_level = pg ? "t.is_top_level" : "t.is_top_level = 1";
+  // The tree's ids are [id, id || '/'): the id itself and its descendants
+  // (TreeIdEnd). t_state's ids compare bytewise on both backends (COLLATE
+  // "C" on PostgreSQL), so the range is a primary key range.
+  return "SELECT t.execution_id, t.created_at, "
+         "(t.state = 'finished' AND t.pending_expires_finished <= " + p(1) +
+         " AND NOT EXISTS (SELECT 1 FROM t_state d WHERE d.execution_id > t.execution_id "
+         "AND d.execution_id < t.execution_id || '/' AND (d.state <> 'finished' OR "
+         "d.pending_expires_finished > " + p(1) + "))) AS collectable "
+         "FROM t_state t WHERE " + top_level + " AND t.created_at <= " + p(1) +
+         " AND t.created_at >= " + p(2) + " AND (t.created_at > " + p(2) +
+         " OR t.execution_id > " + p(3) + ") "
+         "ORDER BY t.created_at, t.execution_id LIMIT " + p(4);
+}
+
+}  // namespace stele::storage

@@ -142,7 +142,7 @@ struct EngineOptions {
 
 // What CollectFinished deleted.
 struct CollectedExecutions {
-  uint64_t top_level = 0;  // trees
+  uint64_t top_level = 0;   // trees
   uint64_t executions = 0;  // children included
 };
 

@@ -414,20 +414,20 @@ TEST(ConfigTest, RetentionIsOffByDefaultAndParsed) {
 }
 
 TEST(ConfigTest, MalformedRetentionValuesAreErrorsWithKeyAndLine) {
-  EXPECT_THAT(OneError("[retention]\nfinished_after = \"banana\"\n", "retention.finished_after", 2)
-                  .message,
-              HasSubstr("invalid duration `banana`"));
-  EXPECT_THAT(OneError("[retention]\nfinished_after = \"-7d\"\n", "retention.finished_after", 2)
-                  .message,
-              HasSubstr("invalid duration `-7d`"));
-  EXPECT_THAT(OneError("[retention]\nfinished_after = \"0d\"\n", "retention.finished_after", 2)
-                  .message,
-              HasSubstr("must be positive"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"banana\"\n", "retention.finished_after", 2).message,
+      HasSubstr("invalid duration `banana`"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"-7d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("invalid duration `-7d`"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"0d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("must be positive"));
   EXPECT_THAT(OneError("[retention]\nfinished_after = 7\n", "retention.finished_after", 2).message,
               HasSubstr("expected a string"));
-  EXPECT_THAT(OneError("[retention]\nfinished_after = \"400d\"\n", "retention.finished_after", 2)
-                  .message,
-              HasSubstr("over a year"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"400d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("over a year"));
   OneError("[retention]\ninterval = \"0s\"\n", "retention.interval", 2);
   OneError("[retention]\nbatch_size = 0\n", "retention.batch_size", 2);
   OneError("[retention]\nbatch_size = 10001\n", "retention.batch_size", 2);
@@ -448,7 +448,8 @@ TEST(ConfigTest, DurationText) {
   EXPECT_EQ(*ParseDurationText("3s"), std::chrono::milliseconds(3000));
   EXPECT_EQ(*ParseDurationText("2h"), std::chrono::milliseconds(7'200'000));
   EXPECT_EQ(*ParseDurationText("7d"), std::chrono::milliseconds(604'800'000));
-  for (const char* bad : {"", "ms", "1", "1.5s", "-1s", "1 s", "1w", "366d", "99999999999999999999h"}) {
+  for (const char* bad :
+       {"", "ms", "1", "1.5s", "-1s", "1 s", "1w", "366d", "99999999999999999999h"}) {
     EXPECT_FALSE(ParseDurationText(bad).has_value()) << bad;
   }
 }

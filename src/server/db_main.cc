@@ -174,13 +174,14 @@ int GcRun(const Target& target, std::chrono::milliseconds older_than, uint32_t b
   if (!report) {
     std::fprintf(stderr, "stele db gc: %s\n", report.error().message.c_str());
     return report.error().kind == service::ServiceError::Kind::kInvalidArgument ? kUsage
-                                                                                 : kUnavailable;
+                                                                                : kUnavailable;
   }
-  std::printf("deleted %llu execution(s) finished before %s: %llu top-level, with %llu "
-              "child execution(s)\n",
-              static_cast<unsigned long long>(report->deleted), FormatRfc3339(cutoff).c_str(),
-              static_cast<unsigned long long>(report->deleted_top_level),
-              static_cast<unsigned long long>(report->deleted - report->deleted_top_level));
+  std::printf(
+      "deleted %llu execution(s) finished before %s: %llu top-level, with %llu "
+      "child execution(s)\n",
+      static_cast<unsigned long long>(report->deleted), FormatRfc3339(cutoff).c_str(),
+      static_cast<unsigned long long>(report->deleted_top_level),
+      static_cast<unsigned long long>(report->deleted - report->deleted_top_level));
   std::fflush(stdout);
   return kClean;
 }
@@ -267,8 +268,9 @@ int DbMain(int argc, char** argv) {
   if (sources > 1) return usage("give at most one of --config, --sqlite and --postgres");
   // Checked before the database is opened: a mistyped age deletes nothing.
   if (gc && !older_than) {
-    return usage("--older-than is required: the age of the finished executions to delete, "
-                 "e.g. --older-than 7d");
+    return usage(
+        "--older-than is required: the age of the finished executions to delete, "
+        "e.g. --older-than 7d");
   }
   if (!target.sqlite && !target.postgres) {
     const bool is_default = !config.has_value();

@@ -34,8 +34,8 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
     if (!ok) return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
   }
   if (o.retention_batch_size == 0 || o.retention_batch_size > storage::kMaxRetentionBatch) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "the retention batch size must be 1.." + std::to_string(storage::kMaxRetentionBatch)));
+    return Unexpected(ServiceError::InvalidArgument("the retention batch size must be 1.." +
+                                                    std::to_string(storage::kMaxRetentionBatch)));
   }
   return {};
 }
@@ -289,15 +289,15 @@ ExecutionService::CountPendingOnUnservedDigests() {
 Result<RetentionReport, ServiceError> ExecutionService::CollectFinished(
     std::chrono::milliseconds older_than) {
   if (older_than.count() <= 0) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "the age of the executions to delete must be positive, got " +
-        std::to_string(older_than.count()) + " ms"));
+    return Unexpected(
+        ServiceError::InvalidArgument("the age of the executions to delete must be positive, got " +
+                                      std::to_string(older_than.count()) + " ms"));
   }
   // Not StopToken(): a one-off runs to its end in the caller's thread,
   // after Stop too (a use case that writes).
-  auto report = RunRetentionPass(*api_, options_.clock->Now() - older_than,
-                                 options_.retention_batch_size, CancellationToken(),
-                                 *retention_counters_);
+  auto report =
+      RunRetentionPass(*api_, options_.clock->Now() - older_than, options_.retention_batch_size,
+                       CancellationToken(), *retention_counters_);
   ++retention_counters_->passes;
   if (!report) ++retention_counters_->failed_passes;
   return report;

@@ -11,7 +11,8 @@ namespace stele::service {
 namespace {
 
 // Waits `duration`, or less when `stop` fires; false when it fired.
-bool PauseUnlessStopped(const CancellationToken& stop, std::chrono::steady_clock::duration duration) {
+bool PauseUnlessStopped(const CancellationToken& stop,
+                        std::chrono::steady_clock::duration duration) {
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
@@ -34,8 +35,8 @@ bool PauseUnlessStopped(const CancellationToken& stop, std::chrono::steady_clock
 
 }  // namespace
 
-Result<RetentionReport, ServiceError> RunRetentionPass(storage::DbExternalApi& api,
-                                                       DateTime cutoff, uint32_t batch_size,
+Result<RetentionReport, ServiceError> RunRetentionPass(storage::DbExternalApi& api, DateTime cutoff,
+                                                       uint32_t batch_size,
                                                        const CancellationToken& stop,
                                                        RetentionCounters& counters,
                                                        const RetentionBatchObserver& on_batch) {
@@ -57,8 +58,8 @@ Result<RetentionReport, ServiceError> RunRetentionPass(storage::DbExternalApi& a
     if (!cursor) break;
     // As long again as the batch held the write lock: other writers get at
     // least half of the time while a backlog is collected.
-    if (!PauseUnlessStopped(stop, std::min<std::chrono::steady_clock::duration>(
-                                      took, std::chrono::seconds(1)))) {
+    if (!PauseUnlessStopped(
+            stop, std::min<std::chrono::steady_clock::duration>(took, std::chrono::seconds(1)))) {
       break;
     }
   } while (!stop.IsCancelled());

@@ -1,6 +1,6 @@
 #include "storage/retention.h"
 
-#include <string_view>
+#include <algorithm>
 
 namespace stele::storage {
 
@@ -24,24 +24,29 @@ bool IsCollectable(const std::vector<RetentionMember>& tree, DateTime cutoff) {
 std::string TreeIdEnd(const std::string& top_level_id) { return top_level_id + "/"; }
 
 std::string RetentionCandidatesSql(SqlDialect dialect) {
-  const bool pg = dialect == SqlDialect::kPostgres;
-  auto p = [pg](int n) { return std::string(pg ? "$" : "?") + std::to_string(n); };
-  // The partial index of top-level rows is `WHERE is_top_level = 1` on
-  // SQLite and `WHERE is_top_level` on PostgreSQL; the query must say it
-  // the same way to use it.
-  const std::string top_level = pg ? "t.is_top_level" : "t.is_top_level = 1";
   // The tree's ids are [id, id || '/'): the id itself and its descendants
   // (TreeIdEnd). t_state's ids compare bytewise on both backends (COLLATE
   // "C" on PostgreSQL), so the range is a primary key range.
-  return "SELECT t.execution_id, t.created_at, "
-         "(t.state = 'finished' AND t.pending_expires_finished <= " + p(1) +
-         " AND NOT EXISTS (SELECT 1 FROM t_state d WHERE d.execution_id > t.execution_id "
-         "AND d.execution_id < t.execution_id || '/' AND (d.state <> 'finished' OR "
-         "d.pending_expires_finished > " + p(1) + "))) AS collectable "
-         "FROM t_state t WHERE " + top_level + " AND t.created_at <= " + p(1) +
-         " AND t.created_at >= " + p(2) + " AND (t.created_at > " + p(2) +
-         " OR t.execution_id > " + p(3) + ") "
-         "ORDER BY t.created_at, t.execution_id LIMIT " + p(4);
+  std::string sql = R"sql(
+SELECT t.execution_id, t.created_at,
+  (t.state = 'finished' AND t.pending_expires_finished <= $1
+   AND NOT EXISTS (SELECT 1 FROM t_state d
+                   WHERE d.execution_id > t.execution_id
+                     AND d.execution_id < t.execution_id || '/'
+                     AND (d.state <> 'finished' OR d.pending_expires_finished > $1)))
+  AS collectable
+FROM t_state t
+WHERE {top_level} AND t.created_at <= $1
+  AND t.created_at >= $2 AND (t.created_at > $2 OR t.execution_id > $3)
+ORDER BY t.created_at, t.execution_id
+LIMIT $4)sql";
+  // The partial index of top-level rows says `WHERE is_top_level = 1` on
+  // SQLite and `WHERE is_top_level` on PostgreSQL; the query must say it
+  // the same way to use it.
+  const bool pg = dialect == SqlDialect::kPostgres;
+  sql.replace(sql.find("{top_level}"), 11, pg ? "t.is_top_level" : "t.is_top_level = 1");
+  if (!pg) std::replace(sql.begin(), sql.end(), '$', '?');  // ?N: SQLite's numbered parameters
+  return sql;
 }
 
 }  // namespace stele::storage

@@ -50,7 +50,8 @@ Result<DeletedExecutions, DbErrorWrite> MemoryConnection::DeleteFinishedExecutio
     candidates.emplace_back(std::move(key), id);
   }
   std::sort(candidates.begin(), candidates.end());
-  if (candidates.size() > batch_size) candidates.erase(candidates.begin() + batch_size, candidates.end());
+  if (candidates.size() > batch_size)
+    candidates.erase(candidates.begin() + batch_size, candidates.end());
 
   DeletedExecutions out;
   out.examined = static_cast<uint32_t>(candidates.size());

@@ -11,13 +11,14 @@
 // statement sees what committed before it), and one that comes after finds
 // no row (NotFound). Two processes collecting at once both select a tree;
 // the second's delete waits for the first and finds nothing left.
+#include "storage/retention.h"
+
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "storage/postgres/connection.h"
-#include "storage/retention.h"
 
 namespace stele::storage::postgres::internal {
 

@@ -115,8 +115,7 @@ class SqliteConnection final : public DbConnectionTest {
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;
   Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
-      DateTime cutoff, uint32_t batch_size,
-      const std::optional<RetentionCursor>& after) override;
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

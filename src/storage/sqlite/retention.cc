@@ -7,12 +7,13 @@
 // growing; the file does not shrink. auto_vacuum is not enabled (it can be
 // switched on for an existing file only by a full VACUUM, and keeping the
 // pointer map costs every commit); docs/storage_contract.md, "Retention".
+#include "storage/retention.h"
+
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "storage/retention.h"
 #include "storage/sqlite/connection.h"
 
 namespace stele::storage::sqlite::internal {
@@ -46,8 +47,8 @@ Result<DeletedExecutions, DbErrorWrite> SqliteConnection::DeleteFinishedExecutio
         {
           STELE_ASSIGN_OR_RETURN(Statement select, tx.connection.Prepare(kCandidates));
           select.BindInt64(1, ToMicros(cutoff));
-          select.BindInt64(2, after ? ToMicros(after->created_at)
-                                    : std::numeric_limits<int64_t>::min());
+          select.BindInt64(
+              2, after ? ToMicros(after->created_at) : std::numeric_limits<int64_t>::min());
           select.BindText(3, after ? after->execution_id.ToString() : std::string());
           select.BindInt64(4, batch_size);
           while (true) {

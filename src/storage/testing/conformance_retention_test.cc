@@ -87,7 +87,9 @@ TEST_P(RetentionTest, DeletesTheWholeTreeWithEverythingStoredForIt) {
     EXPECT_THAT(db().GetBacktrace(id, BacktraceFilter::Last()), IsNotFound()) << id.ToString();
   }
   EXPECT_THAT(ExpiredDelaysOf(Must(db().GetExpiredTimers(kT0 + 2000s))), IsEmpty());
-  EXPECT_THAT(IdsOf(Must(db().ListExecutions(std::nullopt, false, core::ExecutionListPagination{}))), ElementsAre(other));
+  EXPECT_THAT(
+      IdsOf(Must(db().ListExecutions(std::nullopt, false, core::ExecutionListPagination{}))),
+      ElementsAre(other));
   EXPECT_EQ(Must(db().CountExecutionsByState()), (ExecutionCounts{1, 0, 0, 0}));
 
   // Nothing of the tree is left behind: the same ids are new again, and
@@ -207,7 +209,9 @@ TEST_P(RetentionTest, BatchesAreBoundedAndResumeAtTheCursor) {
 
   DeletedExecutions last = Must(db().DeleteFinishedExecutions(kT0 + 60s, 2, third.next));
   EXPECT_EQ(last, DeletedExecutions{});
-  EXPECT_THAT(IdsOf(Must(db().ListExecutions(std::nullopt, false, core::ExecutionListPagination{}))), ElementsAre(ids[2]));
+  EXPECT_THAT(
+      IdsOf(Must(db().ListExecutions(std::nullopt, false, core::ExecutionListPagination{}))),
+      ElementsAre(ids[2]));
 }
 
 TEST_P(RetentionTest, IsIdempotent) {
@@ -221,8 +225,8 @@ TEST_P(RetentionTest, IsIdempotent) {
   EXPECT_EQ(again.deleted, 0u);
   EXPECT_THAT(db().GetPendingState(a), IsNotFound());
   // Resuming at a cursor whose execution is gone is fine too.
-  DeletedExecutions resumed = Must(
-      db().DeleteFinishedExecutions(kT0 + 5s, 1, RetentionCursor{kT0, a}));
+  DeletedExecutions resumed =
+      Must(db().DeleteFinishedExecutions(kT0 + 5s, 1, RetentionCursor{kT0, a}));
   EXPECT_EQ(resumed, DeletedExecutions{});
 }
 

@@ -365,8 +365,7 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
     });
   }
   Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
-      DateTime cutoff, uint32_t batch_size,
-      const std::optional<RetentionCursor>& after) override {
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override {
     return Guarded(*plan_, FaultyMethod::kDeleteFinishedExecutions, std::nullopt,
                    [&] { return inner_->DeleteFinishedExecutions(cutoff, batch_size, after); });
   }

@@ -57,6 +57,10 @@ void FillFinished(storage::sqlite::SqlitePool& pool, int64_t n, DateTime at, int
     while (true) {
       const int64_t i = next.fetch_add(1);
       if (i >= n) break;
+      if (i > 0 && i % 100000 == 0) {
+        Note("fill: " + std::to_string(i) + "/" + std::to_string(n) + " after " +
+             std::to_string(static_cast<int>(SecondsSince(start))) + " s");
+      }
       CreateRequest top = TopLevelCreate(i % 10 == 9 ? workflow : activity, at);
       if (i % 10 != 9) {
         OrDie(db->Create(top), "create");
@@ -73,12 +77,18 @@ void FillFinished(storage::sqlite::SqlitePool& pool, int64_t n, DateTime at, int
       for (uint64_t c = 1; c <= 3; ++c) {
         auto child = top.execution_id.NextLevel(js, c);
         core::Params params = core::Json::array({core::Json(c)});
-        batch.push_back(AppendRequest{
-            at, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                    js, core::ChildExecutionRequest{child, activity, params}}}});
-        children.push_back(CreateRequest{at, ExecutionId(child), activity, params,
-                                         std::make_pair(top.execution_id, js), at,
-                                         core::ComponentId::DummyActivity(), {}, std::nullopt});
+        batch.push_back(
+            AppendRequest{at, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                                  js, core::ChildExecutionRequest{child, activity, params}}}});
+        children.push_back(CreateRequest{at,
+                                         ExecutionId(child),
+                                         activity,
+                                         params,
+                                         std::make_pair(top.execution_id, js),
+                                         at,
+                                         core::ComponentId::DummyActivity(),
+                                         {},
+                                         std::nullopt});
       }
       Version v = OrDie(
           db->AppendBatchCreateNewExecution(at, batch, top.execution_id, Version(1), children),
@@ -87,7 +97,8 @@ void FillFinished(storage::sqlite::SqlitePool& pool, int64_t n, DateTime at, int
         auto child = top.execution_id.NextLevel(js, c);
         OrDie(db->AppendBatchRespondToParent(
                   storage::AppendEventsToExecution{
-                      ExecutionId(child), Version(1),
+                      ExecutionId(child),
+                      Version(1),
                       {AppendRequest{at, core::Finished{kOk, std::nullopt}}}},
                   storage::AppendResponseToExecution{top.execution_id, at, js, child, Version(1),
                                                      kOk},
@@ -96,10 +107,6 @@ void FillFinished(storage::sqlite::SqlitePool& pool, int64_t n, DateTime at, int
       }
       OrDie(db->Append(top.execution_id, v, AppendRequest{at, core::Finished{kOk, std::nullopt}}),
             "finish parent");
-      if (i > 0 && i % 100000 == 0) {
-        Note("fill: " + std::to_string(i) + "/" + std::to_string(n) + " after " +
-             std::to_string(static_cast<int>(SecondsSince(start))) + " s");
-      }
     }
   });
 }
@@ -132,11 +139,11 @@ void RunTraffic(storage::sqlite::SqlitePool& pool, double rate, const std::atomi
       OrDie(db->Create(req), "submit");
       submit.push_back(SecondsSince(t0) * 1e6);
       t0 = SteadyClock::now();
-      auto locked = OrDie(db->LockOne(now, core::ComponentId::DummyActivity(), req.execution_id,
-                                      core::RunId::Generate(), Version(1), executor,
-                                      now + std::chrono::seconds(30),
-                                      core::ComponentRetryConfig{5u, {}}),
-                          "lock");
+      auto locked =
+          OrDie(db->LockOne(now, core::ComponentId::DummyActivity(), req.execution_id,
+                            core::RunId::Generate(), Version(1), executor,
+                            now + std::chrono::seconds(30), core::ComponentRetryConfig{5u, {}}),
+                "lock");
       OrDie(db->Append(req.execution_id, locked.next_version,
                        AppendRequest{Now(), core::Finished{kOk, std::nullopt}}),
             "step");
@@ -193,8 +200,7 @@ void RunRetentionBench() {
   const int64_t seconds = EnvInt("STELE_BENCH_RETENTION_SECONDS", 10);
   const auto batch = static_cast<uint32_t>(EnvInt("STELE_BENCH_RETENTION_BATCH", 100));
   const char* sync_env = std::getenv("STELE_BENCH_GROWTH_SYNC");
-  const Sync sync =
-      sync_env && std::string(sync_env) == "full" ? Sync::kFull : Sync::kNormal;
+  const Sync sync = sync_env && std::string(sync_env) == "full" ? Sync::kFull : Sync::kNormal;
   const auto path = ScratchDir() / "retention.sqlite";
   RemoveDb(path);
   auto pool = OpenSqlite(path, sync);
@@ -230,13 +236,13 @@ void RunRetentionBench() {
     auto api = OrDie(pool->ExternalApiConn(), "ExternalApiConn");
     service::RetentionCounters counters;
     const auto start = SteadyClock::now();
-    report = OrDie(service::RunRetentionPass(
-                       *api, Now() - std::chrono::hours(24 * 7), batch, CancellationToken(),
-                       counters,
-                       [&](const storage::DeletedExecutions&, SteadyClock::duration took) {
-                         batch_ms.push_back(std::chrono::duration<double, std::milli>(took).count());
-                       }),
-                   "RunRetentionPass");
+    report =
+        OrDie(service::RunRetentionPass(
+                  *api, Now() - std::chrono::hours(24 * 7), batch, CancellationToken(), counters,
+                  [&](const storage::DeletedExecutions&, SteadyClock::duration took) {
+                    batch_ms.push_back(std::chrono::duration<double, std::milli>(took).count());
+                  }),
+              "RunRetentionPass");
     gc_seconds = SecondsSince(start);
     stop = true;
   });

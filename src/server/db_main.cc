@@ -167,7 +167,6 @@ int GcRun(const Target& target, std::chrono::milliseconds older_than, uint32_t b
     pool->Close();
     return kUnavailable;
   }
-  const DateTime cutoff = (*service)->clock().Now() - older_than;
   auto report = (*service)->CollectFinished(older_than);
   service->reset();
   pool->Close();
@@ -179,7 +178,7 @@ int GcRun(const Target& target, std::chrono::milliseconds older_than, uint32_t b
   std::printf(
       "deleted %llu execution(s) finished before %s: %llu top-level, with %llu "
       "child execution(s)\n",
-      static_cast<unsigned long long>(report->deleted), FormatRfc3339(cutoff).c_str(),
+      static_cast<unsigned long long>(report->deleted), FormatRfc3339(report->cutoff).c_str(),
       static_cast<unsigned long long>(report->deleted_top_level),
       static_cast<unsigned long long>(report->deleted - report->deleted_top_level));
   std::fflush(stdout);

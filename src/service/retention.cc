@@ -41,6 +41,7 @@ Result<RetentionReport, ServiceError> RunRetentionPass(storage::DbExternalApi& a
                                                        RetentionCounters& counters,
                                                        const RetentionBatchObserver& on_batch) {
   RetentionReport report;
+  report.cutoff = cutoff;
   std::optional<storage::RetentionCursor> cursor;
   do {
     const auto started = std::chrono::steady_clock::now();

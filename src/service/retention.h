@@ -40,6 +40,7 @@ struct RetentionReport {
   uint64_t deleted_top_level = 0;  // trees
   uint64_t examined = 0;           // top-level executions looked at
   uint32_t batches = 0;            // storage calls (transactions)
+  DateTime cutoff;                 // trees finished at or before it were deleted
 };
 
 // Monotonic since the service was created (the /metrics counters).

@@ -59,7 +59,7 @@ struct Target {
 
 // Opens the target's database, never creating one; nullptr (after printing
 // why, prefixed by `verb`) when it cannot.
-std::unique_ptr<storage::DbPool> OpenPool(const Target& target, const char* verb) {
+std::unique_ptr<storage::DbPool> OpenTargetPool(const Target& target, const char* verb) {
   if (target.postgres) {
 #if STELE_SERVER_HAVE_POSTGRES
     storage::postgres::PostgresOptions options;
@@ -97,7 +97,7 @@ std::unique_ptr<storage::DbPool> OpenPool(const Target& target, const char* verb
 }
 
 int OpenAndCheck(const Target& target, size_t max_findings, bool quiet) {
-  std::unique_ptr<storage::DbPool> pool = OpenPool(target, "check");
+  std::unique_ptr<storage::DbPool> pool = OpenTargetPool(target, "check");
   if (!pool) return kUnavailable;
   auto api = pool->ExternalApiConn();
   if (!api) {
@@ -154,7 +154,7 @@ std::optional<size_t> CountValue(const std::optional<std::string>& value, size_t
 }
 
 int GcRun(const Target& target, std::chrono::milliseconds older_than, uint32_t batch_size) {
-  std::unique_ptr<storage::DbPool> opened = OpenPool(target, "gc");
+  std::unique_ptr<storage::DbPool> opened = OpenTargetPool(target, "gc");
   if (!opened) return kUnavailable;
   std::shared_ptr<storage::DbPool> pool(std::move(opened));
   service::ServiceOptions options;

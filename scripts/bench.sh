@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh [raw] [throughput] [growth]   the storage benchmarks (all by default)
+# bench.sh retention                     retention: a backlog of finished
+#                                        executions collected under traffic
 # bench.sh workloads [warmup] [W1] ... [W5] [idle] [replay] [memory]
 #                                        the W1–W5 workloads on libstele
 # bench.sh workloads-postgres [warmup] [W1] ... [W5] [idle]

@@ -2,7 +2,8 @@
 // next to a plain-SQLite baseline measured by the same binary on the same
 // disk. See BENCHMARKS.md for the figures and how to read them.
 //
-// Usage: stele_storage_bench [raw] [throughput] [growth]   (default: all)
+// Usage: stele_storage_bench [raw] [throughput] [growth] [retention]
+//        (default: the first three; retention only when named)
 // Knobs (environment):
 //   STELE_BENCH_DIR          where the database files go (default ./bench-tmp)
 //   STELE_BENCH_SCALE        multiplies every operation count (default 1)
@@ -13,6 +14,8 @@
 //   STELE_BENCH_FILL_THREADS threads filling the growth store (default 8)
 //   STELE_BENCH_KEEP=1       keep (and later reuse) the filled growth store
 //   STELE_BENCH_PRAGMAS      extra PRAGMAs of the stores, "name=value,..."
+//   STELE_BENCH_RETENTION_N / _RATE / _SECONDS / _BATCH
+//                            the retention bench (retention_bench.cc)
 // Output: one line per figure, `stele <bench> <metric> <value> <unit>`.
 #include "bench/storage/bench_main.h"
 
@@ -49,5 +52,6 @@ int main(int argc, char** argv) {
     }
   }
   if (enabled("growth")) RunGrowthBench();
+  if (groups.count("retention") > 0) RunRetentionBench();
   return 0;
 }

@@ -8,5 +8,6 @@ namespace stele::bench {
 void RunRawSqliteBench(Sync sync);
 void RunThroughputBench(Sync sync, int threads);
 void RunGrowthBench();
+void RunRetentionBench();
 
 }  // namespace stele::bench

@@ -10,7 +10,7 @@
 //   auto result = engine->WaitForResult(id, std::chrono::seconds(10));
 //
 // Lifecycle: Open → Register* → Start → Submit / GetStatus / WaitForResult /
-// Cancel / Stub / List → Stop (or destroy). Registration is closed by
+// Cancel / Stub / List / CollectFinished → Stop (or destroy). Registration is closed by
 // Start. Submissions are durable once Submit returns: executions left
 // unfinished by a crash continue when an engine with the same functions
 // registered starts on the same database (after their lock expires).
@@ -134,6 +134,22 @@ struct EngineOptions {
   // not two (docs/sdk.md, "Result hand-off"). Off: every result is
   // committed by the child's executor first.
   bool result_handoff = true;
+  // Retention (docs/sdk.md, "Retention"): the trees of top-level executions
+  // that finished, with every descendant, at least this long ago are
+  // deleted — events, responses, timers, backtraces, children — by a
+  // collector the engine runs from Start, every retention_interval, in
+  // short batches. Nothing running and nothing with a running descendant
+  // is deleted. nullopt (the default): executions are kept forever; the
+  // program decides when its history may go (it may still look results up
+  // by id). Must be positive when set.
+  std::optional<std::chrono::milliseconds> retention_finished_after = std::nullopt;
+  std::chrono::milliseconds retention_interval{60000};
+};
+
+// What CollectFinished deleted.
+struct CollectedExecutions {
+  uint64_t top_level = 0;   // trees
+  uint64_t executions = 0;  // children included
 };
 
 // How a workflow run waits for a response that is not in yet.
@@ -291,6 +307,12 @@ class Engine {
   // One page of executions. Errors: kInvalidArgument for a malformed ffqn
   // or cursor, or a limit of 0 or over ListOptions::kMaxLimit; kStorage.
   Result<ListPage, Error> List(const ListOptions& options = {});
+  // Deletes now, once, what retention would (EngineOptions::
+  // retention_finished_after): the trees of top-level executions that
+  // finished, with every descendant, `older_than` or longer ago. Works
+  // before Start and after Stop. Errors: kInvalidArgument when
+  // `older_than` is not positive, kStorage.
+  Result<CollectedExecutions, Error> CollectFinished(std::chrono::milliseconds older_than);
 
   // One pass of the expired-timers watcher over the timers expired at
   // `at` (fires due delays, settles expired locks), for tests on a manual

@@ -217,6 +217,8 @@ constexpr std::string_view kExitCodesHelp =
 constexpr std::string_view kLocalCommandSynopses[] = {
     "stele server run|verify [--config FILE]",
     "stele db check [--config PATH | --sqlite PATH | --postgres URL] [--max-findings N] [--quiet]",
+    "stele db gc --older-than DURATION [--config PATH | --sqlite PATH | --postgres URL] "
+    "[--batch-size N]",
 };
 
 struct CommandHelp {

@@ -161,6 +161,8 @@ service::ServiceOptions ToServiceOptions(const EngineOptions& o,
   s.watcher_leeway = o.watcher_leeway;
   s.max_params_bytes = o.max_params_bytes;
   s.max_list_length = ListOptions::kMaxLimit;
+  s.retention_finished_after = o.retention_finished_after;
+  s.retention_interval = o.retention_interval;
   return s;
 }
 
@@ -365,6 +367,11 @@ Result<CancelOutcome, Error> Engine::Cancel(std::string_view id, const CancelOpt
 
 Result<void, Error> Engine::Stub(std::string_view execution_id, ExecutionResult result) {
   return Translate(impl_->service->Stub(execution_id, runtime::native::ToCore(result)));
+}
+
+Result<CollectedExecutions, Error> Engine::CollectFinished(std::chrono::milliseconds older_than) {
+  STELE_ASSIGN_OR_RETURN(auto report, Translate(impl_->service->CollectFinished(older_than)));
+  return CollectedExecutions{report.deleted_top_level, report.deleted};
 }
 
 Result<ListPage, Error> Engine::List(const ListOptions& options) {

@@ -590,6 +590,40 @@ TEST_F(ApiTest, ResultTimeoutIsCapped) {
   EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=abc")->status, 400);
 }
 
+// [retention]: the server's collector deletes a finished execution once it
+// is old enough, keeps a pending one, and counts what it deleted on
+// /metrics.
+class ApiRetentionTest : public ApiTest {
+ protected:
+  void SetUp() override {
+    StartServer("", "\n[retention]\nfinished_after = \"1s\"\ninterval = \"20ms\"\n");
+  }
+};
+
+TEST_F(ApiRetentionTest, TheCollectorDeletesFinishedExecutionsAndCountsThem) {
+  const std::string metrics_before = Get("/metrics")->body;
+  EXPECT_EQ(MetricValue(metrics_before, "stele_retention_deleted_executions_total"), 0.0)
+      << metrics_before;
+  std::string done = Submit({{"ffqn", kEcho}, {"params", {"old"}}});
+  ASSERT_EQ(Get("/v1/executions/" + done + "/result?timeout=30")->status, 200);
+  std::string pending =
+      Submit({{"ffqn", kEcho}, {"params", {"later"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  bool gone = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!gone && std::chrono::steady_clock::now() < deadline) {
+    gone = Get("/v1/executions/" + done)->status == 404;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_EQ(Get("/v1/executions/" + pending)->status, 200);
+  const std::string text = Get("/metrics")->body;
+  EXPECT_THAT(text, HasSubstr("# TYPE stele_retention_deleted_executions_total counter"));
+  EXPECT_EQ(MetricValue(text, "stele_retention_deleted_executions_total"), 1.0) << text;
+  EXPECT_EQ(MetricValue(text, "stele_retention_deleted_trees_total"), 1.0) << text;
+  EXPECT_GT(*MetricValue(text, "stele_retention_passes_total{outcome=\"ok\"}"), 0.0) << text;
+  EXPECT_EQ(MetricValue(text, "stele_retention_passes_total{outcome=\"failed\"}"), 0.0) << text;
+}
+
 // One activity permit: the first gate run holds it and the next two wait,
 // due but unlocked — the executor's queue.
 class ApiQueueTest : public ApiTest {

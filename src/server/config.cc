@@ -413,6 +413,18 @@ void ReadWatcher(TableReader& root, ServerConfig& config) {
   if (auto v = r.Bool("enabled")) config.watcher.enabled = *v;
 }
 
+// [retention]: deleting finished executions (docs/config.md).
+void ReadRetention(TableReader& root, ServerConfig& config) {
+  const toml::table* table = TableAt(root, "retention");
+  if (!table) return;
+  TableReader r(*table, "retention", root.file(), root.errors(), root.env());
+  if (auto v = r.Duration("finished_after", false)) config.retention.finished_after = *v;
+  if (auto v = r.Duration("interval", false)) config.retention.interval = *v;
+  if (auto v = r.Integer("batch_size", 1, 10000)) {
+    config.retention.batch_size = static_cast<uint32_t>(*v);
+  }
+}
+
 void ReadFunctions(TableReader& r, ComponentConfig& component) {
   const toml::node* node = r.Get("functions");
   if (!node) return;
@@ -717,7 +729,8 @@ Result<std::chrono::milliseconds, std::string> ParseDurationText(std::string_vie
   }
   std::string_view unit = text.substr(i);
   std::string bad = "invalid duration `" + std::string(text) +
-                    "`: expected a whole number and a unit: \"250ms\", \"10s\", \"5m\", \"1h\"";
+                    "`: expected a whole number and a unit: \"250ms\", \"10s\", \"5m\", \"1h\", "
+                    "\"7d\"";
   if (i == 0) return Unexpected(bad);
   uint64_t factor = 0;
   if (unit == "ms") {
@@ -728,6 +741,8 @@ Result<std::chrono::milliseconds, std::string> ParseDurationText(std::string_vie
     factor = 60'000;
   } else if (unit == "h") {
     factor = 3'600'000;
+  } else if (unit == "d") {
+    factor = 86'400'000;
   } else {
     return Unexpected(bad);
   }
@@ -769,6 +784,7 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
     ReadDatabase(root, config);
     ReadExecutor(root, config);
     ReadWatcher(root, config);
+    ReadRetention(root, config);
     for (auto kind : {ComponentKind::kWorkflowWasm, ComponentKind::kActivityWasm,
                       ComponentKind::kActivityExec, ComponentKind::kActivityStub,
                       ComponentKind::kWorkflowJs, ComponentKind::kActivityJs}) {

@@ -98,6 +98,14 @@ struct WatcherConfig {
   bool enabled = true;
 };
 
+// [retention]: the server's collector of finished executions
+// (service::ServiceOptions::retention_*). Off unless finished_after is set.
+struct RetentionConfig {
+  std::optional<std::chrono::milliseconds> finished_after;
+  std::chrono::milliseconds interval{60000};
+  uint32_t batch_size = 100;
+};
+
 enum class ComponentKind {
   kWorkflowWasm,
   kActivityWasm,
@@ -151,6 +159,7 @@ struct ServerConfig {
   DatabaseConfig database;
   ExecutorDefaults executor;
   WatcherConfig watcher;
+  RetentionConfig retention;
   std::vector<ComponentConfig> components;
 };
 
@@ -176,8 +185,8 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
 Result<ServerConfig, ConfigErrors> LoadConfig(const std::string& path, bool missing_ok,
                                               const EnvLookup& env);
 
-// "100ms", "10s", "5m", "1h", "250us" (whole numbers). Errors name the
-// accepted forms.
+// "100ms", "10s", "5m", "1h", "7d" (whole numbers; at most a year). Errors
+// name the accepted forms.
 Result<std::chrono::milliseconds, std::string> ParseDurationText(std::string_view text);
 
 }  // namespace stele::server

@@ -407,6 +407,40 @@ TEST(ConfigTest, EnvInterpolation) {
               HasSubstr("invalid environment variable name"));
 }
 
+TEST(ConfigTest, RetentionIsOffByDefaultAndParsed) {
+  auto defaults = Parse("");
+  ASSERT_TRUE(defaults.has_value()) << FormatErrors(defaults.error());
+  EXPECT_EQ(defaults->retention.finished_after, std::nullopt);
+  auto config =
+      Parse("[retention]\nfinished_after = \"7d\"\ninterval = \"10m\"\nbatch_size = 500\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  EXPECT_EQ(config->retention.finished_after, std::chrono::hours(24 * 7));
+  EXPECT_EQ(config->retention.interval, std::chrono::minutes(10));
+  EXPECT_EQ(config->retention.batch_size, 500u);
+}
+
+TEST(ConfigTest, MalformedRetentionValuesAreErrorsWithKeyAndLine) {
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"banana\"\n", "retention.finished_after", 2).message,
+      HasSubstr("invalid duration `banana`"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"-7d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("invalid duration `-7d`"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"0d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("must be positive"));
+  EXPECT_THAT(OneError("[retention]\nfinished_after = 7\n", "retention.finished_after", 2).message,
+              HasSubstr("expected a string"));
+  EXPECT_THAT(
+      OneError("[retention]\nfinished_after = \"400d\"\n", "retention.finished_after", 2).message,
+      HasSubstr("over a year"));
+  OneError("[retention]\ninterval = \"0s\"\n", "retention.interval", 2);
+  OneError("[retention]\nbatch_size = 0\n", "retention.batch_size", 2);
+  OneError("[retention]\nbatch_size = 10001\n", "retention.batch_size", 2);
+  OneError("[retention]\nfinished = \"7d\"\n", "retention.finished", 2);
+  OneError("retention = \"7d\"\n", "retention", 1);
+}
+
 TEST(ConfigTest, ErrorsAreAllReportedSortedByLine) {
   ConfigErrors errors = Errors("a = 1\n[api]\nlisten = 1\n[executor]\nbatch_size = -1\n");
   ASSERT_THAT(errors, SizeIs(3)) << FormatErrors(errors);
@@ -419,7 +453,9 @@ TEST(ConfigTest, DurationText) {
   EXPECT_EQ(*ParseDurationText("250ms"), std::chrono::milliseconds(250));
   EXPECT_EQ(*ParseDurationText("3s"), std::chrono::milliseconds(3000));
   EXPECT_EQ(*ParseDurationText("2h"), std::chrono::milliseconds(7'200'000));
-  for (const char* bad : {"", "ms", "1", "1.5s", "-1s", "1 s", "1d", "99999999999999999999h"}) {
+  EXPECT_EQ(*ParseDurationText("7d"), std::chrono::milliseconds(604'800'000));
+  for (const char* bad :
+       {"", "ms", "1", "1.5s", "-1s", "1 s", "1w", "366d", "99999999999999999999h"}) {
     EXPECT_FALSE(ParseDurationText(bad).has_value()) << bad;
   }
 }

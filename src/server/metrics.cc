@@ -206,6 +206,21 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << "# TYPE stele_running_activities gauge\nstele_running_activities "
       << d.service->RunningActivities()
       << "\n";
+  const service::RetentionCounters& retention = d.service->retention_counters();
+  out << "# HELP stele_retention_deleted_executions_total Executions deleted by retention "
+         "(children included; [retention]).\n"
+      << "# TYPE stele_retention_deleted_executions_total counter\n"
+      << "stele_retention_deleted_executions_total " << retention.deleted.load() << "\n"
+      << "# HELP stele_retention_deleted_trees_total Top-level executions deleted by retention "
+         "with their trees.\n"
+      << "# TYPE stele_retention_deleted_trees_total counter\n"
+      << "stele_retention_deleted_trees_total " << retention.deleted_top_level.load() << "\n"
+      << "# HELP stele_retention_passes_total Retention passes run, and those that failed.\n"
+      << "# TYPE stele_retention_passes_total counter\n"
+      << "stele_retention_passes_total{outcome=\"ok\"} "
+      << retention.passes.load() - retention.failed_passes.load() << "\n"
+      << "stele_retention_passes_total{outcome=\"failed\"} " << retention.failed_passes.load()
+      << "\n";
   out << "# HELP stele_follow_streams Open follow (SSE) streams.\n"
       << "# TYPE stele_follow_streams gauge\nstele_follow_streams " << d.follow_streams.load()
       << "\n";

@@ -114,6 +114,9 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   o.watcher_tick = config.watcher.tick_sleep;
   o.watcher_leeway = config.watcher.leeway;
   o.max_list_length = config.api.max_list_length;
+  o.retention_finished_after = config.retention.finished_after;
+  o.retention_interval = config.retention.interval;
+  o.retention_batch_size = config.retention.batch_size;
   return o;
 }
 

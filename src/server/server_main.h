@@ -21,9 +21,10 @@ namespace stele::server {
 int ServerMain(int argc, char** argv);
 
 // The entry point of `stele db ...` (db_main.cc): argv[0] is "db", argv[1]
-// the subcommand; today only `check` (the consistency checker, see
-// storage/check/consistency_check.h). Returns 0 consistent, 1 findings,
-// 2 usage or config error, 3 database unavailable.
+// the subcommand: `check` (the consistency checker, see
+// storage/check/consistency_check.h) or `gc` (retention once,
+// ExecutionService::CollectFinished). Returns 0 consistent / done,
+// 1 findings, 2 usage or config error, 3 database unavailable.
 int DbMain(int argc, char** argv);
 
 }  // namespace stele::server

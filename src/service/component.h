@@ -158,6 +158,17 @@ struct ServiceOptions {
   std::chrono::milliseconds watcher_tick{10};
   std::chrono::milliseconds watcher_leeway{500};
 
+  // --- Retention (service/retention.h) ---
+  // Trees of finished top-level executions are deleted once they finished
+  // this long ago, by a collector started with the executors; nullopt:
+  // executions are kept forever. The default of both faces: deleting
+  // history is the operator's decision (docs/config.md "[retention]").
+  std::optional<std::chrono::milliseconds> retention_finished_after;
+  // Steady time between two passes of the collector.
+  std::chrono::milliseconds retention_interval{60000};
+  // Top-level executions one retention transaction examines (1..10000).
+  uint32_t retention_batch_size = 100;
+
   // --- Use cases ---
   // Largest params (serialised JSON) of a submission.
   uint64_t max_params_bytes = 1u << 20;

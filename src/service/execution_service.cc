@@ -26,9 +26,16 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
       {o.activity_lock_expiry.count() > 0, "the activity lock expiry"},
       {o.workflow_lock_expiry.count() > 0, "the workflow lock expiry"},
       {o.max_list_length > 0, "max_list_length"},
+      {!o.retention_finished_after || o.retention_finished_after->count() > 0,
+       "the retention age (finished_after)"},
+      {o.retention_interval.count() > 0, "the retention interval"},
   };
   for (const auto& [ok, name] : checks) {
     if (!ok) return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
+  }
+  if (o.retention_batch_size == 0 || o.retention_batch_size > storage::kMaxRetentionBatch) {
+    return Unexpected(ServiceError::InvalidArgument("the retention batch size must be 1.." +
+                                                    std::to_string(storage::kMaxRetentionBatch)));
   }
   return {};
 }
@@ -204,8 +211,19 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     watcher_ = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), options_.clock,
                                                                 watcher);
   }
+  if (options_.retention_finished_after) {
+    auto api = options_.pool->ExternalApiConn();
+    if (!api) return Unexpected(FromGeneric(api.error(), "cannot connect to the database"));
+    RetentionCollector::Options retention;
+    retention.finished_after = *options_.retention_finished_after;
+    retention.interval = options_.retention_interval;
+    retention.batch_size = options_.retention_batch_size;
+    retention_ = std::make_unique<RetentionCollector>(std::move(*api), options_.clock, retention,
+                                                      retention_counters_);
+  }
   for (auto& task : tasks) task->Start();
   if (watcher_) watcher_->Start();
+  if (retention_) retention_->Start();
   tasks_ = std::move(tasks);
   task_components_ = std::move(task_components);
   return {};
@@ -222,6 +240,7 @@ void ExecutionService::Stop() {
 // REQUIRES: mu_ held. Every task is stopped before any is destroyed: a
 // stopping task's runs may still dispatch children to the others.
 void ExecutionService::StopExecutors() {
+  if (retention_) retention_->Stop();
   if (watcher_) watcher_->Stop();
   for (auto& task : tasks_) task->Stop();
 }
@@ -269,6 +288,23 @@ ExecutionService::CountPendingOnUnservedDigests() {
     if (!Serves(count.digest)) unserved.push_back(count);
   }
   return unserved;
+}
+
+Result<RetentionReport, ServiceError> ExecutionService::CollectFinished(
+    std::chrono::milliseconds older_than) {
+  if (older_than.count() <= 0) {
+    return Unexpected(
+        ServiceError::InvalidArgument("the age of the executions to delete must be positive, got " +
+                                      std::to_string(older_than.count()) + " ms"));
+  }
+  // Not StopToken(): a one-off runs to its end in the caller's thread,
+  // after Stop too (a use case that writes).
+  auto report =
+      RunRetentionPass(*api_, options_.clock->Now() - older_than, options_.retention_batch_size,
+                       CancellationToken(), *retention_counters_);
+  ++retention_counters_->passes;
+  if (!report) ++retention_counters_->failed_passes;
+  return report;
 }
 
 Result<void, ServiceError> ExecutionService::Ping() {

@@ -7,7 +7,7 @@
 // It is also the one composition root of the runtime: given the
 // components to serve (service/component.h) it owns the function registry,
 // starts one executor::ExecTask per component with a worker, the
-// expired-timers watcher, and the state they share (concurrency limits,
+// expired-timers watcher, the retention collector, and the state they share (concurrency limits,
 // the cancel registry, eager dispatch, result hand-off).
 //
 // Lifecycle: Create → AddComponent / AddFunction → Start → use cases →
@@ -50,6 +50,7 @@
 #include "executor/exec_task.h"
 #include "executor/expired_timers_watcher.h"
 #include "service/component.h"
+#include "service/retention.h"
 #include "service/service_error.h"
 #include "storage/db_external_api.h"
 
@@ -221,6 +222,13 @@ class ExecutionService {
   Result<void, ServiceError> Upgrade(std::string_view execution_id, std::string_view old_digest,
                                      std::string_view new_digest, bool force = false);
 
+  // Retention, once: deletes the trees of top-level executions that
+  // finished, with every descendant, `older_than` or longer ago (before the
+  // clock's now), in bounded batches (service/retention.h). What a failed
+  // batch leaves is collected by the next call. Errors: kInvalidArgument
+  // (older_than not positive), kUnavailable.
+  Result<RetentionReport, ServiceError> CollectFinished(std::chrono::milliseconds older_than);
+
   // --- Introspection ------------------------------------------------------
   const std::vector<ComponentSpec>& components() const { return components_; }
   // Declared signature of `ffqn`, if any.
@@ -255,6 +263,8 @@ class ExecutionService {
   bool Serves(const core::InputContentDigest& digest) const;
   Result<storage::PendingCounts, ServiceError> CountPending(
       const std::vector<core::FunctionFqn>& ffqns);
+  // What retention deleted through this service (collector and one-off).
+  const RetentionCounters& retention_counters() const { return *retention_counters_; }
   // One read of the database (health checks). Errors: kUnavailable.
   Result<void, ServiceError> Ping();
   const ServiceOptions& options() const { return options_; }
@@ -299,6 +309,8 @@ class ExecutionService {
   std::vector<std::unique_ptr<executor::ExecTask>> tasks_;
   std::vector<size_t> task_components_;  // index into components_, per task
   std::unique_ptr<executor::ExpiredTimersWatcher> watcher_;
+  std::shared_ptr<RetentionCounters> retention_counters_ = std::make_shared<RetentionCounters>();
+  std::unique_ptr<RetentionCollector> retention_;
 };
 
 }  // namespace stele::service

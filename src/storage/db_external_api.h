@@ -8,6 +8,7 @@
 
 #include "core/pagination.h"
 #include "storage/db_connection.h"
+#include "storage/retention.h"
 
 namespace stele::storage {
 
@@ -68,6 +69,30 @@ class DbExternalApi : public DbConnection {
   virtual Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) = 0;
+
+  // Retention: deletes finished execution trees, one bounded batch per
+  // call (docs/storage_contract.md, "Retention").
+  //
+  // Examines at most `batch_size` top-level executions created at or
+  // before `cutoff`, in (created_at, id text) order, starting after
+  // `after` (from the oldest when nullopt), and deletes each whose whole
+  // tree is collectable: the execution itself and every descendant (the
+  // executions whose ids extend its id: children, their children, ...)
+  // are Finished at or before `cutoff` (storage/retention.h states the
+  // rule once). Nothing still running, and nothing with a running
+  // descendant, is deleted. A tree goes with everything stored for it:
+  // events, responses (those it received; a top-level execution sends
+  // none), live timers, backtraces and states. The batch is one
+  // transaction: its trees are deleted whole or not at all. Afterwards the
+  // ids are unknown (NotFound everywhere) and may be created again.
+  //
+  // Returns what was examined and deleted, and the cursor of the next
+  // batch (nullopt: the pass is complete). Idempotent: a tree already
+  // deleted is simply no longer found; a second pass with the same cutoff
+  // deletes nothing more. Errors: ValidationFailed for a batch_size of 0
+  // or over kMaxRetentionBatch (nothing written), Generic.
+  virtual Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) = 0;
 };
 
 // Test-only additions (Obelisk's `DbConnectionTest`).

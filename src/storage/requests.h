@@ -161,6 +161,25 @@ struct DigestCount {
   friend bool operator==(const DigestCount&, const DigestCount&) = default;
 };
 
+// Where a retention pass resumes (DbExternalApi::DeleteFinishedExecutions):
+// the last top-level execution it examined, in (created_at, id text) order.
+struct RetentionCursor {
+  DateTime created_at;
+  ExecutionId execution_id;
+  friend bool operator==(const RetentionCursor&, const RetentionCursor&) = default;
+};
+
+// What one call of DeleteFinishedExecutions did.
+struct DeletedExecutions {
+  uint32_t examined = 0;           // top-level executions looked at
+  uint32_t deleted_top_level = 0;  // of them, deleted with their trees
+  uint64_t deleted = 0;            // executions deleted, children included
+  // Where the next call of the same pass resumes; nullopt when no
+  // top-level execution created at or before the cutoff follows.
+  std::optional<RetentionCursor> next;
+  friend bool operator==(const DeletedExecutions&, const DeletedExecutions&) = default;
+};
+
 struct ExecutionWithState {
   ExecutionId execution_id;
   core::FunctionFqn ffqn;

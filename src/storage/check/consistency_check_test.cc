@@ -8,9 +8,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "storage/sqlite/sqlite_test_util.h"
 #include "storage/stress/workload.h"
 #if STELE_CHECK_TEST_HAVE_POSTGRES
@@ -126,6 +128,35 @@ TEST_F(CheckSqliteTest, HealthyStoreHasNoFindings) {
   EXPECT_EQ(report.responses, kParents * kChildren);
   EXPECT_THAT(report.findings, IsEmpty());
   EXPECT_FALSE(report.truncated);
+}
+
+// Two retention batches of three top-level executions each (parents go
+// with their children), then the check: what is left is consistent.
+uint64_t CollectSome(DbPool& pool) {
+  auto api = pool.ExternalApiConn();
+  EXPECT_TRUE(api);
+  if (!api) return 0;
+  const DateTime cutoff = SystemClock::Instance().Now() + std::chrono::hours(1);
+  auto first = (*api)->DeleteFinishedExecutions(cutoff, 3, std::nullopt);
+  EXPECT_TRUE(first) << (first ? "" : first.error().ToString());
+  if (!first) return 0;
+  EXPECT_TRUE(first->next.has_value());
+  auto second = (*api)->DeleteFinishedExecutions(cutoff, 3, first->next);
+  EXPECT_TRUE(second) << (second ? "" : second.error().ToString());
+  if (!second) return 0;
+  EXPECT_EQ(first->deleted_top_level + second->deleted_top_level, 6u);
+  return first->deleted + second->deleted;
+}
+
+TEST_F(CheckSqliteTest, StoreStaysCleanAfterRetention) {
+  Open();
+  EXPECT_EQ(Populate(pool(), 42), kTotal);
+  const uint64_t deleted = CollectSome(pool());
+  EXPECT_GT(deleted, 6u);  // the stress workload's parents come first
+  ClosePool();
+  CheckReport report = Check();
+  EXPECT_EQ(report.executions, kTotal - deleted);
+  EXPECT_THAT(report.findings, IsEmpty());
 }
 
 TEST_F(CheckSqliteTest, EmptyStoreHasNoFindings) {
@@ -282,6 +313,11 @@ TEST(CheckPostgresTest, HealthyStoreHasNoFindings) {
   EXPECT_EQ(report->executions, kTotal);
   EXPECT_EQ(report->responses, kParents * kChildren);
   EXPECT_THAT(report->findings, IsEmpty());
+  const uint64_t deleted = CollectSome(**pool);
+  auto after = CheckStore(**api, options);
+  ASSERT_TRUE(after) << after.error();
+  EXPECT_EQ(after->executions, kTotal - deleted);
+  EXPECT_THAT(after->findings, IsEmpty());
 }
 #endif
 

@@ -6,7 +6,8 @@
 // copies and committed only when everything passed (all or nothing).
 // Threading: safe for concurrent use. Ownership: keeps the state alive.
 // The implementation is split by concern: memory_connection.cc (writes),
-// memory_connection_read.cc (reads and lists), memory_connection_wait.cc.
+// memory_connection_read.cc (reads and lists), memory_connection_wait.cc,
+// memory_connection_retention.cc (retention).
 #pragma once
 
 #include <memory>
@@ -95,6 +96,8 @@ class MemoryConnection final : public DbConnectionTest {
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;
+  Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

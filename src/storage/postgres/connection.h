@@ -4,7 +4,7 @@
 // transaction (journal.h has the rules), multi-query reads one snapshot.
 // Split by concern: write.cc (appends, creation, responses, backtraces,
 // upgrade), lock.cc (locking), read.cc (point reads, timers, lists,
-// counts), wait.cc (notification-based waits).
+// counts), wait.cc (notification-based waits), retention.cc (retention).
 //
 // Threading: safe for concurrent use; holds no state of its own.
 // Ownership: shares the Store with the pool (postgres_pool.h).
@@ -107,6 +107,8 @@ class PostgresConnection final : public DbConnectionTest {
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;
+  Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

@@ -6,7 +6,8 @@
 // every other read runs on a read connection. The implementation is split
 // by concern: append.cc (appends, creation, responses, backtraces,
 // upgrade), lock.cc (locking), read.cc (point reads, timers, backtraces),
-// list.cc (paginated lists), wait.cc (notifications).
+// list.cc (paginated lists), wait.cc (notifications), retention.cc
+// (retention).
 //
 // Threading: safe for concurrent use; holds no state of its own.
 // Ownership: shares the Store with the pool (see sqlite_pool.h).
@@ -113,6 +114,8 @@ class SqliteConnection final : public DbConnectionTest {
   Result<void, DbErrorWrite> UpgradeExecutionComponent(
       const ExecutionId& execution_id, const core::InputContentDigest& old_digest,
       const core::InputContentDigest& new_digest) override;
+  Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

@@ -364,6 +364,11 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
       return inner_->UpgradeExecutionComponent(execution_id, old_digest, new_digest);
     });
   }
+  Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
+      DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override {
+    return Guarded(*plan_, FaultyMethod::kDeleteFinishedExecutions, std::nullopt,
+                   [&] { return inner_->DeleteFinishedExecutions(cutoff, batch_size, after); });
+  }
 };
 
 class FaultyConnectionTest final : public FaultyExternalApiT<DbConnectionTest> {
@@ -428,6 +433,8 @@ std::string_view FaultyMethodName(FaultyMethod method) {
       return "ExternalReads";
     case FaultyMethod::kUpgradeExecutionComponent:
       return "UpgradeExecutionComponent";
+    case FaultyMethod::kDeleteFinishedExecutions:
+      return "DeleteFinishedExecutions";
     case FaultyMethod::kAppendResponse:
       return "AppendResponse";
     case FaultyMethod::kGet:
@@ -448,6 +455,7 @@ bool IsWrite(FaultyMethod method) {
     case FaultyMethod::kCreate:
     case FaultyMethod::kAppendBacktrace:
     case FaultyMethod::kUpgradeExecutionComponent:
+    case FaultyMethod::kDeleteFinishedExecutions:
     case FaultyMethod::kAppendResponse:
       return true;
     default:

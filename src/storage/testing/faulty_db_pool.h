@@ -69,6 +69,7 @@ enum class FaultyMethod {
   kAppendBacktrace,  // AppendBacktrace, AppendBacktraceBatch
   kExternalReads,    // GetBacktrace, ListExecutions, ListExecutionEvents, ListResponses
   kUpgradeExecutionComponent,
+  kDeleteFinishedExecutions,
   kAppendResponse,  // DbConnectionTest
   kGet,             // DbConnectionTest
 };

@@ -54,11 +54,12 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
       "DROP INDEX idx_t_state_list_key; DROP INDEX idx_t_state_ffqn_list_key;"
       "ALTER TABLE t_state DROP COLUMN list_key;"
       "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
+      "DROP TABLE t_schedule;"
       "DELETE FROM t_metadata WHERE schema_version > 1;");
   ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 1);
 
   Open();
-  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 2);
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), internal::kLatestSchemaVersion);
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state WHERE list_key IS NULL"), 0);
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'idx_t_state_ffqn_id'"), 0);
   for (std::optional<core::FunctionFqn> ffqn : {std::optional<core::FunctionFqn>(), {TestFfqn()}}) {

@@ -143,6 +143,12 @@ struct ServiceOptions {
   std::chrono::milliseconds watcher_tick{10};
   std::chrono::milliseconds watcher_leeway{500};
 
+  // --- Cron ticker (cron_ticker.h) ---
+  bool start_cron = true;
+  // Longest sleep of the ticker: schedules created or resumed by another
+  // process on the same database are seen within it.
+  std::chrono::milliseconds cron_max_wait{1000};
+
   // --- Use cases ---
   // Largest params (serialised JSON) of a submission.
   uint64_t max_params_bytes = 1u << 20;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "service/cron_ticker.h"
 
 namespace stele::service {
 
@@ -26,6 +27,7 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
       {o.activity_lock_expiry.count() > 0, "the activity lock expiry"},
       {o.workflow_lock_expiry.count() > 0, "the workflow lock expiry"},
       {o.max_list_length > 0, "max_list_length"},
+      {o.cron_max_wait.count() > 0, "cron_max_wait"},
   };
   for (const auto& [ok, name] : checks) {
     if (!ok) return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
@@ -40,6 +42,13 @@ ExecutionService::ExecutionService(ServiceOptions options,
     : options_(std::move(options)), api_(std::move(api)) {
   limiter_ = executor::ConcurrencyLimiter::Create(options_.max_concurrency);
   workflow_limiter_ = executor::ConcurrencyLimiter::Create(options_.max_workflow_concurrency);
+  cron_ = std::make_unique<CronTicker>(
+      *api_, options_.clock, [this](const SubmitRequest& request) { return Submit(request); },
+      [this](const std::string& ffqn) {
+        auto parsed = core::FunctionFqn::Parse(ffqn);
+        return parsed.has_value() && registry_.Find(*parsed).has_value();
+      },
+      options_.cron_max_wait);
 }
 
 ExecutionService::~ExecutionService() { Stop(); }
@@ -202,6 +211,7 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
   }
   for (auto& task : tasks) task->Start();
   if (watcher_) watcher_->Start();
+  if (options_.start_cron) cron_->Start();
   tasks_ = std::move(tasks);
   task_components_ = std::move(task_components);
   return {};
@@ -218,6 +228,7 @@ void ExecutionService::Stop() {
 // REQUIRES: mu_ held. Every task is stopped before any is destroyed: a
 // stopping task's runs may still dispatch children to the others.
 void ExecutionService::StopExecutors() {
+  cron_->Stop();
   if (watcher_) watcher_->Stop();
   for (auto& task : tasks_) task->Stop();
 }

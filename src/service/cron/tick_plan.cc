@@ -47,52 +47,55 @@ DueTicks CollectDueTicks(const CronExpression& expr, DateTime last_tick, DateTim
                          CatchUpPolicy catch_up, uint32_t catch_up_limit) {
   DueTicks out;
   if (now <= last_tick) return out;
-  const DateTime cutoff = std::max(last_tick, now - kMissedAfter);
-  size_t keep = 0;
+  const size_t limit = catch_up == CatchUpPolicy::kAll
+                           ? std::clamp<uint32_t>(catch_up_limit, 1, kMaxCatchUpLimit)
+                           : 0;
+  // The latest limit + 1 due ticks, (last_tick, now]: found from a window
+  // before `now` that doubles until it holds them or reaches last_tick, so
+  // a long downtime is not walked tick by tick.
+  std::deque<DateTime> tail;
+  std::chrono::microseconds width = std::chrono::seconds(1);
+  while (true) {
+    const DateTime window_start = now - width > last_tick ? now - width : last_tick;
+    tail.clear();
+    for (std::optional<DateTime> t = expr.NextAfter(window_start); t && *t <= now;
+         t = expr.NextAfter(*t)) {
+      tail.push_back(*t);
+      if (tail.size() > limit + 1) tail.pop_front();
+    }
+    if (tail.size() > limit || window_start == last_tick) break;
+    width *= 2;
+  }
+  if (tail.empty()) return out;
+  // Every due tick but the latest was missed; so was the latest when it is
+  // found more than kMissedAfter late.
+  const bool latest_on_time = now - tail.back() <= kMissedAfter;
+  std::vector<DateTime> kept;
   switch (catch_up) {
     case CatchUpPolicy::kSkip:
-      keep = 0;
+      if (latest_on_time) kept.push_back(tail.back());
       break;
     case CatchUpPolicy::kLast:
-      keep = 1;
+      kept.push_back(tail.back());
       break;
-    case CatchUpPolicy::kAll:
-      keep = std::clamp<uint32_t>(catch_up_limit, 1, kMaxCatchUpLimit);
+    case CatchUpPolicy::kAll: {
+      // `limit` missed ticks, plus the latest when it is on time.
+      const size_t n = std::min(tail.size(), latest_on_time ? limit + 1 : limit);
+      kept.assign(tail.end() - static_cast<std::ptrdiff_t>(n), tail.end());
       break;
-  }
-  // Missed ticks: (last_tick, cutoff]. The kept tail is found from a
-  // window before the cutoff that doubles until it holds `keep` ticks or
-  // reaches last_tick, so a long downtime is not walked tick by tick.
-  std::deque<DateTime> tail;
-  DateTime window_start = cutoff;
-  if (keep > 0 && cutoff > last_tick) {
-    std::chrono::microseconds width = std::chrono::seconds(1);
-    while (true) {
-      window_start = cutoff - width > last_tick ? cutoff - width : last_tick;
-      tail.clear();
-      for (std::optional<DateTime> t = expr.NextAfter(window_start); t && *t <= cutoff;
-           t = expr.NextAfter(*t)) {
-        tail.push_back(*t);
-        if (tail.size() > keep) tail.pop_front();
-      }
-      if (tail.size() >= keep || window_start == last_tick) break;
-      width *= 2;
     }
   }
-  // Count the dropped ones: (last_tick, cutoff] before the kept tail. The
-  // watermark is the instant just before the tail (or the cutoff), which
-  // accounts for them all without walking each one.
-  const DateTime dropped_end = tail.empty() ? cutoff : tail.front() - std::chrono::microseconds(1);
+  // The dropped ones: every due tick before the first kept one (all of
+  // them when none is kept). The watermark accounts for them all without
+  // walking each one; the count stops at kMaxCountedSkips.
+  const DateTime dropped_end =
+      kept.empty() ? tail.back() : kept.front() - std::chrono::microseconds(1);
   for (std::optional<DateTime> t = expr.NextAfter(last_tick); t && *t <= dropped_end;
        t = expr.NextAfter(*t)) {
     if (++out.dropped >= kMaxCountedSkips) break;
   }
   if (out.dropped > 0) out.latest_dropped = dropped_end;
-  out.ticks.assign(tail.begin(), tail.end());
-  for (std::optional<DateTime> t = expr.NextAfter(cutoff);
-       t && *t <= now && out.ticks.size() < keep + kMaxCurrentTicks; t = expr.NextAfter(*t)) {
-    out.ticks.push_back(*t);
-  }
+  out.ticks = std::move(kept);
   return out;
 }
 

@@ -29,12 +29,14 @@ enum class OverlapPolicy {
                // finishes; earlier ones are skipped
 };
 
-// Ticks found more than the grace period after their time ("missed", e.g.
-// after downtime).
+// What a pass does when it finds several ticks due (the process was down,
+// or a pass ran late): every due tick but the latest was missed, and so is
+// the latest when found more than kMissedAfter after its time.
 enum class CatchUpPolicy {
-  kSkip,  // are skipped
-  kLast,  // only the latest fires (the default)
-  kAll,   // fire, the latest `catch_up_limit` of them; older ones are skipped
+  kSkip,  // missed ticks are skipped: only an on-time latest tick fires
+  kLast,  // only the latest due tick fires, however late (the default)
+  kAll,   // the latest `catch_up_limit` missed ticks fire too, in order;
+          // older ones are skipped
 };
 
 // "skip" | "allow" | "buffer_one"; "skip" | "last" | "all".
@@ -47,17 +49,14 @@ std::optional<CatchUpPolicy> ParseCatchUpPolicy(std::string_view text);
 inline constexpr std::chrono::seconds kMissedAfter{60};
 // Upper bound of catch_up_limit.
 inline constexpr uint32_t kMaxCatchUpLimit = 1000;
-// At most this many ticks that are not missed are collected per pass (the
-// rest come in the next pass).
-inline constexpr size_t kMaxCurrentTicks = 1000;
 // Skipped missed ticks are counted up to this many per pass (an every-second
 // schedule after a week of downtime would otherwise be walked tick by tick);
 // they are skipped all the same.
 inline constexpr uint64_t kMaxCountedSkips = 10'000;
 
 struct DueTicks {
-  // Ascending: the missed ticks the catch-up policy keeps, then every tick
-  // that is not missed, all after `last_tick` and at or before `now`.
+  // Ascending: the due ticks the catch-up policy keeps (at most
+  // catch_up_limit + 1), all after `last_tick` and at or before `now`.
   std::vector<DateTime> ticks;
   // Missed ticks the catch-up policy drops (counted up to kMaxCountedSkips)
   // and the latest of them; all lie before `ticks`.

@@ -19,7 +19,9 @@
 // woken by Wake() when this process creates or resumes one.
 //
 // Threading: Pass may be called from one thread at a time (the ticker's
-// own, or a test's with the thread not started). Start/Stop from the
+// own, or a test's with the thread not started); it ticks the schedules
+// with due ticks on up to kMaxConcurrentSchedules threads of its own,
+// joined before it returns. Start/Stop from the
 // owner's controlling thread. Counts are atomic.
 // Ownership: the owner keeps `db` and the submit function's target alive
 // until Stop returns (or the ticker is destroyed).
@@ -70,8 +72,13 @@ class CronTicker {
   CronCounts counts() const { return {fired_.load(), skipped_.load()}; }
 
  private:
-  // Ticks one schedule; returns its next tick.
-  std::optional<DateTime> TickSchedule(const storage::Schedule& schedule, DateTime now);
+  // Schedules ticked at once in one pass (threads of the pass).
+  static constexpr size_t kMaxConcurrentSchedules = 16;
+
+  // Ticks one schedule; returns its next tick. Thread-safe (the schedules
+  // of one pass are ticked concurrently).
+  std::optional<DateTime> TickSchedule(const storage::Schedule& schedule,
+                                       const cron::CronExpression& expression, DateTime now);
   // The parsed expression of a schedule, cached by its text.
   const cron::CronExpression* Expression(const storage::Schedule& schedule);
   void Loop();

@@ -70,6 +70,11 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
     for (const auto& row : *listed) ids.push_back(row.execution_id);
     EXPECT_EQ(ids, newest_first);
   }
+  // V3: the schedules table exists and works on the migrated store.
+  storage::ScheduleDefinition def{"nightly", "0 0 2 * * *", "UTC", "a:b/c.d", "[]", "skip",
+                                  "last", 10, false};
+  EXPECT_TRUE(pool().ExternalApiConn().value()->CreateSchedule(def, DateTime{}).has_value());
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_schedule"), 1);
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

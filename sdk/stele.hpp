@@ -49,7 +49,8 @@ class Builder {
 };
 
 // One response of a join set: status STELE_OK / STELE_ERR / STELE_FAILED,
-// or STELE_ALL_PROCESSED when nothing was left.
+// STELE_ALL_PROCESSED when nothing was left, or STELE_CANCELLED when the
+// workflow is being cancelled (clean up and return; docs/model.md §9.5).
 struct Response {
   int status;
   stele_str id;

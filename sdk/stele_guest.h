@@ -31,7 +31,8 @@ enum {
   STELE_FAILED = 2,         /* payload: {"kind":..,"reason":..,"detail":..} */
   STELE_ALL_PROCESSED = 3,  /* join_next: every submission was awaited */
   STELE_MISMATCH = 4,       /* join_next_fn / get: another function answered */
-  STELE_NOT_FOUND = 5       /* get: the child was not among processed responses */
+  STELE_NOT_FOUND = 5,      /* get: the child was not among processed responses */
+  STELE_CANCELLED = 6       /* join_next: the workflow is being cancelled; clean up */
 };
 
 /* A byte string in guest memory (not NUL-terminated). */

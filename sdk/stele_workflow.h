@@ -106,7 +106,10 @@ static inline stele_str stele_submit_delay(stele_str js, uint64_t millis) {
 /* Awaits the next response of `js` (arrival order). Returns STELE_OK /
  * STELE_ERR / STELE_FAILED with the child's value in *result (a delay:
  * STELE_OK when it expired, STELE_FAILED when cancelled) and the responding
- * child or delay id in *id; STELE_ALL_PROCESSED when nothing is left. */
+ * child or delay id in *id; STELE_ALL_PROCESSED when nothing is left;
+ * STELE_CANCELLED, once, when the workflow is being cancelled: it may clean
+ * up (call activities) and return; it finishes `cancelled` (docs/model.md
+ * §9.5). A call (stele_call) answers STELE_FAILED {"kind":"cancelled"}. */
 static inline int stele_join_next(stele_str js, stele_str* id, stele_str* result) {
   stele_out id_out = {0, 0}, out = {0, 0};
   int status = stele__join_next(js.ptr, js.len, 0, 0, &id_out, &out);

@@ -91,6 +91,9 @@ struct EngineOptions {
   std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
   // Backoff of a workflow retried after a failed run.
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // How long a cancelled workflow may clean up before it is terminated
+  // (Engine::Cancel; CancelOptions::grace overrides it per request).
+  std::chrono::milliseconds cancel_grace{60'000};
   // Non-blocking events (join sets, submissions, random values, stubs) a
   // run keeps in memory and writes with its next blocking write (a wait, a
   // direct call, a sleep, the finish); at most this many are kept before
@@ -209,7 +212,21 @@ struct ListPage {
   std::optional<std::string> next_cursor;
 };
 
-enum class CancelOutcome { kCancelled, kAlreadyFinished };
+enum class CancelOutcome {
+  kCancelled,        // finished `cancelled` (now, or before)
+  kAlreadyFinished,  // a delay that had fired
+  kCancelling,       // a workflow was asked to cancel; it finishes `cancelled` soon
+};
+
+// How Cancel stops a workflow (docs/model.md §9.5).
+struct CancelOptions {
+  // End at once: no cleanup, the subtree cancelled, the result `cancelled`.
+  bool terminate = false;
+  // How long the workflow may clean up after it sees the cancellation
+  // (join_next's kCancelled); nullopt: EngineOptions::cancel_grace.
+  std::optional<std::chrono::milliseconds> grace;
+  std::string reason;  // recorded with the request
+};
 
 // How a cron schedule treats its ticks (docs/sdk.md, "Cron schedules";
 // the same rules as stele.toml's [[cron]], docs/config.md).
@@ -275,12 +292,17 @@ class Engine {
   // The result once the execution finished; kTimeout after `timeout`.
   Result<ExecutionResult, Error> WaitForResult(std::string_view execution_id,
                                                std::chrono::milliseconds timeout);
-  // Cancels an activity execution ("E_..." id of an activity) or a delay
-  // ("Delay_..." id). Idempotent. A running activity's token is fired.
-  // Errors: kInvalidArgument for a bad id or a workflow; kNotFound for an
-  // unknown execution or a delay its workflow never requested (nothing is
+  // Cancels an execution ("E_...") or a delay ("Delay_..."). An activity
+  // finishes `cancelled` at once (a running one's token is fired):
+  // kCancelled. A workflow is asked to cancel (docs/sdk.md, "Cancelling a
+  // workflow"): kCancelling; it sees the request at its next blocking call,
+  // may clean up within the grace period, and finishes `cancelled` with
+  // its open children cancelled. Idempotent: a second call answers the
+  // same and writes nothing. Errors: kInvalidArgument for a bad id or
+  // grace; kNotFound for an unknown execution or a delay its workflow never
+  // requested; kConflict when the execution finished otherwise (nothing is
   // written).
-  Result<CancelOutcome, Error> Cancel(std::string_view id);
+  Result<CancelOutcome, Error> Cancel(std::string_view id, const CancelOptions& options = {});
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.
   Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);

@@ -115,6 +115,7 @@ struct JoinNextError {
   enum class Kind {
     kAllProcessed,      // every submission of the set was already awaited
     kFunctionMismatch,  // the next response is of another function (join_next with ffqn)
+    kCancelled,         // the workflow is being cancelled (Engine::Cancel): clean up and return
   };
   Kind kind = Kind::kAllProcessed;
   std::string message;

@@ -46,6 +46,13 @@ declare module "stele" {
     readonly response: JoinSetResponse;
   }
 
+  /**
+   * The workflow is being cancelled: thrown once, by the `next()`, call or
+   * sleep it interrupted. The workflow may clean up (call activities) until
+   * its grace period ends, then it finishes `cancelled` whatever it returns.
+   */
+  export class Cancelled extends Error {}
+
   /** The ok value of an outcome; throws `Err` or `ExecutionFailure` otherwise. */
   export function unwrap<T = Json>(outcome: Outcome<T>): T;
 

@@ -26,8 +26,8 @@ constexpr FlagSpec kFlags[] = {
     {"version", false},    {"id", true},           {"follow", false},     {"scheduled-at", true},
     {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
-    {"since-version", true},  {"force", false},     {"from", true},
-    {"time-zone", true},      {"overlap", true},    {"catch-up", true},
+    {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
+    {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
     {"catch-up-limit", true},
 };
 
@@ -261,8 +261,20 @@ constexpr CommandHelp kCommandHelp[] = {
      "Prints the event log of an execution.\n"},
     {"execution responses", "stele execution responses ID [--cursor N] [--length N]",
      "Prints the responses (child results, fired delays) delivered to an execution.\n"},
-    {"execution cancel", "stele execution cancel ID",
-     "Cancels an activity execution (E_...) or a delay (Delay_...). Prints the outcome.\n"},
+    {"execution cancel", "stele execution cancel ID [--grace DURATION] [--reason TEXT]",
+     "Cancels an execution (E_...) or a delay (Delay_...). Prints the outcome:\n"
+     "`cancelled` for an activity or delay (at once), `cancelling` for a workflow,\n"
+     "which sees the request at its next wait, may clean up for the grace period\n"
+     "and then finishes `cancelled` with its open children cancelled. Idempotent.\n"
+     "Exit 5 when the execution finished otherwise (nothing is written).\n"
+     "  --grace DURATION  how long a workflow may clean up (\"30s\", \"5m\"; default:\n"
+     "                    the server's [executor] cancel_grace)\n"
+     "  --reason TEXT     recorded with the request\n"},
+    {"execution terminate", "stele execution terminate ID [--reason TEXT]",
+     "Ends a workflow at once, without cleanup: its open activities, delays and\n"
+     "child workflows are cancelled and it finishes `cancelled`. Prints the\n"
+     "outcome (`cancelling` until it has). An activity is cancelled as by\n"
+     "`execution cancel`. Exit 5 when it finished otherwise.\n"},
     {"execution stub", "stele execution stub ID RESULT_JSON",
      "Writes the result of a stub activity execution. RESULT_JSON is {\"ok\": VALUE}\n"
      "or {\"err\": VALUE} (or @FILE holding one). Idempotent for an equal result;\n"
@@ -341,7 +353,8 @@ const std::vector<CommandSpec>& CommandSpecs() {
        {"ffqn-prefix", "id-prefix", "show-derived", "hide-finished", "cursor", "direction", "length"}},
       {"execution events", CommandKind::kExecutionEvents, 1, {"since-version", "length"}},
       {"execution responses", CommandKind::kExecutionResponses, 1, {"cursor", "length"}},
-      {"execution cancel", CommandKind::kExecutionCancel, 1, {}},
+      {"execution cancel", CommandKind::kExecutionCancel, 1, {"grace", "reason"}},
+      {"execution terminate", CommandKind::kExecutionTerminate, 1, {"reason"}},
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
       {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
       {"component list", CommandKind::kComponentList, 0, {}},
@@ -447,10 +460,23 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
         auto id = core::DelayId::Parse(pos[0]);
         if (!id) return Usage(id.error().message);
         cmd.cancel_is_delay = true;
+        if (Flag(t, "grace") || Flag(t, "reason")) {
+          return Usage("--grace and --reason apply to executions, not to delays");
+        }
       } else {
         STELE_TRY(CheckExecutionId(pos[0]));
       }
       cmd.execution_id = pos[0];
+      if (auto v = Flag(t, "grace")) {
+        if (v->empty()) return Usage("--grace needs a duration such as 30s");
+        cmd.cancel_grace = *v;  // the server checks its form and range
+      }
+      cmd.cancel_reason = Flag(t, "reason");
+      return {};
+    case CommandKind::kExecutionTerminate:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      cmd.cancel_reason = Flag(t, "reason");
       return {};
     case CommandKind::kExecutionStub: {
       STELE_TRY(CheckExecutionId(pos[0]));

@@ -55,6 +55,7 @@ enum class CommandKind {
   kExecutionEvents,
   kExecutionResponses,
   kExecutionCancel,
+  kExecutionTerminate,
   kExecutionStub,
   kExecutionUpgrade,
   kComponentList,
@@ -103,6 +104,9 @@ struct Command {
   std::optional<std::string> execution_id;
   bool follow = false;           // submit, get
   bool cancel_is_delay = false;  // cancel: the id is a DelayId
+  // cancel / terminate of a workflow: the body's "grace" ("30s") and "reason".
+  std::optional<std::string> cancel_grace;
+  std::optional<std::string> cancel_reason;
   std::optional<uint32_t> timeout_seconds;  // result
   std::optional<uint64_t> since_version;    // events
   std::optional<std::string> cursor;        // responses

@@ -254,10 +254,15 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       }
       return Code(ExitCode::kOk);
     }
-    case CommandKind::kExecutionCancel: {
+    case CommandKind::kExecutionCancel:
+    case CommandKind::kExecutionTerminate: {
+      const bool terminate = cmd.kind == CommandKind::kExecutionTerminate;
       std::string path = cmd.cancel_is_delay ? "/v1/delays/" + ApiClient::EncodeSegment(id) + "/cancel"
-                                             : ExecPath(id) + "/cancel";
-      auto res = api.Put(path, Json::object());
+                                             : ExecPath(id) + (terminate ? "/terminate" : "/cancel");
+      Json body = Json::object();
+      if (cmd.cancel_grace) body["grace"] = *cmd.cancel_grace;
+      if (cmd.cancel_reason) body["reason"] = *cmd.cancel_reason;
+      auto res = api.Put(path, body);
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);

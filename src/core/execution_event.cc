@@ -57,6 +57,9 @@ std::string HistoryEventToString(const HistoryEvent& event) {
           },
           [](const HistoryStub& e) { return "Stub(" + e.target_execution_id.ToString() + ")"; },
           [](const HistoryStep& e) { return "Step(" + e.name + ")"; },
+          [](const HistoryCancelRequest& e) {
+            return std::string(e.terminate ? "CancelRequest(terminate)" : "CancelRequest");
+          },
       },
       event);
 }
@@ -106,7 +109,7 @@ std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
   static constexpr std::string_view kTags[] = {
       "persist",   "join_set_create",    "join_set_request",
       "join_next", "join_next_too_many", "schedule",
-      "stub",      "step"};
+      "stub",      "step",               "cancel_request"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }

@@ -137,9 +137,22 @@ struct HistoryStep {
   SupportedFunctionReturnValue result;
   friend bool operator==(const HistoryStep&, const HistoryStep&) = default;
 };
+// A request from outside to cancel the workflow (docs/model.md §9.5): the
+// one history event the lock holder does not write. The service appends it
+// at the end of the log, where its position decides, the same way on every
+// replay, at which blocking call the workflow sees the cancellation.
+// `terminate`: end at once, without running guest code further; a run
+// writes one itself when the grace period of a cancel is over.
+struct HistoryCancelRequest {
+  DateTime grace_expires_at;
+  bool terminate = false;
+  std::string reason;
+  friend bool operator==(const HistoryCancelRequest&, const HistoryCancelRequest&) = default;
+};
 using HistoryEvent =
     std::variant<HistoryPersist, HistoryJoinSetCreate, HistoryJoinSetRequest, HistoryJoinNext,
-                 HistoryJoinNextTooMany, HistorySchedule, HistoryStub, HistoryStep>;
+                 HistoryJoinNextTooMany, HistorySchedule, HistoryStub, HistoryStep,
+                 HistoryCancelRequest>;
 
 // --- ExecutionRequest -------------------------------------------------------
 struct Created {

@@ -131,9 +131,16 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
                            Field(object, "result", &DecodeReturnValue));
     return HistoryStep{std::move(name), std::move(result)};
   }
+  if (type == "cancel_request") {
+    STELE_ASSIGN_OR_RETURN(DateTime grace_expires_at,
+                           Field(object, "grace_expires_at", &ReadDateTime));
+    STELE_ASSIGN_OR_RETURN(bool terminate, Field(object, "terminate", &ReadBool));
+    STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
+    return HistoryCancelRequest{grace_expires_at, terminate, std::move(reason)};
+  }
   return UnknownVariant(object.PathOf("type"), type,
                         "`persist`, `join_set_create`, `join_set_request`, `join_next`, "
-                        "`join_next_too_many`, `schedule`, `stub`, `step`");
+                        "`join_next_too_many`, `schedule`, `stub`, `step`, `cancel_request`");
 }
 
 JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& object,
@@ -405,6 +412,11 @@ Json ToJson(const HistoryEvent& value) {
           [&](const HistoryStep& e) {
             out["name"] = e.name;
             out["result"] = ToJson(e.result);
+          },
+          [&](const HistoryCancelRequest& e) {
+            out["grace_expires_at"] = DateTimeJson(e.grace_expires_at);
+            out["terminate"] = e.terminate;
+            out["reason"] = e.reason;
           },
       },
       value);

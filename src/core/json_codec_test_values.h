@@ -84,6 +84,8 @@ inline std::vector<HistoryEvent> HistoryEvents() {
       HistoryStub{ChildId(), FinishedExecutionError{}, false},
       HistoryStep{"charge-card", ReturnValueOk{Json{{"receipt", "r-1"}}}},
       HistoryStep{"refuse", ReturnValueErr{Json("no such account")}},
+      HistoryCancelRequest{T("2024-01-02T03:04:05Z"), false, "requested through the API"},
+      HistoryCancelRequest{T("2024-01-02T03:04:05Z"), true, ""},
   };
   for (const JoinSetRequest& request : JoinSetRequests()) {
     out.push_back(HistoryJoinSetRequest{Js("n:my-set"), request});

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <string>
 #include <thread>
@@ -29,12 +30,17 @@ namespace {
 
 constexpr int kCount = 1000;
 
-pid_t Spawn(const std::string& db, const std::string& out) {
+pid_t Spawn(const std::string& db, const std::string& out, bool cancel = false) {
   pid_t pid = fork();
   if (pid == 0) {
     std::string count = std::to_string(kCount);
-    execl(STELE_SDK_CRASH_WORKER, STELE_SDK_CRASH_WORKER, db.c_str(), out.c_str(), count.c_str(),
-          static_cast<char*>(nullptr));
+    if (cancel) {
+      execl(STELE_SDK_CRASH_WORKER, STELE_SDK_CRASH_WORKER, db.c_str(), out.c_str(), count.c_str(),
+            "cancel", static_cast<char*>(nullptr));
+    } else {
+      execl(STELE_SDK_CRASH_WORKER, STELE_SDK_CRASH_WORKER, db.c_str(), out.c_str(), count.c_str(),
+            static_cast<char*>(nullptr));
+    }
     _exit(127);
   }
   return pid;
@@ -130,6 +136,88 @@ TEST(SdkCrashTest, KilledMidRunLosesNothingAndRecordsEachActivityOnce) {
   }
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(duplicated, 0);
+  (*pool)->Close();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+// Cancels under SIGKILL: every fourth workflow is cancelled right after
+// the submissions and the process is killed mid-run, then restarted (it
+// cancels them again). Every acknowledged cancel took effect exactly once:
+// the workflow finished `cancelled`, with one Finished and at most one cancel
+// request; the others finished with their value; no activity result was
+// recorded twice.
+TEST(SdkCrashTest, AcknowledgedCancelsSurviveASigkillAndTakeEffectOnce) {
+  auto dir = testing::MakeTempDir("stele_sdk_crash_cancel_");
+  const std::string db = (dir / "crash.sqlite").string();
+  const std::string out = (dir / "appended.txt").string();
+
+  pid_t first = Spawn(db, out, /*cancel=*/true);
+  ASSERT_GT(first, 0);
+  // Killed once some cancels were acknowledged: they are recorded, their
+  // effect (the workflows waking, cancelling, finishing) mostly is not.
+  bool midway = testing::WaitUntil([&] { return CountLines(out + ".cancels") >= 20; },
+                                   std::chrono::seconds(60));
+  kill(first, SIGKILL);
+  waitpid(first, nullptr, 0);
+  ASSERT_TRUE(midway) << "the first process did not get to its cancels";
+  const size_t acknowledged_before_kill = CountLines(out + ".cancels");
+
+  pid_t second = Spawn(db, out, /*cancel=*/true);
+  ASSERT_GT(second, 0);
+  ASSERT_EQ(WaitExit(second, std::chrono::seconds(90)), 0) << "the restarted process failed";
+
+  std::map<int, int> acknowledged;
+  {
+    std::ifstream in(out + ".cancels");
+    std::string line;
+    while (std::getline(in, line)) ++acknowledged[std::stoi(line)];
+  }
+  std::cout << "cancels acknowledged before the kill: " << acknowledged_before_kill
+            << ", in all: " << acknowledged.size() << "\n";
+  auto pool = storage::sqlite::SqlitePool::Open({.path = db});
+  ASSERT_TRUE(pool) << pool.error().ToString();
+  auto conn = (*pool)->ConnectionTest();
+  ASSERT_TRUE(conn);
+  int wrong = 0;
+  for (int i = 0; i < kCount; ++i) {
+    auto id = core::ExecutionId::Parse(IdOf(i));
+    ASSERT_TRUE(id);
+    auto log = (*conn)->Get(*id);
+    ASSERT_TRUE(log) << IdOf(i);
+    int finished = 0;
+    int requests = 0;
+    bool cancelled = false;
+    for (const auto& event : log->events) {
+      if (const auto* f = std::get_if<core::Finished>(&event.event)) {
+        ++finished;
+        const auto* failure = std::get_if<core::FinishedExecutionError>(&f->result);
+        cancelled = failure != nullptr && failure->kind == core::ExecutionFailureKind::kCancelled;
+      }
+      const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+      if (history != nullptr && std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
+        ++requests;
+      }
+    }
+    const bool wanted = acknowledged.contains(i);
+    if (finished != 1 || requests > 1 || (wanted && !cancelled) || (i % 4 != 0 && cancelled)) {
+      ++wrong;
+      ADD_FAILURE() << IdOf(i) << ": finished " << finished << " times, " << requests
+                    << " cancel requests, cancelled " << cancelled << ", acknowledged " << wanted;
+    }
+    // The activity child, when the workflow got to call it, has one result.
+    auto child_id = core::ExecutionId::Parse(IdOf(i) + ".o:2-append_1");
+    ASSERT_TRUE(child_id);
+    if (auto child = (*conn)->Get(*child_id); child) {
+      int child_finished = 0;
+      for (const auto& event : child->events) {
+        child_finished += std::holds_alternative<core::Finished>(event.event);
+      }
+      EXPECT_EQ(child_finished, 1) << child_id->ToString();
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GE(acknowledged_before_kill, 20u);
   (*pool)->Close();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);

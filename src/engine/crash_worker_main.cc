@@ -1,12 +1,16 @@
 // stele_sdk_crash_worker: the process the crash-recovery test kills.
 //
-// Usage: stele_sdk_crash_worker <db path> <output file> <count>
+// Usage: stele_sdk_crash_worker <db path> <output file> <count> [cancel]
 // Submits <count> workflows with ids derived from their index (idempotent:
 // a restarted process submits the same ids again and gets the same
 // executions), runs them, and exits 0 once every one has finished. Each
 // workflow sleeps briefly, then calls an activity that appends its index as
 // one line to <output file> — at least once per workflow; the event log
 // must record each activity's result exactly once.
+// With `cancel`, every fourth workflow is cancelled right after the
+// submissions; each cancel the engine acknowledged appends the index to
+// <output file>.cancels, after the acknowledgement. Such a workflow must
+// finish `cancelled`; the others with their index.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -35,12 +39,13 @@ std::string IdOf(int index) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: " << argv[0] << " <db> <output file> <count>\n";
+  if (argc != 4 && !(argc == 5 && std::string(argv[4]) == "cancel")) {
+    std::cerr << "usage: " << argv[0] << " <db> <output file> <count> [cancel]\n";
     return 2;
   }
   const std::string output = argv[2];
   const int count = std::stoi(argv[3]);
+  const bool cancel = argc == 5;
 
   stele::EngineOptions options;
   options.sqlite_path = argv[1];
@@ -73,8 +78,11 @@ int main(int argc, char** argv) {
                              .timeout = std::chrono::milliseconds(1000)});
   if (registered) {
     registered = e.RegisterWorkflow(
-        kWorkflow, [](stele::WorkflowContext& ctx, stele::Json params) -> stele::Task<stele::Json> {
-          co_await ctx.sleep(std::chrono::milliseconds(20));
+        kWorkflow,
+        [cancel](stele::WorkflowContext& ctx, stele::Json params) -> stele::Task<stele::Json> {
+          // The ones to cancel sleep long enough to be cancelled asleep.
+          const bool to_cancel = cancel && params.at(0).get<int>() % 4 == 0;
+          co_await ctx.sleep(std::chrono::milliseconds(to_cancel ? 3000 : 20));
           auto r = co_await ctx.call(kAppend, params);
           co_return r.value;
         });
@@ -91,8 +99,26 @@ int main(int argc, char** argv) {
     }
   }
   std::cout << "submitted " << count << std::endl;
+  for (int i = 0; cancel && i < count; i += 4) {
+    auto cancelled = e.Cancel(IdOf(i));
+    if (!cancelled) {
+      if (cancelled.error().kind == stele::Error::Kind::kConflict) continue;  // finished first
+      std::cerr << "cancel " << i << ": " << cancelled.error().ToString() << "\n";
+      return 1;
+    }
+    const std::string line = std::to_string(i) + "\n";
+    int fd = ::open((output + ".cancels").c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      std::cerr << "cannot record a cancel\n";
+      return 1;
+    }
+    ::close(fd);
+  }
   for (int i = 0; i < count; ++i) {
     auto result = e.WaitForResult(IdOf(i), std::chrono::seconds(60));
+    if (cancel && i % 4 == 0 && result && result->failed() && result->failure_kind == "cancelled") {
+      continue;
+    }
     if (!result || !result->ok() || result->value != stele::Json(i)) {
       std::cerr << "workflow " << i << ": "
                 << (result ? result->ToString() : result.error().ToString()) << "\n";

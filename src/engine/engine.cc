@@ -99,7 +99,8 @@ Error ToError(const service::ServiceError& e) {
   switch (e.kind) {
     case Kind::kInvalidArgument: return Error::InvalidArgument(e.message);
     case Kind::kNotFound: return Error::NotFound(e.message);
-    case Kind::kConflict: return Error::Conflict(e.message);
+    case Kind::kConflict:
+    case Kind::kAlreadyFinished: return Error::Conflict(e.message);
     case Kind::kFailedPrecondition:
     case Kind::kCancelled: return Error::FailedPrecondition(e.message);
     case Kind::kTimeout: return Error::Timeout(e.message);
@@ -119,8 +120,12 @@ Result<T, Error> Translate(Result<T, service::ServiceError> result) {
 }
 
 CancelOutcome ToPublic(service::CancelOutcome outcome) {
-  return outcome == service::CancelOutcome::kCancelled ? CancelOutcome::kCancelled
-                                                       : CancelOutcome::kAlreadyFinished;
+  switch (outcome) {
+    case service::CancelOutcome::kCancelled: return CancelOutcome::kCancelled;
+    case service::CancelOutcome::kAlreadyFinished: return CancelOutcome::kAlreadyFinished;
+    case service::CancelOutcome::kCancelling: return CancelOutcome::kCancelling;
+  }
+  return CancelOutcome::kCancelled;
 }
 
 // The service's settings from the engine's: the same defaults (docs/sdk.md).
@@ -136,6 +141,7 @@ service::ServiceOptions ToServiceOptions(const EngineOptions& o,
   s.workflow_lock_expiry_setting =
       "WorkflowOptions::lock_expiry, else EngineOptions::workflow_lock_expiry";
   s.workflow_retry_backoff = o.workflow_retry_backoff;
+  s.cancel_grace = o.cancel_grace;
   s.max_concurrency = o.max_concurrency;
   s.max_workflow_concurrency = o.max_workflow_concurrency;
   s.eager_dispatch = o.eager_dispatch;
@@ -343,8 +349,9 @@ Result<ExecutionResult, Error> Engine::WaitForResult(std::string_view execution_
   return runtime::native::ToPublic(result);
 }
 
-Result<CancelOutcome, Error> Engine::Cancel(std::string_view id) {
-  STELE_ASSIGN_OR_RETURN(auto outcome, Translate(impl_->service->Cancel(id)));
+Result<CancelOutcome, Error> Engine::Cancel(std::string_view id, const CancelOptions& options) {
+  service::CancelOptions request{options.terminate, options.grace, options.reason};
+  STELE_ASSIGN_OR_RETURN(auto outcome, Translate(impl_->service->Cancel(id, request)));
   return ToPublic(outcome);
 }
 

@@ -155,11 +155,12 @@ TEST_F(EngineApiTest, ResubmissionIsIdempotentOrAConflict) {
 TEST_F(EngineApiTest, WrongTargetsOfCancelAndStub) {
   Engine& engine = OpenRegistered();
   std::string flow = OkOrDie(engine.Submit(kFlow, Params(1)), "submit");
-  EXPECT_TRUE(FailsWith(engine.Cancel(flow), Error::Kind::kInvalidArgument, "is a workflow"));
+  EXPECT_TRUE(FailsWith(engine.Cancel("E_not-an-id"), Error::Kind::kInvalidArgument, ""));
   EXPECT_TRUE(FailsWith(engine.Stub(flow, ExecutionResult::Ok()), Error::Kind::kInvalidArgument,
                         "top-level"));
   ASSERT_TRUE(engine.Start());
   ASSERT_TRUE(Await(flow).ok());
+  EXPECT_TRUE(FailsWith(engine.Cancel(flow), Error::Kind::kConflict, "already finished"));
   EXPECT_TRUE(FailsWith(engine.Stub(flow + ".o:1-echo_1", ExecutionResult::Ok()),
                         Error::Kind::kInvalidArgument, "not a stub activity"));
 }

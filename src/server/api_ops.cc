@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/json_codec.h"
+#include "server/config.h"
 
 namespace stele::server::api {
 
@@ -45,19 +46,64 @@ Result<core::Json, ApiError> ListResponses(ServerImpl& d, const httplib::Request
 }
 
 core::Json Outcome(service::CancelOutcome outcome) {
-  return {{"outcome", outcome == service::CancelOutcome::kCancelled ? "cancelled"
-                                                                    : "already_finished"}};
+  switch (outcome) {
+    case service::CancelOutcome::kCancelled: return {{"outcome", "cancelled"}};
+    case service::CancelOutcome::kAlreadyFinished: return {{"outcome", "already_finished"}};
+    case service::CancelOutcome::kCancelling: return {{"outcome", "cancelling"}};
+  }
+  return {{"outcome", "cancelled"}};
 }
 
-Result<core::Json, ApiError> CancelExecution(ServerImpl& d, const httplib::Request& req) {
+// The optional body of cancel and terminate: {"grace": "30s", "reason": "…"}
+// (an empty body: the defaults).
+Result<service::CancelOptions, ApiError> ParseCancelBody(const httplib::Request& req,
+                                                         bool terminate) {
+  service::CancelOptions options;
+  options.terminate = terminate;
+  if (req.body.empty()) return options;
+  STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
+  if (terminate) {
+    STELE_TRY(CheckKeys(body, {"reason"}));
+  } else {
+    STELE_TRY(CheckKeys(body, {"grace", "reason"}));
+  }
+  if (body.contains("grace")) {
+    if (!body["grace"].is_string()) {
+      return Unexpected(Validation("`grace` must be a duration string such as \"30s\""));
+    }
+    auto grace = ParseDurationText(body["grace"].get<std::string>());
+    if (!grace) return Unexpected(Validation("`grace`: " + grace.error()));
+    options.grace = *grace;
+  }
+  if (body.contains("reason")) {
+    if (!body["reason"].is_string()) return Unexpected(Validation("`reason` must be a string"));
+    options.reason = body["reason"].get<std::string>();
+    if (options.reason.size() > 1024) {
+      return Unexpected(Validation("`reason` is longer than 1024 bytes"));
+    }
+  }
+  return options;
+}
+
+Result<core::Json, ApiError> CancelOrTerminate(ServerImpl& d, const httplib::Request& req,
+                                               bool terminate) {
   const std::string id = PathSegment(req);
   // Delays have their own route; an execution id never starts with Delay_.
   if (id.starts_with("Delay_")) {
     return Unexpected(Validation("`" + id.substr(0, 512) +
                                  "` is a delay id: cancel it with PUT /v1/delays/{id}/cancel"));
   }
-  STELE_ASSIGN_OR_RETURN(auto outcome, FromService(d.service->Cancel(id)));
+  STELE_ASSIGN_OR_RETURN(service::CancelOptions options, ParseCancelBody(req, terminate));
+  STELE_ASSIGN_OR_RETURN(auto outcome, FromService(d.service->Cancel(id, options)));
   return Outcome(outcome);
+}
+
+Result<core::Json, ApiError> CancelExecution(ServerImpl& d, const httplib::Request& req) {
+  return CancelOrTerminate(d, req, /*terminate=*/false);
+}
+
+Result<core::Json, ApiError> TerminateExecution(ServerImpl& d, const httplib::Request& req) {
+  return CancelOrTerminate(d, req, /*terminate=*/true);
 }
 
 Result<core::Json, ApiError> CancelDelay(ServerImpl& d, const httplib::Request& req) {
@@ -197,6 +243,7 @@ void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::str
   http.Get(id_path + "/events", Wrap(d, ListEvents));
   http.Get(id_path + "/responses", Wrap(d, ListResponses));
   http.Put(id_path + "/cancel", Wrap(d, CancelExecution));
+  http.Put(id_path + "/terminate", Wrap(d, TerminateExecution));
   http.Put("/v1/delays/([^/]+)/cancel", Wrap(d, CancelDelay));
   http.Put(id_path + "/stub", Wrap(d, Stub));
   http.Put(id_path + "/upgrade", Wrap(d, Upgrade));

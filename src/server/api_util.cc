@@ -26,6 +26,7 @@ ApiError FromService(const service::ServiceError& e) {
     case Kind::kNotFound: return NotFound(e.message);
     case Kind::kConflict:
     case Kind::kFailedPrecondition: return Conflict(e.message);
+    case Kind::kAlreadyFinished: return ApiError{409, "already_finished", e.message};
     case Kind::kTimeout: return ApiError{408, "timeout", e.message};
     case Kind::kCancelled: return ShuttingDown(e.message);
     case Kind::kUnavailable: return Unavailable(e.message);

@@ -36,7 +36,7 @@ ApiError Unavailable(std::string message);  // 503: database unavailable
 ApiError Overloaded(std::string message);   // 503: a connection or waiter limit
 ApiError ShuttingDown(std::string message);  // 503: the server is stopping
 // The one mapping of the service's errors to HTTP (docs/api.md): 400
-// validation, 404 not_found, 409 conflict, 408 timeout, 503
+// validation, 404 not_found, 409 conflict / already_finished, 408 timeout, 503
 // database_unavailable / shutting_down.
 ApiError FromService(const service::ServiceError& e);
 template <class T>

@@ -396,6 +396,7 @@ void ReadExecutor(TableReader& root, ServerConfig& config) {
   if (auto v = r.Duration("tick_sleep", false)) e.tick_sleep = *v;
   if (auto v = r.Duration("lock_expiry", false)) e.lock_expiry = *v;
   if (auto v = r.Duration("workflow_lock_expiry", false)) e.workflow_lock_expiry = *v;
+  if (auto v = r.Duration("cancel_grace", true)) e.cancel_grace = *v;
   if (auto v = r.Integer("max_concurrency", 1, 100000)) e.max_concurrency = static_cast<uint32_t>(*v);
   if (auto v = r.Integer("max_workflow_concurrency", 1, 100000)) {
     e.max_workflow_concurrency = static_cast<uint32_t>(*v);

@@ -84,6 +84,8 @@ struct ExecutorDefaults {
   std::optional<std::chrono::milliseconds> lock_expiry;
   // A workflow run's lease (extended while it makes progress).
   std::optional<std::chrono::milliseconds> workflow_lock_expiry;
+  // How long a cancelled workflow may clean up (docs/model.md §9.5).
+  std::optional<std::chrono::milliseconds> cancel_grace;
   std::optional<uint32_t> max_concurrency;
   std::optional<uint32_t> max_workflow_concurrency;
 };

@@ -154,7 +154,7 @@ TEST_F(HttpFramingTest, PutAndPostWithoutContentLengthHaveAnEmptyBody) {
       WithoutAndWithLength("PUT /v1/executions/" + id + "/cancel HTTP/1.1\r\nHost: t\r\n" + kAuth);
   ASSERT_TRUE(cancel) << "no answer within " << kPrompt.count() << " ms";
   ASSERT_TRUE(cancel_0);
-  EXPECT_EQ(cancel->status, 200) << cancel->body;
+  EXPECT_EQ(cancel->status, 409) << cancel->body;
   EXPECT_EQ(cancel->body, cancel_0->body);
   EXPECT_THAT(cancel->body, HasSubstr("already_finished"));
 

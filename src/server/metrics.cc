@@ -153,6 +153,14 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
     WriteHistogram(out, "stele_workflow_write_latency_seconds", "component=\"" + component + "\"",
                    writes->Take());
   }
+  const service::ExecutionService::CancelCounts cancels = d.service->cancel_counts();
+  out << "# HELP stele_cancels_total Cancels this server wrote: activities finished cancelled, "
+         "workflows' cancel and terminate requests (docs/model.md §9.5).\n"
+      << "# TYPE stele_cancels_total counter\n"
+      << "stele_cancels_total{kind=\"activity\"} " << cancels.activities << "\n"
+      << "stele_cancels_total{kind=\"workflow_cancel\"} " << cancels.workflow_cancels << "\n"
+      << "stele_cancels_total{kind=\"workflow_terminate\"} " << cancels.workflow_terminates
+      << "\n";
   out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
       << "# TYPE stele_http_responses_total counter\n";
   {

@@ -98,6 +98,7 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   if (e.tick_sleep) o.tick_sleep = *e.tick_sleep;
   if (e.lock_expiry) o.activity_lock_expiry = *e.lock_expiry;
   if (e.workflow_lock_expiry) o.workflow_lock_expiry = *e.workflow_lock_expiry;
+  if (e.cancel_grace) o.cancel_grace = *e.cancel_grace;
   // Named by the reason of every timeout event (executor/outcome.h).
   o.activity_lock_expiry_setting = "lock_expiry of the component, else [executor] lock_expiry";
   o.workflow_lock_expiry_setting =

@@ -96,6 +96,11 @@ inline constexpr std::chrono::milliseconds kDefaultActivityLockExpiry{30000};
 
 // The settings of a service; each default is the one both faces use
 // unless their configuration says otherwise (docs/config.md, docs/sdk.md).
+// The grace period of a workflow cancel: long enough for compensating
+// activities with the default activity lease, short enough that a stuck
+// cleanup ends within a minute.
+inline constexpr std::chrono::milliseconds kDefaultCancelGrace{60'000};
+
 struct ServiceOptions {
   std::shared_ptr<storage::DbPool> pool;  // REQUIRES: non-null
   SharedClock clock;                      // nullptr: the system clock
@@ -122,6 +127,9 @@ struct ServiceOptions {
   std::optional<uint32_t> activity_max_retries = 5;
   std::chrono::milliseconds activity_retry_backoff{100};
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // How long a cancelled workflow may clean up before it is terminated
+  // (docs/model.md §9.5), unless the request names its own.
+  std::chrono::milliseconds cancel_grace{kDefaultCancelGrace};
   // Activity attempts running at once, all activities together.
   uint32_t max_concurrency = 64;
   // Workflow runs loaded at once. Separate from the activities' limit: a

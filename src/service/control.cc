@@ -21,20 +21,94 @@ bool IsWorkflow(core::ComponentType type) {
 
 }  // namespace
 
-Result<CancelOutcome, ServiceError> ExecutionService::Cancel(std::string_view text) {
+Result<CancelOutcome, ServiceError> ExecutionService::Cancel(std::string_view text,
+                                                            const CancelOptions& options) {
   if (text.starts_with("Delay_")) return CancelDelay(text);
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   const std::string what = "cancel " + id.ToString();
   auto created = api_->GetCreateRequest(id);
   if (!created) return Unexpected(FromRead(created.error(), what));
-  if (IsWorkflow(created->component_id.component_type)) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "execution " + id.ToString() + " is a workflow; only activities and delays can be "
-        "cancelled"));
-  }
+  if (IsWorkflow(created->component_id.component_type)) return CancelWorkflow(id, options);
   auto outcome = executor::CancelActivity(*api_, cancels_.get(), id, options_.clock->Now());
   if (!outcome) return Unexpected(FromWrite(outcome.error(), what));
-  return FromStorage(*outcome);
+  if (*outcome == storage::CancelOutcome::kAlreadyFinished) return Unexpected(AlreadyFinished(id));
+  ++cancelled_activities_;
+  return CancelOutcome::kCancelled;
+}
+
+namespace {
+
+// The cancel requests already in `id`'s log (docs/model.md §9.5).
+struct RequestsInLog {
+  bool cancel = false;
+  bool terminate = false;
+};
+
+Result<RequestsInLog, ServiceError> FindCancelRequests(storage::DbExternalApi& api,
+                                                       const core::ExecutionId& id) {
+  constexpr core::Version::Type kPage = 1000;
+  RequestsInLog found;
+  core::Version since(0);
+  for (;;) {
+    auto page = api.ListExecutionEvents(id, since, kPage, false);
+    if (!page) return Unexpected(FromRead(page.error(), "cancel " + id.ToString()));
+    for (const core::ExecutionEvent& event : *page) {
+      const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+      const auto* request =
+          history != nullptr ? std::get_if<core::HistoryCancelRequest>(&history->event) : nullptr;
+      if (request == nullptr) continue;
+      found.cancel = true;
+      found.terminate = found.terminate || request->terminate;
+    }
+    if (page->size() < kPage) return found;
+    since = page->back().version.Increment();
+  }
+}
+
+}  // namespace
+
+ServiceError ExecutionService::AlreadyFinished(const core::ExecutionId& id) {
+  return ServiceError::AlreadyFinished("execution " + id.ToString() +
+                                       " is already finished; nothing was cancelled");
+}
+
+Result<CancelOutcome, ServiceError> ExecutionService::CancelWorkflow(const core::ExecutionId& id,
+                                                                     const CancelOptions& options) {
+  const std::string what = "cancel " + id.ToString();
+  const std::chrono::milliseconds grace = options.grace.value_or(options_.cancel_grace);
+  if (grace.count() < 0 || grace > std::chrono::hours(24 * 365)) {
+    return Unexpected(ServiceError::InvalidArgument(
+        "grace period of " + std::to_string(grace.count()) + " ms is out of range (0 to 1 year)"));
+  }
+  // The answer for a finished workflow: cancelled by a request, or not.
+  auto finished_answer = [&]() -> Result<CancelOutcome, ServiceError> {
+    auto result = api_->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::seconds(5)));
+    if (!result) return Unexpected(ServiceError::Unavailable(what + ": " + result.error().ToString()));
+    const auto* failure = std::get_if<core::FinishedExecutionError>(&*result);
+    if (failure != nullptr && failure->kind == core::ExecutionFailureKind::kCancelled) {
+      return CancelOutcome::kCancelled;
+    }
+    return Unexpected(AlreadyFinished(id));
+  };
+  auto state = api_->GetPendingState(id);
+  if (!state) return Unexpected(FromRead(state.error(), what));
+  if (state->IsFinished()) return finished_answer();
+  STELE_ASSIGN_OR_RETURN(RequestsInLog requests, FindCancelRequests(*api_, id));
+  if (requests.terminate || (requests.cancel && !options.terminate)) {
+    return CancelOutcome::kCancelling;  // asked already: nothing to write
+  }
+  const DateTime now = options_.clock->Now();
+  const core::HistoryCancelRequest request{
+      now + std::chrono::duration_cast<std::chrono::microseconds>(grace), options.terminate,
+      options.reason};
+  auto appended = storage::AppendCancelRequest(*api_, id, request, now);
+  if (!appended) return Unexpected(FromWrite(appended.error(), what));
+  if (*appended == storage::CancelOutcome::kAlreadyFinished) return finished_answer();
+  ++(options.terminate ? workflow_terminates_ : workflow_cancels_);
+  STELE_LOG(kInfo, "execution " << id.ToString() << ": "
+                                << (options.terminate ? "terminate" : "cancel") << " requested"
+                                << (options.reason.empty() ? "" : ": " + options.reason));
+  return CancelOutcome::kCancelling;
 }
 
 Result<CancelOutcome, ServiceError> ExecutionService::CancelDelay(std::string_view text) {

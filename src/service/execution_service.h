@@ -28,6 +28,7 @@
 // destruction) joins every thread it started.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -116,7 +117,22 @@ struct ResponsesPage {
 };
 
 // What Cancel did.
-enum class CancelOutcome { kCancelled, kAlreadyFinished };
+enum class CancelOutcome {
+  kCancelled,        // finished `cancelled` (now, or before)
+  kAlreadyFinished,  // a delay that fired before (executions: kConflict instead)
+  kCancelling,       // a workflow asked to cancel: it finishes `cancelled` soon
+};
+
+// How Cancel stops a workflow (docs/model.md §9.5); activities and delays
+// are cancelled at once whatever it says.
+struct CancelOptions {
+  // End at once, without cleanup, instead of letting the workflow see the
+  // cancellation and clean up within the grace period.
+  bool terminate = false;
+  // nullopt: ServiceOptions::cancel_grace.
+  std::optional<std::chrono::milliseconds> grace;
+  std::string reason;  // recorded with the request; shown in its events
+};
 
 // A cron schedule as a face gives it (docs/api.md, "Schedules";
 // docs/config.md, "[[cron]]"): text the service validates.
@@ -206,10 +222,17 @@ class ExecutionService {
   // Errors: kInvalidArgument, kNotFound (no execution, or no backtrace).
   Result<core::BacktraceInfo, ServiceError> Backtrace(std::string_view execution_id,
                                                       storage::BacktraceFilter filter);
-  // Cancels an activity execution ("E_…") or a delay ("Delay_…").
-  // Idempotent. A running activity of this process is stopped at once.
-  // Errors: kInvalidArgument (malformed id, a workflow), kNotFound.
-  Result<CancelOutcome, ServiceError> Cancel(std::string_view id);
+  // Cancels an execution ("E_…") or a delay ("Delay_…"). An activity
+  // finishes `cancelled` at once (a running one of this process is stopped
+  // at once): kCancelled. A workflow gets a cancel request in its log
+  // (docs/model.md §9.5): kCancelling; it ends with its subtree cancelled.
+  // Idempotent: a second request writes nothing and answers the same (a
+  // terminate after a cancel is written); a workflow that finished
+  // `cancelled` answers kCancelled. Errors: kInvalidArgument (malformed
+  // id, grace out of range), kNotFound, kConflict (finished otherwise,
+  // with "already finished" in the message; nothing written).
+  Result<CancelOutcome, ServiceError> Cancel(std::string_view id,
+                                             const CancelOptions& options = {});
   // Cancels a delay. Errors: kInvalidArgument, kNotFound.
   Result<CancelOutcome, ServiceError> CancelDelay(std::string_view delay_id);
   // Writes the result of a stub activity's child execution. Idempotent
@@ -265,6 +288,16 @@ class ExecutionService {
   const executor::ConcurrencyLimiter& activity_limiter() const { return *limiter_; }
   const executor::ConcurrencyLimiter& workflow_limiter() const { return *workflow_limiter_; }
   size_t RunningActivities() const { return cancels_->size(); }
+  // Cancels this service wrote, by what they did: an activity finished
+  // `cancelled`, a workflow's cancel request, a workflow's terminate request.
+  struct CancelCounts {
+    uint64_t activities = 0;
+    uint64_t workflow_cancels = 0;
+    uint64_t workflow_terminates = 0;
+  };
+  CancelCounts cancel_counts() const {
+    return {cancelled_activities_.load(), workflow_cancels_.load(), workflow_terminates_.load()};
+  }
   // The write latencies of each workflow component's runs, by name.
   const std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>&
   workflow_writes() const {
@@ -299,6 +332,9 @@ class ExecutionService {
   Result<std::pair<core::FunctionFqn, runtime::workflow::FunctionInfo>, ServiceError> CheckCall(
       std::string_view ffqn_text, const core::Json& params) const;
   ScheduleInfo ToInfo(storage::Schedule schedule) const;
+  Result<CancelOutcome, ServiceError> CancelWorkflow(const core::ExecutionId& id,
+                                                     const CancelOptions& options);
+  static ServiceError AlreadyFinished(const core::ExecutionId& id);
   void StopExecutors();
 
   ServiceOptions options_;
@@ -320,6 +356,9 @@ class ExecutionService {
   std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>
       workflow_writes_;
   CancellationToken stop_;
+  std::atomic<uint64_t> cancelled_activities_{0};
+  std::atomic<uint64_t> workflow_cancels_{0};
+  std::atomic<uint64_t> workflow_terminates_{0};
 
   mutable std::mutex mu_;  // guards the lifecycle below against the use cases
   bool started_ = false;

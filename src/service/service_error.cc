@@ -7,6 +7,7 @@ std::string_view KindName(ServiceError::Kind kind) {
     case ServiceError::Kind::kInvalidArgument: return "invalid argument";
     case ServiceError::Kind::kNotFound: return "not found";
     case ServiceError::Kind::kConflict: return "conflict";
+    case ServiceError::Kind::kAlreadyFinished: return "already finished";
     case ServiceError::Kind::kFailedPrecondition: return "failed precondition";
     case ServiceError::Kind::kTimeout: return "timeout";
     case ServiceError::Kind::kCancelled: return "cancelled";

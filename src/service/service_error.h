@@ -22,6 +22,7 @@ struct ServiceError {
     kNotFound,            // no such execution, function or delay
     kConflict,            // same id with other params, another stub value, another
                           // digest, a write to a finished execution
+    kAlreadyFinished,     // cancel of an execution that finished otherwise
     kFailedPrecondition,  // the service is not in a state for it (not started, ...)
     kTimeout,             // a wait ran out
     kCancelled,           // a wait was cancelled by its caller (shutdown)
@@ -33,6 +34,9 @@ struct ServiceError {
   static ServiceError InvalidArgument(std::string m) { return {Kind::kInvalidArgument, std::move(m)}; }
   static ServiceError NotFound(std::string m) { return {Kind::kNotFound, std::move(m)}; }
   static ServiceError Conflict(std::string m) { return {Kind::kConflict, std::move(m)}; }
+  static ServiceError AlreadyFinished(std::string m) {
+    return {Kind::kAlreadyFinished, std::move(m)};
+  }
   static ServiceError FailedPrecondition(std::string m) {
     return {Kind::kFailedPrecondition, std::move(m)};
   }

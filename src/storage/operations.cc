@@ -50,4 +50,26 @@ Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::De
   return CancelOutcome::kCancelled;
 }
 
+Result<CancelOutcome, DbErrorWrite> AppendCancelRequest(DbConnection& db,
+                                                        const ExecutionId& execution_id,
+                                                        const core::HistoryCancelRequest& request,
+                                                        DateTime created_at) {
+  int retries = 5;
+  while (true) {
+    auto last = db.GetLastExecutionEvent(execution_id);
+    if (!last) return Unexpected(DbErrorWrite(last.error()));
+    if (std::holds_alternative<core::Finished>(last->event)) return CancelOutcome::kAlreadyFinished;
+    auto appended = db.Append(execution_id, last->version.Increment(),
+                              AppendRequest{created_at, core::HistoryEventRequest{request}});
+    if (appended) return CancelOutcome::kCancelled;
+    const bool raced =
+        appended.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kVersionConflict) ||
+        appended.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kIllegalState);
+    if (!raced || retries-- == 0) return Unexpected(std::move(appended).error());
+    STELE_LOG(kDebug, "cancel request of " << execution_id.ToString()
+                                           << " raced a writer, retrying: "
+                                           << appended.error().ToString());
+  }
+}
+
 }  // namespace stele::storage

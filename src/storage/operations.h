@@ -25,4 +25,17 @@ Result<void, DbErrorWrite> StubExecution(DbConnection& db,
 Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::DelayId& delay_id,
                                                 DateTime created_at);
 
+// Appends `request` (docs/model.md §9.5) at the end of the log of workflow
+// `execution_id`, fenced at the last version it read; a writer racing it
+// (the workflow's own run) makes it re-read and retry, up to 5 more times.
+// kCancelled when written (the execution becomes pending at once, so that
+// a run sees the request), kAlreadyFinished, writing nothing, when it is
+// finished. Whether a request is in the log already is the caller's
+// question: a second one is harmless to a run. Errors: NotFound,
+// VersionConflict after the retries, Generic.
+Result<CancelOutcome, DbErrorWrite> AppendCancelRequest(DbConnection& db,
+                                                        const ExecutionId& execution_id,
+                                                        const core::HistoryCancelRequest& request,
+                                                        DateTime created_at);
+
 }  // namespace stele::storage

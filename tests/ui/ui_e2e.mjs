@@ -241,6 +241,22 @@ test('cancel a delay (with confirmation)', async ({ srv, page }) => {
   await page.waitForSelector('#app[data-finished="true"]', { timeout: 30000 });
 }, { wasm: true });
 
+test('cancel a sleeping workflow (with confirmation)', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [3600, 'cancel me']);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#cancel-workflow', { timeout: 30000 });
+  // Declining the confirmation writes nothing.
+  await page.click('#cancel-workflow');
+  await page.click('dialog.confirm [data-confirm=no]');
+  assert.ok(!(await eventsOf(srv, id)).some((e) => JSON.stringify(e).includes('cancel_request')));
+  await page.click('#cancel-workflow');
+  await page.click('dialog.confirm [data-confirm=yes]');
+  const ex = await finished(srv, id);
+  assert.equal(ex.result.execution_error.kind, 'cancelled');
+  await until(async () => (await page.textContent('#result')).includes('cancelled'), 'the cancelled result');
+  assert.equal(await page.locator('#terminate-workflow').count(), 0, 'no actions on a finished workflow');
+}, { wasm: true });
+
 test('cancel a running activity', async ({ srv, page }) => {
   const id = await submit(srv, 'demo:slow/api.wait', ['to-cancel']);
   await page.goto(srv.base + '/ui/#/execution/' + id);

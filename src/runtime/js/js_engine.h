@@ -117,7 +117,7 @@ struct HostReply {
   enum class Kind { kValue, kThrow, kAbort };
   Kind kind = Kind::kValue;
   core::Json value;     // kValue: the operation's result; kThrow: the payload (Err's value, ...)
-  std::string type;     // kThrow: "Err", "FunctionMismatch", "TypeError", "RangeError", "Error"
+  std::string type;     // kThrow: "Err", "FunctionMismatch", "Cancelled", "TypeError", ...
   std::string message;  // kThrow: the error's message; kAbort: why the run stops
 
   static HostReply Value(core::Json v) { return HostReply{Kind::kValue, std::move(v), {}, {}}; }

@@ -202,6 +202,9 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (*next) return HostReply::Value(ResponseJson(**next));
     const auto& error = next->error();
     if (error.kind == wf::JoinNextError::Kind::kAllProcessed) return HostReply::Value(nullptr);
+    if (error.kind == wf::JoinNextError::Kind::kCancelled) {
+      return HostReply::Throw("Cancelled", "the workflow is being cancelled", Json());
+    }
     return HostReply::Throw("FunctionMismatch", "", error.actual ? ResponseJson(*error.actual) : Json());
   }
   if (op == "close") {

@@ -75,8 +75,15 @@
       ObjectDefineProperty(this, "response", { value: response, enumerable: true });
     }
   }
+  // The workflow is being cancelled (docs/model.md §9.5): thrown once, by
+  // the blocking operation it interrupted; the workflow may clean up.
+  class Cancelled extends Error {
+    constructor(message) {
+      super(message || "the workflow is being cancelled");
+    }
+  }
   for (const [cls, name] of [[Err, "Err"], [ExecutionFailure, "ExecutionFailure"],
-                             [FunctionMismatch, "FunctionMismatch"]]) {
+                             [FunctionMismatch, "FunctionMismatch"], [Cancelled, "Cancelled"]]) {
     ObjectDefineProperty(cls.prototype, "name", { value: name, writable: true, configurable: true });
   }
 
@@ -101,6 +108,7 @@
     switch (reply.t) {
       case "Err": throw new Err(reply.p, reply.m);
       case "FunctionMismatch": throw new FunctionMismatch(reply.p);
+      case "Cancelled": throw new Cancelled(reply.m);
       case "TypeError": throw new TypeError(reply.m);
       case "RangeError": throw new RangeError(reply.m);
       default: throw new Error(reply.m);
@@ -547,7 +555,7 @@
     return queue;
   }
 
-  const steleExports = ObjectFreeze({ Err, ExecutionFailure, FunctionMismatch, unwrap });
+  const steleExports = ObjectFreeze({ Err, ExecutionFailure, FunctionMismatch, Cancelled, unwrap });
   const roots = [globalThis, steleExports, ...hiddenIntrinsics];
   for (const object of reachable(roots)) {
     for (const key of overridableKeys(object)) {

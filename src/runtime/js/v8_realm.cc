@@ -225,7 +225,7 @@ v8::MaybeLocal<v8::Value> EvaluateSteleModule(v8::Local<v8::Context> context,
     return {};
   }
   v8::Local<v8::Object> exports = exports_value.As<v8::Object>();
-  for (const char* name : {"Err", "ExecutionFailure", "FunctionMismatch", "unwrap"}) {
+  for (const char* name : {"Err", "ExecutionFailure", "FunctionMismatch", "Cancelled", "unwrap"}) {
     v8::Local<v8::Value> value;
     if (!exports->Get(context, V8String(isolate, name)).ToLocal(&value)) return {};
     if (module->SetSyntheticModuleExport(isolate, V8String(isolate, name), value).IsNothing()) {
@@ -358,7 +358,7 @@ Result<void, JsError> Realm::Init(const std::string& source) {
   }
   internals_.Reset(isolate_, internals.As<v8::Object>());
   std::vector<v8::Local<v8::String>> names;
-  for (const char* name : {"Err", "ExecutionFailure", "FunctionMismatch", "unwrap"}) {
+  for (const char* name : {"Err", "ExecutionFailure", "FunctionMismatch", "Cancelled", "unwrap"}) {
     names.push_back(V8String(isolate_, name));
   }
   v8::Local<v8::Module> stele =

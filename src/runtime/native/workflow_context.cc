@@ -17,6 +17,10 @@ namespace {
 using runtime::native::NativeRun;
 namespace wf = runtime::workflow;
 
+constexpr const char* kCancelledMessage =
+    "the workflow is being cancelled: clean up and return (docs/sdk.md, \"Cancelling a "
+    "workflow\")";
+
 core::HistoryEventScheduleAt InIntent(std::chrono::milliseconds d) {
   if (d.count() <= 0) return core::HistoryEventScheduleAt::Now();
   return core::HistoryEventScheduleAt::In(core::Duration::FromMillis(static_cast<uint64_t>(d.count())));
@@ -131,6 +135,9 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
     auto next = run->run().JoinNext(*join_set_id);
     if (!next) return std::nullopt;
     if (!*next) {
+      if (next->error().kind == wf::JoinNextError::Kind::kCancelled) {
+        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
+      }
       return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
                                         "every submission of " + js + " was awaited already"}));
     }
@@ -156,6 +163,9 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
       if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
         return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
                                           "every submission of " + js + " was awaited already"}));
+      }
+      if (error.kind == wf::JoinNextError::Kind::kCancelled) {
+        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
       }
       std::string actual = error.actual ? Describe(*error.actual) : "another response";
       return R(Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch,

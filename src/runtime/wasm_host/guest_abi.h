@@ -33,6 +33,7 @@ enum class Status : int32_t {
   kAllProcessed = 3,
   kMismatch = 4,
   kNotFound = 5,
+  kCancelled = 6,  // join_next: the workflow is being cancelled
 };
 
 enum class GuestKind { kWorkflow, kActivity };

@@ -184,6 +184,10 @@ HostResult JoinNext(WorkflowHost& host, HostCall& c, Args a) {
     STELE_TRY(WriteOut(c, U32(a[5]), "\"every submission of " + js_text + " was awaited already\""));
     return StatusResult(Status::kAllProcessed);
   }
+  if (error.kind == wf::JoinNextError::Kind::kCancelled) {
+    STELE_TRY(WriteOut(c, U32(a[5]), "\"the workflow is being cancelled\""));
+    return StatusResult(Status::kCancelled);
+  }
   if (error.actual) STELE_TRY(write(*error.actual));
   return StatusResult(Status::kMismatch);
 }

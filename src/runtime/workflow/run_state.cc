@@ -132,6 +132,7 @@ Result<void, Interruption> RunState::Begin() {
           lock_expires_at_) {
     STELE_TRY(ExtendLockWithinLimits(now));
   }
+  STELE_TRY(PassCancelRequests());
   if (options.max_events_per_run > 0 && !replaying() &&
       events_written_ + cache_.size() >= options.max_events_per_run) {
     STELE_TRY(Flush());
@@ -189,6 +190,9 @@ Result<void, Interruption> RunState::ExtendLock(DateTime now) {
 
 Result<const core::HistoryEvent*, Interruption> RunState::Step(
     core::HistoryEvent key, std::optional<storage::CreateRequest> child) {
+  // A cancel request is no call's event: the cursor passes it (what it
+  // changes is decided at the next call or after a JoinNext).
+  if (!std::holds_alternative<core::HistoryCancelRequest>(key)) SkipCancelRequests();
   if (cursor_ < history_.size()) {
     const auto& [recorded, recorded_version] = history_[cursor_];
     if (!KeyMatches(key, recorded)) {
@@ -418,6 +422,7 @@ void RunState::Apply(const core::HistoryEvent& event) {
             auto [it, inserted] =
                 join_sets_.try_emplace(create.join_set_id, JoinSetState{create.join_set_id});
             if (!inserted) return;
+            all_join_sets_.push_back(create.join_set_id);
             switch (create.join_set_id.kind()) {
               case core::JoinSetKind::kOneOff:
                 ++one_off_count_;
@@ -457,6 +462,10 @@ void RunState::Apply(const core::HistoryEvent& event) {
             join_sets_.try_emplace(join_next.join_set_id, JoinSetState{join_next.join_set_id})
                 .first->second.join_nexts++;
           },
+          [&](const core::HistoryCancelRequest& request) {
+            if (!cancel_request_) cancel_request_ = request;
+            if (request.terminate) terminate_requested_ = true;
+          },
           [](const auto&) {},
       },
       event);
@@ -484,11 +493,19 @@ core::HistoryJoinNext RunState::JoinNextKey(const core::JoinSetId& join_set,
                                std::move(requested_ffqn), closing};
 }
 
-Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
-    const core::JoinSetId& join_set) {
+Result<std::optional<JoinSetResponseValue>, Interruption> RunState::AwaitJoinNextResponse(
+    const core::JoinSetId& join_set, bool closing) {
   JoinSetState* state = FindJoinSet(join_set);
   STELE_CHECK(state != nullptr && state->join_nexts > 0, "AwaitJoinNextResponse without JoinNext");
   step_time.reset();  // the run may wait here: a new step begins
+  // A request written right after this JoinNext was written while the
+  // workflow waited here: it interrupts this very wait.
+  SkipCancelRequests();
+  if (terminate_requested_ && !ending_cancelled_) return Interrupt(TerminatedInterruption());
+  if (!closing && TakeCancellation()) {
+    STELE_TRY(MaybeFlush());
+    return std::optional<JoinSetResponseValue>();
+  }
   const uint64_t k = state->join_nexts;
   auto known = responses_by_join_set_.find(join_set);
   if (known != responses_by_join_set_.end() && known->second.size() >= k) {
@@ -504,7 +521,14 @@ Result<JoinSetResponseValue, Interruption> RunState::AwaitJoinNextResponse(
     STELE_TRY(Flush());
     STELE_TRY(WaitForResponses(join_set, k, slot.get(), &wake));
   }
-  return Consume(*state, responses_by_join_set_[join_set][k - 1]);
+  JoinSetResponseValue response = Consume(*state, responses_by_join_set_[join_set][k - 1]);
+  if (const auto* delay = std::get_if<DelayResponse>(&response);
+      delay != nullptr && !closing && !ending_cancelled_ &&
+      grace_delay_ids_.contains(delay->delay_id.ToString())) {
+    return Interrupt(Interruption::Kind::kTerminated,
+                     "cancelled: the grace period of the cancel request ended");
+  }
+  return std::optional<JoinSetResponseValue>(std::move(response));
 }
 
 std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(

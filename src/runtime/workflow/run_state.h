@@ -121,7 +121,37 @@ class RunState {
   // After a JoinNext on `join_set` was processed (it was the k-th): writes
   // the cache when the JoinNext is new, then returns the k-th response of
   // the join set (consuming it), waiting for it per the blocking strategy.
-  Result<JoinSetResponseValue, Interruption> AwaitJoinNextResponse(const core::JoinSetId& join_set);
+  // Unless `closing`: nullopt when a cancel request directly after the
+  // JoinNext interrupted it (the slot's response is discarded), and
+  // kTerminated when the response is the join set's grace delay.
+  Result<std::optional<JoinSetResponseValue>, Interruption> AwaitJoinNextResponse(
+      const core::JoinSetId& join_set, bool closing = false);
+
+  // --- Cancellation (workflow_run.h, "Cancellation") ---
+  // Passes the cancel requests under the cursor. kTerminated when a
+  // terminate request is known, or — in new territory — when the grace
+  // period of a request is over (a terminate request is recorded first).
+  Result<void, Interruption> PassCancelRequests();
+  // True once per request: the blocking call about to run returns
+  // "cancelled" instead.
+  bool TakeCancellation();
+  bool cancel_requested() const { return cancel_request_.has_value(); }
+  // After the workflow saw the cancellation: a delay expiring with the
+  // grace period in `join_set`, once per join set, before it is awaited.
+  Result<void, Interruption> AddGraceDelay(JoinSetState& join_set);
+  // Submissions of `join_set` the workflow made itself (its grace delay
+  // excluded).
+  uint64_t GuestSubmissions(const JoinSetState& join_set) const;
+  // The end of a cancelled workflow begins: no later request or grace
+  // delay changes anything.
+  void BeginEndCancelled() { ending_cancelled_ = true; }
+  // Writes the cache, then cancels every open activity and delay and sends
+  // every open child workflow a terminate request (idempotent).
+  Result<void, Interruption> CancelOpenSubtree();
+  // kTerminated with the request's reason.
+  Interruption TerminatedInterruption() const;
+  // Every join set (one-off ones included) in creation order.
+  const std::vector<core::JoinSetId>& all_join_sets() const { return all_join_sets_; }
 
   // Child results consumed by processed JoinNexts.
   std::optional<std::pair<core::FunctionFqn, const core::SupportedFunctionReturnValue*>>
@@ -156,6 +186,8 @@ class RunState {
                                        bool dispatch);
   // Updates the indices for a processed event.
   void Apply(const core::HistoryEvent& event);
+  // Moves the cursor past the cancel requests under it, remembering them.
+  void SkipCancelRequests();
   void AddResponses(std::vector<core::JoinSetResponseEventOuter> responses);
   // Extends the lock by appending Locked (same executor and run).
   Result<void, Interruption> ExtendLock(DateTime now);
@@ -217,6 +249,16 @@ class RunState {
   std::unordered_map<std::string, core::FunctionFqn> child_ffqn_;
   std::unordered_map<std::string, size_t> processed_child_responses_;
   bool failure_cancels_done_ = false;
+
+  // Every join set (one-off ones included) in creation order.
+  std::vector<core::JoinSetId> all_join_sets_;
+  std::optional<core::HistoryCancelRequest> cancel_request_;
+  bool terminate_requested_ = false;
+  bool cancellation_taken_ = false;
+  bool ending_cancelled_ = false;
+  // Grace delays by join set, and their ids.
+  std::map<core::JoinSetId, std::string> grace_delays_;
+  std::set<std::string> grace_delay_ids_;
 };
 
 // "<kind>: <payload>" of a history event for nondeterminism messages.

@@ -92,6 +92,8 @@ std::string_view InterruptionKindName(Interruption::Kind kind) {
       return "cancelled";
     case Kind::kStepFailed:
       return "step failed";
+    case Kind::kTerminated:
+      return "terminated";
   }
   return "unknown";
 }
@@ -186,10 +188,37 @@ Result<void, Interruption> CloseJoinSetState(RunState& state, internal::JoinSetS
   }
   for (uint64_t i = 0; i < unawaited; ++i) {
     STELE_TRY(state.Step(state.JoinNextKey(join_set.id, std::nullopt, /*closing=*/true)));
-    STELE_TRY(state.AwaitJoinNextResponse(join_set.id));
+    STELE_TRY(state.AwaitJoinNextResponse(join_set.id, /*closing=*/true));
   }
   join_set.closed = true;
   return {};
+}
+
+// The end of a cancelled workflow (workflow_run.h, "Cancellation"): its
+// open subtree is cancelled — only in new territory, as a close does —
+// then every join set is drained with closing JoinNexts, so that the
+// execution finishes after its children.
+Result<void, Interruption> EndCancelled(RunState& state) {
+  state.BeginEndCancelled();
+  if (!state.replaying()) STELE_TRY(state.CancelOpenSubtree());
+  const std::vector<core::JoinSetId> join_sets = state.all_join_sets();
+  for (const core::JoinSetId& id : join_sets) {
+    internal::JoinSetState* join_set = state.FindJoinSet(id);
+    const uint64_t unawaited =
+        join_set->submissions > join_set->join_nexts ? join_set->submissions - join_set->join_nexts
+                                                     : 0;
+    for (uint64_t i = 0; i < unawaited; ++i) {
+      STELE_TRY(state.Step(state.JoinNextKey(id, std::nullopt, /*closing=*/true)));
+      STELE_TRY(state.AwaitJoinNextResponse(id, /*closing=*/true));
+    }
+    join_set->closed = true;
+  }
+  return {};
+}
+
+core::SupportedFunctionReturnValue CancelledResult(std::string reason) {
+  return core::FinishedExecutionError{core::ExecutionFailureKind::kCancelled, std::move(reason),
+                                      std::nullopt};
 }
 
 }  // namespace
@@ -253,13 +282,22 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
                          state_->OpenJoinSet(join_set, "join next"));
-  if (found->join_nexts >= found->submissions) {
+  if (found->join_nexts >= state_->GuestSubmissions(*found)) {
     STELE_TRY(state_->Step(core::HistoryJoinNextTooMany{join_set, requested_ffqn}));
     STELE_TRY(state_->MaybeFlush());
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
+  if (state_->TakeCancellation()) {
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
+  }
+  STELE_TRY(state_->AddGraceDelay(*found));
   STELE_TRY(state_->Step(state_->JoinNextKey(join_set, requested_ffqn, /*closing=*/false)));
-  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
+  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
+                         state_->AwaitJoinNextResponse(join_set));
+  if (!awaited) {
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
+  }
+  JoinSetResponseValue response = *std::move(awaited);
   if (requested_ffqn) {
     const auto* child = std::get_if<ChildResponse>(&response);
     if (child == nullptr || child->ffqn != *requested_ffqn) {
@@ -290,6 +328,7 @@ Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
     const core::FunctionFqn& ffqn, core::Params params) {
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "call", ffqn, params));
+  if (state_->TakeCancellation()) return CancelledResult("the workflow is being cancelled");
   core::JoinSetId join_set = OneOffJoinSet(*state_, ffqn.function_name());
   core::ExecutionIdDerived child = execution_id().NextLevel(join_set, 1);
   const DateTime now = state_->Now();
@@ -307,8 +346,12 @@ Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
       core::HistoryJoinSetRequest{join_set,
                                   core::ChildExecutionRequest{child, ffqn, std::move(params)}},
       std::move(create)));
+  STELE_TRY(state_->AddGraceDelay(*state_->FindJoinSet(join_set)));
   STELE_TRY(state_->Step(state_->JoinNextKey(join_set, ffqn, /*closing=*/false)));
-  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
+  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
+                         state_->AwaitJoinNextResponse(join_set));
+  if (!awaited) return CancelledResult("the workflow is being cancelled");
+  JoinSetResponseValue response = *std::move(awaited);
   auto* child_response = std::get_if<ChildResponse>(&response);
   if (child_response == nullptr) {
     return state_->Interrupt(
@@ -326,6 +369,7 @@ CallResult<DateTime, SleepCancelled> WorkflowRun::Sleep(
   if (!expires_at) {
     return state_->Interrupt(Kind::kTrap, "sleep " + schedule_at.ToString() + " is out of range");
   }
+  if (state_->TakeCancellation()) return Inner(Unexpected(SleepCancelled{}));
   core::JoinSetId join_set = OneOffJoinSet(*state_, "sleep");
   core::DelayId delay_id(execution_id(), join_set, 1);
   STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
@@ -339,9 +383,12 @@ CallResult<DateTime, SleepCancelled> WorkflowRun::Sleep(
         std::get<core::DelayRequest>(std::get<core::HistoryJoinSetRequest>(*recorded).request)
             .expires_at;
   }
+  STELE_TRY(state_->AddGraceDelay(*state_->FindJoinSet(join_set)));
   STELE_TRY(state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));
-  STELE_ASSIGN_OR_RETURN(JoinSetResponseValue response, state_->AwaitJoinNextResponse(join_set));
-  const auto* delay = std::get_if<DelayResponse>(&response);
+  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
+                         state_->AwaitJoinNextResponse(join_set));
+  if (!awaited) return Inner(Unexpected(SleepCancelled{}));
+  const auto* delay = std::get_if<DelayResponse>(&awaited.value());
   if (delay == nullptr) {
     return state_->Interrupt(Kind::kNondeterminism, "a sleep's join set " + join_set.ToString() +
                                                         " answered with a child");
@@ -519,6 +566,10 @@ Result<void, Interruption> WorkflowRun::Log(LogLevel level, std::string_view mes
 
 executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue value) {
   if (auto begun = state_->Begin(); !begun) return ToWorkerResult(begun.error());
+  // Returning after a cancel request is the end of its cleanup.
+  if (state_->cancel_requested()) {
+    return ToWorkerResult(state_->Interrupt(state_->TerminatedInterruption()).error());
+  }
   // Reverse creation order (docs/model.md §8.4); a copy, since closing may
   // create none but the vector must not be iterated while Step appends to
   // it.
@@ -529,6 +580,10 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
     if (auto closed = CloseJoinSetState(*state_, *join_set); !closed) {
       return ToWorkerResult(closed.error());
     }
+  }
+  // A request that came while the join sets were closing.
+  if (state_->cancel_requested()) {
+    return ToWorkerResult(state_->Interrupt(state_->TerminatedInterruption()).error());
   }
   // Nothing is cached while replaying: new events only come past the log.
   if (state_->replaying()) {
@@ -546,6 +601,14 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
 }
 
 executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) {
+  if (interruption.kind == Kind::kTerminated) {
+    if (auto ended = EndCancelled(*state_); !ended) return ToWorkerResult(ended.error());
+    core::SupportedFunctionReturnValue value = CancelledResult(interruption.reason);
+    auto finished = state_->WriteFinished(value);
+    if (!finished) return ToWorkerResult(finished.error());
+    if (*finished) return executor::WorkerResult::DbUpdated();
+    return executor::WorkerResult::Ok(std::move(value), state_->version());
+  }
   if (interruption.IsFatal() && interruption.kind != Kind::kCancelled) {
     state_->CancelUnawaitedOnFailure();  // may write the cache: read the version after it
   }
@@ -579,6 +642,8 @@ executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interrupt
     case Kind::kStepFailed:
       return executor::WorkerResult::Err(
           version, executor::ActivityTrap{interruption.reason, std::nullopt, {}});
+    case Kind::kTerminated:
+      break;  // handled above
   }
   return fatal(executor::FatalErrorKind::kWorkflowTrap);
 }

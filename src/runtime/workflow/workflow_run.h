@@ -78,6 +78,25 @@
 // and compared on replay, so the algorithm is part of the replay contract.
 // Scheduled executions get ids from the same generator.
 //
+// Cancellation (docs/model.md §9.5). A HistoryCancelRequest in the log is
+// not produced by a call: the cursor passes it (at the start of a call or
+// of a step) and the run remembers it. The first blocking call that
+// follows — or the JoinNext directly before it, which the request
+// interrupted — returns "cancelled" instead of waiting: JoinNext
+// JoinNextError::kCancelled, Call a FinishedExecutionError kCancelled,
+// Sleep SleepCancelled. Only a JoinNext the log records consumes a
+// response slot (one directly before the request discards its slot's
+// response). From then on the workflow may clean up, calling activities as
+// usual, until the grace period the request carries ends: each join set it
+// then awaits gets a delay expiring with the grace period (its response
+// ends the run), and a call past the grace period in new territory
+// records a terminate request. A terminate request, or the workflow
+// returning after a request, ends the execution (kTerminated): its open
+// activities and delays are cancelled, its open child workflows get a
+// terminate request and are awaited (closing JoinNexts), and it finishes
+// with the execution error `cancelled`. All of it follows from the log's
+// order, so a replay takes the same path.
+//
 // Errors. A call returns Interruption when the guest must stop now: the
 // SDK destroys the coroutine frame, the WASM host traps the guest, and the
 // worker returns ToWorkerResult(interruption). Business outcomes the guest
@@ -198,6 +217,8 @@ struct Interruption {
     kCancelled,                  // the run's cancellation token fired
     kStepFailed,                 // a durable step's function failed: the run is
                                  // retried by the component's policy (not fatal)
+    kTerminated,                 // a cancel request ends the workflow: its subtree
+                                 // is cancelled and it finishes `cancelled`
   };
   Kind kind = Kind::kBlocked;
   std::string reason;
@@ -246,6 +267,7 @@ struct JoinNextError {
   enum class Kind {
     kAllProcessed,      // every submission was awaited (recorded as JoinNextTooMany)
     kFunctionMismatch,  // the response is not of the requested ffqn; it is consumed
+    kCancelled,         // the workflow is asked to cancel (see Cancellation above)
   };
   Kind kind = Kind::kAllProcessed;
   // kFunctionMismatch: the consumed response (a delay has no ffqn).
@@ -426,7 +448,9 @@ class WorkflowRun {
   executor::WorkerResult Finish(core::SupportedFunctionReturnValue value);
   // The WorkerResult for an Interruption a call returned:
   // kBlocked/kLeaseExpired/kYielded → DbUpdatedByWorkerOrWatcher;
-  // kDbError → WorkerDbError; others → FatalError of the matching kind.
+  // kDbError → WorkerDbError; kTerminated → the end described under
+  // Cancellation (may block like Finish); others → FatalError of the
+  // matching kind.
   // A fatal interruption ends the workflow for good, so first (best
   // effort, database only) its cached events are written and its unawaited
   // activities and delays cancelled, as closing its join sets would

@@ -52,6 +52,7 @@ export const api = {
       (cursor === undefined ? '' : `&cursor=${cursor}`)),
   backtrace: (id, version) => request('GET', `/v1/executions/${enc(id)}/backtrace?version=${enc(version)}`),
   cancel: (id) => request('PUT', `/v1/executions/${enc(id)}/cancel`, {}),
+  terminate: (id) => request('PUT', `/v1/executions/${enc(id)}/terminate`, {}),
   cancelDelay: (id) => request('PUT', `/v1/delays/${enc(id)}/cancel`, {}),
   stub: (id, result) => request('PUT', `/v1/executions/${enc(id)}/stub`, { result }),
   submit: (body) => request('POST', '/v1/executions', body),

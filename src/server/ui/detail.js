@@ -92,6 +92,11 @@ export async function detailPage(root, id) {
     if (!finished && info.type && info.type.startsWith('activity') && info.type !== 'activity_stub') {
       actions.append(el('button', { type: 'button', class: 'danger', id: 'cancel', onclick: onCancel }, 'Cancel activity'));
     }
+    if (!finished && info.type && info.type.startsWith('workflow')) {
+      actions.append(
+        el('button', { type: 'button', class: 'danger', id: 'cancel-workflow', onclick: onCancelWorkflow }, 'Cancel workflow…'), ' ',
+        el('button', { type: 'button', class: 'danger', id: 'terminate-workflow', onclick: onTerminate }, 'Terminate…'));
+    }
     if (!finished && info.type === 'activity_stub' && parent) {
       actions.append(stubForm());
     }
@@ -106,6 +111,27 @@ export async function detailPage(root, id) {
       case 'finished': return 'finished at ' + fmtTime(ps.finished_at);
       default: return '';
     }
+  }
+
+  async function onCancelWorkflow() {
+    if (!await confirmDialog(`Cancel workflow ${id}? It sees the request at its next wait, may clean up ` +
+                             'for the grace period, and finishes with execution_error cancelled; its open ' +
+                             'children are cancelled.')) return;
+    try {
+      const r = await api.cancel(id);
+      flash('Cancel: ' + r.outcome, 'info');
+      await refresh();
+    } catch (e) { flash(e.message); }
+  }
+
+  async function onTerminate() {
+    if (!await confirmDialog(`Terminate workflow ${id}? It ends at once, without cleanup; its open ` +
+                             'children are cancelled.')) return;
+    try {
+      const r = await api.terminate(id);
+      flash('Terminate: ' + r.outcome, 'info');
+      await refresh();
+    } catch (e) { flash(e.message); }
   }
 
   async function onCancel() {

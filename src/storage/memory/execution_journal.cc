@@ -110,6 +110,12 @@ void ExecutionJournal::ApplyHistoryEvent(const core::HistoryEvent& event) {
     }
     return;
   }
+  if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&event)) {
+    // Whatever the run was doing or waiting for, a run must see the request.
+    (void)cancel;
+    pending_state_ = PendingAt(events_.back().created_at);
+    return;
+  }
   const auto* join_next = std::get_if<core::HistoryJoinNext>(&event);
   if (join_next == nullptr) return;  // every other history event only bumps the version
   // k counts the JoinNexts of this join set including the one just appended.

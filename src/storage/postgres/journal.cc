@@ -431,6 +431,10 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
                                     .Text(timer->delay_id.ToString())
                                     .Int(TimeColumn(timer->expires_at)));
       }
+    } else if (std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
+      // Whatever the run was doing or waiting for, a run must see the request.
+      SetPendingAt(s, req.created_at, false);
+      NotifyPending(s, req.created_at, current_time);
     } else if (const auto* join_next = std::get_if<core::HistoryJoinNext>(&history->event)) {
       STELE_ASSIGN_OR_RETURN(std::optional<DateTime> response,
                              AwaitedResponse(row, join_next->join_set_id));

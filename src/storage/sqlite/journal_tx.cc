@@ -205,9 +205,15 @@ Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionSt
     STELE_TRY(BumpVersion(db, id, version, req.created_at));
     return {};
   }
+  if (std::holds_alternative<core::HistoryCancelRequest>(event)) {
+    // Whatever the run was doing or waiting for, a run must see the request.
+    STELE_TRY(SetPendingAt(db, id, version, req.created_at, /*temporary=*/false, req.created_at));
+    NotifyPending(tx, state, req.created_at, current_time);
+    return {};
+  }
   const auto* join_next = std::get_if<core::HistoryJoinNext>(&event);
   if (join_next == nullptr) {
-    // Persist, JoinSetCreate, JoinNextTooMany, Schedule, Stub: version only.
+    // Persist, JoinSetCreate, JoinNextTooMany, Schedule, Stub, Step: version only.
     STELE_TRY(BumpVersion(db, id, version, req.created_at));
     return {};
   }
@@ -243,10 +249,11 @@ Result<void, DbErrorWrite> CheckAppendable(const ExecutionState& state, Version 
 }
 
 // History events whose only effect on t_state is the version (and, for a
-// DelayRequest, a live timer): everything but JoinNext.
+// DelayRequest, a live timer): everything but JoinNext and CancelRequest.
 bool ChangesOnlyTheVersion(const AppendRequest& req) {
   const auto* history = std::get_if<core::HistoryEventRequest>(&req.event);
-  return history != nullptr && !std::holds_alternative<core::HistoryJoinNext>(history->event);
+  return history != nullptr && !std::holds_alternative<core::HistoryJoinNext>(history->event) &&
+         !std::holds_alternative<core::HistoryCancelRequest>(history->event);
 }
 
 // AppendEventTx on the execution's current `state` (as LoadState reads it).

@@ -1,5 +1,6 @@
 // The composed operations every backend must support identically:
-// StubExecution, CancelActivity and CancelDelay — all idempotent.
+// StubExecution, CancelActivity and CancelDelay — all idempotent — and
+// AppendCancelRequest, a workflow's cancel request (docs/model.md §9.5).
 #include "storage/operations.h"
 #include "storage/testing/conformance.h"
 #include "storage/testing/conformance_util.h"
@@ -167,6 +168,62 @@ TEST_P(CancelTest, CancellingAFiredDelayIsAlreadyFinished) {
 
   EXPECT_EQ(Must(CancelDelay(db(), delay, kT0 + 2s)), CancelOutcome::kAlreadyFinished);
   EXPECT_THAT(Must(db().Get(id)).responses, SizeIs(1));
+}
+
+core::HistoryCancelRequest CancelRequest(DateTime grace_expires_at, bool terminate = false) {
+  return core::HistoryCancelRequest{grace_expires_at, terminate, "requested by a test"};
+}
+
+// Blocked on a join set, a workflow is made pending at once by a cancel
+// request, and the run that locks it next finds the request last in its
+// history.
+TEST_P(CancelTest, ACancelRequestMakesABlockedWorkflowPendingAtOnce) {
+  ExecutionId id = NewId();
+  const Runner runner = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+  v = Must(db().AppendBatch(kT0, {JoinSetCreateReq(kT0, join_set_), JoinNextReq(kT0, join_set_, kT0)},
+                            id, v));
+  ASSERT_EQ(Must(db().GetPendingState(id)), BlockedState(join_set_, kT0));
+
+  EXPECT_EQ(Must(AppendCancelRequest(db(), id, CancelRequest(kT0 + 60s), kT0 + 1s)),
+            CancelOutcome::kCancelled);
+
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 1s, runner.locked_by()));
+  std::vector<LockedExecution> locked =
+      Must(LockPendingA(db(), 10, kT0 + 1s, Runner::New(), kT0 + 20s));
+  ASSERT_THAT(locked, SizeIs(1));
+  ASSERT_FALSE(locked[0].event_history.empty());
+  EXPECT_EQ(locked[0].event_history.back().first,
+            core::HistoryEvent(CancelRequest(kT0 + 60s)));
+  EXPECT_EQ(locked[0].event_history.back().second, v);
+}
+
+// The run holding the lock is fenced out: its next write names a version
+// the request took.
+TEST_P(CancelTest, ACancelRequestFencesOutTheRunHoldingTheLock) {
+  ExecutionId id = NewId();
+  const Runner runner = Runner::New();
+  Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
+
+  EXPECT_EQ(Must(AppendCancelRequest(db(), id, CancelRequest(kT0 + 60s, true), kT0 + 1s)),
+            CancelOutcome::kCancelled);
+
+  EXPECT_THAT(db().Append(id, v, JoinSetCreateReq(kT0 + 2s, join_set_)),
+              IsNonRetriable(kVersionConflict));
+  EXPECT_EQ(Must(db().GetPendingState(id)), PendingAtState(kT0 + 1s, runner.locked_by()));
+}
+
+TEST_P(CancelTest, ACancelRequestToAFinishedExecutionWritesNothing) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  Must(db().Append(id, v, FinishedReq(kT0, OkResult())));
+  const size_t events = Must(db().Get(id)).events.size();
+
+  EXPECT_EQ(Must(AppendCancelRequest(db(), id, CancelRequest(kT0 + 60s), kT0 + 1s)),
+            CancelOutcome::kAlreadyFinished);
+  EXPECT_THAT(Must(db().Get(id)).events, SizeIs(events));
+  EXPECT_THAT(AppendCancelRequest(db(), NewId(), CancelRequest(kT0 + 60s), kT0 + 1s),
+              IsNotFound());
 }
 
 }  // namespace

@@ -192,6 +192,7 @@ MATCHER(IsClosed, "fails with DbErrorGeneric::Close") {
 inline constexpr auto kValidationFailed = DbErrorWriteNonRetriable::Kind::kValidationFailed;
 inline constexpr auto kIllegalState = DbErrorWriteNonRetriable::Kind::kIllegalState;
 inline constexpr auto kConflict = DbErrorWriteNonRetriable::Kind::kConflict;
+inline constexpr auto kVersionConflict = DbErrorWriteNonRetriable::Kind::kVersionConflict;
 
 // Canonical JSON text of a value (field order preserved), for comparisons
 // that must see the order.

@@ -1,0 +1,90 @@
+// RunState's part in cancelling a workflow (workflow_run.h,
+// "Cancellation"; docs/model.md §9.5): passing cancel requests, the grace
+// period, and cancelling the open subtree at the end.
+#include <string>
+#include <utility>
+
+#include "runtime/workflow/run_state.h"
+#include "storage/operations.h"
+
+namespace stele::runtime::workflow::internal {
+
+void RunState::SkipCancelRequests() {
+  while (cursor_ < history_.size() &&
+         std::holds_alternative<core::HistoryCancelRequest>(history_[cursor_].first)) {
+    Apply(history_[cursor_].first);
+    ++cursor_;
+  }
+}
+
+Interruption RunState::TerminatedInterruption() const {
+  std::string reason = "cancelled";
+  if (cancel_request_ && !cancel_request_->reason.empty()) reason += ": " + cancel_request_->reason;
+  return Interruption{Interruption::Kind::kTerminated, std::move(reason), std::nullopt};
+}
+
+Result<void, Interruption> RunState::PassCancelRequests() {
+  SkipCancelRequests();
+  if (ending_cancelled_ || !cancel_request_) return {};
+  if (terminate_requested_) return Interrupt(TerminatedInterruption());
+  // The grace period is a fact of new territory only: a replay takes the
+  // path the log recorded, and the log records its end as a terminate
+  // request written here.
+  if (!replaying() && Now() >= cancel_request_->grace_expires_at) {
+    STELE_TRY(Step(core::HistoryCancelRequest{cancel_request_->grace_expires_at, true,
+                                              "the grace period of the cancel request ended"}));
+    return Interrupt(TerminatedInterruption());
+  }
+  return {};
+}
+
+bool RunState::TakeCancellation() {
+  if (!cancel_request_ || cancellation_taken_ || ending_cancelled_) return false;
+  cancellation_taken_ = true;
+  return true;
+}
+
+Result<void, Interruption> RunState::AddGraceDelay(JoinSetState& join_set) {
+  if (!cancellation_taken_ || ending_cancelled_ || grace_delays_.contains(join_set.id)) return {};
+  core::DelayId delay_id(ctx.execution_id, join_set.id, join_set.submissions + 1);
+  grace_delays_.emplace(join_set.id, delay_id.ToString());
+  grace_delay_ids_.insert(delay_id.ToString());
+  const DateTime expires_at = cancel_request_->grace_expires_at;
+  STELE_TRY(Step(core::HistoryJoinSetRequest{
+      join_set.id,
+      core::DelayRequest{delay_id, expires_at, core::HistoryEventScheduleAt::At(expires_at)}}));
+  return {};
+}
+
+uint64_t RunState::GuestSubmissions(const JoinSetState& join_set) const {
+  return join_set.submissions - (grace_delays_.contains(join_set.id) ? 1 : 0);
+}
+
+Result<void, Interruption> RunState::CancelOpenSubtree() {
+  STELE_TRY(Flush(/*dispatch=*/false));  // what is cancelled must exist
+  const DateTime now = Now();
+  const core::HistoryCancelRequest terminate{now, true, "its parent was cancelled"};
+  for (const core::JoinSetId& id : all_join_sets_) {
+    const JoinSetState& join_set = join_sets_.at(id);
+    for (const std::string& key : join_set.order) {
+      auto it = join_set.unconsumed.find(key);
+      if (it == join_set.unconsumed.end()) continue;
+      const Submission& submission = it->second;
+      const auto* child = std::get_if<core::ExecutionIdDerived>(&submission.id);
+      std::optional<FunctionInfo> info =
+          submission.ffqn ? deps.functions->Find(*submission.ffqn) : std::nullopt;
+      if (child != nullptr && info && info->kind == FunctionKind::kWorkflow) {
+        auto requested =
+            storage::AppendCancelRequest(*deps.db, core::ExecutionId(*child), terminate, now);
+        if (!requested) return DbFailure("terminating " + key, std::move(requested).error());
+        continue;
+      }
+      if (auto cancelled = CancelSubmission(submission, now); !cancelled) {
+        return DbFailure("cancelling " + key, std::move(cancelled).error());
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace stele::runtime::workflow::internal

@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 # Lowest first: the order pkg-config's Libs lists them in (a static
 # library before the ones it needs).
-set(STELE_LIBSTELE_TARGETS stele_engine stele_service stele_runtime_native
+set(STELE_LIBSTELE_TARGETS stele_engine stele_service stele_service_cron stele_runtime_native
     stele_runtime_workflow stele_executor stele_storage_sqlite stele_storage stele_core
     stele_base)
 set_target_properties(stele_engine PROPERTIES EXPORT_NAME stele)
@@ -35,6 +35,8 @@ set(STELE_PC_LIBS "")
 foreach(target ${STELE_LIBSTELE_TARGETS})
   string(APPEND STELE_PC_LIBS " -l${target}")
 endforeach()
+# Time zones of cron schedules (libhowardhinnant-date-dev ships no .pc file).
+string(APPEND STELE_PC_LIBS " -ldate-tz")
 set(STELE_PC_LINK_FLAGS "")
 if(STELE_SANITIZE STREQUAL "address")
   set(STELE_PC_LINK_FLAGS "-fsanitize=address,undefined")

@@ -15,6 +15,8 @@
 # bench.sh wasm [n...]                   WebAssembly costs (activity attempt,
 #                                        fan-out of n, replay per run)
 # bench.sh js [n...]                     the same for JavaScript (docs/js.md)
+# bench.sh cron                          cron tick lateness at 1,000 schedules
+#                                        (STELE_BENCH_CRON_SCHEDULES, _SECONDS, _MODE)
 # Builds Release in build/bench (or $STELE_BENCH_BUILD_DIR) and runs the chosen benchmark. Figures go to
 # stdout as `stele <bench> <metric> <value> <unit>` and to
 # build/bench/results-<group>.txt; see BENCHMARKS.md for the knobs
@@ -52,6 +54,10 @@ elif [ "${1:-}" = "wasm" ]; then
   group=wasm
   binary=$build/bench/stele_wasm_bench
   set -- "$root/$build/examples/wasm" "$@"
+elif [ "${1:-}" = "cron" ]; then
+  shift
+  group=cron
+  binary=$build/bench/stele_cron_bench
 elif [ "${1:-}" = "js" ]; then
   shift
   group=js

@@ -15,6 +15,8 @@ packages=(
   jq                                             # the chaos run (tests/chaos) reads API responses
   libcpp-httplib-dev libssl-dev                  # HTTP/JSON API server and CLI client
   libtomlplusplus-dev                            # stele.toml config
+  libhowardhinnant-date-dev                      # time zones of cron schedules (date/tz on the OS tzdata; src/service/cron)
+  tzdata                                         # the OS time zone database it reads
   libcurl4-openssl-dev                           # HTTP client host function of wasm activities
   clang lld wasi-libc libclang-rt-14-dev-wasm32  # building wasm guests (sdk/, examples/wasm)
   libclang-rt-14-dev                             # libFuzzer and the sanitizer runtimes of clang (tests/fuzz)

@@ -116,6 +116,9 @@ struct EngineOptions {
   std::chrono::milliseconds watcher_leeway{500};
   // Start the watcher with the executors (tests drive it by hand).
   bool start_watcher = true;
+  // Tick the cron schedules (CreateSchedule; docs/sdk.md, "Cron
+  // schedules"). Off for tests on a manual clock (RunCronPassForTest).
+  bool start_cron = true;
   // Store where each workflow waits: the call site (file, line, function)
   // of every operation that wrote to the log, as the execution's backtrace
   // (DbExternalApi::GetBacktrace; GET /v1/executions/{id}/backtrace of a
@@ -248,6 +251,28 @@ struct CancelOptions {
   std::string reason;  // recorded with the request
 };
 
+// How a cron schedule treats its ticks (docs/sdk.md, "Cron schedules";
+// the same rules as stele.toml's [[cron]], docs/config.md).
+struct ScheduleOptions {
+  std::string time_zone = "UTC";   // IANA name, e.g. "Europe/Berlin"
+  std::string overlap = "skip";    // "skip" | "allow" | "buffer_one"
+  std::string catch_up = "last";   // "skip" | "last" | "all"
+  uint32_t catch_up_limit = 10;    // 1..1000: ticks catch_up = "all" runs
+};
+
+struct ScheduleStatus {
+  std::string name;
+  std::string cron;  // six fields with seconds
+  std::string ffqn;
+  Json params;
+  ScheduleOptions options;
+  bool paused = false;
+  // Every tick at or before it fired or was skipped.
+  std::chrono::system_clock::time_point last_tick;
+  std::optional<std::string> last_execution_id;  // of the last tick fired
+  std::optional<std::chrono::system_clock::time_point> next_tick;  // nullopt when paused
+};
+
 class Engine {
  public:
   // Opens the database (or takes options.pool). Errors: kStorage with the
@@ -313,6 +338,29 @@ class Engine {
   // before Start and after Stop. Errors: kInvalidArgument when
   // `older_than` is not positive, kStorage.
   Result<CollectedExecutions, Error> CollectFinished(std::chrono::milliseconds older_than);
+
+  // --- Cron schedules (docs/sdk.md, "Cron schedules") --------------------
+  // Each tick of `cron` (six fields with seconds) in options.time_zone
+  // submits `ffqn` with `params`, exactly once across restarts and
+  // engines sharing a database. Errors: kInvalidArgument (name, cron
+  // expression, zone, options, params), kNotFound (ffqn not registered),
+  // kConflict (the name is taken).
+  Result<ScheduleStatus, Error> CreateSchedule(std::string_view name, std::string_view cron,
+                                               std::string_view ffqn, Json params,
+                                               ScheduleOptions options = {});
+  Result<std::vector<ScheduleStatus>, Error> ListSchedules();
+  // Errors (also of the calls below): kInvalidArgument for a malformed
+  // name, kNotFound.
+  Result<ScheduleStatus, Error> GetSchedule(std::string_view name);
+  // Ticks that fall in a pause never fire.
+  Result<ScheduleStatus, Error> PauseSchedule(std::string_view name);
+  Result<ScheduleStatus, Error> ResumeSchedule(std::string_view name);
+  Result<void, Error> DeleteSchedule(std::string_view name);
+  // Submits the schedule's function now, outside its ticks; returns the id.
+  Result<std::string, Error> TriggerSchedule(std::string_view name);
+  // One pass of the cron ticker at `at`, for tests on a manual clock with
+  // start_cron = false.
+  Result<void, Error> RunCronPassForTest(std::chrono::system_clock::time_point at);
 
   // One pass of the expired-timers watcher over the timers expired at
   // `at` (fires due delays, settles expired locks), for tests on a manual

@@ -210,6 +210,11 @@ Result<ApiClient::Response, ApiError> ApiClient::Put(const std::string& path,
   return Decode(http_->Put(path, core::SerializeJson(body), "application/json"), host_, port_);
 }
 
+Result<ApiClient::Response, ApiError> ApiClient::Delete(const std::string& path) {
+  http_->set_read_timeout(std::chrono::seconds(30));
+  return Decode(http_->Delete(path), host_, port_);
+}
+
 Result<void, ApiError> ApiClient::Stream(const std::string& path,
                                          const std::function<bool(const std::string&)>& on_data,
                                          std::chrono::seconds idle_timeout) {

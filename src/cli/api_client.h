@@ -54,6 +54,7 @@ class ApiClient {
                                  std::chrono::seconds read_timeout = std::chrono::seconds(30));
   Result<Response, ApiError> Post(const std::string& path, const core::Json& body);
   Result<Response, ApiError> Put(const std::string& path, const core::Json& body);
+  Result<Response, ApiError> Delete(const std::string& path);
 
   // Reads a Server-Sent Events stream; `on_data` gets the `data:` payload of
   // each event and returns false to stop. Returns when the stream ends, the

@@ -27,7 +27,8 @@ constexpr FlagSpec kFlags[] = {
     {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
     {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
-    {"reason", true},
+    {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
+    {"catch-up-limit", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -138,6 +139,15 @@ Result<core::Json, UsageError> ParseJsonArg(std::string_view what, const std::st
 Result<void, UsageError> CheckExecutionId(const std::string& text) {
   auto id = core::ExecutionId::Parse(text);
   if (!id) return Usage(id.error().message);
+  return {};
+}
+
+// A schedule name goes into the request path: the server's rule,
+// [A-Za-z0-9_-], 1..128 bytes, checked before anything is sent.
+Result<void, UsageError> CheckScheduleName(const std::string& name) {
+  if (name.empty() || name.size() > 128 || !core::ComponentId::IsValidName(name)) {
+    return Usage("invalid schedule name: 1 to 128 letters, digits, '_' or '-'");
+  }
   return {};
 }
 
@@ -281,6 +291,28 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --force        move it even though no component of this server serves\n"
      "                 DIGEST (another server on the database, or a restart, will)\n"},
     {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
+    {"schedule list", "stele schedule list",
+     "Lists the cron schedules: name, cron expression and zone, function, state,\n"
+     "next tick.\n"},
+    {"schedule get", "stele schedule get NAME", "Shows one cron schedule.\n"},
+    {"schedule create",
+     "stele schedule create NAME CRON FFQN PARAMS_JSON [--time-zone TZ] [--overlap P]\n"
+     "                      [--catch-up P] [--catch-up-limit N]",
+     "Creates a cron schedule: each tick of CRON (six fields with seconds, e.g.\n"
+     "'0 0 2 * * *', or @daily) in TZ submits FFQN with PARAMS_JSON (or @FILE).\n"
+     "  --time-zone TZ        IANA zone (default UTC), e.g. Europe/Berlin\n"
+     "  --overlap P           skip (default), allow or buffer_one: a tick while the\n"
+     "                        previous tick's execution runs\n"
+     "  --catch-up P          last (default), skip or all: ticks missed while down\n"
+     "  --catch-up-limit N    with --catch-up all, at most N (1..1000, default 10)\n"
+     "A name in use is a conflict (exit 5).\n"},
+    {"schedule pause", "stele schedule pause NAME",
+     "Pauses a schedule: its ticks do not fire until it is resumed (never later).\n"},
+    {"schedule resume", "stele schedule resume NAME", "Resumes a paused schedule.\n"},
+    {"schedule delete", "stele schedule delete NAME",
+     "Deletes a schedule (one of stele.toml comes back at the server's next start).\n"},
+    {"schedule trigger", "stele schedule trigger NAME",
+     "Submits the schedule's function now, outside its ticks. Prints the execution id.\n"},
 };
 
 std::string HelpFor(std::string_view path) {
@@ -328,6 +360,14 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
       {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
       {"component list", CommandKind::kComponentList, 0, {}},
+      {"schedule list", CommandKind::kScheduleList, 0, {}},
+      {"schedule get", CommandKind::kScheduleGet, 1, {}},
+      {"schedule create", CommandKind::kScheduleCreate, 4,
+       {"time-zone", "overlap", "catch-up", "catch-up-limit"}},
+      {"schedule pause", CommandKind::kSchedulePause, 1, {}},
+      {"schedule resume", CommandKind::kScheduleResume, 1, {}},
+      {"schedule delete", CommandKind::kScheduleDelete, 1, {}},
+      {"schedule trigger", CommandKind::kScheduleTrigger, 1, {}},
   };
   return specs;
 }
@@ -466,6 +506,46 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       cmd.force = Flag(t, "force").has_value();
       return {};
     }
+    case CommandKind::kScheduleCreate: {
+      STELE_TRY(CheckScheduleName(pos[0]));
+      cmd.schedule.name = pos[0];
+      if (pos[1].empty()) return Usage("CRON must not be empty, e.g. '0 0 2 * * *'");
+      cmd.schedule.expression = pos[1];
+      auto fqn = core::FunctionFqn::Parse(pos[2]);
+      if (!fqn) return Usage(fqn.error().message);
+      cmd.schedule.ffqn = pos[2];
+      STELE_ASSIGN_OR_RETURN(cmd.schedule.params, ParseJsonArg("PARAMS_JSON", pos[3]));
+      if (!cmd.schedule.params.is_array()) {
+        return Usage("PARAMS_JSON must be a JSON array, e.g. '[1, \"two\"]'");
+      }
+      cmd.schedule.time_zone = Flag(t, "time-zone");
+      if (auto v = Flag(t, "overlap")) {
+        if (*v != "skip" && *v != "allow" && *v != "buffer_one") {
+          return Usage("`--overlap` expects `skip`, `allow` or `buffer_one`, got `" + *v + "`");
+        }
+        cmd.schedule.overlap = *v;
+      }
+      if (auto v = Flag(t, "catch-up")) {
+        if (*v != "skip" && *v != "last" && *v != "all") {
+          return Usage("`--catch-up` expects `skip`, `last` or `all`, got `" + *v + "`");
+        }
+        cmd.schedule.catch_up = *v;
+      }
+      if (auto v = Flag(t, "catch-up-limit")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("catch-up-limit", *v, 1, 1000));
+        cmd.schedule.catch_up_limit = static_cast<uint32_t>(n);
+      }
+      return {};
+    }
+    case CommandKind::kScheduleGet:
+    case CommandKind::kSchedulePause:
+    case CommandKind::kScheduleResume:
+    case CommandKind::kScheduleDelete:
+    case CommandKind::kScheduleTrigger:
+      STELE_TRY(CheckScheduleName(pos[0]));
+      cmd.schedule.name = pos[0];
+      return {};
+    case CommandKind::kScheduleList:
     case CommandKind::kComponentList:
     case CommandKind::kHelp:
     case CommandKind::kVersion:
@@ -537,7 +617,7 @@ Result<Command, UsageError> ParseArgs(const std::vector<std::string>& args, cons
     cmd.help_text = TopLevelHelp();
     return cmd;
   }
-  if (pos[0] != "execution" && pos[0] != "component") {
+  if (pos[0] != "execution" && pos[0] != "component" && pos[0] != "schedule") {
     return Usage("unknown command `" + pos[0] + "`; run `stele --help`");
   }
   if (pos.size() == 1) {

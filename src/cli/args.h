@@ -59,6 +59,26 @@ enum class CommandKind {
   kExecutionStub,
   kExecutionUpgrade,
   kComponentList,
+  kScheduleList,
+  kScheduleGet,
+  kScheduleCreate,
+  kSchedulePause,
+  kScheduleResume,
+  kScheduleDelete,
+  kScheduleTrigger,
+};
+
+// `schedule create` (docs/cli.md): the server validates the expression,
+// zone and function; the client checks the shape.
+struct ScheduleArgs {
+  std::string name;  // every schedule command: [A-Za-z0-9_-], 1..128
+  std::string expression;
+  std::string ffqn;
+  core::Json params = core::Json::array();
+  std::optional<std::string> time_zone;
+  std::optional<std::string> overlap;
+  std::optional<std::string> catch_up;
+  std::optional<uint32_t> catch_up_limit;
 };
 
 struct ListFilters {
@@ -99,6 +119,7 @@ struct Command {
   std::optional<std::string> upgrade_from;
   bool force = false;
   ListFilters list;
+  ScheduleArgs schedule;
 };
 
 struct UsageError {

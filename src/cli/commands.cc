@@ -62,6 +62,9 @@ bool IsFinished(const Json& status_doc) {
 }
 
 std::string ExecPath(const std::string& id) { return "/v1/executions/" + ApiClient::EncodeSegment(id); }
+std::string SchedulePath(const std::string& name) {
+  return "/v1/schedules/" + ApiClient::EncodeSegment(name);
+}
 
 int ExitForFinished(const Json& doc) {
   const Json& result = doc.contains("result") ? doc["result"] : doc;
@@ -313,6 +316,71 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
         emit_json(res->body);
       } else {
         PrintComponents(res->body, out);
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kScheduleList: {
+      auto res = api.Get("/v1/schedules");
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        PrintSchedules(res->body, out);
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kScheduleCreate: {
+      const ScheduleArgs& a = cmd.schedule;
+      Json req = {{"name", a.name}, {"schedule", a.expression}, {"ffqn", a.ffqn}, {"params", a.params}};
+      if (a.time_zone) req["time_zone"] = *a.time_zone;
+      if (a.overlap) req["overlap"] = *a.overlap;
+      if (a.catch_up) req["catch_up"] = *a.catch_up;
+      if (a.catch_up_limit) req["catch_up_limit"] = *a.catch_up_limit;
+      auto res = api.Post("/v1/schedules", req);
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        PrintSchedule(res->body, out);
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kScheduleGet:
+    case CommandKind::kSchedulePause:
+    case CommandKind::kScheduleResume: {
+      const std::string path = SchedulePath(cmd.schedule.name);
+      auto res = cmd.kind == CommandKind::kScheduleGet ? api.Get(path)
+                 : cmd.kind == CommandKind::kSchedulePause
+                     ? api.Put(path + "/pause", Json::object())
+                     : api.Put(path + "/resume", Json::object());
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else if (cmd.kind == CommandKind::kScheduleGet) {
+        PrintSchedule(res->body, out);
+      } else {
+        out << (cmd.kind == CommandKind::kSchedulePause ? "paused " : "resumed ")
+            << cmd.schedule.name << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kScheduleDelete: {
+      auto res = api.Delete(SchedulePath(cmd.schedule.name));
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << "deleted " << cmd.schedule.name << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kScheduleTrigger: {
+      auto res = api.Post(SchedulePath(cmd.schedule.name) + "/trigger", Json::object());
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << Field(res->body, "execution_id") << "\n";
       }
       return Code(ExitCode::kOk);
     }

@@ -67,6 +67,7 @@ class FakeApi {
     if (method == "GET") server_.Get(pattern, handler);
     if (method == "POST") server_.Post(pattern, handler);
     if (method == "PUT") server_.Put(pattern, handler);
+    if (method == "DELETE") server_.Delete(pattern, handler);
   }
   httplib::Server& server() { return server_; }
 
@@ -269,6 +270,79 @@ TEST(CliCommands, FollowStreamsUntilFinished) {
   EXPECT_NE(r.out.find("state: locked"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("state: pending_at"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result: err \"denied\""), std::string::npos) << r.out;
+}
+
+TEST(CliCommands, ScheduleCommandsSendTheirRequests) {
+  FakeApi api;
+  json schedule = {{"name", "nightly"},        {"schedule", "0 30 2 * * *"},
+                   {"time_zone", "Europe/Berlin"}, {"ffqn", "ns:pkg/ifc.fn"},
+                   {"params", {1}},            {"overlap", "skip"},
+                   {"catch_up", "all"},        {"catch_up_limit", 3},
+                   {"source", "api"},          {"paused", false},
+                   {"last_tick", "2030-01-01T00:00:00Z"},
+                   {"next_tick", "2030-01-01T01:30:00Z"}};
+  api.Answer("POST", "/v1/schedules", 201, schedule);
+  api.Answer("GET", "/v1/schedules", 200, {{"schedules", {schedule}}});
+  api.Answer("GET", R"(/v1/schedules/([^/]+))", 200, schedule);
+  api.Answer("PUT", R"(/v1/schedules/([^/]+)/pause)", 200, schedule);
+  api.Answer("DELETE", R"(/v1/schedules/([^/]+))", 200, {{"deleted", "nightly"}});
+  api.Answer("POST", R"(/v1/schedules/([^/]+)/trigger)", 201, {{"execution_id", kId}});
+
+  CliRun created = Cli(api, {"schedule", "create", "nightly", "0 30 2 * * *", "ns:pkg/ifc.fn",
+                             "[1]", "--time-zone", "Europe/Berlin", "--catch-up", "all",
+                             "--catch-up-limit", "3"});
+  EXPECT_EQ(created.code, 0) << created.err;
+  EXPECT_NE(created.out.find("0 30 2 * * * in Europe/Berlin"), std::string::npos) << created.out;
+  EXPECT_NE(created.out.find("all (at most 3)"), std::string::npos) << created.out;
+  CliRun listed = Cli(api, {"schedule", "list"});
+  EXPECT_EQ(listed.code, 0);
+  EXPECT_NE(listed.out.find("SCHEDULE"), std::string::npos);
+  EXPECT_NE(listed.out.find("2030-01-01T01:30:00Z"), std::string::npos) << listed.out;
+  EXPECT_EQ(Cli(api, {"schedule", "pause", "nightly"}).out, "paused nightly\n");
+  EXPECT_EQ(Cli(api, {"schedule", "delete", "nightly"}).out, "deleted nightly\n");
+  EXPECT_EQ(Cli(api, {"schedule", "trigger", "nightly"}).out, std::string(kId) + "\n");
+  CliRun as_json = Cli(api, {"--json", "schedule", "get", "nightly"});
+  EXPECT_EQ(json::parse(as_json.out), schedule);
+
+  auto rec = api.recorded();
+  ASSERT_EQ(rec.size(), 6u);
+  EXPECT_EQ(rec[0].method, "POST");
+  EXPECT_EQ(json::parse(rec[0].body),
+            json::parse(R"({"name": "nightly", "schedule": "0 30 2 * * *",
+                            "ffqn": "ns:pkg/ifc.fn", "params": [1], "time_zone": "Europe/Berlin",
+                            "catch_up": "all", "catch_up_limit": 3})"));
+  EXPECT_EQ(rec[2].method, "PUT");
+  EXPECT_EQ(rec[2].path, "/v1/schedules/nightly/pause");
+  EXPECT_EQ(rec[3].method, "DELETE");
+  EXPECT_EQ(rec[4].path, "/v1/schedules/nightly/trigger");
+}
+
+TEST(CliCommands, ScheduleErrorsMapToExitCodes) {
+  FakeApi api;
+  api.Answer("GET", R"(/v1/schedules/([^/]+))", 404, Error("not_found"));
+  api.Answer("POST", "/v1/schedules", 400, Error("validation"));
+  EXPECT_EQ(Cli(api, {"schedule", "get", "nope"}).code, 3);
+  EXPECT_EQ(Cli(api, {"schedule", "create", "s", "61 * * * * *", "ns:pkg/ifc.fn", "[]"}).code, 2);
+  const size_t sent = api.recorded().size();
+  // Malformed names never reach the server.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"schedule", "get", "../etc"},
+           {"schedule", "pause", "a/b"},
+           {"schedule", "delete", ""},
+           {"schedule", "trigger", std::string(129, 'a')},
+           {"schedule", "create", "s", "* * * * * *", "not-an-ffqn", "[]"},
+           {"schedule", "create", "s", "* * * * * *", "ns:pkg/ifc.fn", "{}"},
+           {"schedule", "create", "s", "", "ns:pkg/ifc.fn", "[]"},
+           {"schedule", "create", "s", "* * * * * *", "ns:pkg/ifc.fn", "[]", "--overlap", "x"},
+           {"schedule", "create", "s", "* * * * * *", "ns:pkg/ifc.fn", "[]", "--catch-up-limit",
+            "0"},
+           {"schedule", "list", "extra"},
+           {"schedule", "frobnicate", "s"}}) {
+    CliRun r = Cli(api, args);
+    EXPECT_EQ(r.code, 2) << args[1];
+    EXPECT_FALSE(r.err.empty());
+  }
+  EXPECT_EQ(api.recorded().size(), sent);
 }
 
 }  // namespace

@@ -325,4 +325,38 @@ void PrintComponents(const Json& body, std::ostream& out) {
   }
 }
 
+void PrintSchedules(const Json& body, std::ostream& out) {
+  Table table({"SCHEDULE", "CRON", "ZONE", "FUNCTION", "STATE", "NEXT TICK"});
+  for (const Json& s : ArrayAt(body, "schedules")) {
+    const Json* paused = Find(s, "paused");
+    const bool is_paused = paused != nullptr && paused->is_boolean() && paused->get<bool>();
+    table.Add({Field(s, "name"), Field(s, "schedule"), Field(s, "time_zone"), Field(s, "ffqn"),
+               is_paused ? "paused" : "active", Field(s, "next_tick")});
+  }
+  table.Print(out);
+}
+
+void PrintSchedule(const Json& s, std::ostream& out) {
+  const Json* paused = Find(s, "paused");
+  const bool is_paused = paused != nullptr && paused->is_boolean() && paused->get<bool>();
+  const Json* params = Find(s, "params");
+  const Json* limit = Find(s, "catch_up_limit");
+  out << "Schedule:      " << Field(s, "name") << " (" << Field(s, "source") << ")\n"
+      << "Cron:          " << Field(s, "schedule") << " in " << Field(s, "time_zone") << "\n"
+      << "Function:      " << Field(s, "ffqn") << " "
+      << (params != nullptr ? Shorten(Compact(*params), 200) : "[]") << "\n"
+      << "State:         " << (is_paused ? "paused" : "active") << "\n"
+      << "Overlap:       " << Field(s, "overlap") << "\n"
+      << "Catch-up:      " << Field(s, "catch_up");
+  if (Field(s, "catch_up") == "all" && limit != nullptr) out << " (at most " << limit->dump() << ")";
+  out << "\n"
+      << "Last tick:     " << Field(s, "last_tick") << "\n";
+  if (std::string id = Field(s, "last_execution_id"); !id.empty()) {
+    out << "Last fired:    " << id << "\n";
+  }
+  if (std::string next = Field(s, "next_tick"); !next.empty()) {
+    out << "Next tick:     " << next << "\n";
+  }
+}
+
 }  // namespace stele::cli

@@ -37,5 +37,8 @@ void PrintList(const core::Json& body, const Command& cmd, std::ostream& out);
 void PrintEvents(const core::Json& body, const Command& cmd, std::ostream& out);
 void PrintResponses(const core::Json& body, const Command& cmd, std::ostream& out);
 void PrintComponents(const core::Json& body, std::ostream& out);
+// `schedule list` ({"schedules": [...]}) and `schedule get` (one schedule).
+void PrintSchedules(const core::Json& body, std::ostream& out);
+void PrintSchedule(const core::Json& schedule, std::ostream& out);
 
 }  // namespace stele::cli

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "core/component_id.h"
+#include "core/json_codec.h"
 #include "core/function_fqn.h"
 #include "runtime/native/activity_worker.h"
 #include "runtime/native/result_convert.h"
@@ -157,6 +158,7 @@ service::ServiceOptions ToServiceOptions(const EngineOptions& o,
   s.result_handoff = o.result_handoff;
   s.workflow_run = RunOptions(o, WorkflowOptions{});
   s.start_watcher = o.start_watcher;
+  s.start_cron = o.start_cron;
   s.watcher_tick = o.watcher_tick;
   s.watcher_leeway = o.watcher_leeway;
   s.max_params_bytes = o.max_params_bytes;
@@ -397,6 +399,77 @@ Result<ListPage, Error> Engine::List(const ListOptions& options) {
 
 Result<uint32_t, Error> Engine::FireExpiredTimersForTest(std::chrono::system_clock::time_point at) {
   return Translate(impl_->service->FireExpiredTimersForTest(ToDateTime(at)));
+}
+
+namespace {
+
+std::chrono::system_clock::time_point FromDateTime(DateTime t) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()));
+}
+
+ScheduleStatus ToPublic(const service::ScheduleInfo& info) {
+  const storage::Schedule& s = info.schedule;
+  ScheduleStatus out;
+  out.name = s.definition.name;
+  out.cron = s.definition.expression;
+  out.ffqn = s.definition.ffqn;
+  auto params = core::ParseJson(s.definition.params);
+  out.params = params ? *params : Json();
+  out.options = ScheduleOptions{s.definition.time_zone, s.definition.overlap,
+                                s.definition.catch_up, s.definition.catch_up_limit};
+  out.paused = s.paused;
+  out.last_tick = FromDateTime(s.last_tick);
+  if (s.last_execution_id) out.last_execution_id = s.last_execution_id->ToString();
+  if (info.next_tick) out.next_tick = FromDateTime(*info.next_tick);
+  return out;
+}
+
+}  // namespace
+
+Result<ScheduleStatus, Error> Engine::CreateSchedule(std::string_view name, std::string_view cron,
+                                                     std::string_view ffqn, Json params,
+                                                     ScheduleOptions options) {
+  service::ScheduleSpec spec{std::string(name),     std::string(cron),      options.time_zone,
+                             std::string(ffqn),     std::move(params),      options.overlap,
+                             options.catch_up,      options.catch_up_limit};
+  STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->CreateSchedule(spec)));
+  return ToPublic(info);
+}
+
+Result<std::vector<ScheduleStatus>, Error> Engine::ListSchedules() {
+  STELE_ASSIGN_OR_RETURN(auto infos, Translate(impl_->service->ListSchedules()));
+  std::vector<ScheduleStatus> out;
+  for (const auto& info : infos) out.push_back(ToPublic(info));
+  return out;
+}
+
+Result<ScheduleStatus, Error> Engine::GetSchedule(std::string_view name) {
+  STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->GetSchedule(name)));
+  return ToPublic(info);
+}
+
+Result<ScheduleStatus, Error> Engine::PauseSchedule(std::string_view name) {
+  STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->PauseSchedule(name)));
+  return ToPublic(info);
+}
+
+Result<ScheduleStatus, Error> Engine::ResumeSchedule(std::string_view name) {
+  STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->ResumeSchedule(name)));
+  return ToPublic(info);
+}
+
+Result<void, Error> Engine::DeleteSchedule(std::string_view name) {
+  return Translate(impl_->service->DeleteSchedule(name));
+}
+
+Result<std::string, Error> Engine::TriggerSchedule(std::string_view name) {
+  STELE_ASSIGN_OR_RETURN(auto submitted, Translate(impl_->service->TriggerSchedule(name)));
+  return submitted.execution_id.ToString();
+}
+
+Result<void, Error> Engine::RunCronPassForTest(std::chrono::system_clock::time_point at) {
+  return Translate(impl_->service->RunCronPassForTest(ToDateTime(at)));
 }
 
 }  // namespace stele

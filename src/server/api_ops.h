@@ -26,6 +26,8 @@ httplib::Server::Handler Wrap(ServerImpl& d, Handler h);
 core::Json PendingStateToJson(const core::PendingState& state);
 
 void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path);
+// /v1/schedules... (api_schedules.cc).
+void InstallScheduleRoutes(ServerImpl& d, httplib::Server& http);
 
 // GET /metrics: Prometheus text (metrics.cc; the metrics are in docs/api.md).
 void Metrics(ServerImpl& d, const httplib::Request& req, httplib::Response& res);

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "core/component_id.h"
+#include "service/cron/cron_expression.h"
+#include "service/cron/tick_plan.h"
 #include "server/toml_prescan.h"
 
 namespace stele::server {
@@ -659,6 +661,116 @@ void ReadComponents(TableReader& root, ComponentKind kind, ServerConfig& config)
   }
 }
 
+// A TOML value as JSON (params of [[cron]]): strings, integers, floats,
+// booleans, arrays and tables; dates have no JSON form.
+std::optional<core::Json> TomlToJson(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return core::Json(node.as_string()->get());
+    case toml::node_type::integer: return core::Json(node.as_integer()->get());
+    case toml::node_type::floating_point: return core::Json(node.as_floating_point()->get());
+    case toml::node_type::boolean: return core::Json(node.as_boolean()->get());
+    case toml::node_type::array: {
+      core::Json out = core::Json::array();
+      for (const toml::node& item : *node.as_array()) {
+        auto v = TomlToJson(item);
+        if (!v) return std::nullopt;
+        out.push_back(std::move(*v));
+      }
+      return out;
+    }
+    case toml::node_type::table: {
+      core::Json out = core::Json::object();
+      for (auto&& [key, item] : *node.as_table()) {
+        auto v = TomlToJson(item);
+        if (!v) return std::nullopt;
+        out[std::string(key.str())] = std::move(*v);
+      }
+      return out;
+    }
+    default: return std::nullopt;
+  }
+}
+
+void ReadCron(TableReader& root, ServerConfig& config) {
+  const toml::node* node = root.Get("cron");
+  if (!node) return;
+  const auto* array = node->as_array();
+  if (!array) {
+    root.Error(TableReader::Line(*node), "cron", "expected an array of tables: write [[cron]]");
+    return;
+  }
+  std::map<std::string, int> names;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const std::string prefix = "cron[" + std::to_string(i) + "]";
+    const auto* table = array->get(i)->as_table();
+    if (!table) {
+      root.Error(TableReader::Line(*array->get(i)), prefix, "expected a table");
+      continue;
+    }
+    TableReader r(*table, prefix, root.file(), root.errors(), root.env());
+    CronConfig c;
+    c.line = r.TableLine();
+    const size_t errors_before = root.errors().size();
+    auto name = r.String("name");
+    if (!name) {
+      if (!r.Get("name")) r.Error(c.line, "name", "missing");
+    } else if (!core::ComponentId::IsValidName(*name) || name->size() > 128) {
+      r.Error(TableReader::Line(*r.Get("name")), "name",
+              "`" + *name + "` is not a schedule name (1..128 of [A-Za-z0-9_-])");
+    } else if (auto [it, inserted] = names.emplace(*name, c.line); !inserted) {
+      r.Error(TableReader::Line(*r.Get("name")), "name",
+              "duplicate schedule name `" + *name + "` (first at line " +
+                  std::to_string(it->second) + ")");
+    } else {
+      c.name = *name;
+    }
+    if (auto v = r.String("schedule")) {
+      c.schedule = *v;
+    } else if (!r.Get("schedule")) {
+      r.Error(c.line, "schedule", "missing: a cron expression with seconds, e.g. \"0 0 2 * * *\"");
+    }
+    if (auto v = r.String("time_zone")) c.time_zone = *v;
+    if (auto v = r.String("ffqn")) {
+      c.ffqn = *v;
+    } else if (!r.Get("ffqn")) {
+      r.Error(c.line, "ffqn", "missing: the function each tick submits");
+    }
+    if (const toml::node* params = r.Get("params")) {
+      auto json = params->as_array() ? TomlToJson(*params) : std::nullopt;
+      if (!json) {
+        r.Error(TableReader::Line(*params), "params",
+                "expected an array of TOML values without dates (the function's params)");
+      } else {
+        c.params = std::move(*json);
+      }
+    }
+    if (auto v = r.String("overlap")) {
+      if (!service::cron::ParseOverlapPolicy(*v)) {
+        r.Error(TableReader::Line(*r.Get("overlap")), "overlap",
+                "expected \"skip\", \"allow\" or \"buffer_one\", got `" + *v + "`");
+      } else {
+        c.overlap = *v;
+      }
+    }
+    if (auto v = r.String("catch_up")) {
+      if (!service::cron::ParseCatchUpPolicy(*v)) {
+        r.Error(TableReader::Line(*r.Get("catch_up")), "catch_up",
+                "expected \"skip\", \"last\" or \"all\", got `" + *v + "`");
+      } else {
+        c.catch_up = *v;
+      }
+    }
+    if (auto v = r.Integer("catch_up_limit", 1, service::cron::kMaxCatchUpLimit)) {
+      c.catch_up_limit = static_cast<uint32_t>(*v);
+    }
+    if (!c.schedule.empty() && r.Get("schedule")) {
+      auto parsed = service::cron::CronExpression::Parse(c.schedule, c.time_zone);
+      if (!parsed) r.Error(TableReader::Line(*r.Get("schedule")), "schedule", parsed.error());
+    }
+    if (root.errors().size() == errors_before) config.cron.push_back(std::move(c));
+  }
+}
+
 // Checks across components: unique names and ffqns.
 void CheckComponents(const ServerConfig& config, const std::string& file, ConfigErrors& errors) {
   std::map<std::string, const ComponentConfig*> names;
@@ -790,6 +902,7 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
                       ComponentKind::kWorkflowJs, ComponentKind::kActivityJs}) {
       ReadComponents(root, kind, config);
     }
+    ReadCron(root, config);
   }  // ~TableReader reports unknown top-level keys
   if (!config.database.sqlite && !config.database.postgres) {
     config.database.sqlite = (fs::path(config.data_dir) / "stele.sqlite").string();

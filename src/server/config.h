@@ -152,6 +152,20 @@ struct ComponentConfig {
   std::optional<std::chrono::milliseconds> guest_slice;
 };
 
+// A [[cron]] schedule (docs/config.md, "[[cron]]"); the execution service
+// validates the function and params at start (ExecutionService::DeclareSchedules).
+struct CronConfig {
+  int line = 0;  // of the [[cron]] header
+  std::string name;
+  std::string schedule;  // six-field cron expression
+  std::string time_zone = "UTC";
+  std::string ffqn;
+  core::Json params = core::Json::array();
+  std::string overlap = "skip";
+  std::string catch_up = "last";
+  uint32_t catch_up_limit = 10;
+};
+
 struct ServerConfig {
   std::string config_dir;  // absolute folder relative paths were resolved against
   std::string data_dir;    // absolute
@@ -161,6 +175,7 @@ struct ServerConfig {
   WatcherConfig watcher;
   RetentionConfig retention;
   std::vector<ComponentConfig> components;
+  std::vector<CronConfig> cron;
 };
 
 // One problem, located: "stele.toml:12: [[activity_exec]].command: expected

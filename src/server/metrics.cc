@@ -221,6 +221,12 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << retention.passes.load() - retention.failed_passes.load() << "\n"
       << "stele_retention_passes_total{outcome=\"failed\"} " << retention.failed_passes.load()
       << "\n";
+  const service::CronCounts cron = d.service->cron_counts();
+  out << "# HELP stele_cron_ticks_total Cron schedule ticks of this process: fired (created or "
+         "found their execution) or skipped (by the catch-up or overlap policy).\n"
+      << "# TYPE stele_cron_ticks_total counter\n"
+      << "stele_cron_ticks_total{outcome=\"fired\"} " << cron.fired << "\n"
+      << "stele_cron_ticks_total{outcome=\"skipped\"} " << cron.skipped << "\n";
   out << "# HELP stele_follow_streams Open follow (SSE) streams.\n"
       << "# TYPE stele_follow_streams gauge\nstele_follow_streams " << d.follow_streams.load()
       << "\n";

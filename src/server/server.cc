@@ -251,6 +251,17 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
     }
   }
   d.components = std::move(components);
+  // stele.toml's [[cron]] schedules, upserted before anything ticks.
+  std::vector<service::ScheduleSpec> schedules;
+  for (const CronConfig& c : d.config.cron) {
+    schedules.push_back(service::ScheduleSpec{c.name, c.schedule, c.time_zone, c.ffqn, c.params,
+                                              c.overlap, c.catch_up, c.catch_up_limit});
+  }
+  if (auto declared = d.service->DeclareSchedules(schedules); !declared) {
+    d.service.reset();
+    d.pool->Close();
+    return Unexpected("[[cron]]: " + declared.error().message);
+  }
 
   InstallRoutes(d, d.http);
   const auto& listen = d.config.api;

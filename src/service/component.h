@@ -168,6 +168,11 @@ struct ServiceOptions {
   std::chrono::milliseconds retention_interval{60000};
   // Top-level executions one retention transaction examines (1..10000).
   uint32_t retention_batch_size = 100;
+  // --- Cron ticker (cron_ticker.h) ---
+  bool start_cron = true;
+  // Longest sleep of the ticker: schedules created or resumed by another
+  // process on the same database are seen within it.
+  std::chrono::milliseconds cron_max_wait{1000};
 
   // --- Use cases ---
   // Largest params (serialised JSON) of a submission.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "service/cron_ticker.h"
 
 namespace stele::service {
 
@@ -29,6 +30,7 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
       {!o.retention_finished_after || o.retention_finished_after->count() > 0,
        "the retention age (finished_after)"},
       {o.retention_interval.count() > 0, "the retention interval"},
+      {o.cron_max_wait.count() > 0, "cron_max_wait"},
   };
   for (const auto& [ok, name] : checks) {
     if (!ok) return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
@@ -47,6 +49,13 @@ ExecutionService::ExecutionService(ServiceOptions options,
     : options_(std::move(options)), api_(std::move(api)) {
   limiter_ = executor::ConcurrencyLimiter::Create(options_.max_concurrency);
   workflow_limiter_ = executor::ConcurrencyLimiter::Create(options_.max_workflow_concurrency);
+  cron_ = std::make_unique<CronTicker>(
+      *api_, options_.clock, [this](const SubmitRequest& request) { return Submit(request); },
+      [this](const std::string& ffqn) {
+        auto parsed = core::FunctionFqn::Parse(ffqn);
+        return parsed.has_value() && registry_.Find(*parsed).has_value();
+      },
+      options_.cron_max_wait);
 }
 
 ExecutionService::~ExecutionService() { Stop(); }
@@ -224,6 +233,7 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
   for (auto& task : tasks) task->Start();
   if (watcher_) watcher_->Start();
   if (retention_) retention_->Start();
+  if (options_.start_cron) cron_->Start();
   tasks_ = std::move(tasks);
   task_components_ = std::move(task_components);
   return {};
@@ -241,6 +251,7 @@ void ExecutionService::Stop() {
 // stopping task's runs may still dispatch children to the others.
 void ExecutionService::StopExecutors() {
   if (retention_) retention_->Stop();
+  cron_->Stop();
   if (watcher_) watcher_->Stop();
   for (auto& task : tasks_) task->Stop();
 }

@@ -56,6 +56,8 @@
 
 namespace stele::service {
 
+class CronTicker;
+
 struct SubmitRequest {
   std::string ffqn;
   core::Json params = core::Json::array();  // one element per argument
@@ -131,6 +133,32 @@ struct CancelOptions {
   // nullopt: ServiceOptions::cancel_grace.
   std::optional<std::chrono::milliseconds> grace;
   std::string reason;  // recorded with the request; shown in its events
+};
+
+// A cron schedule as a face gives it (docs/api.md, "Schedules";
+// docs/config.md, "[[cron]]"): text the service validates.
+struct ScheduleSpec {
+  std::string name;        // [A-Za-z0-9_-], 1..128 bytes
+  std::string expression;  // six fields with seconds (service/cron/cron_expression.h)
+  std::string time_zone = "UTC";
+  std::string ffqn;
+  core::Json params = core::Json::array();
+  std::string overlap = "skip";   // "skip" | "allow" | "buffer_one"
+  std::string catch_up = "last";  // "skip" | "last" | "all"
+  uint32_t catch_up_limit = 10;   // 1..1000; ticks kept by catch_up = "all"
+};
+
+struct ScheduleInfo {
+  storage::Schedule schedule;
+  // The first tick after the stored last tick (it may be due already);
+  // nullopt when paused or when it never fires again.
+  std::optional<DateTime> next_tick;
+};
+
+// Cron tick counters of this process (/metrics).
+struct CronCounts {
+  uint64_t fired = 0;    // ticks that created (or found) their execution
+  uint64_t skipped = 0;  // ticks dropped by the catch-up or overlap policy
 };
 
 // An executor the service runs, for monitoring.
@@ -228,6 +256,34 @@ class ExecutionService {
   // batch leaves is collected by the next call. Errors: kInvalidArgument
   // (older_than not positive), kUnavailable.
   Result<RetentionReport, ServiceError> CollectFinished(std::chrono::milliseconds older_than);
+  // --- Cron schedules (docs/api.md, "Schedules") -------------------------
+  // Errors: kInvalidArgument (name, expression, zone, policies, params as
+  // for Submit, a stub activity), kNotFound (no component serves the ffqn),
+  // kConflict (a schedule of that name exists).
+  Result<ScheduleInfo, ServiceError> CreateSchedule(const ScheduleSpec& spec);
+  // The schedules of stele.toml, at start: each is validated (errors as
+  // CreateSchedule, naming the schedule) and upserted — its definition
+  // replaced, its state (paused, last tick) kept —, and schedules declared
+  // by an earlier configuration but not by this one are deleted. Nothing is
+  // written unless every spec is valid.
+  Result<void, ServiceError> DeclareSchedules(const std::vector<ScheduleSpec>& specs);
+  // By name. Errors: kUnavailable.
+  Result<std::vector<ScheduleInfo>, ServiceError> ListSchedules();
+  // Errors: kInvalidArgument (malformed name), kNotFound.
+  Result<ScheduleInfo, ServiceError> GetSchedule(std::string_view name);
+  // Idempotent. Ticks that fall in a pause never fire. Errors: as GetSchedule.
+  Result<ScheduleInfo, ServiceError> PauseSchedule(std::string_view name);
+  Result<ScheduleInfo, ServiceError> ResumeSchedule(std::string_view name);
+  // Errors: as GetSchedule.
+  Result<void, ServiceError> DeleteSchedule(std::string_view name);
+  // Submits the schedule's function now, outside its ticks (a new id; the
+  // tick watermark and the overlap policy are not involved).
+  // Errors: as GetSchedule, and those of Submit.
+  Result<Submitted, ServiceError> TriggerSchedule(std::string_view name);
+  // One pass of the cron ticker at `at` (tests on a manual clock with
+  // start_cron = false). Errors: kUnavailable.
+  Result<void, ServiceError> RunCronPassForTest(DateTime at);
+  CronCounts cron_counts() const;
 
   // --- Introspection ------------------------------------------------------
   const std::vector<ComponentSpec>& components() const { return components_; }
@@ -278,6 +334,13 @@ class ExecutionService {
  private:
   ExecutionService(ServiceOptions options, std::unique_ptr<storage::DbExternalApi> api);
   Result<void, ServiceError> StartExecutors();
+  // Validates `spec` into a stored definition. Errors: as CreateSchedule.
+  Result<storage::ScheduleDefinition, ServiceError> ValidateSchedule(const ScheduleSpec& spec,
+                                                                     bool from_config) const;
+  // Checks that `params` may be submitted to `ffqn_text`. Errors: as Submit.
+  Result<std::pair<core::FunctionFqn, runtime::workflow::FunctionInfo>, ServiceError> CheckCall(
+      std::string_view ffqn_text, const core::Json& params) const;
+  ScheduleInfo ToInfo(storage::Schedule schedule) const;
   Result<CancelOutcome, ServiceError> CancelWorkflow(const core::ExecutionId& id,
                                                      const CancelOptions& options);
   static ServiceError AlreadyFinished(const core::ExecutionId& id);
@@ -292,6 +355,9 @@ class ExecutionService {
   std::shared_ptr<executor::ConcurrencyLimiter> limiter_;
   std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter_;
   std::shared_ptr<executor::ResponseHandoff> handoff_ = executor::ResponseHandoff::Create();
+  // Ticks cron schedules (cron_ticker.h); started with the executors when
+  // options_.start_cron.
+  std::unique_ptr<CronTicker> cron_;
   // The executors by function, for eager dispatch (filled in Start; the
   // tasks outlive every run: StopExecutors stops them all before any is
   // destroyed).

@@ -7,20 +7,20 @@ namespace stele::service {
 
 namespace wf = runtime::workflow;
 
-Result<Submitted, ServiceError> ExecutionService::Submit(const SubmitRequest& request) {
-  STELE_ASSIGN_OR_RETURN(core::FunctionFqn ffqn, internal::ParseFfqn(request.ffqn));
+Result<std::pair<core::FunctionFqn, wf::FunctionInfo>, ServiceError> ExecutionService::CheckCall(
+    std::string_view ffqn_text, const core::Json& params) const {
+  STELE_ASSIGN_OR_RETURN(core::FunctionFqn ffqn, internal::ParseFfqn(ffqn_text));
   auto info = registry_.Find(ffqn);
   if (!info) {
-    return Unexpected(ServiceError::NotFound("unknown ffqn `" + request.ffqn +
+    return Unexpected(ServiceError::NotFound("unknown ffqn `" + std::string(ffqn_text) +
                                              "`: no component exports it"));
   }
   if (info->kind == wf::FunctionKind::kActivityStub) {
     return Unexpected(ServiceError::InvalidArgument(
-        "`" + request.ffqn +
+        "`" + std::string(ffqn_text) +
         "` is a stub activity: it is not submittable (a workflow creates its executions; "
         "write their results with stub)"));
   }
-  const core::Json& params = request.params;
   if (!params.is_array()) {
     return Unexpected(ServiceError::InvalidArgument(
         std::string("params must be a JSON array (one element per argument), got ") +
@@ -35,10 +35,18 @@ Result<Submitted, ServiceError> ExecutionService::Submit(const SubmitRequest& re
   if (info->signature) {
     auto checked = core::CheckParams(*info->signature, params);
     if (!checked) {
-      return Unexpected(
-          ServiceError::InvalidArgument("params of `" + request.ffqn + "`: " + checked.error()));
+      return Unexpected(ServiceError::InvalidArgument("params of `" + std::string(ffqn_text) +
+                                                      "`: " + checked.error()));
     }
   }
+  return std::make_pair(std::move(ffqn), std::move(*info));
+}
+
+Result<Submitted, ServiceError> ExecutionService::Submit(const SubmitRequest& request) {
+  STELE_ASSIGN_OR_RETURN(auto call, CheckCall(request.ffqn, request.params));
+  const core::FunctionFqn& ffqn = call.first;
+  const wf::FunctionInfo* info = &call.second;
+  const core::Json& params = request.params;
   core::ExecutionId id = core::ExecutionId::Generate();
   if (request.execution_id) {
     STELE_ASSIGN_OR_RETURN(id, internal::ParseExecutionId(*request.execution_id));

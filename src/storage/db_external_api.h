@@ -9,6 +9,7 @@
 #include "core/pagination.h"
 #include "storage/db_connection.h"
 #include "storage/retention.h"
+#include "storage/schedule.h"
 
 namespace stele::storage {
 
@@ -93,6 +94,36 @@ class DbExternalApi : public DbConnection {
   // or over kMaxRetentionBatch (nothing written), Generic.
   virtual Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
       DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) = 0;
+  // --- Cron schedules (docs/storage_contract.md, "Schedules") ------------
+  // Creates `definition` at `at` (created_at = updated_at = last_tick =
+  // at, not paused). Errors: IllegalState("schedule already exists"),
+  // Generic.
+  virtual Result<Schedule, DbErrorWrite> CreateSchedule(const ScheduleDefinition& definition,
+                                                        DateTime at) = 0;
+  // Creates `definition` as CreateSchedule does, or replaces the stored
+  // definition of that name, keeping its paused flag, created_at, last_tick
+  // and last execution (stele.toml's schedules at every start). Returns the
+  // stored schedule. Errors: Generic.
+  virtual Result<Schedule, DbErrorWrite> UpsertSchedule(const ScheduleDefinition& definition,
+                                                        DateTime at) = 0;
+  // Errors: NotFound, Generic.
+  virtual Result<Schedule, DbErrorRead> GetSchedule(const std::string& name) = 0;
+  // Every schedule, by name (byte order). Errors: Generic.
+  virtual Result<std::vector<Schedule>, DbErrorGeneric> ListSchedules() = 0;
+  // Pauses or resumes; idempotent. Resuming a paused schedule moves its
+  // last_tick to `at` when earlier, so ticks that fell in the pause never
+  // fire. Returns the stored schedule. Errors: NotFound, Generic.
+  virtual Result<Schedule, DbErrorWrite> SetSchedulePaused(const std::string& name, bool paused,
+                                                           DateTime at) = 0;
+  // Errors: NotFound, Generic.
+  virtual Result<void, DbErrorWrite> DeleteSchedule(const std::string& name) = 0;
+  // Advances last_tick to `watermark` when later (never back: several
+  // nodes may record the same tick, in any order). With `execution_id`
+  // (a tick fired) it becomes the last execution unless a later watermark
+  // is stored already. Errors: NotFound, Generic.
+  virtual Result<void, DbErrorWrite> RecordScheduleTick(
+      const std::string& name, DateTime watermark,
+      const std::optional<core::ExecutionId>& execution_id) = 0;
 };
 
 // Test-only additions (Obelisk's `DbConnectionTest`).

@@ -359,6 +359,32 @@ test('list: refreshes by itself', async ({ srv, page }) => {
     'the new submission at the top', 12000);
 });
 
+test('schedules: list, pause and trigger with confirmation', async ({ srv, page }) => {
+  await srv.request('POST', '/v1/schedules', {
+    name: 'ui-yearly', schedule: '0 0 0 1 1 *', time_zone: 'Europe/Berlin',
+    ffqn: 'demo:greet/api.hello', params: ['cron-ui'],
+  });
+  await page.goto(srv.base + '/ui/#/schedules');
+  const row = page.locator('tr[data-name="ui-yearly"]');
+  await row.waitFor();
+  const text = await row.textContent();
+  assert.ok(text.includes('0 0 0 1 1 *') && text.includes('Europe/Berlin') && text.includes('active'), text);
+  // Declining the confirmation changes nothing.
+  await row.locator('button[data-action=pause]').click();
+  await page.click('dialog.confirm [data-confirm=no]');
+  assert.equal((await srv.request('GET', '/v1/schedules/ui-yearly')).paused, false);
+  await row.locator('button[data-action=pause]').click();
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await until(async () => (await srv.request('GET', '/v1/schedules/ui-yearly')).paused, 'the pause');
+  await until(async () => (await page.locator('tr[data-name="ui-yearly"]').textContent()).includes('paused'),
+    'the row to show paused');
+  await page.locator('tr[data-name="ui-yearly"] button[data-action=trigger]').click();
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await until(async () => (await page.textContent('#flash')).includes('Triggered ui-yearly: E_'), 'the trigger');
+  const id = (await page.textContent('#flash')).split(': ')[1].trim();
+  await finished(srv, id);
+});
+
 test('components: parameter and return types', async ({ page, srv }) => {
   await page.goto(srv.base + '/ui/#/components');
   const greet = page.locator('.function[data-ffqn="demo:greet/api.hello"]');

@@ -57,6 +57,10 @@ export const api = {
   stub: (id, result) => request('PUT', `/v1/executions/${enc(id)}/stub`, { result }),
   submit: (body) => request('POST', '/v1/executions', body),
   components: () => request('GET', '/v1/components'),
+  schedules: () => request('GET', '/v1/schedules'),
+  pauseSchedule: (name) => request('PUT', `/v1/schedules/${enc(name)}/pause`, {}),
+  resumeSchedule: (name) => request('PUT', `/v1/schedules/${enc(name)}/resume`, {}),
+  triggerSchedule: (name) => request('POST', `/v1/schedules/${enc(name)}/trigger`, {}),
 };
 
 // Every event of an execution (pages of 1000).

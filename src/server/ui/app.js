@@ -5,6 +5,7 @@ import { el, clear, flash } from './util.js';
 import { executionsPage } from './executions.js';
 import { detailPage } from './detail.js';
 import { componentsPage } from './components.js';
+import { schedulesPage } from './schedules.js';
 import { tracePage } from './trace.js';
 
 let cleanup = null;
@@ -36,6 +37,7 @@ async function route() {
     else if (page === 'execution' && parts[1]) cleanup = await detailPage(root, parts[1]);
     else if (page === 'trace' && parts[1]) cleanup = await tracePage(root, parts[1], query);
     else if (page === 'components') cleanup = await componentsPage(root, query);
+    else if (page === 'schedules') cleanup = await schedulesPage(root);
     else notFound(root, 'No page at ' + location.hash);
   } catch (e) {
     root.append(el('div', { class: 'error-box' }, String(e && e.message || e)));

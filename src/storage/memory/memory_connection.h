@@ -7,7 +7,8 @@
 // Threading: safe for concurrent use. Ownership: keeps the state alive.
 // The implementation is split by concern: memory_connection.cc (writes),
 // memory_connection_read.cc (reads and lists), memory_connection_wait.cc,
-// memory_connection_retention.cc (retention).
+// memory_connection_retention.cc (retention), memory_schedules.cc (cron
+// schedules).
 #pragma once
 
 #include <memory>
@@ -98,6 +99,19 @@ class MemoryConnection final : public DbConnectionTest {
       const core::InputContentDigest& new_digest) override;
   Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
       DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
+  // Schedules (memory_schedules.cc)
+  Result<Schedule, DbErrorWrite> CreateSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorWrite> UpsertSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorRead> GetSchedule(const std::string& name) override;
+  Result<std::vector<Schedule>, DbErrorGeneric> ListSchedules() override;
+  Result<Schedule, DbErrorWrite> SetSchedulePaused(const std::string& name, bool paused,
+                                                   DateTime at) override;
+  Result<void, DbErrorWrite> DeleteSchedule(const std::string& name) override;
+  Result<void, DbErrorWrite> RecordScheduleTick(
+      const std::string& name, DateTime watermark,
+      const std::optional<core::ExecutionId>& execution_id) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

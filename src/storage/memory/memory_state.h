@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backtrace.h"
+#include "storage/schedule.h"
 #include "storage/memory/execution_journal.h"
 
 namespace stele::storage::memory::internal {
@@ -30,6 +31,7 @@ struct MemoryState {
   std::set<std::string> child_responses;        // guarded by mu
   std::map<std::string, bool> delay_responses;  // guarded by mu
   std::vector<core::BacktraceInfo> backtraces;  // guarded by mu, in insertion order
+  std::map<std::string, Schedule> schedules;    // guarded by mu, by name
 };
 
 }  // namespace stele::storage::memory::internal

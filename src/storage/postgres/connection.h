@@ -109,6 +109,19 @@ class PostgresConnection final : public DbConnectionTest {
       const core::InputContentDigest& new_digest) override;
   Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
       DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
+  // Schedules (schedules.cc)
+  Result<Schedule, DbErrorWrite> CreateSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorWrite> UpsertSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorRead> GetSchedule(const std::string& name) override;
+  Result<std::vector<Schedule>, DbErrorGeneric> ListSchedules() override;
+  Result<Schedule, DbErrorWrite> SetSchedulePaused(const std::string& name, bool paused,
+                                                   DateTime at) override;
+  Result<void, DbErrorWrite> DeleteSchedule(const std::string& name) override;
+  Result<void, DbErrorWrite> RecordScheduleTick(
+      const std::string& name, DateTime watermark,
+      const std::optional<core::ExecutionId>& execution_id) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

@@ -209,6 +209,34 @@ Result<void, DbErrorGeneric> BackfillListKeys(PgConn& conn) {
   }
 }
 
+// V4: t_schedule, the cron schedules (docs/storage_contract.md,
+// "Schedules"), as in the SQLite backend's V3. Names in byte order
+// (COLLATE "C"), as ListSchedules returns them on every backend.
+constexpr std::string_view kMigrationV4 = R"sql(
+CREATE TABLE t_schedule (
+  name text COLLATE "C" NOT NULL PRIMARY KEY CHECK (name <> ''),
+  expression text NOT NULL,
+  time_zone text NOT NULL,
+  ffqn text NOT NULL,
+  params text NOT NULL,
+  overlap text NOT NULL,
+  catch_up text NOT NULL,
+  catch_up_limit bigint NOT NULL CHECK (catch_up_limit >= 0),
+  from_config boolean NOT NULL,
+  paused boolean NOT NULL,
+  created_at bigint NOT NULL
+    CONSTRAINT t_schedule_created_at_range
+      CHECK (created_at BETWEEN -62167219200000000 AND 253402300799999999),
+  updated_at bigint NOT NULL
+    CONSTRAINT t_schedule_updated_at_range
+      CHECK (updated_at BETWEEN -62167219200000000 AND 253402300799999999),
+  last_tick bigint NOT NULL
+    CONSTRAINT t_schedule_last_tick_range
+      CHECK (last_tick BETWEEN -62167219200000000 AND 253402300799999999),
+  last_execution_id text
+);
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -222,6 +250,7 @@ constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
     {2, kMigrationV2},
     {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
+    {4, kMigrationV4},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -7,7 +7,7 @@
 // by concern: append.cc (appends, creation, responses, backtraces,
 // upgrade), lock.cc (locking), read.cc (point reads, timers, backtraces),
 // list.cc (paginated lists), wait.cc (notifications), retention.cc
-// (retention).
+// (retention), schedules.cc (cron schedules).
 //
 // Threading: safe for concurrent use; holds no state of its own.
 // Ownership: shares the Store with the pool (see sqlite_pool.h).
@@ -116,6 +116,19 @@ class SqliteConnection final : public DbConnectionTest {
       const core::InputContentDigest& new_digest) override;
   Result<DeletedExecutions, DbErrorWrite> DeleteFinishedExecutions(
       DateTime cutoff, uint32_t batch_size, const std::optional<RetentionCursor>& after) override;
+  // Schedules (schedules.cc)
+  Result<Schedule, DbErrorWrite> CreateSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorWrite> UpsertSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override;
+  Result<Schedule, DbErrorRead> GetSchedule(const std::string& name) override;
+  Result<std::vector<Schedule>, DbErrorGeneric> ListSchedules() override;
+  Result<Schedule, DbErrorWrite> SetSchedulePaused(const std::string& name, bool paused,
+                                                   DateTime at) override;
+  Result<void, DbErrorWrite> DeleteSchedule(const std::string& name) override;
+  Result<void, DbErrorWrite> RecordScheduleTick(
+      const std::string& name, DateTime watermark,
+      const std::optional<core::ExecutionId>& execution_id) override;
 
   // DbConnectionTest
   Result<void, DbErrorWrite> AppendResponse(DateTime created_at, const ExecutionId& execution_id,

@@ -195,6 +195,27 @@ Result<void, DbErrorGeneric> BackfillListKeys(Connection& connection) {
   }
 }
 
+// V3: t_schedule, the cron schedules (docs/storage_contract.md,
+// "Schedules"). Small (one row per schedule), read whole by the ticker.
+constexpr std::string_view kMigrationV3 = R"sql(
+CREATE TABLE t_schedule (
+  name TEXT NOT NULL PRIMARY KEY CHECK (name <> ''),
+  expression TEXT NOT NULL,
+  time_zone TEXT NOT NULL,
+  ffqn TEXT NOT NULL,
+  params TEXT NOT NULL,
+  overlap TEXT NOT NULL,
+  catch_up TEXT NOT NULL,
+  catch_up_limit INTEGER NOT NULL CHECK (catch_up_limit >= 0),
+  from_config INTEGER NOT NULL CHECK (from_config IN (0, 1)),
+  paused INTEGER NOT NULL CHECK (paused IN (0, 1)),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  last_tick INTEGER NOT NULL,
+  last_execution_id TEXT
+) STRICT, WITHOUT ROWID;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -207,6 +228,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
     {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
+    {3, kMigrationV3},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

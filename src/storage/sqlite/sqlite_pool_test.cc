@@ -54,11 +54,12 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
       "DROP INDEX idx_t_state_list_key; DROP INDEX idx_t_state_ffqn_list_key;"
       "ALTER TABLE t_state DROP COLUMN list_key;"
       "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
+      "DROP TABLE t_schedule;"
       "DELETE FROM t_metadata WHERE schema_version > 1;");
   ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 1);
 
   Open();
-  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 2);
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), internal::kLatestSchemaVersion);
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state WHERE list_key IS NULL"), 0);
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'idx_t_state_ffqn_id'"), 0);
   for (std::optional<core::FunctionFqn> ffqn : {std::optional<core::FunctionFqn>(), {TestFfqn()}}) {
@@ -69,6 +70,11 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
     for (const auto& row : *listed) ids.push_back(row.execution_id);
     EXPECT_EQ(ids, newest_first);
   }
+  // V3: the schedules table exists and works on the migrated store.
+  storage::ScheduleDefinition def{"nightly", "0 0 2 * * *", "UTC", "a:b/c.d", "[]", "skip",
+                                  "last", 10, false};
+  EXPECT_TRUE(pool().ExternalApiConn().value()->CreateSchedule(def, DateTime{}).has_value());
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_schedule"), 1);
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

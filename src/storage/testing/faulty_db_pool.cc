@@ -369,6 +369,33 @@ class FaultyExternalApiT : public FaultyConnectionT<Iface> {
     return Guarded(*plan_, FaultyMethod::kDeleteFinishedExecutions, std::nullopt,
                    [&] { return inner_->DeleteFinishedExecutions(cutoff, batch_size, after); });
   }
+  // Schedules are passed through without faults.
+  Result<Schedule, DbErrorWrite> CreateSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override {
+    return inner_->CreateSchedule(definition, at);
+  }
+  Result<Schedule, DbErrorWrite> UpsertSchedule(const ScheduleDefinition& definition,
+                                                DateTime at) override {
+    return inner_->UpsertSchedule(definition, at);
+  }
+  Result<Schedule, DbErrorRead> GetSchedule(const std::string& name) override {
+    return inner_->GetSchedule(name);
+  }
+  Result<std::vector<Schedule>, DbErrorGeneric> ListSchedules() override {
+    return inner_->ListSchedules();
+  }
+  Result<Schedule, DbErrorWrite> SetSchedulePaused(const std::string& name, bool paused,
+                                                   DateTime at) override {
+    return inner_->SetSchedulePaused(name, paused, at);
+  }
+  Result<void, DbErrorWrite> DeleteSchedule(const std::string& name) override {
+    return inner_->DeleteSchedule(name);
+  }
+  Result<void, DbErrorWrite> RecordScheduleTick(
+      const std::string& name, DateTime watermark,
+      const std::optional<core::ExecutionId>& execution_id) override {
+    return inner_->RecordScheduleTick(name, watermark, execution_id);
+  }
 };
 
 class FaultyConnectionTest final : public FaultyExternalApiT<DbConnectionTest> {

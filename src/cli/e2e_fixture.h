@@ -47,6 +47,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// The outcome a cancel answered: its 200 body's "outcome" ("cancelled"),
+// or "already_finished" for the 409 of an execution that finished otherwise.
+inline std::string CancelOutcomeOf(const httplib::Result& reply) {
+  if (!reply) return "no reply";
+  if (reply->status == 409 && reply->body.find("\"already_finished\"") != std::string::npos) {
+    return "already_finished";
+  }
+  if (reply->status != 200) return "HTTP " + std::to_string(reply->status) + ": " + reply->body;
+  json body = json::parse(reply->body, nullptr, false);
+  return body.is_object() ? body.value("outcome", "") : "malformed: " + reply->body;
+}
+
 constexpr auto kWait = std::chrono::seconds(30);  // bound of every wait
 constexpr const char* kEcho = "e2e:test/exec.echo";
 constexpr const char* kFail = "e2e:test/exec.fail";

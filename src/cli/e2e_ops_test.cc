@@ -15,19 +15,6 @@
 
 namespace {
 
-// The outcome a cancel answered: its 200 body's "outcome" ("cancelled"),
-// or "already_finished" for the 409 of an execution that finished otherwise.
-std::string CancelOutcomeOf(const httplib::Result& reply) {
-  if (!reply) return "no reply";
-  if (reply->status == 409 && reply->body.find("\"already_finished\"") != std::string::npos) {
-    return "already_finished";
-  }
-  if (reply->status != 200) return "HTTP " + std::to_string(reply->status) + ": " + reply->body;
-  json body = json::parse(reply->body, nullptr, false);
-  return body.is_object() ? body.value("outcome", "") : "malformed: " + reply->body;
-}
-
-
 // Its own suite name: gtest requires one fixture class per suite, and each
 // test file has its own (anonymous) E2eTest. It can put the database on a
 // small tmpfs of its own (root only), unmounted in teardown.

@@ -11,19 +11,6 @@
 
 namespace {
 
-// The outcome a cancel answered: its 200 body's "outcome" ("cancelled"),
-// or "already_finished" for the 409 of an execution that finished otherwise.
-std::string CancelOutcomeOf(const httplib::Result& reply) {
-  if (!reply) return "no reply";
-  if (reply->status == 409 && reply->body.find("\"already_finished\"") != std::string::npos) {
-    return "already_finished";
-  }
-  if (reply->status != 200) return "HTTP " + std::to_string(reply->status) + ": " + reply->body;
-  json body = json::parse(reply->body, nullptr, false);
-  return body.is_object() ? body.value("outcome", "") : "malformed: " + reply->body;
-}
-
-
 class E2eStubTest : public E2eTest {
  protected:
   // Submits an expense and waits until the workflow is blocked on its

@@ -43,6 +43,25 @@ std::string Describe(const wf::JoinSetResponseValue& value) {
   return "delay " + std::get<wf::DelayResponse>(value).delay_id.ToString();
 }
 
+// The public form of a JoinNext error on join set `js`; `requested` is
+// the ffqn a join_next asked for, if any.
+JoinNextError PublicJoinNextError(const wf::JoinNextError& error, const std::string& js,
+                                  const std::string* requested) {
+  switch (error.kind) {
+    case wf::JoinNextError::Kind::kCancelled:
+      return JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage};
+    case wf::JoinNextError::Kind::kFunctionMismatch:
+      return JoinNextError{JoinNextError::Kind::kFunctionMismatch,
+                           "expected a response of " + (requested ? *requested : "a function") +
+                               ", got " +
+                               (error.actual ? Describe(*error.actual) : "another response")};
+    case wf::JoinNextError::Kind::kAllProcessed:
+      break;
+  }
+  return JoinNextError{JoinNextError::Kind::kAllProcessed,
+                       "every submission of " + js + " was awaited already"};
+}
+
 // The value of a call, or nullopt after an interruption (already recorded
 // by the engine).
 template <class T>
@@ -134,13 +153,7 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
     if (!join_set_id) return std::nullopt;
     auto next = run->run().JoinNext(*join_set_id);
     if (!next) return std::nullopt;
-    if (!*next) {
-      if (next->error().kind == wf::JoinNextError::Kind::kCancelled) {
-        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
-      }
-      return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
-                                        "every submission of " + js + " was awaited already"}));
-    }
+    if (!*next) return R(Unexpected(PublicJoinNextError(next->error(), js, nullptr)));
     return R(ToResponse(**next));
   });
 }
@@ -158,19 +171,7 @@ Op<Result<JoinNextResponse, JoinNextError>> WorkflowContext::join_next(const Joi
     if (!join_set_id) return std::nullopt;
     auto next = run->run().JoinNext(*join_set_id, *ffqn);
     if (!next) return std::nullopt;
-    if (!*next) {
-      const auto& error = next->error();
-      if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
-        return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
-                                          "every submission of " + js + " was awaited already"}));
-      }
-      if (error.kind == wf::JoinNextError::Kind::kCancelled) {
-        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
-      }
-      std::string actual = error.actual ? Describe(*error.actual) : "another response";
-      return R(Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch,
-                                        "expected a response of " + text + ", got " + actual}));
-    }
+    if (!*next) return R(Unexpected(PublicJoinNextError(next->error(), js, &text)));
     return R(ToResponse(**next));
   });
 }
@@ -184,13 +185,7 @@ Op<Result<std::optional<JoinNextResponse>, JoinNextError>> WorkflowContext::join
     if (!join_set_id) return std::nullopt;
     auto next = run->run().JoinNextTry(*join_set_id);
     if (!next) return std::nullopt;
-    if (!*next) {
-      if (next->error().kind == wf::JoinNextError::Kind::kCancelled) {
-        return R(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, kCancelledMessage}));
-      }
-      return R(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed,
-                                        "every submission of " + js + " was awaited already"}));
-    }
+    if (!*next) return R(Unexpected(PublicJoinNextError(next->error(), js, nullptr)));
     if (!**next) return R(std::optional<JoinNextResponse>());
     return R(std::optional<JoinNextResponse>(ToResponse(***next)));
   });

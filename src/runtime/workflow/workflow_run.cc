@@ -276,15 +276,38 @@ Result<core::DelayId, Interruption> WorkflowRun::SubmitDelay(
   return delay_id;
 }
 
+namespace {
+
+// A JoinNext on a join set whose submissions were all awaited records
+// JoinNextTooMany (the answer is kAllProcessed): true then.
+Result<bool, Interruption> RecordIfAllProcessed(RunState& state,
+                                                const internal::JoinSetState& join_set,
+                                                const std::optional<core::FunctionFqn>& requested) {
+  if (join_set.join_nexts < state.GuestSubmissions(join_set)) return false;
+  STELE_TRY(state.Step(core::HistoryJoinNextTooMany{join_set.id, requested}));
+  STELE_TRY(state.MaybeFlush());
+  return true;
+}
+
+// Whether `response` answers a JoinNext that asked for `requested`.
+bool Matches(const JoinSetResponseValue& response,
+             const std::optional<core::FunctionFqn>& requested) {
+  if (!requested) return true;
+  const auto* child = std::get_if<ChildResponse>(&response);
+  return child != nullptr && child->ffqn == *requested;
+}
+
+}  // namespace
+
 CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
     const core::JoinSetId& join_set, const std::optional<core::FunctionFqn>& requested_ffqn) {
   using Inner = Result<JoinSetResponseValue, JoinNextError>;
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
                          state_->OpenJoinSet(join_set, "join next"));
-  if (found->join_nexts >= state_->GuestSubmissions(*found)) {
-    STELE_TRY(state_->Step(core::HistoryJoinNextTooMany{join_set, requested_ffqn}));
-    STELE_TRY(state_->MaybeFlush());
+  STELE_ASSIGN_OR_RETURN(bool all_processed,
+                         RecordIfAllProcessed(*state_, *found, requested_ffqn));
+  if (all_processed) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
   if (state_->TakeCancellation()) {
@@ -297,15 +320,11 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   if (!awaited) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
   }
-  JoinSetResponseValue response = *std::move(awaited);
-  if (requested_ffqn) {
-    const auto* child = std::get_if<ChildResponse>(&response);
-    if (child == nullptr || child->ffqn != *requested_ffqn) {
-      return Inner(
-          Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(response)}));
-    }
+  if (!Matches(*awaited, requested_ffqn)) {
+    return Inner(
+        Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, *std::move(awaited)}));
   }
-  return Inner(std::move(response));
+  return Inner(*std::move(awaited));
 }
 
 CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::JoinNextTry(
@@ -314,9 +333,9 @@ CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::Join
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
                          state_->OpenJoinSet(join_set, "join next try"));
-  if (found->join_nexts >= state_->GuestSubmissions(*found)) {
-    STELE_TRY(state_->Step(core::HistoryJoinNextTooMany{join_set, requested_ffqn}));
-    STELE_TRY(state_->MaybeFlush());
+  STELE_ASSIGN_OR_RETURN(bool all_processed,
+                         RecordIfAllProcessed(*state_, *found, requested_ffqn));
+  if (all_processed) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
   // What the first run found decides, as recorded; in new territory, what
@@ -339,12 +358,9 @@ CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::Join
   if (!awaited) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
   }
-  if (requested_ffqn) {
-    const auto* child = std::get_if<ChildResponse>(&*awaited);
-    if (child == nullptr || child->ffqn != *requested_ffqn) {
-      return Inner(
-          Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, std::move(*awaited)}));
-    }
+  if (!Matches(*awaited, requested_ffqn)) {
+    return Inner(
+        Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, *std::move(awaited)}));
   }
   return Inner(std::move(awaited));
 }

@@ -172,7 +172,7 @@ TEST_F(HttpFramingTest, PutAndPostWithoutContentLengthHaveAnEmptyBody) {
       c.Send("PUT /v1/executions/" + id + "/cancel HTTP/1.1\r\nHost: t\r\n" + kAuth + "\r\n"));
   auto first = c.Read();
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->status, 409) << first->body;  // finished: already_finished
   ASSERT_TRUE(c.Send(std::string("GET /v1/executions HTTP/1.1\r\nHost: t\r\n") + kAuth + "\r\n"));
   auto second = c.Read();
   ASSERT_TRUE(second);

@@ -297,6 +297,26 @@ bool Matches(const JoinSetResponseValue& response,
   return child != nullptr && child->ffqn == *requested;
 }
 
+// Records the JoinNext of a non-closing join_next on `join_set` and awaits
+// its response: kCancelled when a cancel request interrupted it,
+// kFunctionMismatch when it is not of `requested`.
+CallResult<JoinSetResponseValue, JoinNextError> StepAndAwait(
+    RunState& state, const core::JoinSetId& join_set,
+    const std::optional<core::FunctionFqn>& requested) {
+  using Inner = Result<JoinSetResponseValue, JoinNextError>;
+  STELE_TRY(state.Step(state.JoinNextKey(join_set, requested, /*closing=*/false)));
+  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
+                         state.AwaitJoinNextResponse(join_set));
+  if (!awaited) {
+    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
+  }
+  if (!Matches(*awaited, requested)) {
+    return Inner(
+        Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, *std::move(awaited)}));
+  }
+  return Inner(*std::move(awaited));
+}
+
 }  // namespace
 
 CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
@@ -314,17 +334,7 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
   }
   STELE_TRY(state_->AddGraceDelay(*found));
-  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, requested_ffqn, /*closing=*/false)));
-  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
-                         state_->AwaitJoinNextResponse(join_set));
-  if (!awaited) {
-    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
-  }
-  if (!Matches(*awaited, requested_ffqn)) {
-    return Inner(
-        Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, *std::move(awaited)}));
-  }
-  return Inner(*std::move(awaited));
+  return StepAndAwait(*state_, join_set, requested_ffqn);
 }
 
 CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::JoinNextTry(
@@ -352,17 +362,9 @@ CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::Join
     STELE_TRY(state_->MaybeFlush());
     return Inner(std::nullopt);
   }
-  STELE_TRY(state_->Step(state_->JoinNextKey(join_set, requested_ffqn, /*closing=*/false)));
-  STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
-                         state_->AwaitJoinNextResponse(join_set));
-  if (!awaited) {
-    return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kCancelled, std::nullopt}));
-  }
-  if (!Matches(*awaited, requested_ffqn)) {
-    return Inner(
-        Unexpected(JoinNextError{JoinNextError::Kind::kFunctionMismatch, *std::move(awaited)}));
-  }
-  return Inner(std::move(awaited));
+  STELE_ASSIGN_OR_RETURN(auto next, StepAndAwait(*state_, join_set, requested_ffqn));
+  if (!next) return Inner(Unexpected(std::move(next).error()));
+  return Inner(*std::move(next));
 }
 
 CallResult<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(

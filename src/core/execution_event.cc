@@ -95,7 +95,7 @@ std::string HistoryEventScheduleAt::ToString() const {
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
   static constexpr std::string_view kNames[] = {
       "Created",  "Locked",      "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut",
-      "Finished", "HistoryEvent"};
+      "Finished", "HistoryEvent", "Paused", "Resumed"};
   static_assert(std::size(kNames) == std::variant_size_v<ExecutionRequest>);
   return kNames[request.index()];
 }
@@ -103,7 +103,7 @@ std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
 std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
   static constexpr std::string_view kTags[] = {
       "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
-      "finished", "history_event"};
+      "finished", "history_event", "paused", "resumed"};
   static_assert(std::size(kTags) == std::variant_size_v<ExecutionRequest>);
   return kTags[request.index()];
 }
@@ -158,6 +158,8 @@ std::string ExecutionRequestToString(const ExecutionRequest& request) {
           [](const HistoryEventRequest& e) {
             return "HistoryEvent(" + HistoryEventToString(e.event) + ")";
           },
+          [](const Paused&) { return std::string("Paused"); },
+          [](const Resumed&) { return std::string("Resumed"); },
       },
       request);
 }

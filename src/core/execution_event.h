@@ -214,13 +214,27 @@ struct Finished {
   std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const Finished&, const Finished&) = default;
 };
+// Pause and resume from outside (docs/model.md §9.6): not history, so a
+// replay never sees them. A pause fences out a running lock holder (the
+// version moves on) and keeps the execution from being locked until a
+// Resumed; what arrives meanwhile (responses, expired delays) makes it
+// pending as usual and it runs after the resume.
+struct Paused {
+  std::string reason;
+  friend bool operator==(const Paused&, const Paused&) = default;
+};
+struct Resumed {
+  std::string reason;
+  friend bool operator==(const Resumed&, const Resumed&) = default;
+};
 struct HistoryEventRequest {
   HistoryEvent event;
   friend bool operator==(const HistoryEventRequest&, const HistoryEventRequest&) = default;
 };
 
 using ExecutionRequest = std::variant<Created, Locked, Unlocked, TemporarilyFailed,
-                                      TemporarilyTimedOut, Finished, HistoryEventRequest>;
+                                      TemporarilyTimedOut, Finished, HistoryEventRequest, Paused,
+                                      Resumed>;
 
 // "Created", "Locked", ..., "HistoryEvent" (Obelisk's `variant()`).
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request);

@@ -218,9 +218,17 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     STELE_ASSIGN_OR_RETURN(HistoryEvent event, Field(object, "event", &DecodeHistoryEvent));
     return HistoryEventRequest{std::move(event)};
   }
+  if (tag == "paused") {
+    STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
+    return Paused{std::move(reason)};
+  }
+  if (tag == "resumed") {
+    STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
+    return Resumed{std::move(reason)};
+  }
   return UnknownVariant(object.path(), tag,
                         "`created`, `locked`, `unlocked`, `temporarily_failed`, "
-                        "`temporarily_timed_out`, `finished`, `history_event`");
+                        "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
 }
 
 }  // namespace
@@ -258,11 +266,11 @@ JsonResult<ExecutionRequest> DecodeExecutionRequest(const Json& json, const std:
   // such rather than as a malformed body.
   static constexpr std::string_view kTags[] = {
       "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
-      "finished", "history_event"};
+      "finished", "history_event", "paused", "resumed"};
   if (std::find(std::begin(kTags), std::end(kTags), tag) == std::end(kTags)) {
     return UnknownVariant(path, tag,
                           "`created`, `locked`, `unlocked`, `temporarily_failed`, "
-                          "`temporarily_timed_out`, `finished`, `history_event`");
+                          "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
   }
   STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(*body, ChildPath(path, tag)));
   return DecodeExecutionRequestBody(object, tag);
@@ -316,6 +324,10 @@ JsonResult<JoinSetResponseEventOuter> DecodeJoinSetResponseEventOuter(const Json
   return JoinSetResponseEventOuter{created_at, std::move(event)};
 }
 
+JsonResult<PendingState> DecodePendingStateValue(const ObjectReader& object,
+                                                 const std::string& status,
+                                                 const InputContentDigest& digest);
+
 JsonResult<PendingState> DecodePendingState(const Json& json, const std::string& path) {
   STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(json, path));
   STELE_ASSIGN_OR_RETURN(std::string status, InternalTag(object, "status"));
@@ -326,6 +338,19 @@ JsonResult<PendingState> DecodePendingState(const Json& json, const std::string&
   }
   STELE_ASSIGN_OR_RETURN(InputContentDigest digest,
                          Field(object, "component_id_input_digest", &ReadDigest));
+  // The flags are written only when set (core/pending_state.h).
+  STELE_ASSIGN_OR_RETURN(std::optional<bool> paused, OptionalField(object, "paused", &ReadBool));
+  STELE_ASSIGN_OR_RETURN(std::optional<bool> cancelling,
+                         OptionalField(object, "cancelling", &ReadBool));
+  STELE_ASSIGN_OR_RETURN(PendingState state, DecodePendingStateValue(object, status, digest));
+  state.paused = paused.value_or(false);
+  state.cancelling = cancelling.value_or(false);
+  return state;
+}
+
+JsonResult<PendingState> DecodePendingStateValue(const ObjectReader& object,
+                                                 const std::string& status,
+                                                 const InputContentDigest& digest) {
   if (status == "PendingAt") {
     STELE_ASSIGN_OR_RETURN(DateTime scheduled_at, Field(object, "scheduled_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(std::optional<LockedBy> last_lock,
@@ -478,6 +503,8 @@ Json ToJson(const ExecutionRequest& value) {
                    AddEngine(body, e.engine);
                  },
                  [&](const HistoryEventRequest& e) { body["event"] = ToJson(e.event); },
+                 [&](const Paused& e) { body["reason"] = e.reason; },
+                 [&](const Resumed& e) { body["reason"] = e.reason; },
              },
              value);
   Json out = Json::object();
@@ -553,6 +580,8 @@ Json ToJson(const PendingState& value) {
              },
              value.value);
   out["component_id_input_digest"] = value.ComponentIdInputDigest().ToString();
+  if (value.paused) out["paused"] = true;
+  if (value.cancelling) out["cancelling"] = true;
   return out;
 }
 

@@ -126,6 +126,9 @@ inline std::vector<ExecutionRequest> ExecutionRequests() {
       TemporarilyFailed{T("2024-01-02T03:04:05Z"), "activity trap", "d", Traces(), kTestEngine},
       TemporarilyTimedOut{T("2024-01-02T03:04:05Z"), std::nullopt, kTestEngine},
       Finished{ReturnValueOk{Json(1)}, std::nullopt, kTestEngine},
+      Paused{"maintenance of the payment provider"},
+      Paused{""},
+      Resumed{"done"},
   };
   for (const SupportedFunctionReturnValue& result : ReturnValues()) {
     out.push_back(Finished{result, std::nullopt});
@@ -161,6 +164,11 @@ inline std::vector<PendingState> PendingStates() {
       PendingState{PendingStateFinished{
           3, T("2024-01-02T03:04:05Z"),
           PendingStateFinishedResultKind::Failure(ExecutionFailureKind::kOutOfFuel), Digest()}},
+      PendingState{PendingStatePendingAt{T("2024-01-02T03:04:05Z"), locked_by, Digest()},
+                   /*paused=*/true, /*cancelling=*/false},
+      PendingState{
+          PendingStateBlockedByJoinSet{Js("n:my-set"), T("2024-01-02T03:04:05Z"), false, Digest()},
+          /*paused=*/true, /*cancelling=*/true},
   };
 }
 

@@ -35,8 +35,30 @@ std::string_view PendingState::StateName() const {
   return kNames[value.index()];
 }
 
+std::string_view PendingState::DisplayStateName() const {
+  if (!IsFinished() && paused) return "Paused";
+  if (!IsFinished() && cancelling) return "Cancelling";
+  return StateName();
+}
+
+std::string_view PendingState::StateTag() const {
+  static constexpr std::string_view kTags[] = {"pending_at", "locked", "blocked_by_join_set",
+                                               "finished"};
+  static_assert(std::size(kTags) == std::variant_size_v<decltype(value)>);
+  return kTags[value.index()];
+}
+
+std::string_view PendingState::StatusTag() const {
+  if (!IsFinished() && paused) return "paused";
+  if (!IsFinished() && cancelling) return "cancelling";
+  return StateTag();
+}
+
 // Obelisk's Display of PendingState.
 std::string PendingState::ToString() const {
+  std::string flags;
+  if (!IsFinished() && paused) flags += " paused";
+  if (!IsFinished() && cancelling) flags += " cancelling";
   return std::visit(Overloaded{
                         [](const PendingStatePendingAt& s) {
                           return "PendingAt(" + BacktickQuoted(s.scheduled_at) + ")";
@@ -54,7 +76,8 @@ std::string PendingState::ToString() const {
                           return "Finished(" + s.result_kind.ToString() + ")";
                         },
                     },
-                    value);
+                    value) +
+         flags;
 }
 
 }  // namespace stele::core

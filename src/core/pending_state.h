@@ -56,11 +56,30 @@ struct PendingState {
   std::variant<PendingStatePendingAt, PendingStateLocked, PendingStateBlockedByJoinSet,
                PendingStateFinished>
       value;
+  // Orthogonal to `value` and meaningful only while unfinished
+  // (docs/model.md §9.6). A paused execution is never locked: it keeps
+  // PendingAt or BlockedByJoinSet (responses still arrive and make it
+  // pending) and runs again after a resume.
+  bool paused = false;
+  // A cancel or terminate request is in the log (docs/model.md §9.5).
+  bool cancelling = false;
 
   bool IsFinished() const { return std::holds_alternative<PendingStateFinished>(value); }
+  // PendingAt and not paused: what an executor may lock once it is due.
+  const PendingStatePendingAt* RunnablePendingAt() const {
+    return paused ? nullptr : std::get_if<PendingStatePendingAt>(&value);
+  }
   const InputContentDigest& ComponentIdInputDigest() const;
-  // "PendingAt", "Locked", "BlockedByJoinSet", "Finished"
+  // "PendingAt", "Locked", "BlockedByJoinSet", "Finished": the variant only.
   std::string_view StateName() const;
+  // What users see: "Paused" or "Cancelling" while unfinished and flagged
+  // (paused first), else StateName().
+  std::string_view DisplayStateName() const;
+  // snake_case forms for APIs and filters: "pending_at", "locked",
+  // "blocked_by_join_set", "finished" (StateTag), and "paused",
+  // "cancelling" (StatusTag, the user-facing status as DisplayStateName).
+  std::string_view StateTag() const;
+  std::string_view StatusTag() const;
   std::string ToString() const;
   friend bool operator==(const PendingState&, const PendingState&) = default;
 };

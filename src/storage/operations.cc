@@ -50,26 +50,79 @@ Result<CancelOutcome, DbErrorWrite> CancelDelay(DbConnection& db, const core::De
   return CancelOutcome::kCancelled;
 }
 
-Result<CancelOutcome, DbErrorWrite> AppendCancelRequest(DbConnection& db,
-                                                        const ExecutionId& execution_id,
-                                                        const core::HistoryCancelRequest& request,
-                                                        DateTime created_at) {
+namespace {
+
+enum class AppendAtEndOutcome { kWritten, kSkipped, kAlreadyFinished };
+
+// Appends what `make` returns at the end of the log of `execution_id`,
+// fenced at the version last read; a racing writer makes it re-read and
+// retry, up to 5 more times. `make` sees the state read after the last
+// event (so a state that no longer holds fails the fence) and returns
+// nullopt to write nothing.
+template <class Make>
+Result<AppendAtEndOutcome, DbErrorWrite> AppendAtEnd(DbConnection& db,
+                                                     const ExecutionId& execution_id,
+                                                     DateTime created_at, std::string_view what,
+                                                     const Make& make) {
   int retries = 5;
   while (true) {
     auto last = db.GetLastExecutionEvent(execution_id);
     if (!last) return Unexpected(DbErrorWrite(last.error()));
-    if (std::holds_alternative<core::Finished>(last->event)) return CancelOutcome::kAlreadyFinished;
+    if (std::holds_alternative<core::Finished>(last->event)) {
+      return AppendAtEndOutcome::kAlreadyFinished;
+    }
+    auto state = db.GetPendingState(execution_id);
+    if (!state) return Unexpected(DbErrorWrite(state.error()));
+    std::optional<core::ExecutionRequest> event = make(*state);
+    if (!event) return AppendAtEndOutcome::kSkipped;
     auto appended = db.Append(execution_id, last->version.Increment(),
-                              AppendRequest{created_at, core::HistoryEventRequest{request}});
-    if (appended) return CancelOutcome::kCancelled;
+                              AppendRequest{created_at, std::move(*event)});
+    if (appended) return AppendAtEndOutcome::kWritten;
     const bool raced =
         appended.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kVersionConflict) ||
         appended.error().IsNonRetriable(DbErrorWriteNonRetriable::Kind::kIllegalState);
     if (!raced || retries-- == 0) return Unexpected(std::move(appended).error());
-    STELE_LOG(kDebug, "cancel request of " << execution_id.ToString()
-                                           << " raced a writer, retrying: "
-                                           << appended.error().ToString());
+    STELE_LOG(kDebug, what << " of " << execution_id.ToString()
+                           << " raced a writer, retrying: " << appended.error().ToString());
   }
+}
+
+}  // namespace
+
+Result<CancelOutcome, DbErrorWrite> AppendCancelRequest(DbConnection& db,
+                                                        const ExecutionId& execution_id,
+                                                        const core::HistoryCancelRequest& request,
+                                                        DateTime created_at) {
+  STELE_ASSIGN_OR_RETURN(
+      AppendAtEndOutcome outcome,
+      AppendAtEnd(db, execution_id, created_at, "cancel request", [&](const core::PendingState&) {
+        return std::optional<core::ExecutionRequest>(core::HistoryEventRequest{request});
+      }));
+  return outcome == AppendAtEndOutcome::kAlreadyFinished ? CancelOutcome::kAlreadyFinished
+                                                         : CancelOutcome::kCancelled;
+}
+
+Result<PauseOutcome, DbErrorWrite> AppendPauseChange(DbConnection& db,
+                                                     const ExecutionId& execution_id, bool pause,
+                                                     const std::string& reason,
+                                                     DateTime created_at) {
+  STELE_ASSIGN_OR_RETURN(
+      AppendAtEndOutcome outcome,
+      AppendAtEnd(db, execution_id, created_at, pause ? "pause" : "resume",
+                  [&](const core::PendingState& state) -> std::optional<core::ExecutionRequest> {
+                    if (state.paused == pause) return std::nullopt;
+                    if (pause) return core::Paused{reason};
+                    return core::Resumed{reason};
+                  }));
+  switch (outcome) {
+    case AppendAtEndOutcome::kWritten:
+      return PauseOutcome::kWritten;
+    case AppendAtEndOutcome::kSkipped:
+      return PauseOutcome::kUnchanged;
+    case AppendAtEndOutcome::kAlreadyFinished:
+      return PauseOutcome::kAlreadyFinished;
+  }
+  return PauseOutcome::kUnchanged;
 }
 
 }  // namespace stele::storage

@@ -38,4 +38,21 @@ Result<CancelOutcome, DbErrorWrite> AppendCancelRequest(DbConnection& db,
                                                         const core::HistoryCancelRequest& request,
                                                         DateTime created_at);
 
+// What AppendPauseChange did.
+enum class PauseOutcome {
+  kWritten,          // Paused or Resumed appended
+  kUnchanged,        // it was paused (or not) already: nothing written
+  kAlreadyFinished,  // nothing written
+};
+
+// Pauses (`pause`) or resumes execution `execution_id` (docs/model.md §9.6)
+// by appending Paused or Resumed at the end of its log, fenced at the last
+// version it read and retried like AppendCancelRequest. Idempotent: a pause
+// of a paused execution, or a resume of one that is not, writes nothing.
+// Errors: NotFound, VersionConflict after the retries, Generic.
+Result<PauseOutcome, DbErrorWrite> AppendPauseChange(DbConnection& db,
+                                                     const ExecutionId& execution_id, bool pause,
+                                                     const std::string& reason,
+                                                     DateTime created_at);
+
 }  // namespace stele::storage

@@ -13,6 +13,9 @@ Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingStat
   if (lock_expires_at <= created_at) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("invalid expiry date"));
   }
+  if (state.paused && !state.IsFinished()) {
+    return Unexpected(DbErrorWriteNonRetriable::IllegalState("cannot lock, paused"));
+  }
   return std::visit(
       [&](const auto& s) -> Result<LockKind, DbErrorWriteNonRetriable> {
         using S = std::decay_t<decltype(s)>;

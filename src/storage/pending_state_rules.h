@@ -15,6 +15,8 @@ namespace stele::storage {
 // last_lock is (executor, run), else ValidationFailed "cannot lock, not yet
 // pending". Locked: extension by the same (executor, run), else IllegalState
 // "cannot lock, already locked". BlockedByJoinSet / Finished: IllegalState.
+// Paused (and unfinished): IllegalState "cannot lock, paused", whatever the
+// state, extensions included (docs/model.md §9.6).
 Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingState& state,
                                                          DateTime created_at,
                                                          const core::ExecutorId& executor_id,

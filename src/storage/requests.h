@@ -135,11 +135,13 @@ struct ExpiredDelay {
 using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay>;
 
 // Executions per pending state (children included), for monitoring.
+// Each unfinished paused execution counts as `paused` only.
 struct ExecutionCounts {
   uint64_t pending_at = 0;
   uint64_t locked = 0;
   uint64_t blocked_by_join_set = 0;
   uint64_t finished = 0;
+  uint64_t paused = 0;
   friend bool operator==(const ExecutionCounts&, const ExecutionCounts&) = default;
 };
 

@@ -78,15 +78,15 @@ void ExecutionJournal::ApplyTransition(const core::ExecutionEvent& event) {
           },
           [&](const core::Unlocked& unlocked) {
             // Unlocked never counts as a retry.
-            pending_state_ = PendingAt(unlocked.backoff_expires_at);
+            pending_state_.value = PendingAt(unlocked.backoff_expires_at);
           },
           [&](const core::TemporarilyFailed& failed) {
             ++intermittent_event_count_;
-            pending_state_ = PendingAt(failed.backoff_expires_at);
+            pending_state_.value = PendingAt(failed.backoff_expires_at);
           },
           [&](const core::TemporarilyTimedOut& timed_out) {
             ++intermittent_event_count_;
-            pending_state_ = PendingAt(timed_out.backoff_expires_at);
+            pending_state_.value = PendingAt(timed_out.backoff_expires_at);
           },
           [&](const core::Finished& finished) {
             pending_state_.value = core::PendingStateFinished{
@@ -94,6 +94,15 @@ void ExecutionJournal::ApplyTransition(const core::ExecutionEvent& event) {
                 core::PendingStateFinishedResultKind::From(finished.result), component_digest_};
           },
           [&](const core::HistoryEventRequest& history) { ApplyHistoryEvent(history.event); },
+          [&](const core::Paused&) {
+            // A run holding the lock is fenced out by the version; the
+            // execution waits, pending, for the resume (docs/model.md §9.6).
+            if (std::holds_alternative<core::PendingStateLocked>(pending_state_.value)) {
+              pending_state_.value = PendingAt(event.created_at);
+            }
+            pending_state_.paused = true;
+          },
+          [&](const core::Resumed&) { pending_state_.paused = false; },
       },
       event.event);
 }
@@ -111,9 +120,12 @@ void ExecutionJournal::ApplyHistoryEvent(const core::HistoryEvent& event) {
     return;
   }
   if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&event)) {
-    // Whatever the run was doing or waiting for, a run must see the request.
+    // Whatever the run was doing or waiting for, a run must see the
+    // request; a paused workflow is resumed so that it can end.
     (void)cancel;
-    pending_state_ = PendingAt(events_.back().created_at);
+    pending_state_.value = PendingAt(events_.back().created_at);
+    pending_state_.paused = false;
+    pending_state_.cancelling = true;
     return;
   }
   const auto* join_next = std::get_if<core::HistoryJoinNext>(&event);
@@ -128,7 +140,7 @@ void ExecutionJournal::ApplyHistoryEvent(const core::HistoryEvent& event) {
   }
   if (std::optional<DateTime> response_at = KthResponseTime(join_next->join_set_id, k)) {
     // The warm run keeps its lease; after it anyone may continue.
-    pending_state_ = PendingAt(std::max(join_next->run_expires_at, *response_at));
+    pending_state_.value = PendingAt(std::max(join_next->run_expires_at, *response_at));
   } else {
     pending_state_.value = core::PendingStateBlockedByJoinSet{
         join_next->join_set_id, join_next->run_expires_at, join_next->closing, component_digest_};
@@ -150,11 +162,10 @@ std::optional<DateTime> ExecutionJournal::KthResponseTime(const core::JoinSetId&
   return std::nullopt;
 }
 
-core::PendingState ExecutionJournal::PendingAt(DateTime scheduled_at) const {
+core::PendingStatePendingAt ExecutionJournal::PendingAt(DateTime scheduled_at) const {
   std::optional<core::LockedBy> last_lock;
   if (last_locked_) last_lock = core::LockedBy{last_locked_->executor_id, last_locked_->run_id};
-  return core::PendingState{
-      core::PendingStatePendingAt{scheduled_at, std::move(last_lock), component_digest_}};
+  return core::PendingStatePendingAt{scheduled_at, std::move(last_lock), component_digest_};
 }
 
 void ExecutionJournal::AddResponse(DateTime created_at, const core::JoinSetResponseEvent& event) {
@@ -166,7 +177,7 @@ void ExecutionJournal::AddResponse(DateTime created_at, const core::JoinSetRespo
   // state is untouched (the response waits for its JoinNext).
   const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&pending_state_.value);
   if (blocked != nullptr && blocked->join_set_id == event.join_set_id) {
-    pending_state_ = PendingAt(std::max(blocked->lock_expires_at, created_at));
+    pending_state_.value = PendingAt(std::max(blocked->lock_expires_at, created_at));
   }
 }
 

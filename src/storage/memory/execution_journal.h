@@ -82,7 +82,7 @@ class ExecutionJournal {
   void ApplyTransition(const core::ExecutionEvent& event);
   void ApplyHistoryEvent(const core::HistoryEvent& event);
   // PendingAt(scheduled_at) keeping the last lock (needed for extension).
-  core::PendingState PendingAt(DateTime scheduled_at) const;
+  core::PendingStatePendingAt PendingAt(DateTime scheduled_at) const;
   // Created_at of the k-th (1-based) response of `join_set_id`, if any.
   std::optional<DateTime> KthResponseTime(const core::JoinSetId& join_set_id, size_t k) const;
 

@@ -92,7 +92,7 @@ std::vector<LockedExecution> MemoryConnection::LockPendingWhere(uint32_t batch_s
   // candidates, expired or not: the expired-timers watcher owns them.
   std::vector<std::tuple<DateTime, std::string, ExecutionJournal*>> candidates;
   for (auto& [id, journal] : state_->journals) {
-    const auto* pending = std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
+    const auto* pending = journal.pending_state().RunnablePendingAt();
     if (pending == nullptr || pending->scheduled_at > pending_at_or_sooner) continue;
     if (!selected(journal)) continue;
     candidates.emplace_back(pending->scheduled_at, id.ToString(), &journal);

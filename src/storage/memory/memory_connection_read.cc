@@ -167,6 +167,10 @@ Result<ExecutionCounts, DbErrorGeneric> MemoryConnection::CountExecutionsByState
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   ExecutionCounts counts;
   for (const auto& [id, journal] : state_->journals) {
+    if (journal.pending_state().paused && !journal.pending_state().IsFinished()) {
+      ++counts.paused;
+      continue;
+    }
     std::visit(
         [&](const auto& s) {
           using S = std::decay_t<decltype(s)>;
@@ -189,7 +193,7 @@ Result<PendingCounts, DbErrorGeneric> MemoryConnection::CountPendingByFfqns(
     const core::FunctionFqn& ffqn = journal.created().ffqn;
     if (std::find(ffqns.begin(), ffqns.end(), ffqn) == ffqns.end()) continue;
     const core::PendingState& state = journal.pending_state();
-    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&state.value)) {
+    if (const auto* pending = state.RunnablePendingAt()) {
       ++(pending->scheduled_at <= now ? counts.due : counts.scheduled_later);
     } else if (std::holds_alternative<core::PendingStateLocked>(state.value)) {
       ++counts.locked;
@@ -204,7 +208,7 @@ MemoryConnection::CountPendingByComponentDigest() {
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   std::map<core::InputContentDigest, uint64_t> by_digest;
   for (const auto& [id, journal] : state_->journals) {
-    if (std::holds_alternative<core::PendingStatePendingAt>(journal.pending_state().value)) {
+    if (journal.pending_state().RunnablePendingAt() != nullptr) {
       ++by_digest[journal.component_digest()];
     }
   }

@@ -55,7 +55,7 @@ void MemoryConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
     return std::any_of(state_->journals.begin(), state_->journals.end(), [&](const auto& entry) {
       const ExecutionJournal& journal = entry.second;
       const auto* pending =
-          std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
+          journal.pending_state().RunnablePendingAt();
       return pending != nullptr && pending->scheduled_at <= pending_at_or_sooner &&
              std::find(ffqns.begin(), ffqns.end(), journal.created().ffqn) != ffqns.end();
     });
@@ -69,7 +69,7 @@ void MemoryConnection::WaitForPendingByComponentId(DateTime pending_at_or_sooner
     return std::any_of(state_->journals.begin(), state_->journals.end(), [&](const auto& entry) {
       const ExecutionJournal& journal = entry.second;
       const auto* pending =
-          std::get_if<core::PendingStatePendingAt>(&journal.pending_state().value);
+          journal.pending_state().RunnablePendingAt();
       return pending != nullptr && pending->scheduled_at <= pending_at_or_sooner &&
              journal.component_digest() == component_id.input_digest;
     });

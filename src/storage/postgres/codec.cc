@@ -118,6 +118,10 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
   } else {
     return Unexpected(Corrupt("t_state", execution_id, "unknown state `" + state + "`"));
   }
+  if (!pending_state.IsFinished()) {
+    pending_state.paused = res.Bool(row, c + 19);
+    pending_state.cancelling = res.Bool(row, c + 20);
+  }
   ExecutionState decoded{
       .execution_id = execution_id,
       .pending_state = std::move(pending_state),

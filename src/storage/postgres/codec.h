@@ -28,12 +28,13 @@
 
 namespace stele::storage::postgres::internal {
 
-// SELECT list of t_state matching DecodeStateRow (19 columns).
+// SELECT list of t_state matching DecodeStateRow (21 columns).
 inline constexpr std::string_view kStateColumns =
     "execution_id, state, pending_expires_finished, component_id_input_digest, "
     "corresponding_version, last_lock_version, executor_id, run_id, join_set_id, "
     "join_set_closing, result_kind::text, intermittent_event_count, ffqn, max_retries, "
-    "retry_exp_backoff::text, created_at, first_scheduled_at, response_count, updated_at";
+    "retry_exp_backoff::text, created_at, first_scheduled_at, response_count, updated_at, "
+    "paused, cancelling";
 
 struct ExecutionState {
   std::string execution_id;

@@ -77,7 +77,7 @@ const std::string kUpdateRow =
     "updated_at = $5, intermittent_event_count = $6, max_retries = $7, "
     "retry_exp_backoff = $8::json, last_lock_version = $9, executor_id = $10, run_id = $11, "
     "join_set_id = $12, join_set_closing = $13::boolean, result_kind = $14::json, "
-    "response_count = $15 WHERE execution_id = $1";
+    "response_count = $15, paused = $16, cancelling = $17 WHERE execution_id = $1";
 
 // The first response of a delay (NULL: none yet) and whether its live timer
 // (the request, until that first response) is there.
@@ -432,8 +432,11 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
                                     .Int(TimeColumn(timer->expires_at)));
       }
     } else if (std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
-      // Whatever the run was doing or waiting for, a run must see the request.
+      // Whatever the run was doing or waiting for, a run must see the
+      // request; a paused workflow is resumed so that it can end.
       SetPendingAt(s, req.created_at, false);
+      s.pending_state.paused = false;
+      s.pending_state.cancelling = true;
       NotifyPending(s, req.created_at, current_time);
     } else if (const auto* join_next = std::get_if<core::HistoryJoinNext>(&history->event)) {
       STELE_ASSIGN_OR_RETURN(std::optional<DateTime> response,
@@ -447,6 +450,19 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
             join_next->join_set_id, join_next->run_expires_at, join_next->closing, s.digest};
         s.last_lock_version.reset();
       }
+    }
+  }
+  if (std::holds_alternative<core::Paused>(req.event)) {
+    // A run holding the lock is fenced out by the version; the execution
+    // waits, pending, for the resume (docs/model.md §9.6).
+    if (std::holds_alternative<core::PendingStateLocked>(s.pending_state.value)) {
+      SetPendingAt(s, req.created_at, false);
+    }
+    s.pending_state.paused = true;
+  } else if (std::holds_alternative<core::Resumed>(req.event)) {
+    s.pending_state.paused = false;
+    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&s.pending_state.value)) {
+      NotifyPending(s, pending->scheduled_at, current_time);
     }
   }
   s.corresponding_version = version;
@@ -702,7 +718,10 @@ Result<void, DbErrorWrite> Journal::Flush() {
     } else {
       params.Null();
     }
-    params.OptText(c.result_kind).Int(static_cast<int64_t>(s.response_count));
+    params.OptText(c.result_kind)
+        .Int(static_cast<int64_t>(s.response_count))
+        .Bool(s.pending_state.paused)
+        .Bool(s.pending_state.cancelling);
     tx_.Write(kUpdateRow, std::move(params));
   }
   return {};

@@ -64,7 +64,7 @@ std::string LockStatement(const char* filter) {
              "WITH c AS (SELECT execution_id COLLATE \"default\" AS execution_id, "
              "corresponding_version, pending_expires_finished, "
              "intermittent_event_count, executor_id, run_id, response_count FROM t_state "
-             "WHERE state = 'pending_at' AND ") +
+             "WHERE state = 'pending_at' AND paused = false AND ") +
          filter +
          " AND pending_expires_finished <= $2 "
          "ORDER BY pending_expires_finished, t_state.execution_id LIMIT $3 FOR UPDATE SKIP "

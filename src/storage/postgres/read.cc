@@ -285,11 +285,16 @@ Result<ExecutionCounts, DbErrorGeneric> PostgresConnection::CountExecutionsBySta
   return store_->Read<ExecutionCounts, DbErrorGeneric>(
       [&](PgConn& db) -> Result<ExecutionCounts, DbErrorGeneric> {
         STELE_ASSIGN_OR_RETURN(
-            PgResult res, Q(db, "SELECT state, COUNT(*) FROM t_state GROUP BY state", Params()));
+            PgResult res,
+            Q(db,
+              "SELECT CASE WHEN paused AND state <> 'finished' THEN 'paused' ELSE state END AS s, "
+              "COUNT(*) FROM t_state GROUP BY s",
+              Params()));
         ExecutionCounts counts;
         for (int row = 0; row < res.rows(); ++row) {
           std::string_view state = res.Text(row, 0);
           auto count = static_cast<uint64_t>(res.Int(row, 1));
+          if (state == "paused") counts.paused += count;
           if (state == "pending_at") counts.pending_at += count;
           if (state == "locked") counts.locked += count;
           if (state == "blocked_by_join_set") counts.blocked_by_join_set += count;
@@ -312,7 +317,7 @@ Result<PendingCounts, DbErrorGeneric> PostgresConnection::CountPendingByFfqns(
         static const std::string kSql =
             "SELECT COUNT(*) FILTER (WHERE pending_expires_finished <= $2), "
             "COUNT(*) FILTER (WHERE pending_expires_finished > $2), 0::bigint FROM t_state "
-            "WHERE state = 'pending_at' AND ffqn = ANY($1::text[]) "
+            "WHERE state = 'pending_at' AND paused = false AND ffqn = ANY($1::text[]) "
             "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
             "WHERE state = 'locked' AND ffqn = ANY($1::text[])";
         STELE_ASSIGN_OR_RETURN(PgResult res,
@@ -334,7 +339,7 @@ PostgresConnection::CountPendingByComponentDigest() {
         // A scan of idx_t_state_pending_digest (pending rows only).
         static const std::string kSql =
             "SELECT component_id_input_digest, COUNT(*) FROM t_state "
-            "WHERE state = 'pending_at' GROUP BY component_id_input_digest "
+            "WHERE state = 'pending_at' AND paused = false GROUP BY component_id_input_digest "
             "ORDER BY component_id_input_digest";
         STELE_ASSIGN_OR_RETURN(PgResult res, Q(db, kSql, Params()));
         std::vector<DigestCount> counts;

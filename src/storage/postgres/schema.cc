@@ -237,6 +237,26 @@ CREATE TABLE t_schedule (
 );
 )sql";
 
+// V5: pause and cancel flags of t_state, as in the SQLite backend's V4
+// (docs/model.md §9.5, §9.6): paused rows leave the lock indexes;
+// `cancelling` is backfilled from the logs of unfinished executions.
+constexpr std::string_view kMigrationV5 = R"sql(
+ALTER TABLE t_state ADD COLUMN paused boolean NOT NULL DEFAULT false;
+ALTER TABLE t_state ADD COLUMN cancelling boolean NOT NULL DEFAULT false;
+UPDATE t_state SET cancelling = true WHERE state <> 'finished' AND EXISTS (
+  SELECT 1 FROM t_execution_log l WHERE l.execution_id = t_state.execution_id
+    AND l.variant = 'history_event'
+    AND l.json_value -> 'history_event' -> 'event' ->> 'type' = 'cancel_request');
+DROP INDEX idx_t_state_pending_ffqn;
+CREATE INDEX idx_t_state_pending_ffqn
+  ON t_state (ffqn, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at' AND paused = false;
+DROP INDEX idx_t_state_pending_digest;
+CREATE INDEX idx_t_state_pending_digest
+  ON t_state (component_id_input_digest, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at' AND paused = false;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -251,6 +271,7 @@ constexpr Migration kMigrations[] = {
     {2, kMigrationV2},
     {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
     {4, kMigrationV4},
+    {5, kMigrationV5},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

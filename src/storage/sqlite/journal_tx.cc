@@ -63,6 +63,18 @@ Result<void, DbErrorWrite> SetLocked(Connection& db, std::string_view id, Versio
   return {};
 }
 
+// The pause and cancel flags (row_codec.h), independent of the state.
+Result<void, DbErrorGeneric> SetFlags(Connection& db, std::string_view id, bool paused,
+                                      bool cancelling) {
+  STELE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("UPDATE t_state SET paused = ?, cancelling = ? WHERE execution_id = ?"));
+  stmt.BindInt64(1, paused ? 1 : 0);
+  stmt.BindInt64(2, cancelling ? 1 : 0);
+  stmt.BindText(3, id);
+  return stmt.Run();
+}
+
 Result<void, DbErrorGeneric> SetBlocked(Connection& db, std::string_view id, Version version,
                                         const core::JoinSetId& join_set_id, DateTime lease,
                                         bool closing, DateTime updated_at) {
@@ -206,8 +218,10 @@ Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionSt
     return {};
   }
   if (std::holds_alternative<core::HistoryCancelRequest>(event)) {
-    // Whatever the run was doing or waiting for, a run must see the request.
+    // Whatever the run was doing or waiting for, a run must see the
+    // request; a paused workflow is resumed so that it can end.
     STELE_TRY(SetPendingAt(db, id, version, req.created_at, /*temporary=*/false, req.created_at));
+    STELE_TRY(SetFlags(db, id, /*paused=*/false, /*cancelling=*/true));
     NotifyPending(tx, state, req.created_at, current_time);
     return {};
   }
@@ -303,6 +317,21 @@ Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const Execu
     tx.notes.finished.push_back(FinishedNotice{id, finished->result});
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
     STELE_TRY(ApplyHistoryEvent(tx, state, version, req, history->event, current_time));
+  } else if (std::holds_alternative<core::Paused>(req.event)) {
+    // A run holding the lock is fenced out by the version; the execution
+    // waits, pending, for the resume (docs/model.md §9.6).
+    if (std::holds_alternative<core::PendingStateLocked>(state.pending_state.value)) {
+      STELE_TRY(SetPendingAt(db, id, version, req.created_at, false, req.created_at));
+    } else {
+      STELE_TRY(BumpVersion(db, id, version, req.created_at));
+    }
+    STELE_TRY(SetFlags(db, id, /*paused=*/true, state.pending_state.cancelling));
+  } else if (std::holds_alternative<core::Resumed>(req.event)) {
+    STELE_TRY(BumpVersion(db, id, version, req.created_at));
+    STELE_TRY(SetFlags(db, id, /*paused=*/false, state.pending_state.cancelling));
+    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&state.pending_state.value)) {
+      NotifyPending(tx, state, pending->scheduled_at, current_time);
+    }
   }
   return version.Increment();
 }

@@ -105,6 +105,7 @@ namespace {
 
 // Adds `count` to the field of `counts` named by a t_state.state value.
 void AddCount(ExecutionCounts& counts, std::string_view state, uint64_t count) {
+  if (state == "paused") counts.paused += count;
   if (state == "pending_at") counts.pending_at += count;
   if (state == "locked") counts.locked += count;
   if (state == "blocked_by_join_set") counts.blocked_by_join_set += count;
@@ -116,7 +117,8 @@ void AddCount(ExecutionCounts& counts, std::string_view state, uint64_t count) {
 Result<ExecutionCounts, DbErrorGeneric> SqliteConnection::CountExecutionsByState() {
   return store_->Read([&](Connection& db) -> Result<ExecutionCounts, DbErrorGeneric> {
     STELE_ASSIGN_OR_RETURN(Statement stmt,
-                           db.Prepare("SELECT state, COUNT(*) FROM t_state GROUP BY state"));
+                           db.Prepare("SELECT CASE WHEN paused = 1 AND state <> 'finished' THEN 'paused' "
+                                      "ELSE state END AS s, COUNT(*) FROM t_state GROUP BY s"));
     ExecutionCounts counts;
     while (true) {
       STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -140,7 +142,7 @@ Result<PendingCounts, DbErrorGeneric> SqliteConnection::CountPendingByFfqns(
         Statement stmt,
         db.Prepare("SELECT COUNT(*) FILTER (WHERE pending_expires_finished <= ?1), "
                    "COUNT(*) FILTER (WHERE pending_expires_finished > ?1), 0 FROM t_state "
-                   "WHERE state = 'pending_at' AND ffqn IN (" +
+                   "WHERE state = 'pending_at' AND paused = 0 AND ffqn IN (" +
                    in +
                    ") "
                    "UNION ALL SELECT 0, 0, COUNT(*) FROM t_state "
@@ -169,7 +171,7 @@ SqliteConnection::CountPendingByComponentDigest() {
     STELE_ASSIGN_OR_RETURN(
         Statement stmt,
         db.Prepare("SELECT component_id_input_digest, COUNT(*) FROM t_state "
-                   "WHERE state = 'pending_at' GROUP BY component_id_input_digest "
+                   "WHERE state = 'pending_at' AND paused = 0 GROUP BY component_id_input_digest "
                    "ORDER BY component_id_input_digest"));
     std::vector<DigestCount> counts;
     while (true) {

@@ -50,11 +50,11 @@ Result<std::vector<LockCandidate>, DbErrorGeneric> SelectDue(
 
 constexpr const char* kSelectDueByFfqn =
     "SELECT pending_expires_finished, execution_id, corresponding_version FROM t_state "
-    "WHERE state = 'pending_at' AND ffqn = ? AND pending_expires_finished <= ? "
+    "WHERE state = 'pending_at' AND paused = 0 AND ffqn = ? AND pending_expires_finished <= ? "
     "ORDER BY pending_expires_finished, execution_id LIMIT ?";
 constexpr const char* kSelectDueByDigest =
     "SELECT pending_expires_finished, execution_id, corresponding_version FROM t_state "
-    "WHERE state = 'pending_at' AND component_id_input_digest = ? AND "
+    "WHERE state = 'pending_at' AND paused = 0 AND component_id_input_digest = ? AND "
     "pending_expires_finished <= ? ORDER BY pending_expires_finished, execution_id LIMIT ?";
 
 }  // namespace

@@ -96,6 +96,10 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const Statement& stmt) {
     return Unexpected(Corrupt("t_state", execution_id, "unknown state `" + state + "`"));
   }
 
+  if (!pending_state.IsFinished()) {
+    pending_state.paused = stmt.Int64(17) != 0;
+    pending_state.cancelling = stmt.Int64(18) != 0;
+  }
   ExecutionState decoded{
       .execution_id = execution_id,
       .pending_state = std::move(pending_state),

@@ -12,6 +12,8 @@
 //      blocked_by_join_set  = the JoinNext's lease; join_set_id and
 //                           join_set_closing set; executor_id/run_id kept
 //      finished             = finished_at; result_kind set; nothing else
+//    `paused` and `cancelling` (0/1) are independent of `state` and read
+//    only while unfinished (core::PendingState).
 //
 // Decoding never throws; a malformed row is a DbErrorGeneric naming the
 // table, the execution and what is wrong (it means the file was damaged or
@@ -46,12 +48,12 @@ inline constexpr std::string_view kStateLocked = "locked";
 inline constexpr std::string_view kStateBlocked = "blocked_by_join_set";
 inline constexpr std::string_view kStateFinished = "finished";
 
-// SELECT list of t_state matching ReadStateRow (17 columns, from index 0).
+// SELECT list of t_state matching ReadStateRow (19 columns, from index 0).
 inline constexpr std::string_view kStateColumns =
     "execution_id, state, pending_expires_finished, component_id_input_digest, "
     "corresponding_version, last_lock_version, executor_id, run_id, join_set_id, "
     "join_set_closing, result_kind, intermittent_event_count, ffqn, max_retries, "
-    "retry_exp_backoff, created_at, first_scheduled_at";
+    "retry_exp_backoff, created_at, first_scheduled_at, paused, cancelling";
 
 // One decoded t_state row.
 struct ExecutionState {

@@ -216,6 +216,27 @@ CREATE TABLE t_schedule (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
+// V4: pause and cancel flags of t_state (docs/model.md §9.5, §9.6). A
+// paused row is never locked, so the lock indexes leave it out; `cancelling`
+// is backfilled from the cancel requests already in the logs of unfinished
+// executions (their log only: the primary key's prefix).
+constexpr std::string_view kMigrationV4 = R"sql(
+ALTER TABLE t_state ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));
+ALTER TABLE t_state ADD COLUMN cancelling INTEGER NOT NULL DEFAULT 0
+  CHECK (cancelling IN (0, 1));
+UPDATE t_state SET cancelling = 1 WHERE state <> 'finished' AND EXISTS (
+  SELECT 1 FROM t_execution_log l WHERE l.execution_id = t_state.execution_id
+    AND l.history_event_type = 'cancel_request');
+DROP INDEX idx_t_state_pending_ffqn;
+CREATE INDEX idx_t_state_pending_ffqn
+  ON t_state (ffqn, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at' AND paused = 0;
+DROP INDEX idx_t_state_pending_digest;
+CREATE INDEX idx_t_state_pending_digest
+  ON t_state (component_id_input_digest, pending_expires_finished, execution_id)
+  WHERE state = 'pending_at' AND paused = 0;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -229,6 +250,7 @@ constexpr Migration kMigrations[] = {
     {1, kMigrationV1},
     {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
     {3, kMigrationV3},
+    {4, kMigrationV4},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -30,10 +30,10 @@ bool AnyDue(Store& store, const char* sql, Bind bind, DateTime at) {
 }
 
 constexpr const char* kAnyDueByFfqn =
-    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND ffqn = ? AND "
+    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = 0 AND ffqn = ? AND "
     "pending_expires_finished <= ? LIMIT 1";
 constexpr const char* kAnyDueByDigest =
-    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND component_id_input_digest = ? AND "
+    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = 0 AND component_id_input_digest = ? AND "
     "pending_expires_finished <= ? LIMIT 1";
 
 DbErrorReadWithTimeout WaitError(WaitEnd end) {

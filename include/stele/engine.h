@@ -200,7 +200,8 @@ struct SubmitOptions {
 struct ExecutionStatus {
   std::string execution_id;
   std::string ffqn;
-  // "PendingAt", "Locked", "BlockedByJoinSet" or "Finished".
+  // "PendingAt", "Locked", "BlockedByJoinSet", "Finished", or, while
+  // unfinished, "Paused" (Engine::Pause) or "Cancelling" (Engine::Cancel).
   std::string state;
   // A one-line human form, e.g. "Finished(ok)".
   std::string description;
@@ -219,6 +220,9 @@ struct ListOptions {
   static constexpr uint32_t kMaxLimit = 1000;
   std::optional<std::string> ffqn = std::nullopt;  // only this function
   bool top_level_only = false;
+  // Only executions of this status: "pending_at", "locked",
+  // "blocked_by_join_set", "finished", "paused" or "cancelling".
+  std::optional<std::string> status = std::nullopt;
   uint32_t limit = 20;  // executions per page, 1..kMaxLimit
   // Where the page starts (excluded): ListPage::next_cursor of the page
   // before, with the same filters and direction. nullopt: from the end
@@ -326,6 +330,15 @@ class Engine {
   // requested; kConflict when the execution finished otherwise (nothing is
   // written).
   Result<CancelOutcome, Error> Cancel(std::string_view id, const CancelOptions& options = {});
+  // Pauses an execution (docs/sdk.md, "Pausing an execution"): it is not
+  // run again until Resume; a run in progress is stopped (a workflow at its
+  // next write, an activity's attempt at once, its outcome discarded and no
+  // retry counted). Responses and expired sleeps still arrive meanwhile.
+  // Idempotent. Errors: kInvalidArgument (bad id, reason over 1 KiB),
+  // kNotFound, kConflict when finished (nothing written).
+  Result<void, Error> Pause(std::string_view execution_id, std::string reason = {});
+  // Undoes Pause; idempotent. Errors: as Pause.
+  Result<void, Error> Resume(std::string_view execution_id, std::string reason = {});
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.
   Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);

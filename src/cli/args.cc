@@ -1,5 +1,6 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -28,7 +29,7 @@ constexpr FlagSpec kFlags[] = {
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
     {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
     {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
-    {"catch-up-limit", true},
+    {"catch-up-limit", true}, {"status", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -256,9 +257,11 @@ constexpr CommandHelp kCommandHelp[] = {
      "prints its result. Exit 1 if it finished with an error, 7 if still running.\n"},
     {"execution list",
      "stele execution list [--ffqn-prefix P] [--id-prefix P] [--show-derived] [--hide-finished]\n"
-     "                     [--cursor C] [--direction older|newer] [--length N]",
+     "                     [--status S] [--cursor C] [--direction older|newer] [--length N]",
      "Lists executions, newest first (children after their parent, in creation\n"
-     "order). When there is more, prints the command that fetches the next page.\n"},
+     "order). When there is more, prints the command that fetches the next page.\n"
+     "  --status S  only executions in status S: pending_at, locked,\n"
+     "              blocked_by_join_set, finished, paused or cancelling\n"},
     {"execution events", "stele execution events ID [--since-version N] [--length N]",
      "Prints the event log of an execution.\n"},
     {"execution responses", "stele execution responses ID [--cursor N] [--length N]",
@@ -277,6 +280,15 @@ constexpr CommandHelp kCommandHelp[] = {
      "child workflows are cancelled and it finishes `cancelled`. Prints the\n"
      "outcome (`cancelling` until it has). An activity is cancelled as by\n"
      "`execution cancel`. Exit 5 when it finished otherwise.\n"},
+    {"execution pause", "stele execution pause ID [--reason TEXT]",
+     "Pauses an execution: it is not run again until resumed. A run in progress\n"
+     "is stopped (a workflow at its next write; an activity's attempt at once, its\n"
+     "outcome discarded, no retry counted). Child results and sleeps that end\n"
+     "meanwhile are kept and seen after the resume. Prints `paused`. Idempotent.\n"
+     "Exit 5 when the execution is finished (nothing is written).\n"},
+    {"execution resume", "stele execution resume ID [--reason TEXT]",
+     "Resumes a paused execution; it runs again as soon as it is due. Prints\n"
+     "`resumed`. Idempotent. Exit 5 when the execution is finished.\n"},
     {"execution stub", "stele execution stub ID RESULT_JSON",
      "Writes the result of a stub activity execution. RESULT_JSON is {\"ok\": VALUE}\n"
      "or {\"err\": VALUE} (or @FILE holding one). Idempotent for an equal result;\n"
@@ -352,11 +364,14 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"execution get", CommandKind::kExecutionGet, 1, {"follow"}},
       {"execution result", CommandKind::kExecutionResult, 1, {"timeout"}},
       {"execution list", CommandKind::kExecutionList, 0,
-       {"ffqn-prefix", "id-prefix", "show-derived", "hide-finished", "cursor", "direction", "length"}},
+       {"ffqn-prefix", "id-prefix", "show-derived", "hide-finished", "status", "cursor",
+        "direction", "length"}},
       {"execution events", CommandKind::kExecutionEvents, 1, {"since-version", "length"}},
       {"execution responses", CommandKind::kExecutionResponses, 1, {"cursor", "length"}},
       {"execution cancel", CommandKind::kExecutionCancel, 1, {"grace", "reason"}},
       {"execution terminate", CommandKind::kExecutionTerminate, 1, {"reason"}},
+      {"execution pause", CommandKind::kExecutionPause, 1, {"reason"}},
+      {"execution resume", CommandKind::kExecutionResume, 1, {"reason"}},
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
       {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
       {"component list", CommandKind::kComponentList, 0, {}},
@@ -420,6 +435,16 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       f.execution_id_prefix = Flag(t, "id-prefix");
       f.show_derived = Flag(t, "show-derived").has_value();
       f.hide_finished = Flag(t, "hide-finished").has_value();
+      if (auto status = Flag(t, "status")) {
+        static constexpr std::string_view kStatuses[] = {
+            "pending_at", "locked", "blocked_by_join_set", "finished", "paused", "cancelling"};
+        if (std::find(std::begin(kStatuses), std::end(kStatuses), *status) ==
+            std::end(kStatuses)) {
+          return Usage("`--status` expects pending_at, locked, blocked_by_join_set, finished, "
+                       "paused or cancelling, got `" + *status + "`");
+        }
+        f.status = *status;
+      }
       f.cursor = Flag(t, "cursor");
       if (f.cursor && f.cursor->empty()) return Usage("`--cursor` needs a value");
       if (auto d = Flag(t, "direction")) {
@@ -476,6 +501,8 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       cmd.cancel_reason = Flag(t, "reason");
       return {};
     case CommandKind::kExecutionTerminate:
+    case CommandKind::kExecutionPause:
+    case CommandKind::kExecutionResume:
       STELE_TRY(CheckExecutionId(pos[0]));
       cmd.execution_id = pos[0];
       cmd.cancel_reason = Flag(t, "reason");

@@ -56,6 +56,8 @@ enum class CommandKind {
   kExecutionResponses,
   kExecutionCancel,
   kExecutionTerminate,
+  kExecutionPause,
+  kExecutionResume,
   kExecutionStub,
   kExecutionUpgrade,
   kComponentList,
@@ -86,6 +88,7 @@ struct ListFilters {
   std::optional<std::string> execution_id_prefix;
   bool show_derived = false;
   bool hide_finished = false;
+  std::optional<std::string> status;  // pending_at, ..., paused, cancelling
   std::optional<std::string> cursor;
   std::optional<std::string> direction;  // "older" | "newer"
   std::optional<uint32_t> length;
@@ -104,7 +107,8 @@ struct Command {
   std::optional<std::string> execution_id;
   bool follow = false;           // submit, get
   bool cancel_is_delay = false;  // cancel: the id is a DelayId
-  // cancel / terminate of a workflow: the body's "grace" ("30s") and "reason".
+  // cancel / terminate of a workflow: the body's "grace" ("30s") and "reason"
+  // (the reason also of pause / resume).
   std::optional<std::string> cancel_grace;
   std::optional<std::string> cancel_reason;
   std::optional<uint32_t> timeout_seconds;  // result

@@ -222,6 +222,7 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       if (f.execution_id_prefix) q.emplace_back("execution_id_prefix", *f.execution_id_prefix);
       if (f.show_derived) q.emplace_back("show_derived", "true");
       if (f.hide_finished) q.emplace_back("hide_finished", "true");
+      if (f.status) q.emplace_back("status", *f.status);
       if (f.cursor) q.emplace_back("cursor", *f.cursor);
       if (f.direction) q.emplace_back("direction", *f.direction);
       if (f.length) q.emplace_back("length", std::to_string(*f.length));
@@ -263,6 +264,21 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       if (cmd.cancel_grace) body["grace"] = *cmd.cancel_grace;
       if (cmd.cancel_reason) body["reason"] = *cmd.cancel_reason;
       auto res = api.Put(path, body);
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        std::string outcome = Field(res->body, "outcome");
+        out << (outcome.empty() ? "ok" : outcome) << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kExecutionPause:
+    case CommandKind::kExecutionResume: {
+      const bool pause = cmd.kind == CommandKind::kExecutionPause;
+      Json body = Json::object();
+      if (cmd.cancel_reason) body["reason"] = *cmd.cancel_reason;
+      auto res = api.Put(ExecPath(id) + (pause ? "/pause" : "/resume"), body);
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);

@@ -88,6 +88,44 @@ TEST_F(E2eStubTest, StubCompletesAWorkflowsChild) {
   EXPECT_EQ(check.code, 0) << check.out << check.err;
 }
 
+// Pause and resume through the CLI: a paused workflow whose approval
+// arrives stays paused (its response is kept), lists by status, and
+// finishes after the resume; bad input writes nothing.
+TEST_F(E2eStubTest, APausedWorkflowWaitsForItsResume) {
+  START_SERVER(Approval());
+  auto [id, child] = BlockedExpense(R"([75, "Grace"])");
+  ASSERT_FALSE(child.empty());
+
+  CliRun paused = Cli({"execution", "pause", id, "--reason", "audit"});
+  EXPECT_EQ(paused.code, 0) << paused.out << paused.err;
+  EXPECT_EQ(paused.out, "paused\n");
+  EXPECT_TRUE(WaitForStatus(id, "paused")) << HttpJson("/v1/executions/" + id).dump();
+  json listed = CliJson({"execution", "list", "--status", "paused"});
+  ASSERT_EQ(listed["executions"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["executions"][0]["execution_id"], id);
+  EXPECT_EQ(Cli({"execution", "list", "--status", "asleep"}).code, 2);
+
+  ASSERT_EQ(Cli({"execution", "stub", child, R"({"ok": true})"}).code, 0);
+  EXPECT_EQ(ResponsesNaming(id, child), 1u) << "the response arrives while paused";
+  EXPECT_EQ(Cli({"execution", "result", id, "--timeout", "1"}).code, 7) << "paused: not run";
+  EXPECT_EQ(HttpJson("/v1/executions/" + id)["pending_state"]["status"], "paused");
+
+  CliRun resumed = Cli({"execution", "resume", id});
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out, "resumed\n");
+  CliRun result = Cli({"execution", "result", id, "--timeout", "30"});
+  EXPECT_EQ(result.code, 0) << result.out << result.err << server_.Log();
+  EXPECT_EQ(result.out, "ok \"paid\"\n");
+  EXPECT_EQ(Count(EventTypes(id), "paused"), 1u);
+  EXPECT_EQ(Count(EventTypes(id), "resumed"), 1u);
+
+  EXPECT_EQ(Cli({"execution", "pause", id}).code, 5) << "finished: nothing to pause";
+  EXPECT_EQ(Cli({"execution", "pause", "E_01KCR3SKWK5W50MA4Z2GJ9SXD4"}).code, 3);
+  EXPECT_EQ(Cli({"execution", "pause", "banana"}).code, 2);
+  CliRun check = DbCheck();
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+}
+
 // A rejection (err) is recorded and the workflow takes the other branch.
 TEST_F(E2eStubTest, StubWithAnErrResult) {
   START_SERVER(Approval());

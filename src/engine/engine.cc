@@ -350,7 +350,7 @@ Result<std::string, Error> Engine::Submit(std::string_view ffqn, Json params,
 Result<ExecutionStatus, Error> Engine::GetStatus(std::string_view execution_id) {
   STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->Get(execution_id)));
   return ExecutionStatus{info.execution_id.ToString(), info.ffqn.ToString(),
-                         std::string(info.pending_state.StateName()),
+                         std::string(info.pending_state.DisplayStateName()),
                          info.pending_state.ToString(), info.pending_state.IsFinished()};
 }
 
@@ -367,6 +367,16 @@ Result<CancelOutcome, Error> Engine::Cancel(std::string_view id, const CancelOpt
   return ToPublic(outcome);
 }
 
+Result<void, Error> Engine::Pause(std::string_view execution_id, std::string reason) {
+  STELE_TRY(Translate(impl_->service->SetPaused(execution_id, true, reason)));
+  return {};
+}
+
+Result<void, Error> Engine::Resume(std::string_view execution_id, std::string reason) {
+  STELE_TRY(Translate(impl_->service->SetPaused(execution_id, false, reason)));
+  return {};
+}
+
 Result<void, Error> Engine::Stub(std::string_view execution_id, ExecutionResult result) {
   return Translate(impl_->service->Stub(execution_id, runtime::native::ToCore(result)));
 }
@@ -380,6 +390,7 @@ Result<ListPage, Error> Engine::List(const ListOptions& options) {
   service::ListQuery query;
   query.ffqn = options.ffqn;
   query.top_level_only = options.top_level_only;
+  query.status = options.status;
   query.limit = options.limit;
   query.cursor = options.cursor;
   query.direction = options.direction == ListDirection::kNewer ? service::ListDirection::kNewer
@@ -389,7 +400,7 @@ Result<ListPage, Error> Engine::List(const ListOptions& options) {
   page.executions.reserve(rows.executions.size());
   for (const auto& row : rows.executions) {
     page.executions.push_back(ExecutionStatus{row.execution_id.ToString(), row.ffqn.ToString(),
-                                              std::string(row.pending_state.StateName()),
+                                              std::string(row.pending_state.DisplayStateName()),
                                               row.pending_state.ToString(),
                                               row.pending_state.IsFinished()});
   }

@@ -523,11 +523,14 @@ std::vector<uint64_t> ExecTask::WatchCancels(DateTime now) {
   // Reads outside mu_: a slow database must not hold up the runs.
   for (const std::shared_ptr<InFlight>& run : running) {
     auto last = db_->GetLastExecutionEvent(run->execution_id);
-    if (!last || !std::holds_alternative<core::Finished>(last->event)) continue;
+    if (!last) continue;
+    const bool finished = std::holds_alternative<core::Finished>(last->event);
+    if (!finished && !std::holds_alternative<core::Paused>(last->event)) continue;
     STELE_LOG(kInfo, run->execution_id.ToString()
-                         << ": finished by another writer while running here; stopping the run");
-    // As a registry notification: the finish is committed, the run's
-    // outcome loses to it.
+                         << (finished ? ": finished" : ": paused")
+                         << " by another writer while running here; stopping the run");
+    // As a registry notification: the finish (or pause) is committed, the
+    // run's outcome loses to it.
     run->cancel_requested.Cancel();
     run->cancel.Cancel();
     stopped.push_back(run->seq);

@@ -46,6 +46,10 @@
 // executor reads the last event of each execution it is running and
 // treats one that is Finished (by anyone) exactly like a registry
 // notification. It runs on the watchdog thread, and in TickForTest.
+// A pause (docs/model.md §9.6) stops a running attempt the same way: the
+// service notifies the registry after committing Paused, the watcher finds
+// a Paused last event; the attempt's outcome loses to the fence and the
+// execution runs again after the resume, no retry counted.
 //
 // Recording: the outcome append is retried when it fails with a Generic
 // database error (a transient blip: busy, connection reset, timeout) —

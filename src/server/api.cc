@@ -82,6 +82,12 @@ core::Json api::PendingStateToJson(const core::PendingState& state) {
         }
       },
       state.value);
+  if (state.StatusTag() != state.StateTag()) {
+    // Paused or cancelling: the status says so, the fields above describe
+    // the state underneath (docs/api.md, "Execution status").
+    out["state"] = std::string(state.StateTag());
+    out["status"] = std::string(state.StatusTag());
+  }
   return out;
 }
 
@@ -187,6 +193,7 @@ Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Reques
   STELE_ASSIGN_OR_RETURN(bool show_derived, api::QueryBool(req, "show_derived", false));
   query.top_level_only = !show_derived;
   STELE_ASSIGN_OR_RETURN(query.hide_finished, api::QueryBool(req, "hide_finished", false));
+  if (req.has_param("status")) query.status = req.get_param_value("status");
   STELE_ASSIGN_OR_RETURN(auto length,
                          api::QueryUint(req, "length", 1, d.config.api.max_list_length));
   query.limit = static_cast<uint32_t>(length.value_or(20));

@@ -1,4 +1,4 @@
-// HTTP operations (api_ops.h): events, responses, cancel, stub, upgrade,
+// HTTP operations (api_ops.h): events, responses, cancel, pause, stub, upgrade,
 // backtrace, components, follow, healthz (metrics: metrics.cc).
 #include "server/api_ops.h"
 
@@ -54,6 +54,15 @@ core::Json Outcome(service::CancelOutcome outcome) {
   return {{"outcome", "cancelled"}};
 }
 
+// The optional "reason" of a control request's body (empty when absent).
+Result<std::string, ApiError> ReasonOf(const core::Json& body) {
+  if (!body.contains("reason")) return std::string();
+  if (!body["reason"].is_string()) return Unexpected(Validation("`reason` must be a string"));
+  std::string reason = body["reason"].get<std::string>();
+  if (reason.size() > 1024) return Unexpected(Validation("`reason` is longer than 1024 bytes"));
+  return reason;
+}
+
 // The optional body of cancel and terminate: {"grace": "30s", "reason": "…"}
 // (an empty body: the defaults).
 Result<service::CancelOptions, ApiError> ParseCancelBody(const httplib::Request& req,
@@ -75,13 +84,7 @@ Result<service::CancelOptions, ApiError> ParseCancelBody(const httplib::Request&
     if (!grace) return Unexpected(Validation("`grace`: " + grace.error()));
     options.grace = *grace;
   }
-  if (body.contains("reason")) {
-    if (!body["reason"].is_string()) return Unexpected(Validation("`reason` must be a string"));
-    options.reason = body["reason"].get<std::string>();
-    if (options.reason.size() > 1024) {
-      return Unexpected(Validation("`reason` is longer than 1024 bytes"));
-    }
-  }
+  STELE_ASSIGN_OR_RETURN(options.reason, ReasonOf(body));
   return options;
 }
 
@@ -104,6 +107,28 @@ Result<core::Json, ApiError> CancelExecution(ServerImpl& d, const httplib::Reque
 
 Result<core::Json, ApiError> TerminateExecution(ServerImpl& d, const httplib::Request& req) {
   return CancelOrTerminate(d, req, /*terminate=*/true);
+}
+
+// PUT .../pause and .../resume, with an optional {"reason": "…"}.
+Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const httplib::Request& req,
+                                           bool pause) {
+  std::string reason;
+  if (!req.body.empty()) {
+    STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
+    STELE_TRY(CheckKeys(body, {"reason"}));
+    STELE_ASSIGN_OR_RETURN(reason, ReasonOf(body));
+  }
+  STELE_ASSIGN_OR_RETURN(bool paused,
+                         FromService(d.service->SetPaused(PathSegment(req), pause, reason)));
+  return core::Json{{"outcome", paused ? "paused" : "resumed"}};
+}
+
+Result<core::Json, ApiError> PauseExecution(ServerImpl& d, const httplib::Request& req) {
+  return PauseOrResume(d, req, /*pause=*/true);
+}
+
+Result<core::Json, ApiError> ResumeExecution(ServerImpl& d, const httplib::Request& req) {
+  return PauseOrResume(d, req, /*pause=*/false);
 }
 
 Result<core::Json, ApiError> CancelDelay(ServerImpl& d, const httplib::Request& req) {
@@ -244,6 +269,8 @@ void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::str
   http.Get(id_path + "/responses", Wrap(d, ListResponses));
   http.Put(id_path + "/cancel", Wrap(d, CancelExecution));
   http.Put(id_path + "/terminate", Wrap(d, TerminateExecution));
+  http.Put(id_path + "/pause", Wrap(d, PauseExecution));
+  http.Put(id_path + "/resume", Wrap(d, ResumeExecution));
   http.Put("/v1/delays/([^/]+)/cancel", Wrap(d, CancelDelay));
   http.Put(id_path + "/stub", Wrap(d, Stub));
   http.Put(id_path + "/upgrade", Wrap(d, Upgrade));

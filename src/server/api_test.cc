@@ -261,51 +261,6 @@ TEST_F(ApiTest, StubAChildAndSeeTheParentsResponse) {
   EXPECT_THAT(Body(Get("/v1/executions?show_derived=true"))["executions"], SizeIs(2));
 }
 
-// Cancel and terminate of a workflow (its end is the workflow run's; the
-// e2e tests run it): malformed requests are refused writing nothing, the
-// request is an event of the workflow, a second one writes nothing, a
-// terminate after a cancel is written.
-TEST_F(ApiTest, CancelAndTerminateAWorkflow) {
-  core::ExecutionIdDerived child = ParentWithStubChild();
-  const std::string parent = child.SplitToParts().first.ToString();
-  const std::string events_path = "/v1/executions/" + parent + "/events?length=1000";
-  const Json before = Body(Get(events_path));
-  for (const Json& body : {Json{{"grace", "banana"}}, Json{{"grace", 5}}, Json{{"grace", "-1s"}},
-                           Json{{"reason", 7}}, Json{{"extra", 1}},
-                           Json{{"reason", std::string(2000, 'x')}}}) {
-    auto res = Put("/v1/executions/" + parent + "/cancel", body);
-    EXPECT_EQ(res->status, 400) << body.dump() << " → " << res->body;
-  }
-  for (const Json& body : {Json{{"grace", "1s"}}, Json{{"extra", 1}}}) {
-    EXPECT_EQ(Put("/v1/executions/" + parent + "/terminate", body)->status, 400) << body.dump();
-  }
-  EXPECT_EQ(Body(Get(events_path)), before) << "refused requests write nothing";
-
-  auto requests = [&] {
-    size_t n = 0;
-    const Json events = Body(Get(events_path));
-    for (const Json& event : events["events"]) {
-      n += event.dump().find("cancel_request") != std::string::npos;
-    }
-    return n;
-  };
-  auto cancelled = Put("/v1/executions/" + parent + "/cancel", {{"grace", "10m"}, {"reason", "t"}});
-  ASSERT_EQ(cancelled->status, 200) << cancelled->body;
-  EXPECT_EQ(Body(cancelled)["outcome"], "cancelling");
-  EXPECT_EQ(requests(), 1u);
-  EXPECT_EQ(Body(Get("/v1/executions/" + parent))["pending_state"]["status"], "pending_at")
-      << "pending at once, for a run to see the request";
-  EXPECT_EQ(Body(Put("/v1/executions/" + parent + "/cancel", Json::object()))["outcome"],
-            "cancelling");
-  EXPECT_EQ(requests(), 1u) << "a second cancel writes nothing";
-  for (int i = 0; i < 2; ++i) {
-    auto terminated = Put("/v1/executions/" + parent + "/terminate", Json::object());
-    EXPECT_EQ(terminated->status, 200) << terminated->body;
-    EXPECT_EQ(Body(terminated)["outcome"], "cancelling");
-  }
-  EXPECT_EQ(requests(), 2u) << "one terminate after the cancel";
-}
-
 // Malformed bodies to PUT stub and PUT upgrade: 400 with the error
 // envelope, and the database is as before (events, state, digest, responses).
 TEST_F(ApiTest, MalformedStubAndUpgradeBodiesChangeNothing) {

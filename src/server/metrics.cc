@@ -43,12 +43,13 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
     counts = d.execution_counts;
   }
   if (!counts) return;  // the database is unavailable: no stale figures
-  out << "# HELP stele_executions Executions by pending state (refreshed every 5 s).\n"
+  out << "# HELP stele_executions Executions by pending state; paused ones count as paused only (refreshed every 5 s).\n"
       << "# TYPE stele_executions gauge\n"
       << "stele_executions{state=\"pending_at\"} " << counts->pending_at << "\n"
       << "stele_executions{state=\"locked\"} " << counts->locked << "\n"
       << "stele_executions{state=\"blocked_by_join_set\"} " << counts->blocked_by_join_set << "\n"
-      << "stele_executions{state=\"finished\"} " << counts->finished << "\n";
+      << "stele_executions{state=\"finished\"} " << counts->finished << "\n"
+      << "stele_executions{state=\"paused\"} " << counts->paused << "\n";
 }
 
 // The queue of one component's executor: its functions' pending and locked
@@ -161,6 +162,10 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << "stele_cancels_total{kind=\"workflow_cancel\"} " << cancels.workflow_cancels << "\n"
       << "stele_cancels_total{kind=\"workflow_terminate\"} " << cancels.workflow_terminates
       << "\n";
+  out << "# HELP stele_pauses_total Pauses and resumes this server wrote (docs/model.md §9.6).\n"
+      << "# TYPE stele_pauses_total counter\n"
+      << "stele_pauses_total{kind=\"pause\"} " << cancels.pauses << "\n"
+      << "stele_pauses_total{kind=\"resume\"} " << cancels.resumes << "\n";
   out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
       << "# TYPE stele_http_responses_total counter\n";
   {

@@ -1,5 +1,5 @@
 // ExecutionService writes on existing executions: Cancel, CancelDelay,
-// Stub, Upgrade.
+// SetPaused, Stub, Upgrade.
 #include "base/log.h"
 #include "executor/cancel_registry.h"
 #include "service/execution_service.h"
@@ -109,6 +109,40 @@ Result<CancelOutcome, ServiceError> ExecutionService::CancelWorkflow(const core:
                                 << (options.terminate ? "terminate" : "cancel") << " requested"
                                 << (options.reason.empty() ? "" : ": " + options.reason));
   return CancelOutcome::kCancelling;
+}
+
+Result<bool, ServiceError> ExecutionService::SetPaused(std::string_view text, bool pause,
+                                                      const std::string& reason) {
+  constexpr size_t kMaxReasonBytes = 1024;
+  STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
+  if (reason.size() > kMaxReasonBytes) {
+    return Unexpected(ServiceError::InvalidArgument(
+        "reason of " + std::to_string(reason.size()) + " bytes is over the limit of " +
+        std::to_string(kMaxReasonBytes)));
+  }
+  const std::string what = (pause ? "pause " : "resume ") + id.ToString();
+  auto outcome = storage::AppendPauseChange(*api_, id, pause, reason, options_.clock->Now());
+  if (!outcome) return Unexpected(FromWrite(outcome.error(), what));
+  switch (*outcome) {
+    case storage::PauseOutcome::kAlreadyFinished:
+      return Unexpected(ServiceError::AlreadyFinished(
+          "execution " + id.ToString() + " is already finished; nothing was " +
+          (pause ? "paused" : "resumed")));
+    case storage::PauseOutcome::kUnchanged:
+      return pause;
+    case storage::PauseOutcome::kWritten:
+      break;
+  }
+  ++(pause ? pauses_ : resumes_);
+  // A run of this process stops at once (a warm workflow run before it
+  // runs guest code on); its outcome loses to the fence.
+  if (pause) {
+    cancels_->NotifyCancelled(id);
+    workflow_runs_->NotifyCancelled(id);
+  }
+  STELE_LOG(kInfo, "execution " << id.ToString() << (pause ? " paused" : " resumed")
+                                << (reason.empty() ? "" : ": " + reason));
+  return pause;
 }
 
 Result<CancelOutcome, ServiceError> ExecutionService::CancelDelay(std::string_view text) {

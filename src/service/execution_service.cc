@@ -182,7 +182,7 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
         max_retries, core::Duration::FromMillis(static_cast<uint64_t>(backoff.count()))};
     exec.concurrency_limiter = workflow ? workflow_limiter_ : limiter_;
     if (options_.result_handoff) exec.response_handoff = handoff_;
-    if (!workflow) exec.cancel_registry = cancels_;
+    exec.cancel_registry = workflow ? workflow_runs_ : cancels_;
 
     env.workflow_writes = nullptr;
     env.workflow_run = options_.workflow_run;

@@ -93,6 +93,9 @@ struct ListQuery {
   std::string execution_id_prefix;  // ids starting with it
   bool top_level_only = true;
   bool hide_finished = false;
+  // Only executions of this status (core::PendingState::StatusTag):
+  // pending_at, locked, blocked_by_join_set, finished, paused, cancelling.
+  std::optional<std::string> status;
   uint32_t limit = 20;  // 1..ServiceOptions::max_list_length
   // Where the page starts (excluded): ListPage::next_cursor of the page
   // before, with the same filters and direction.
@@ -234,6 +237,15 @@ class ExecutionService {
   // with "already finished" in the message; nothing written).
   Result<CancelOutcome, ServiceError> Cancel(std::string_view id,
                                              const CancelOptions& options = {});
+  // Pauses (`pause`) or resumes an execution (docs/model.md §9.6). A
+  // paused execution is never locked; a running one is stopped (its
+  // attempt's outcome is discarded, no retry counted) and runs again after
+  // the resume. Responses and expired delays still arrive meanwhile.
+  // Idempotent: answers whether it is paused now (a second call writes
+  // nothing). Errors: kInvalidArgument (malformed id, reason over 1 KiB),
+  // kNotFound, kAlreadyFinished (nothing written).
+  Result<bool, ServiceError> SetPaused(std::string_view id, bool pause,
+                                       const std::string& reason = {});
   // Cancels a delay. Errors: kInvalidArgument, kNotFound.
   Result<CancelOutcome, ServiceError> CancelDelay(std::string_view delay_id);
   // Writes the result of a stub activity's child execution. Idempotent
@@ -301,9 +313,12 @@ class ExecutionService {
     uint64_t activities = 0;
     uint64_t workflow_cancels = 0;
     uint64_t workflow_terminates = 0;
+    uint64_t pauses = 0;   // Paused events written
+    uint64_t resumes = 0;  // Resumed events written
   };
   CancelCounts cancel_counts() const {
-    return {cancelled_activities_.load(), workflow_cancels_.load(), workflow_terminates_.load()};
+    return {cancelled_activities_.load(), workflow_cancels_.load(), workflow_terminates_.load(),
+            pauses_.load(), resumes_.load()};
   }
   // The write latencies of each workflow component's runs, by name.
   const std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>&
@@ -352,6 +367,9 @@ class ExecutionService {
   std::map<core::FunctionFqn, core::FunctionSignature> signatures_;
   std::vector<ComponentSpec> components_;
   std::shared_ptr<executor::CancelRegistry> cancels_ = executor::CancelRegistry::Create();
+  // The workflow runs of this process, by execution: a pause stops a run
+  // waiting warm before it runs guest code on (docs/model.md §9.6).
+  std::shared_ptr<executor::CancelRegistry> workflow_runs_ = executor::CancelRegistry::Create();
   std::shared_ptr<executor::ConcurrencyLimiter> limiter_;
   std::shared_ptr<executor::ConcurrencyLimiter> workflow_limiter_;
   std::shared_ptr<executor::ResponseHandoff> handoff_ = executor::ResponseHandoff::Create();
@@ -368,6 +386,8 @@ class ExecutionService {
   std::atomic<uint64_t> cancelled_activities_{0};
   std::atomic<uint64_t> workflow_cancels_{0};
   std::atomic<uint64_t> workflow_terminates_{0};
+  std::atomic<uint64_t> pauses_{0};
+  std::atomic<uint64_t> resumes_{0};
 
   mutable std::mutex mu_;  // guards the lifecycle below against the use cases
   bool started_ = false;

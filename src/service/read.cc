@@ -81,12 +81,21 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
     }
     cursor = std::move(*parsed);
   }
+  static constexpr std::string_view kStatuses[] = {
+      "pending_at", "locked", "blocked_by_join_set", "finished", "paused", "cancelling"};
+  if (query.status && std::find(std::begin(kStatuses), std::end(kStatuses), *query.status) ==
+                          std::end(kStatuses)) {
+    return Unexpected(ServiceError::InvalidArgument(
+        "unknown status filter `" + query.status->substr(0, 64) +
+        "` (expected pending_at, locked, blocked_by_join_set, finished, paused or cancelling)"));
+  }
   const bool newer = query.direction == ListDirection::kNewer;
-  // Storage filters by exact ffqn and top-level only; the prefixes and
-  // hide_finished are applied here while scanning, in bounded pages
+  // Storage filters by exact ffqn and top-level only; the prefixes,
+  // hide_finished and the status are applied here while scanning, in bounded pages
   // (docs/api.md): a sparse match ends the page early with a cursor.
   const bool filtered =
-      !query.ffqn_prefix.empty() || !query.execution_id_prefix.empty() || query.hide_finished;
+      !query.ffqn_prefix.empty() || !query.execution_id_prefix.empty() || query.hide_finished ||
+      query.status.has_value();
   constexpr uint16_t kScanPage = 500;
   constexpr int kMaxScanPages = 20;
   using IdPage = core::Pagination<std::optional<core::ExecutionId>>;
@@ -114,7 +123,8 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
       scanned_to = row.execution_id;
       const bool match = row.ffqn.ToString().starts_with(query.ffqn_prefix) &&
                          row.execution_id.ToString().starts_with(query.execution_id_prefix) &&
-                         !(query.hide_finished && row.pending_state.IsFinished());
+                         !(query.hide_finished && row.pending_state.IsFinished()) &&
+                         (!query.status || row.pending_state.StatusTag() == *query.status);
       if (match) page.executions.push_back(std::move(row));
     }
   }

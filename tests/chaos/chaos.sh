@@ -12,7 +12,13 @@
 #   - every activity call ran at least once (the side-effect log; more than
 #     once is allowed: at-least-once), none ran that was never requested;
 #   - `stele db check` is clean: gap-free versions, no result recorded twice,
-#     stored states equal to the logs.
+#     stored states equal to the logs;
+#   - one in ten executions, a year-long sleep, gets a cancel (or terminate)
+#     through the CLI while the kills go on: every acknowledged cancel ends
+#     it `cancelled`, with one request in its log;
+#   - one in ten, a 20 s sleep, gets a pause: every acknowledged pause holds
+#     (no Locked event after it, not finished) until the run resumes it once
+#     the rest is done; then it finishes with its expected result.
 #
 # Environment:
 #   CHAOS_KILLS=10        SIGKILL + restart cycles (50 for the long run)
@@ -83,9 +89,11 @@ fi
 work=$(mktemp -d /tmp/stele-chaos.XXXXXX)
 server_pids=()
 submitter_pid=""
+controller_pid=""
 pg_db=""
 cleanup() {
   [ -n "$submitter_pid" ] && kill "$submitter_pid" 2>/dev/null
+  [ -n "$controller_pid" ] && kill "$controller_pid" 2>/dev/null
   local pid
   for pid in "${server_pids[@]}"; do
     [ -n "$pid" ] || continue
@@ -229,23 +237,33 @@ new_id() {
   for ((i = 0; i < 16; i++)); do s+=${crockford:$((RANDOM % 32)):1}; done
   echo "E_$s"
 }
-load="$work/load.tsv"   # id \t ffqn \t params \t expected result (jq -cS)
+load="$work/load.tsv"   # id \t ffqn \t params \t expected result (jq -cS) \t control
 expected_activities=0
 for ((i = 0; i < total; i++)); do
   id=$(new_id)
+  case $((i % 10)) in
+    8)
+      printf '%s\t%s\t%s\t%s\tpause\n' "$id" demo:reminder/api.remind "[20,\"p$i\"]" \
+        "{\"ok\":\"time to stretch, p$i\"}"
+      continue ;;
+    9)
+      printf '%s\t%s\t%s\t%s\tcancel\n' "$id" demo:reminder/api.remind \
+        "[31536000,\"c$i\"]" cancelled
+      continue ;;
+  esac
   case $((i % 4)) in
     0 | 1)
       n=$((1 + i % 5))
       sum=$((n * (n + 1) * (2 * n + 1) / 6))
       expected_activities=$((expected_activities + n))
-      printf '%s\t%s\t%s\t%s\n' "$id" math:squares/api.sum-of-squares "[$n]" \
+      printf '%s\t%s\t%s\t%s\t-\n' "$id" math:squares/api.sum-of-squares "[$n]" \
         "{\"ok\":{\"n\":$n,\"sum_of_squares\":$sum}}" ;;
     2)
-      printf '%s\t%s\t%s\t%s\n' "$id" demo:reminder/api.remind "[1,\"c$i\"]" \
+      printf '%s\t%s\t%s\t%s\t-\n' "$id" demo:reminder/api.remind "[1,\"c$i\"]" \
         "{\"ok\":\"time to stretch, c$i\"}" ;;
     3)
       expected_activities=$((expected_activities + 3))
-      printf '%s\t%s\t%s\t%s\n' "$id" shop:orders/saga.place-order \
+      printf '%s\t%s\t%s\t%s\t-\n' "$id" shop:orders/saga.place-order \
         "[\"o$i\",$((10 + i)),\"item$i\",\"addr$i\"]" \
         "{\"ok\":{\"order\":\"o$i\",\"tracking\":\"T-o$i\"}}" ;;
   esac
@@ -285,8 +303,8 @@ log "seed $seed; $backend, $servers server(s); $total executions, $kills kills"
 # Submitter: every execution until the server acknowledged it; a kill
 # mid-request is retried with the same id (idempotent).
 submit_all() {
-  local id ffqn params expected rc tries
-  while IFS=$'\t' read -r id ffqn params expected; do
+  local id ffqn params expected control rc tries
+  while IFS=$'\t' read -r id ffqn params expected control; do
     tries=0
     while :; do
       cli execution submit "$ffqn" "$params" --id "$id" >/dev/null 2>>"$work/submit.err"
@@ -301,6 +319,35 @@ submit_all() {
 }
 submit_all &
 submitter_pid=$!
+
+# Controller: cancels (every other one a terminate) and pauses while the
+# kills go on, each retried until acknowledged; an unknown id (not
+# submitted yet) is retried too. Acknowledged ones go to $work/acked.
+: >"$work/acked"
+control_all() {
+  local id ffqn params expected control rc tries verb n=0
+  while IFS=$'\t' read -r id ffqn params expected control; do
+    [ "$control" = - ] && continue
+    n=$((n + 1))
+    verb=$control
+    [ "$control" = cancel ] && [ $((n % 2)) -eq 0 ] && verb=terminate
+    tries=0
+    while :; do
+      cli execution "$verb" "$id" --reason chaos >/dev/null 2>>"$work/control.err"
+      rc=$?
+      [ $rc -eq 0 ] && { echo "$id $control" >>"$work/acked"; break; }
+      # A 20 s sleep may end before its pause comes (a slow start): then
+      # there is nothing to pause (exit 5, already finished).
+      [ $rc -eq 5 ] && [ "$control" = pause ] && break
+      [ $rc -eq 4 ] || [ $rc -eq 3 ] || { echo "$verb $id: exit $rc" >>"$work/control.fatal"; break; }
+      tries=$((tries + 1))
+      [ $tries -lt 1200 ] || { echo "$verb $id: gave up" >>"$work/control.fatal"; break; }
+      sleep 0.05
+    done
+  done <"$load"
+}
+control_all &
+controller_pid=$!
 
 # Killer: SIGKILL at random moments while the load is submitted and runs.
 for ((k = 1; k <= kills; k++)); do
@@ -317,6 +364,9 @@ wait "$submitter_pid"
 submitter_pid=""
 [ -s "$work/submit.fatal" ] && fail "submission failed: $(head -n 3 "$work/submit.fatal")"
 log "all $total submitted"
+wait "$controller_pid"
+[ -s "$work/control.fatal" ] && fail "cancel/pause failed: $(head -n 3 "$work/control.fatal")"
+log "$(wc -l <"$work/acked") cancels and pauses acknowledged"
 
 # A check beside the live servers while the load still runs: reported, not
 # asserted (an execution that keeps changing for three reads in a row is
@@ -326,10 +376,46 @@ live_rc=$?
 [ $live_rc -eq 0 ] || { log "live db check exit $live_rc:"; head -n 5 "$work/db_check_live.out"; }
 
 # --- wait for every execution and compare its result -----------------------
+# The paused ones last: first everything else, then the pauses are checked
+# (held: not finished, nothing locked it after the pause), then resumed.
 lost=0
 wrong=0
 finished=0
-while IFS=$'\t' read -r id ffqn params expected; do
+pause_broken=0
+paused_held=0
+check_paused() {
+  local id=$1 out rc events
+  out=$(cli --json execution result "$id" 2>/dev/null)
+  rc=$?
+  if [ $rc -ne 7 ]; then
+    echo "paused but finished (exit $rc): $id $out" >>"$work/problems.log"
+    return 1
+  fi
+  events=$(cli --json execution events "$id" --length 1000) || return 1
+  # After the last `paused`: no `locked` (an executor took it) at all.
+  if ! printf '%s' "$events" | jq -e '[.events[].event | keys[0]] |
+      (rindex("paused") // -1) as $p | $p >= 0 and (.[$p + 1:] | index("locked") == null)' \
+      >/dev/null; then
+    echo "paused but locked afterwards: $id" >>"$work/problems.log"
+    return 1
+  fi
+}
+sorted_load="$work/load.sorted.tsv"
+{ grep -v $'\tpause$' "$load"; grep $'\tpause$' "$load"; } >"$sorted_load"
+resumed_pauses=0
+while IFS=$'\t' read -r id ffqn params expected control; do
+  if [ "$control" = pause ] && [ $resumed_pauses -eq 0 ]; then
+    # Everything else is done: the acknowledged pauses must all hold.
+    while read -r pid kind; do
+      [ "$kind" = pause ] || continue
+      if check_paused "$pid"; then paused_held=$((paused_held + 1)); else pause_broken=$((pause_broken + 1)); fi
+    done <"$work/acked"
+    while read -r pid kind; do
+      [ "$kind" = pause ] || continue
+      until cli execution resume "$pid" >/dev/null 2>>"$work/control.err"; do sleep 0.1; done
+    done <"$work/acked"
+    resumed_pauses=1
+  fi
   while :; do
     out=$(cli --json execution result "$id" --timeout 10 2>>"$work/result.err")
     rc=$?
@@ -343,14 +429,25 @@ while IFS=$'\t' read -r id ffqn params expected; do
     continue
   fi
   finished=$((finished + 1))
-  got=$(printf '%s' "$out" | jq -cS . 2>/dev/null)
-  want=$(printf '%s' "$expected" | jq -cS .)
+  if [ "$control" = cancel ]; then
+    got=$(printf '%s' "$out" | jq -r '.execution_error.kind // "not an execution error"' 2>/dev/null)
+    requests=$(cli --json execution events "$id" --length 1000 |
+      jq '[.events[] | select(.event.history_event.event.type == "cancel_request")] | length')
+    if [ "$requests" != 1 ]; then
+      wrong=$((wrong + 1))
+      echo "cancelled with $requests requests in its log: $id" >>"$work/problems.log"
+    fi
+  else
+    got=$(printf '%s' "$out" | jq -cS . 2>/dev/null)
+  fi
+  want=$(printf '%s' "$expected" | jq -cS . 2>/dev/null || printf '%s' "$expected")
+  [ "$control" = cancel ] && want=$expected
   if [ "$got" != "$want" ]; then
     wrong=$((wrong + 1))
     echo "wrong result: $id $ffqn $params: got $out, want $expected" >>"$work/problems.log"
   fi
-done <"$load"
-log "finished $finished, lost $lost, wrong $wrong"
+done <"$sorted_load"
+log "finished $finished, lost $lost, wrong $wrong; pauses held $paused_held, broken $pause_broken"
 
 # Every top-level execution the server knows is one we submitted.
 listed=$(cli --json execution list --length 1000 | jq '.executions | length')
@@ -371,12 +468,13 @@ reruns=$((runs - unique))
 check_rc=$?
 check_summary=$(tail -n 1 "$work/db_check.out")
 
-figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc seconds=$(elapsed)"
+controls=$(wc -l <"$work/acked")
+figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong cancels_and_pauses=$controls pauses_held=$paused_held pauses_broken=$pause_broken listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc seconds=$(elapsed)"
 echo "$figures"
 [ -n "${CHAOS_REPORT:-}" ] && echo "$figures" >>"$CHAOS_REPORT"
 
 status=0
-if [ $lost -ne 0 ] || [ $wrong -ne 0 ]; then
+if [ $lost -ne 0 ] || [ $wrong -ne 0 ] || [ $pause_broken -ne 0 ]; then
   head -n 10 "$work/problems.log"
   status=1
 fi

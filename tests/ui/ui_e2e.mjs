@@ -257,6 +257,26 @@ test('cancel a sleeping workflow (with confirmation)', async ({ srv, page }) => 
   assert.equal(await page.locator('#terminate-workflow').count(), 0, 'no actions on a finished workflow');
 }, { wasm: true });
 
+test('pause and resume a sleeping workflow; list paused ones', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:reminder/api.remind', [3600, 'pause me']);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#pause', { timeout: 30000 });
+  await page.click('#pause');
+  await page.click('dialog.confirm [data-confirm=no]');
+  assert.ok(!(await eventsOf(srv, id)).some((e) => 'paused' in e.event), 'declined: nothing written');
+  await page.click('#pause');
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await page.waitForSelector('#resume', { timeout: 30000 });
+  await until(async () => (await page.textContent('#state')).includes('paused'), 'the paused state');
+  await page.goto(srv.base + '/ui/#/executions?status=paused');
+  await page.waitForSelector(`#executions tr[data-id="${id}"]`, { timeout: 30000 });
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  await page.waitForSelector('#resume', { timeout: 30000 });
+  await page.click('#resume');
+  await page.waitForSelector('#pause', { timeout: 30000 });
+  assert.ok((await eventsOf(srv, id)).some((e) => 'resumed' in e.event), 'the resume is an event');
+}, { wasm: true });
+
 test('cancel a running activity', async ({ srv, page }) => {
   const id = await submit(srv, 'demo:slow/api.wait', ['to-cancel']);
   await page.goto(srv.base + '/ui/#/execution/' + id);

@@ -53,6 +53,8 @@ export const api = {
   backtrace: (id, version) => request('GET', `/v1/executions/${enc(id)}/backtrace?version=${enc(version)}`),
   cancel: (id) => request('PUT', `/v1/executions/${enc(id)}/cancel`, {}),
   terminate: (id) => request('PUT', `/v1/executions/${enc(id)}/terminate`, {}),
+  pause: (id) => request('PUT', `/v1/executions/${enc(id)}/pause`, {}),
+  resume: (id) => request('PUT', `/v1/executions/${enc(id)}/resume`, {}),
   cancelDelay: (id) => request('PUT', `/v1/delays/${enc(id)}/cancel`, {}),
   stub: (id, result) => request('PUT', `/v1/executions/${enc(id)}/stub`, { result }),
   submit: (body) => request('POST', '/v1/executions', body),

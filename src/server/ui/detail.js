@@ -89,6 +89,12 @@ export async function detailPage(root, id) {
     clear(resultBox).append(result ? jsonView(result, 'json result') : el('p', { class: 'muted' }, 'Not finished yet.'));
     clear(actions);
     const finished = ps && ps.status === 'finished';
+    if (!finished) {
+      const paused = ps.status === 'paused';
+      actions.append(paused
+        ? el('button', { type: 'button', id: 'resume', onclick: onResume }, 'Resume')
+        : el('button', { type: 'button', id: 'pause', onclick: onPause }, 'Pause…'), ' ');
+    }
     if (!finished && info.type && info.type.startsWith('activity') && info.type !== 'activity_stub') {
       actions.append(el('button', { type: 'button', class: 'danger', id: 'cancel', onclick: onCancel }, 'Cancel activity'));
     }
@@ -104,7 +110,11 @@ export async function detailPage(root, id) {
 
   function stateText(ps) {
     if (!ps) return '';
+    // Paused or cancelling: the state underneath is in ps.state.
+    const underneath = ps.state ? stateText({ ...ps, status: ps.state, state: undefined }) : '';
     switch (ps.status) {
+      case 'paused': return 'paused; ' + underneath;
+      case 'cancelling': return 'cancel requested; ' + underneath;
       case 'pending_at': return 'scheduled at ' + fmtTime(ps.scheduled_at);
       case 'locked': return `locked by ${ps.executor_id} until ${fmtTime(ps.lock_expires_at)}`;
       case 'blocked_by_join_set': return `waiting on join set ${ps.join_set_id}${ps.closing ? ' (closing)' : ''}`;
@@ -120,6 +130,24 @@ export async function detailPage(root, id) {
     try {
       const r = await api.cancel(id);
       flash('Cancel: ' + r.outcome, 'info');
+      await refresh();
+    } catch (e) { flash(e.message); }
+  }
+
+  async function onPause() {
+    if (!await confirmDialog(`Pause ${id}? It is not run again until resumed; a run in progress is ` +
+                             'stopped. Child results and sleeps that end meanwhile are kept.')) return;
+    try {
+      const r = await api.pause(id);
+      flash('Pause: ' + r.outcome, 'info');
+      await refresh();
+    } catch (e) { flash(e.message); }
+  }
+
+  async function onResume() {
+    try {
+      const r = await api.resume(id);
+      flash('Resume: ' + r.outcome, 'info');
       await refresh();
     } catch (e) { flash(e.message); }
   }
@@ -217,6 +245,8 @@ export async function detailPage(root, id) {
         if (body.reason) details.push(el('span', { class: 'reason' }, 'reason: ', String(body.reason)));
         if (body.detail) details.push(el('span', { class: 'reason' }, 'detail: ', String(body.detail)));
         if (body.backoff_expires_at) details.push('backoff until ' + fmtTime(body.backoff_expires_at));
+      } else if (k === 'paused' || k === 'resumed') {
+        if (body.reason) details.push(el('span', { class: 'reason' }, 'reason: ', String(body.reason)));
       } else if (k === 'finished') {
         details.push(jsonView(body.result, 'json inline'));
       } else if (k === 'history_event') {

@@ -11,6 +11,7 @@ export async function executionsPage(root, query) {
     execution_id_prefix: query.get('execution_id_prefix') || '',
     show_derived: query.get('show_derived') === 'true',
     hide_finished: query.get('hide_finished') === 'true',
+    status: query.get('status') || '',
   };
   // The current page is defined by (cursor, direction); null cursor = newest.
   let page = { cursor: query.get('cursor') || null, direction: query.get('direction') || 'older' };
@@ -25,6 +26,9 @@ export async function executionsPage(root, query) {
     input('execution_id_prefix', 'id prefix (E_...)'),
     check('show_derived', 'show children'),
     check('hide_finished', 'hide finished'),
+    el('select', { name: 'status', id: 'status-filter' },
+      ['', 'pending_at', 'locked', 'blocked_by_join_set', 'paused', 'cancelling', 'finished'].map((v) =>
+        el('option', { value: v, selected: filters.status === v }, v || 'any status'))),
     el('button', { type: 'submit' }, 'Filter'),
     el('label', { class: 'check' }, el('input', { type: 'checkbox', name: 'auto', checked: true }), ' auto-refresh'));
   const body = el('tbody');
@@ -46,6 +50,7 @@ export async function executionsPage(root, query) {
     if (filters.execution_id_prefix) q.execution_id_prefix = filters.execution_id_prefix;
     if (filters.show_derived) q.show_derived = 'true';
     if (filters.hide_finished) q.hide_finished = 'true';
+    if (filters.status) q.status = filters.status;
     return q;
   }
 
@@ -97,6 +102,7 @@ export async function executionsPage(root, query) {
     filters.execution_id_prefix = (fd.get('execution_id_prefix') || '').trim();
     filters.show_derived = fd.get('show_derived') === 'on';
     filters.hide_finished = fd.get('hide_finished') === 'on';
+    filters.status = fd.get('status') || '';
     page = { cursor: null, direction: 'older' };
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(filters)) if (v) q.set(k, String(v));

@@ -55,6 +55,12 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
       "ALTER TABLE t_state DROP COLUMN list_key;"
       "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
       "DROP TABLE t_schedule;"
+      "DROP INDEX idx_t_state_pending_ffqn; DROP INDEX idx_t_state_pending_digest;"
+      "ALTER TABLE t_state DROP COLUMN paused; ALTER TABLE t_state DROP COLUMN cancelling;"
+      "CREATE INDEX idx_t_state_pending_ffqn ON t_state (ffqn, pending_expires_finished, "
+      "execution_id) WHERE state = 'pending_at';"
+      "CREATE INDEX idx_t_state_pending_digest ON t_state (component_id_input_digest, "
+      "pending_expires_finished, execution_id) WHERE state = 'pending_at';"
       "DELETE FROM t_metadata WHERE schema_version > 1;");
   ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 1);
 
@@ -75,6 +81,8 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
                                   "last", 10, false};
   EXPECT_TRUE(pool().ExternalApiConn().value()->CreateSchedule(def, DateTime{}).has_value());
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_schedule"), 1);
+  // V4: the pause and cancel flags, unset on the rows already there.
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state WHERE paused = 0 AND cancelling = 0"), 13);
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

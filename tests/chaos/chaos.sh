@@ -24,7 +24,7 @@
 #   CHAOS_KILLS=10        SIGKILL + restart cycles (50 for the long run)
 #   CHAOS_EXECUTIONS=200  top-level executions submitted
 #   CHAOS_SEED=N          seeds $RANDOM (kill moments, ids); printed
-#   CHAOS_TIME_LIMIT=170  seconds before the run gives up (fails)
+#   CHAOS_TIME_LIMIT=300  seconds before the run gives up (fails)
 #   CHAOS_MIN_GAP_MS=300 CHAOS_MAX_GAP_MS=2500  time between kills
 #   CHAOS_KEEP=1          keep the work directory (logs, database)
 #   CHAOS_REPORT=FILE     append the figures line to FILE
@@ -67,7 +67,7 @@ wasm_dir=$(cd "$wasm_dir" && pwd)
 
 kills=${CHAOS_KILLS:-10}
 total=${CHAOS_EXECUTIONS:-200}
-time_limit=${CHAOS_TIME_LIMIT:-170}
+time_limit=${CHAOS_TIME_LIMIT:-300}
 min_gap=${CHAOS_MIN_GAP_MS:-300}
 max_gap=${CHAOS_MAX_GAP_MS:-2500}
 seed=${CHAOS_SEED:-$(( $(date +%s%N) % 1000000 ))}

@@ -89,6 +89,9 @@ void ExecutionJournal::ApplyTransition(const core::ExecutionEvent& event) {
             pending_state_.value = PendingAt(timed_out.backoff_expires_at);
           },
           [&](const core::Finished& finished) {
+            // The flags mean nothing once finished (core/pending_state.h).
+            pending_state_.paused = false;
+            pending_state_.cancelling = false;
             pending_state_.value = core::PendingStateFinished{
                 event.version.value(), event.created_at,
                 core::PendingStateFinishedResultKind::From(finished.result), component_digest_};

@@ -11,6 +11,8 @@
  *
  * Returning STELE_ERR produces the `err` value, which is retried per the
  * retry config (retry_on_err) like any activity error; a trap is retried.
+ * Returning STELE_ERR_NON_RETRYABLE produces the `err` value as a
+ * permanent failure: final at once.
  *
  * Threading: single-threaded. Ownership: buffers come from malloc and live
  * until the instance is dropped after the attempt.

@@ -36,6 +36,11 @@ enum {
   STELE_PENDING = 7         /* join_next_try: nothing has arrived yet */
 };
 
+/* What an activity returns (besides STELE_OK and STELE_ERR) for a permanent
+ * failure: the err value is final at once, whatever retries remain (the
+ * export writes {"err": v, "retryable": false}; docs/guest_abi.md §2). */
+#define STELE_ERR_NON_RETRYABLE 100
+
 /* A byte string in guest memory (not NUL-terminated). */
 typedef struct {
   const char* ptr;
@@ -332,7 +337,9 @@ static inline uint64_t stele_json_u64(stele_str v) {
     stele_buf value = {0, 0, 0};                                                           \
     int status = fn(params_json, &value);                                                  \
     stele_buf out = {0, 0, 0};                                                             \
-    stele_buf_addc(&out, status == STELE_OK ? "{\"ok\":" : "{\"err\":");                 \
+    stele_buf_addc(&out, status == STELE_OK                  ? "{\"ok\":"                      \
+                         : status == STELE_ERR_NON_RETRYABLE ? "{\"retryable\":false,\"err\":" \
+                                                             : "{\"err\":");                 \
     if (value.len) stele_buf_add(&out, stele_buf_str(&value));                             \
     else stele_buf_addc(&out, "null");                                                     \
     stele_buf_addc(&out, "}");                                                             \

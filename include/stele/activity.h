@@ -11,7 +11,9 @@
 //
 // An activity returns ok (its value) or err (a business error value). An
 // err is retried while retries remain when `retry_on_err` is set, then
-// stored as the result. An exception escaping the callable is a trap:
+// stored as the result; an err returned through ctx.NonRetryable(e) is a
+// permanent failure (a declined card, a malformed request): stored at
+// once, whatever retries remain. An exception escaping the callable is a trap:
 // retried while retries remain, then the execution fails ("uncategorized").
 // Running past the deadline (ActivityOptions::timeout) is a timeout: the
 // token fires, the attempt is recorded as timed out and retried.
@@ -37,8 +39,12 @@ namespace stele {
 struct ActivityOptions {
   // Retries after the first attempt; 0: the first failure is final.
   uint32_t max_retries = 5;
-  // Delay before retry n is backoff * 2^(n-1).
+  // Delay before retry n is backoff * 2^(n-1), at most max_backoff,
+  // shortened by a pseudo-random share of up to jitter_percent % (0..100)
+  // so that activities failing together do not retry together.
   std::chrono::milliseconds backoff{100};
+  std::chrono::milliseconds max_backoff{300'000};
+  uint32_t jitter_percent = 10;
   // Whether an `err` result is retried (true) or final at once (false).
   bool retry_on_err = true;
   // Longest time one attempt may take (the lock lease).
@@ -66,12 +72,22 @@ class ActivityContext {
   bool cancelled() const { return cancel_.IsCancelled(); }
   // Sleeps up to `duration`; returns false early when cancelled.
   bool SleepFor(std::chrono::milliseconds duration) const;
+  // Returns `err` as a permanent failure: the execution finishes with it at
+  // once, without the retries that remain.
+  //   if (declined) return ctx.NonRetryable(stele::Json{{"code", "declined"}});
+  Unexpected<Json> NonRetryable(Json err) {
+    non_retryable_ = true;
+    return Unexpected<Json>(std::move(err));
+  }
+  // Whether NonRetryable was called (read by the engine).
+  bool non_retryable() const { return non_retryable_; }
 
  private:
   std::string execution_id_;
   std::chrono::system_clock::time_point deadline_;
   CancellationToken cancel_;
   uint32_t attempt_;
+  bool non_retryable_ = false;
 };
 
 // ok value or err value.

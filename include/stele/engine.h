@@ -89,8 +89,17 @@ struct EngineOptions {
   // With workflow_keep_warm: longest steady time one wait stays warm
   // (nullopt: until the lease ends). Tests on a ManualClock set it.
   std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
-  // Backoff of a workflow retried after a failed run.
+  // Backoff of a workflow retried after a failed run (an inline step that
+  // failed, a run that timed out without progress).
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // Failed runs a workflow retries before it ends with its last failure
+  // (docs/sdk.md, "Retries"): nothing retries forever unless asked to
+  // (nullopt). A run that made progress before its lease ended is not
+  // counted.
+  std::optional<uint32_t> workflow_max_retries = 10;
+  // Longest wait before a workflow retry, and its jitter (0..100 %).
+  std::chrono::milliseconds workflow_max_retry_backoff{300'000};
+  uint32_t workflow_retry_jitter_percent = 10;
   // How long a cancelled workflow may clean up before it is terminated
   // (Engine::Cancel; CancelOptions::grace overrides it per request).
   std::chrono::milliseconds cancel_grace{60'000};
@@ -165,8 +174,8 @@ enum class BlockingStrategy {
 // value of EngineOptions named beside it. Both strategies and every
 // setting here record the same history for the same code and results;
 // they change when a run is unloaded, how many commits it makes and how
-// it is leased, never what the workflow does. Workflows retry forever.
-// Workflows with equal lock_expiry and retry_backoff share one executor.
+// it is leased, never what the workflow does. Workflows with equal
+// lock_expiry, retry_backoff and max_retries share one executor.
 struct WorkflowOptions {
   // nullopt: EngineOptions::workflow_keep_warm (true: kAwait).
   std::optional<BlockingStrategy> blocking_strategy = std::nullopt;
@@ -187,6 +196,18 @@ struct WorkflowOptions {
   // Backoff before a failed run is retried. nullopt:
   // EngineOptions::workflow_retry_backoff. Must not be negative.
   std::optional<std::chrono::milliseconds> retry_backoff = std::nullopt;
+  // Failed runs retried before the execution ends with the last failure.
+  // nullopt: EngineOptions::workflow_max_retries.
+  std::optional<uint32_t> max_retries = std::nullopt;
+};
+
+// One execution's own retry policy (SubmitOptions::retry); each field left
+// unset keeps its function's (ActivityOptions, WorkflowOptions).
+struct RetryPolicy {
+  std::optional<uint32_t> max_retries = std::nullopt;
+  std::optional<std::chrono::milliseconds> backoff = std::nullopt;
+  std::optional<std::chrono::milliseconds> max_backoff = std::nullopt;
+  std::optional<uint32_t> jitter_percent = std::nullopt;  // 0..100
 };
 
 struct SubmitOptions {
@@ -195,6 +216,14 @@ struct SubmitOptions {
   std::optional<std::string> execution_id = std::nullopt;
   // Run no earlier than this; nullopt: now.
   std::optional<std::chrono::system_clock::time_point> scheduled_at = std::nullopt;
+  // Overrides of the function's retry policy for this execution.
+  RetryPolicy retry = {};
+  // A deadline for the whole execution, or a timeout from now (at most one
+  // of them): past it the execution ends `timed_out`, with its children
+  // (docs/sdk.md, "Deadlines"). The deadline must be in the future, the
+  // timeout positive.
+  std::optional<std::chrono::system_clock::time_point> deadline = std::nullopt;
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
 };
 
 struct ExecutionStatus {

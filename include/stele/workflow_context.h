@@ -121,6 +121,20 @@ struct JoinNextError {
   std::string message;
 };
 
+// What a workflow sets for one child it calls or submits (docs/sdk.md,
+// "Deadlines"): a timeout from now — the child ends `timed_out` past it,
+// and never outlives this workflow's own deadline, which it inherits
+// anyway — and overrides of the child function's retry policy. A timeout
+// that is not positive or a jitter over 100 fails the workflow (constraint
+// violation).
+struct ChildOptions {
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
+  std::optional<uint32_t> max_retries = std::nullopt;
+  std::optional<std::chrono::milliseconds> backoff = std::nullopt;
+  std::optional<std::chrono::milliseconds> max_backoff = std::nullopt;
+  std::optional<uint32_t> jitter_percent = std::nullopt;
+};
+
 class WorkflowContext {
  public:
   explicit WorkflowContext(runtime::native::NativeRun& run) : run_(run) {}
@@ -136,6 +150,9 @@ class WorkflowContext {
   // join set). An activity's retries and timeouts happen inside the child;
   // the result is what it finished with.
   Op<ExecutionResult> call(std::string_view ffqn, Json params,
+                           SourceLocation where = SourceLocation::current());
+  // call() with the child's own timeout and retry policy.
+  Op<ExecutionResult> call(std::string_view ffqn, Json params, ChildOptions options,
                            SourceLocation where = SourceLocation::current());
   // call() with the ok value converted to T; an error string otherwise.
   template <class T>
@@ -154,6 +171,9 @@ class WorkflowContext {
   // Starts `ffqn(params)` as a child in `join_set`; returns its id at once.
   Op<std::string> submit(const JoinSet& join_set, std::string_view ffqn, Json params,
                          SourceLocation where = SourceLocation::current());
+  // submit() with the child's own timeout and retry policy.
+  Op<std::string> submit(const JoinSet& join_set, std::string_view ffqn, Json params,
+                         ChildOptions options, SourceLocation where = SourceLocation::current());
   // A durable timer in `join_set` that responds after `delay`; returns its id.
   Op<std::string> submit_delay(const JoinSet& join_set, std::chrono::milliseconds delay,
                                SourceLocation where = SourceLocation::current());

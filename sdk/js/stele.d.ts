@@ -30,8 +30,10 @@ declare module "stele" {
    * a retried activity attempt).
    */
   export class Err<E = Json> extends Error {
-    constructor(value: E, message?: string);
+    /** `{ retryable: false }` from an activity: a permanent failure, final at once. */
+    constructor(value: E, message?: string, options?: { retryable?: boolean });
     readonly value: E;
+    readonly retryable: boolean;
   }
 
   /** The child ended without a value of its own (timed out, cancelled, ...). */

@@ -29,7 +29,7 @@ constexpr FlagSpec kFlags[] = {
     {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
     {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
     {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
-    {"catch-up-limit", true}, {"status", true},
+    {"catch-up-limit", true}, {"deadline", true},   {"max-retries", true}, {"status", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -239,13 +239,19 @@ struct CommandHelp {
 };
 
 constexpr CommandHelp kCommandHelp[] = {
-    {"execution submit", "stele execution submit FFQN PARAMS_JSON [--id ID] [--scheduled-at TIME] [--follow]",
+    {"execution submit",
+     "stele execution submit FFQN PARAMS_JSON [--id ID] [--scheduled-at TIME]\n"
+     "                             [--timeout DURATION | --deadline TIME] [--max-retries N] [--follow]",
      "Submits an execution of FFQN (ns:pkg/ifc.fn) with PARAMS_JSON, a JSON array\n"
      "(or @FILE holding one). Prints the execution id.\n"
      "  --id ID             client-chosen execution id (E_<ULID>); resubmitting the\n"
      "                      same id with equal params is idempotent, different params\n"
      "                      are a conflict (exit 5)\n"
      "  --scheduled-at TIME first run not before TIME (RFC 3339)\n"
+     "  --timeout DURATION  the whole execution's time limit from now (\"10m\"): past\n"
+     "                      it the execution ends timed_out, with its children\n"
+     "  --deadline TIME     the same as an instant (RFC 3339)\n"
+     "  --max-retries N     retries of this execution (default: its component's)\n"
      "  -f, --follow        stream state changes until finished; exit 1 if the\n"
      "                      execution finished with an error\n"},
     {"execution get", "stele execution get ID [--follow]",
@@ -360,7 +366,8 @@ struct CommandSpec {
 
 const std::vector<CommandSpec>& CommandSpecs() {
   static const std::vector<CommandSpec> specs = {
-      {"execution submit", CommandKind::kExecutionSubmit, 2, {"id", "follow", "scheduled-at"}},
+      {"execution submit", CommandKind::kExecutionSubmit, 2,
+       {"id", "follow", "scheduled-at", "timeout", "deadline", "max-retries"}},
       {"execution get", CommandKind::kExecutionGet, 1, {"follow"}},
       {"execution result", CommandKind::kExecutionResult, 1, {"timeout"}},
       {"execution list", CommandKind::kExecutionList, 0,
@@ -412,6 +419,23 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       if (auto at = Flag(t, "scheduled-at")) {
         if (at->empty()) return Usage("`--scheduled-at` needs a time (RFC 3339)");
         cmd.scheduled_at = *at;
+      }
+      // Checked by the server (one of them, a future instant, a positive
+      // duration); here only that they have a value.
+      if (auto timeout = Flag(t, "timeout")) {
+        if (timeout->empty()) return Usage("`--timeout` needs a duration, e.g. 10m");
+        cmd.submit_timeout = *timeout;
+      }
+      if (auto deadline = Flag(t, "deadline")) {
+        if (deadline->empty()) return Usage("`--deadline` needs a time (RFC 3339)");
+        cmd.deadline = *deadline;
+      }
+      if (cmd.submit_timeout && cmd.deadline) {
+        return Usage("give `--timeout` or `--deadline`, not both");
+      }
+      if (auto retries = Flag(t, "max-retries")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("max-retries", *retries, 0, 1000000));
+        cmd.max_retries = static_cast<uint32_t>(n);
       }
       cmd.follow = Flag(t, "follow").has_value();
       return {};

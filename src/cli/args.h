@@ -103,6 +103,11 @@ struct Command {
   std::string ffqn;
   core::Json params = core::Json::array();  // ordered: record fields keep their order
   std::optional<std::string> scheduled_at;
+  // submit --timeout (a duration string) / --deadline (RFC 3339) /
+  // --max-retries, passed on to the server.
+  std::optional<std::string> submit_timeout;
+  std::optional<std::string> deadline;
+  std::optional<uint32_t> max_retries;
   // submit --id, and the subject of get/result/events/responses/cancel/stub.
   std::optional<std::string> execution_id;
   bool follow = false;           // submit, get

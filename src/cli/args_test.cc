@@ -38,13 +38,17 @@ std::string MustFail(std::vector<std::string> args, EnvLookup env = Env()) {
 
 TEST(CliArgs, SubmitWithAllFlags) {
   Command c = MustParse({"execution", "submit", "ns:pkg/ifc.fn", R"([1, "two", {"x": null}])", "--id",
-                         kId, "--follow", "--scheduled-at=2030-01-01T00:00:00Z"});
+                         kId, "--follow", "--scheduled-at=2030-01-01T00:00:00Z", "--timeout",
+                         "10m", "--max-retries", "3"});
   EXPECT_EQ(c.kind, CommandKind::kExecutionSubmit);
   EXPECT_EQ(c.ffqn, "ns:pkg/ifc.fn");
   EXPECT_EQ(c.params, core::Json::parse(R"([1, "two", {"x": null}])"));
   EXPECT_EQ(c.execution_id, kId);
   EXPECT_TRUE(c.follow);
   EXPECT_EQ(c.scheduled_at, "2030-01-01T00:00:00Z");
+  EXPECT_EQ(c.submit_timeout, "10m");
+  EXPECT_EQ(c.max_retries, 3u);
+  EXPECT_FALSE(c.deadline.has_value());
   EXPECT_EQ(c.global.api_url, kDefaultApiUrl);
   EXPECT_FALSE(c.global.token.has_value());
   EXPECT_FALSE(c.global.json);
@@ -181,6 +185,12 @@ TEST(CliArgs, RejectsMalformedInput) {
       {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--id", "E_bad"}, "top-level execution id"},
       {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--id", kChildId}, "top-level execution id"},
       {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--scheduled-at="}, "needs a time"},
+      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--timeout="}, "needs a duration"},
+      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--deadline="}, "needs a time"},
+      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--timeout", "1m", "--deadline",
+        "2030-01-01T00:00:00Z"},
+       "not both"},
+      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--max-retries", "lots"}, "expects an integer"},
       {{"execution", "result", kId, "--timeout", "-1"}, "expects an integer"},
       {{"execution", "result", kId, "--timeout", "99999999999999999999"}, "expects an integer"},
       {{"execution", "result", kId, "--timeout", "5s"}, "expects an integer"},

@@ -175,6 +175,9 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       Json req = {{"ffqn", cmd.ffqn}, {"params", cmd.params}};
       if (cmd.execution_id) req["execution_id"] = *cmd.execution_id;
       if (cmd.scheduled_at) req["scheduled_at"] = *cmd.scheduled_at;
+      if (cmd.submit_timeout) req["timeout"] = *cmd.submit_timeout;
+      if (cmd.deadline) req["deadline"] = *cmd.deadline;
+      if (cmd.max_retries) req["retry"] = Json{{"max_retries", *cmd.max_retries}};
       auto res = api.Post("/v1/executions", req);
       if (!res) return fail(res.error());
       std::string new_id = Field(res->body, "execution_id");

@@ -135,6 +135,18 @@ std::optional<JoinSetId> ExecutionRequestJoinSetId(const ExecutionRequest& reque
   return std::nullopt;
 }
 
+std::string RetryAttemptToString(const RetryAttempt& attempt) {
+  std::string out = "attempt " + std::to_string(attempt.attempt);
+  if (attempt.max_attempts) out += " of " + std::to_string(*attempt.max_attempts);
+  return out;
+}
+
+namespace {
+std::string AttemptSuffix(const std::optional<RetryAttempt>& attempt) {
+  return attempt ? ", " + RetryAttemptToString(*attempt) : std::string();
+}
+}  // namespace
+
 std::string ExecutionRequestToString(const ExecutionRequest& request) {
   return std::visit(
       Overloaded{
@@ -149,10 +161,12 @@ std::string ExecutionRequestToString(const ExecutionRequest& request) {
             return "Unlocked(" + BacktickQuoted(e.backoff_expires_at) + ")";
           },
           [](const TemporarilyFailed& e) {
-            return "TemporarilyFailed(" + BacktickQuoted(e.backoff_expires_at) + ")";
+            return "TemporarilyFailed(" + BacktickQuoted(e.backoff_expires_at) +
+                   AttemptSuffix(e.attempt) + ")";
           },
           [](const TemporarilyTimedOut& e) {
-            return "TemporarilyTimedOut(" + BacktickQuoted(e.backoff_expires_at) + ")";
+            return "TemporarilyTimedOut(" + BacktickQuoted(e.backoff_expires_at) +
+                   AttemptSuffix(e.attempt) + ")";
           },
           [](const Finished&) { return std::string("Finished"); },
           [](const HistoryEventRequest& e) {

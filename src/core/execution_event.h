@@ -154,6 +154,9 @@ struct HistoryCancelRequest {
   DateTime grace_expires_at;
   bool terminate = false;
   std::string reason;
+  // A terminate for the execution's deadline (ExecutionPolicy::deadline):
+  // it ends `timed_out` instead of `cancelled` (docs/model.md §9.7).
+  bool timed_out = false;
   friend bool operator==(const HistoryCancelRequest&, const HistoryCancelRequest&) = default;
 };
 using HistoryEvent =
@@ -162,6 +165,17 @@ using HistoryEvent =
                  HistoryCancelRequest, HistoryJoinNextTry>;
 
 // --- ExecutionRequest -------------------------------------------------------
+// What one execution sets for itself at creation (a submission, or its
+// parent's call) on top of its component's settings (docs/model.md §5.7).
+struct ExecutionPolicy {
+  // Past it the execution ends `timed_out` with its subtree (children
+  // inherit the parent's unless they set an earlier one).
+  std::optional<DateTime> deadline;
+  RetryOverride retry;
+  bool IsEmpty() const { return !deadline && retry.IsEmpty(); }
+  friend bool operator==(const ExecutionPolicy&, const ExecutionPolicy&) = default;
+};
+
 struct Created {
   FunctionFqn ffqn;
   Params params;
@@ -170,6 +184,8 @@ struct Created {
   ComponentId component_id;
   ExecutionMetadata metadata;
   std::optional<ExecutionId> scheduled_by;
+  // Absent (empty) in events written before policies existed.
+  ExecutionPolicy policy = {};
   friend bool operator==(const Created&, const Created&) = default;
 };
 struct Locked {
@@ -191,12 +207,24 @@ struct Unlocked {
   std::optional<std::string> engine = std::nullopt;
   friend bool operator==(const Unlocked&, const Unlocked&) = default;
 };
+// Which attempt of a retry policy failed: "attempt 3 of 6" (docs/model.md
+// §5.3). max_attempts: max_retries + 1, nullopt when unlimited.
+struct RetryAttempt {
+  uint32_t attempt = 0;
+  std::optional<uint32_t> max_attempts;
+  friend bool operator==(const RetryAttempt&, const RetryAttempt&) = default;
+};
+// "attempt 3 of 6", "attempt 3" (unlimited).
+std::string RetryAttemptToString(const RetryAttempt& attempt);
+
 struct TemporarilyFailed {
   DateTime backoff_expires_at;
   std::string reason;
   std::optional<std::string> detail;
   HttpClientTraces http_client_traces;
   std::optional<std::string> engine = std::nullopt;
+  // Absent in events written before it existed.
+  std::optional<RetryAttempt> attempt = std::nullopt;
   friend bool operator==(const TemporarilyFailed&, const TemporarilyFailed&) = default;
 };
 struct TemporarilyTimedOut {
@@ -206,6 +234,7 @@ struct TemporarilyTimedOut {
   // Which limit the run exceeded and where it is set (executor/outcome.h,
   // TimeoutReason). Absent in events written before it existed.
   std::optional<std::string> reason = std::nullopt;
+  std::optional<RetryAttempt> attempt = std::nullopt;
   friend bool operator==(const TemporarilyTimedOut&, const TemporarilyTimedOut&) = default;
 };
 struct Finished {

@@ -73,6 +73,60 @@ Json TracesJson(const HttpClientTraces& traces) {
 
 // `engine` is written only when set, so the JSON of events without one —
 // every run outside wasm — stays exactly what it was before the field.
+// {"deadline": t, "retry": {"max_retries": n, "retry_exp_backoff": d,
+// "max_backoff": d, "jitter_percent": p}}, every field optional.
+JsonResult<ExecutionPolicy> DecodePolicy(const Json& json, const std::string& path) {
+  STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(json, path));
+  ExecutionPolicy policy;
+  STELE_ASSIGN_OR_RETURN(policy.deadline, OptionalField(object, "deadline", &ReadDateTime));
+  if (const Json* retry_json = object.Find("retry"); retry_json != nullptr && !retry_json->is_null()) {
+    STELE_ASSIGN_OR_RETURN(ObjectReader retry, ObjectReader::Make(*retry_json, object.PathOf("retry")));
+    STELE_ASSIGN_OR_RETURN(policy.retry.max_retries, OptionalField(retry, "max_retries", &ReadU32));
+    STELE_ASSIGN_OR_RETURN(policy.retry.retry_exp_backoff,
+                           OptionalField(retry, "retry_exp_backoff", &DecodeDuration));
+    STELE_ASSIGN_OR_RETURN(policy.retry.max_backoff,
+                           OptionalField(retry, "max_backoff", &DecodeDuration));
+    STELE_ASSIGN_OR_RETURN(policy.retry.jitter_percent,
+                           OptionalField(retry, "jitter_percent", &ReadU32));
+    if (policy.retry.jitter_percent && *policy.retry.jitter_percent > 100) {
+      return Error(retry.PathOf("jitter_percent"), "expected 0..100");
+    }
+  }
+  return policy;
+}
+
+Json PolicyJson(const ExecutionPolicy& policy) {
+  Json out = Json::object();
+  if (policy.deadline) out["deadline"] = DateTimeJson(*policy.deadline);
+  if (!policy.retry.IsEmpty()) {
+    Json retry = Json::object();
+    const RetryOverride& r = policy.retry;
+    if (r.max_retries) retry["max_retries"] = *r.max_retries;
+    if (r.retry_exp_backoff) retry["retry_exp_backoff"] = ToJson(*r.retry_exp_backoff);
+    if (r.max_backoff) retry["max_backoff"] = ToJson(*r.max_backoff);
+    if (r.jitter_percent) retry["jitter_percent"] = *r.jitter_percent;
+    out["retry"] = std::move(retry);
+  }
+  return out;
+}
+
+// "attempt" and "max_attempts" of a temporary failure; absent in events
+// written before they existed (and max_attempts when unlimited).
+JsonResult<std::optional<RetryAttempt>> AttemptFields(const ObjectReader& object) {
+  STELE_ASSIGN_OR_RETURN(std::optional<uint32_t> attempt,
+                         OptionalField(object, "attempt", &ReadU32));
+  STELE_ASSIGN_OR_RETURN(std::optional<uint32_t> max_attempts,
+                         OptionalField(object, "max_attempts", &ReadU32));
+  if (!attempt) return std::optional<RetryAttempt>();
+  return std::optional<RetryAttempt>(RetryAttempt{*attempt, max_attempts});
+}
+
+void AddAttempt(Json& body, const std::optional<RetryAttempt>& attempt) {
+  if (!attempt) return;
+  body["attempt"] = attempt->attempt;
+  if (attempt->max_attempts) body["max_attempts"] = *attempt->max_attempts;
+}
+
 void AddEngine(Json& body, const std::optional<std::string>& engine) {
   if (engine) body["engine"] = *engine;
 }
@@ -140,7 +194,10 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
                            Field(object, "grace_expires_at", &ReadDateTime));
     STELE_ASSIGN_OR_RETURN(bool terminate, Field(object, "terminate", &ReadBool));
     STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
-    return HistoryCancelRequest{grace_expires_at, terminate, std::move(reason)};
+    STELE_ASSIGN_OR_RETURN(std::optional<bool> timed_out,
+                           OptionalField(object, "timed_out", &ReadBool));
+    return HistoryCancelRequest{grace_expires_at, terminate, std::move(reason),
+                                timed_out.value_or(false)};
   }
   return UnknownVariant(object.PathOf("type"), type,
                         "`persist`, `join_set_create`, `join_set_request`, `join_next`, "
@@ -163,9 +220,13 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     }
     STELE_ASSIGN_OR_RETURN(std::optional<ExecutionId> scheduled_by,
                            OptionalField(object, "scheduled_by", &ReadExecutionId));
+    ExecutionPolicy policy;
+    if (const Json* json = object.Find("policy"); json != nullptr && !json->is_null()) {
+      STELE_ASSIGN_OR_RETURN(policy, DecodePolicy(*json, object.PathOf("policy")));
+    }
     return Created{std::move(ffqn),        std::move(params),       std::move(parent),
                    scheduled_at,           std::move(component_id), std::move(metadata),
-                   std::move(scheduled_by)};
+                   std::move(scheduled_by), std::move(policy)};
   }
   if (tag == "locked") {
     STELE_ASSIGN_OR_RETURN(ComponentId component_id,
@@ -193,8 +254,9 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
                            OptionalField(object, "detail", &ReadString));
     STELE_ASSIGN_OR_RETURN(HttpClientTraces traces, TracesField(object));
     STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
+    STELE_ASSIGN_OR_RETURN(std::optional<RetryAttempt> attempt, AttemptFields(object));
     return TemporarilyFailed{backoff_expires_at, std::move(reason), std::move(detail),
-                             std::move(traces), std::move(engine)};
+                             std::move(traces), std::move(engine), attempt};
   }
   if (tag == "temporarily_timed_out") {
     STELE_ASSIGN_OR_RETURN(DateTime backoff_expires_at,
@@ -204,8 +266,9 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     // Absent in events stored before timeouts had a reason.
     STELE_ASSIGN_OR_RETURN(std::optional<std::string> reason,
                            OptionalField(object, "reason", &ReadString));
+    STELE_ASSIGN_OR_RETURN(std::optional<RetryAttempt> attempt, AttemptFields(object));
     return TemporarilyTimedOut{backoff_expires_at, std::move(traces), std::move(engine),
-                               std::move(reason)};
+                               std::move(reason), attempt};
   }
   if (tag == "finished") {
     STELE_ASSIGN_OR_RETURN(SupportedFunctionReturnValue result,
@@ -448,6 +511,7 @@ Json ToJson(const HistoryEvent& value) {
             out["grace_expires_at"] = DateTimeJson(e.grace_expires_at);
             out["terminate"] = e.terminate;
             out["reason"] = e.reason;
+            if (e.timed_out) out["timed_out"] = true;  // omitted otherwise: old rows read back as stored
           },
       },
       value);
@@ -456,6 +520,8 @@ Json ToJson(const HistoryEvent& value) {
 
 Json ToJson(const ExecutionRequest& value) {
   using json_internal::AddEngine;
+  using json_internal::AddAttempt;
+  using json_internal::PolicyJson;
   using json_internal::TracesJson;
   Json body = Json::object();
   std::visit(json_internal::Overloaded{
@@ -470,6 +536,8 @@ Json ToJson(const ExecutionRequest& value) {
                    body["metadata"] = ToJson(e.metadata);
                    body["scheduled_by"] = OptionalJson(
                        e.scheduled_by, [](const ExecutionId& id) { return id.ToString(); });
+                   // Omitted when empty, so an old event reads back as stored.
+                   if (!e.policy.IsEmpty()) body["policy"] = PolicyJson(e.policy);
                  },
                  [&](const Locked& e) {
                    body["component_id"] = ToJson(e.component_id);
@@ -489,6 +557,7 @@ Json ToJson(const ExecutionRequest& value) {
                    body["detail"] = OptionalJson(e.detail, [](const std::string& d) { return d; });
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
                    AddEngine(body, e.engine);
+                   AddAttempt(body, e.attempt);
                  },
                  [&](const TemporarilyTimedOut& e) {
                    body["backoff_expires_at"] = DateTimeJson(e.backoff_expires_at);
@@ -496,6 +565,7 @@ Json ToJson(const ExecutionRequest& value) {
                    if (e.reason) body["reason"] = *e.reason;
                    body["http_client_traces"] = TracesJson(e.http_client_traces);
                    AddEngine(body, e.engine);
+                   AddAttempt(body, e.attempt);
                  },
                  [&](const Finished& e) {
                    body["result"] = ToJson(e.result);

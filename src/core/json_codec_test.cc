@@ -215,6 +215,43 @@ TEST(JsonCodecTest, GoldenLockedEvent) {
       R"("version":1})");
 }
 
+// The retry cap and jitter, a failure's attempt and a Created event's
+// policy are written when set, and read back; events without them encode
+// as before (EngineIsOmittedWhenAbsentAndOldRowsDecode).
+TEST(JsonCodecTest, RetryPolicyAttemptAndExecutionPolicyRoundTrip) {
+  const ExecutionRequest locked =
+      Locked{TestComponentId(), ExecutorId(U2()), RunId(U1()), T("2024-01-02T03:04:06Z"),
+             ComponentRetryConfig{10u, Duration::FromMillis(100), Duration::FromSecs(300), 10}};
+  EXPECT_EQ(SerializeJson(ToJson(locked)["locked"]["retry_config"]),
+            R"({"max_retries":10,"retry_exp_backoff":{"secs":0,"nanos":100000000},)"
+            R"("max_backoff":{"secs":300,"nanos":0},"jitter_percent":10})");
+  const ExecutionRequest failed =
+      TemporarilyFailed{T("2024-01-02T03:04:05Z"), "r", std::nullopt, std::nullopt, std::nullopt,
+                        RetryAttempt{3, 6}};
+  EXPECT_EQ(ToJson(failed)["temporarily_failed"]["attempt"], Json(3));
+  EXPECT_EQ(ToJson(failed)["temporarily_failed"]["max_attempts"], Json(6));
+  const ExecutionRequest timed_out = TemporarilyTimedOut{
+      T("2024-01-02T03:04:05Z"), std::nullopt, std::nullopt, "why", RetryAttempt{2, std::nullopt}};
+  EXPECT_FALSE(ToJson(timed_out)["temporarily_timed_out"].contains("max_attempts"));
+  Created created{FunctionFqn::Parse("a:b/c.d").value(), Json::array(), std::nullopt,
+                  T("2024-01-02T03:04:05Z"), TestComponentId(), {}, std::nullopt};
+  EXPECT_FALSE(ToJson(ExecutionRequest(created))["created"].contains("policy"));
+  created.policy.deadline = T("2024-01-02T04:00:00Z");
+  created.policy.retry.max_retries = 0;
+  created.policy.retry.jitter_percent = 50;
+  EXPECT_EQ(SerializeJson(ToJson(ExecutionRequest(created))["created"]["policy"]),
+            R"({"deadline":"2024-01-02T04:00:00Z","retry":{"max_retries":0,"jitter_percent":50}})");
+  for (const ExecutionRequest& request : {locked, failed, timed_out, ExecutionRequest(created)}) {
+    auto decoded = FromJson<ExecutionRequest>(ToJson(request));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
+    EXPECT_TRUE(*decoded == request) << SerializeJson(ToJson(request));
+  }
+  // A jitter over 100 % is refused, not clamped silently.
+  Json bad = ToJson(locked);
+  bad["locked"]["retry_config"]["jitter_percent"] = 101;
+  EXPECT_FALSE(FromJson<ExecutionRequest>(bad).has_value());
+}
+
 TEST(JsonCodecTest, GoldenJoinNextEvent) {
   const ExecutionEvent event{
       T("2024-01-02T03:04:05Z"),

@@ -109,6 +109,15 @@ JsonResult<ComponentRetryConfig> DecodeRetryConfig(const Json& json, const std::
   STELE_ASSIGN_OR_RETURN(config.max_retries, OptionalField(object, "max_retries", &ReadU32));
   STELE_ASSIGN_OR_RETURN(config.retry_exp_backoff,
                          Field(object, "retry_exp_backoff", &DecodeDuration));
+  // Both absent in events written before the cap and the jitter existed.
+  STELE_ASSIGN_OR_RETURN(config.max_backoff,
+                         OptionalField(object, "max_backoff", &DecodeDuration));
+  STELE_ASSIGN_OR_RETURN(std::optional<uint32_t> jitter,
+                         OptionalField(object, "jitter_percent", &ReadU32));
+  if (jitter && *jitter > 100) {
+    return Error(object.PathOf("jitter_percent"), "expected 0..100, got " + std::to_string(*jitter));
+  }
+  config.jitter_percent = jitter.value_or(0);
   return config;
 }
 
@@ -262,6 +271,10 @@ Json ToJson(const ComponentRetryConfig& value) {
   Json out = Json::object();
   out["max_retries"] = OptionalJson(value.max_retries, [](uint32_t v) { return v; });
   out["retry_exp_backoff"] = ToJson(value.retry_exp_backoff);
+  // Omitted when unset, so an event written before they existed reads
+  // back as stored.
+  if (value.max_backoff) out["max_backoff"] = ToJson(*value.max_backoff);
+  if (value.jitter_percent != 0) out["jitter_percent"] = value.jitter_percent;
   return out;
 }
 

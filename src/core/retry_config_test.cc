@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace stele::core {
 namespace {
@@ -55,6 +57,61 @@ TEST(RetryConfigTest, RetryingForever) {
   EXPECT_EQ(ComputeRetryDurationWhenRetryingForever(3, Duration::FromMillis(10)),
             Duration::FromMillis(40));
   EXPECT_EQ(ComputeRetryDurationWhenRetryingForever(UINT32_MAX, Duration::Max()), Duration::Max());
+}
+
+// max_backoff caps the exponential growth; jitter only shortens a wait, by
+// at most its share, and is the same for the same (execution, retry).
+TEST(RetryConfigTest, RetryDelayIsCappedAndJitteredWithinBounds) {
+  const ComponentRetryConfig capped{20u, Duration::FromMillis(100), Duration::FromSecs(1), 0};
+  EXPECT_EQ(RetryDelay(1, capped, "E_a"), Duration::FromMillis(100));
+  EXPECT_EQ(RetryDelay(4, capped, "E_a"), Duration::FromMillis(800));
+  EXPECT_EQ(RetryDelay(5, capped, "E_a"), Duration::FromSecs(1));   // 1.6 s capped
+  EXPECT_EQ(RetryDelay(20, capped, "E_a"), Duration::FromSecs(1));
+  EXPECT_EQ(RetryDelay(21, capped, "E_a"), std::nullopt);           // retries spent
+
+  ComponentRetryConfig jittered = capped;
+  jittered.jitter_percent = 30;
+  bool shortened = false;
+  for (int e = 0; e < 200; ++e) {
+    const std::string id = "E_" + std::to_string(e);
+    for (uint32_t n = 1; n <= 20; ++n) {
+      const Duration full = *RetryDelay(n, capped, id);
+      const Duration d = *RetryDelay(n, jittered, id);
+      EXPECT_LE(d, full);
+      EXPECT_LE(d, Duration::FromSecs(1));
+      // At least 70 % of the unjittered wait (to the microsecond).
+      EXPECT_GE(*d.ToMicros() * 10 + 10, *full.ToMicros() * 7) << id << " n=" << n;
+      EXPECT_EQ(d, *RetryDelay(n, jittered, id));  // deterministic
+      shortened = shortened || d < full;
+    }
+  }
+  EXPECT_TRUE(shortened);
+  // Shares spread over [0, 1).
+  double lo = 1, hi = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const double u = JitterShare("E_x", static_cast<uint32_t>(i));
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+  }
+  EXPECT_LT(lo, 0.05);
+  EXPECT_GT(hi, 0.95);
+}
+
+TEST(RetryConfigTest, OverrideReplacesOnlyItsFields) {
+  const ComponentRetryConfig base{5u, Duration::FromMillis(100), Duration::FromSecs(300), 10};
+  EXPECT_EQ(RetryOverride{}.ApplyTo(base), base);
+  RetryOverride o;
+  o.max_retries = 0;
+  o.jitter_percent = 0;
+  const ComponentRetryConfig merged = o.ApplyTo(base);
+  EXPECT_EQ(merged.max_retries, 0u);
+  EXPECT_EQ(merged.jitter_percent, 0u);
+  EXPECT_EQ(merged.retry_exp_backoff, Duration::FromMillis(100));
+  EXPECT_EQ(merged.max_backoff, Duration::FromSecs(300));
+  EXPECT_EQ(MaxAttempts(merged), 1u);
+  EXPECT_EQ(MaxAttempts(ComponentRetryConfig{std::nullopt, Duration{}}), std::nullopt);
 }
 
 }  // namespace

@@ -33,22 +33,33 @@ using runtime::native::NativeActivity;
 std::string GroupName(const ActivityOptions& o) {
   // Component names allow [A-Za-z0-9_-]: the options spelt out make a stable
   // name, so a restarted engine locks by the same component.
-  return "native_activities_r" + std::to_string(o.max_retries) + "_b" +
-         std::to_string(o.backoff.count()) + "_t" + std::to_string(o.timeout.count()) +
-         (o.retry_on_err ? "_e" : "_n");
+  std::string name = "native_activities_r" + std::to_string(o.max_retries) + "_b" +
+                     std::to_string(o.backoff.count()) + "_t" + std::to_string(o.timeout.count()) +
+                     (o.retry_on_err ? "_e" : "_n");
+  // Spelt out only when not the defaults, so the names of groups created
+  // before these options existed do not change.
+  const ActivityOptions defaults;
+  if (o.max_backoff != defaults.max_backoff || o.jitter_percent != defaults.jitter_percent) {
+    name += "_m" + std::to_string(o.max_backoff.count()) + "_j" + std::to_string(o.jitter_percent);
+  }
+  return name;
 }
 
 // Workflows whose runs are leased and retried alike share one executor and
 // one component. The engine-wide settings keep the name every workflow had
 // before per-workflow options, so databases written then stay consistent.
 std::string WorkflowGroupName(const EngineOptions& engine, std::chrono::milliseconds lock_expiry,
-                              std::chrono::milliseconds retry_backoff) {
+                              std::chrono::milliseconds retry_backoff,
+                              std::optional<uint32_t> max_retries) {
+  const bool own_retries = max_retries != engine.workflow_max_retries;
   if (lock_expiry == engine.workflow_lock_expiry &&
-      retry_backoff == engine.workflow_retry_backoff) {
+      retry_backoff == engine.workflow_retry_backoff && !own_retries) {
     return "native_workflows";
   }
-  return "native_workflows_l" + std::to_string(lock_expiry.count()) + "_b" +
-         std::to_string(retry_backoff.count());
+  std::string name = "native_workflows_l" + std::to_string(lock_expiry.count()) + "_b" +
+                     std::to_string(retry_backoff.count());
+  if (own_retries) name += max_retries ? "_r" + std::to_string(*max_retries) : "_rforever";
+  return name;
 }
 
 // The replay settings of one workflow's runs: its own where set, the
@@ -151,6 +162,9 @@ service::ServiceOptions ToServiceOptions(const EngineOptions& o,
   s.workflow_lock_expiry_setting =
       "WorkflowOptions::lock_expiry, else EngineOptions::workflow_lock_expiry";
   s.workflow_retry_backoff = o.workflow_retry_backoff;
+  s.workflow_max_retries = o.workflow_max_retries;
+  s.max_retry_backoff = o.workflow_max_retry_backoff;
+  s.retry_jitter_percent = o.workflow_retry_jitter_percent;
   s.cancel_grace = o.cancel_grace;
   s.max_concurrency = o.max_concurrency;
   s.max_workflow_concurrency = o.max_workflow_concurrency;
@@ -265,7 +279,9 @@ Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, Workflo
   const EngineOptions& engine = impl_->options;
   const auto lock_expiry = options.lock_expiry.value_or(engine.workflow_lock_expiry);
   const auto retry_backoff = options.retry_backoff.value_or(engine.workflow_retry_backoff);
-  const std::string name = WorkflowGroupName(engine, lock_expiry, retry_backoff);
+  const std::optional<uint32_t> max_retries =
+      options.max_retries ? options.max_retries : engine.workflow_max_retries;
+  const std::string name = WorkflowGroupName(engine, lock_expiry, retry_backoff, max_retries);
   auto& group = impl_->workflow_groups[name];
   const bool is_new = group == nullptr;
   if (is_new) group = std::make_shared<Impl::Workflows>();
@@ -274,6 +290,7 @@ Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, Workflo
   spec.kind = wf::FunctionKind::kWorkflow;
   spec.executor.lock_expiry = lock_expiry;
   spec.executor.retry_backoff = retry_backoff;
+  spec.executor.max_retries = max_retries;
   spec.make_worker = [workflows = group](const service::WorkerEnv& env)
       -> Result<std::shared_ptr<executor::Worker>, std::string> {
     auto conn = env.pool->Connection();
@@ -295,6 +312,13 @@ Result<void, Error> Engine::RegisterActivity(std::string_view ffqn_text, Activit
   if (options.timeout.count() <= 0) {
     return Unexpected(Error::InvalidArgument("activity timeout must be positive"));
   }
+  if (options.backoff.count() < 0 || options.max_backoff.count() < 0) {
+    return Unexpected(Error::InvalidArgument("activity backoff and max_backoff must not be negative"));
+  }
+  if (options.jitter_percent > 100) {
+    return Unexpected(Error::InvalidArgument("activity jitter_percent must be 0 to 100, got " +
+                                             std::to_string(options.jitter_percent)));
+  }
   STELE_ASSIGN_OR_RETURN(auto ffqn, impl_->ParseNew(ffqn_text));
   const std::string name = GroupName(options);
   auto& group = impl_->activity_groups[name];
@@ -306,6 +330,8 @@ Result<void, Error> Engine::RegisterActivity(std::string_view ffqn_text, Activit
   spec.executor.lock_expiry = options.timeout;
   spec.executor.max_retries = options.max_retries;
   spec.executor.retry_backoff = options.backoff;
+  spec.executor.max_retry_backoff = options.max_backoff;
+  spec.executor.retry_jitter_percent = options.jitter_percent;
   spec.make_worker = [activities = group, options](const service::WorkerEnv&)
       -> Result<std::shared_ptr<executor::Worker>, std::string> {
     return std::shared_ptr<executor::Worker>(
@@ -343,6 +369,12 @@ Result<std::string, Error> Engine::Submit(std::string_view ffqn, Json params,
   request.params = std::move(params);
   request.execution_id = std::move(options.execution_id);
   if (options.scheduled_at) request.scheduled_at = ToDateTime(*options.scheduled_at);
+  if (options.retry.max_retries) request.max_retries = *options.retry.max_retries;
+  request.retry_backoff = options.retry.backoff;
+  request.max_retry_backoff = options.retry.max_backoff;
+  if (options.retry.jitter_percent) request.retry_jitter_percent = *options.retry.jitter_percent;
+  if (options.deadline) request.deadline = ToDateTime(*options.deadline);
+  request.timeout = options.timeout;
   STELE_ASSIGN_OR_RETURN(auto submitted, Translate(impl_->service->Submit(request)));
   return submitted.execution_id.ToString();
 }

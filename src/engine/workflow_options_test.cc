@@ -206,8 +206,8 @@ TEST_F(WorkflowOptionsTest, LeaseAndBackoffArePerWorkflowWithTheEngineAsDefault)
     EXPECT_EQ(locks[0].lock_expires_at, now + e.lease) << e.ffqn;
     EXPECT_EQ(locks[0].retry_config.retry_exp_backoff, core::Duration::FromMillis(e.backoff_ms))
         << e.ffqn;
-    EXPECT_EQ(locks[0].retry_config.max_retries, std::nullopt)
-        << e.ffqn << ": workflows retry forever";
+    EXPECT_EQ(locks[0].retry_config.max_retries, 10u)
+        << e.ffqn << ": EngineOptions::workflow_max_retries, not forever";
     EXPECT_EQ(locks[0].component_id.name, e.component) << e.ffqn;
   }
 }

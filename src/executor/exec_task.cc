@@ -41,7 +41,8 @@ bool IsWorkflowComponent(core::ComponentType type) {
 
 WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel,
                           uint64_t max_result_bytes) {
-  const core::ComponentRetryConfig& retry = locked.locked_event.retry_config;
+  const core::ComponentRetryConfig retry =
+      locked.policy.retry.ApplyTo(locked.locked_event.retry_config);
   WorkerContext ctx{
       .execution_id = locked.execution_id,
       .ffqn = locked.ffqn,
@@ -57,6 +58,7 @@ WorkerContext MakeContext(const storage::LockedExecution& locked, const Cancella
                                                 retry.max_retries, retry.retry_exp_backoff)
                             .has_value(),
       .execution_deadline = locked.locked_event.lock_expires_at,
+      .deadline = locked.policy.deadline,
       .cancel = cancel,
       .run_id = locked.locked_event.run_id,
       .executor_id = locked.locked_event.executor_id,

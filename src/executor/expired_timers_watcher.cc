@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "executor/deadline.h"
 #include "executor/outcome.h"
 
 namespace stele::executor {
@@ -32,27 +33,44 @@ bool FireDelay(storage::DbConnection& db, const storage::ExpiredDelay& delay, Da
   return true;
 }
 
-// The lease of the expired run: its last Locked event's expiry minus the
-// time it was written (an extension's lease for a workflow that renewed
-// it); nullopt when it cannot be read.
-std::optional<std::chrono::milliseconds> LeaseOf(storage::DbConnection& db,
-                                                 const storage::ExpiredLock& lock) {
+// What the expired run's Locked event says: its lease (its expiry minus
+// the time it was written; an extension's lease for a workflow that renewed
+// it), whether it is a workflow's, and its retry policy with the
+// execution's own override (of its Created event). Falls back to the
+// lock's columns for what cannot be read.
+struct ExpiredRunFacts {
+  ExpiredRun run;
+  std::optional<std::chrono::milliseconds> lease;
+};
+
+ExpiredRunFacts FactsOf(storage::DbConnection& db, const storage::ExpiredLock& lock) {
+  ExpiredRunFacts facts{ExpiredRun::FromLock(lock), std::nullopt};
   auto event = db.GetExecutionEvent(lock.execution_id, lock.locked_at_version);
-  if (!event) return std::nullopt;
+  if (!event) return facts;
   const auto* locked = std::get_if<core::Locked>(&event->event);
-  if (locked == nullptr || locked->lock_expires_at < event->created_at) return std::nullopt;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(locked->lock_expires_at -
-                                                               event->created_at);
+  if (locked == nullptr) return facts;
+  facts.run.workflow = core::IsWorkflowComponentType(locked->component_id.component_type);
+  facts.run.retry_config = locked->retry_config;
+  if (auto created = db.GetExecutionEvent(lock.execution_id, core::Version(0))) {
+    if (const auto* c = std::get_if<core::Created>(&created->event)) {
+      facts.run.retry_config = c->policy.retry.ApplyTo(facts.run.retry_config);
+    }
+  }
+  if (locked->lock_expires_at >= event->created_at) {
+    facts.lease = std::chrono::duration_cast<std::chrono::milliseconds>(locked->lock_expires_at -
+                                                                        event->created_at);
+  }
+  return facts;
 }
 
 // Settles one expired lock; returns whether the watcher's write won.
 bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, DateTime at,
                 std::string_view activity_setting, std::string_view workflow_setting) {
-  const bool workflow = !lock.max_retries.has_value();
-  const PlannedWrite write =
-      ComputeExpiredLockOutcome(lock, at,
-                                ExpiredLockReason(workflow, LeaseOf(db, lock),
-                                                  workflow ? workflow_setting : activity_setting));
+  const ExpiredRunFacts facts = FactsOf(db, lock);
+  const bool workflow = facts.run.workflow;
+  const PlannedWrite write = ComputeExpiredLockOutcome(
+      lock, facts.run, at,
+      ExpiredLockReason(workflow, facts.lease, workflow ? workflow_setting : activity_setting));
   STELE_LOG(kInfo, lock.execution_id.ToString()
                        << ": lock of run " << lock.locked_by.run_id.ToString() << " expired; "
                        << core::ExecutionRequestToString(write.request.event));
@@ -99,7 +117,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
     uint32_t parallel_writes, std::string_view activity_lock_expiry_setting,
-    std::string_view workflow_lock_expiry_setting) {
+    std::string_view workflow_lock_expiry_setting, CancelRegistry* cancel_registry) {
   const DateTime locks_at = now - lock_leeway;
   STELE_ASSIGN_OR_RETURN(std::vector<storage::ExpiredTimer> timers, db.GetExpiredTimers(now));
   if (lock_leeway.count() > 0) {
@@ -113,18 +131,31 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     }
   }
   std::atomic<uint32_t> delays{0};
+  std::atomic<uint32_t> deadlines{0};
   const uint32_t handled = ForEachInParallel(timers.size(), parallel_writes, [&](size_t i) {
     if (const auto* delay = std::get_if<storage::ExpiredDelay>(&timers[i])) {
       const bool fired = FireDelay(db, *delay, now);
       if (fired) ++delays;
       return fired;
     }
+    if (const auto* deadline = std::get_if<storage::ExpiredDeadline>(&timers[i])) {
+      auto outcome = ExpireDeadline(db, cancel_registry, *deadline, now);
+      if (!outcome) {
+        STELE_LOG(kWarn, deadline->execution_id.ToString() << ": cannot end it at its deadline: "
+                                                           << outcome.error().ToString());
+        return false;
+      }
+      const bool acted = *outcome != DeadlineOutcome::kAlreadyFinished;
+      if (acted) ++deadlines;
+      return acted;
+    }
     return SettleLock(db, std::get<storage::ExpiredLock>(timers[i]), locks_at,
                       activity_lock_expiry_setting, workflow_lock_expiry_setting);
   });
   WatcherTickProgress progress;
   progress.expired_delays = delays;
-  progress.expired_locks = handled - delays;
+  progress.expired_deadlines = deadlines;
+  progress.expired_locks = handled - delays - deadlines;
   return progress;
 }
 
@@ -157,7 +188,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickF
     DateTime now) {
   return HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
                              options_.activity_lock_expiry_setting,
-                             options_.workflow_lock_expiry_setting);
+                             options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
 }
 
 void ExpiredTimersWatcher::LoopMain() {
@@ -170,7 +201,8 @@ void ExpiredTimersWatcher::LoopMain() {
     const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
     auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
                                         options_.activity_lock_expiry_setting,
-                                        options_.workflow_lock_expiry_setting);
+                                        options_.workflow_lock_expiry_setting,
+                                        options_.cancel_registry.get());
     // Delays due before the next tick are fired when they are due rather
     // than up to a tick late: one look-ahead query per tick.
     std::vector<storage::ExpiredDelay> upcoming;

@@ -15,7 +15,11 @@
 //     a worker that wrote meanwhile wins and the watcher's write is dropped.
 //     The timeout's reason (outcome.h, ExpiredLockReason) names the lease,
 //     read from the run's Locked event, and the *_lock_expiry_setting of
-//     its kind.
+//     its kind;
+//   - ends each execution past its deadline (core::ExecutionPolicy) as
+//     executor/deadline.h says: a workflow is terminated `timed_out` with
+//     its subtree, an activity finished `timed_out` and its local run
+//     stopped.
 //
 // Threading: Start/Stop from one controlling thread; TickForTest must not
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
@@ -36,6 +40,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "executor/cancel_registry.h"
 #include "storage/db_connection.h"
 
 namespace stele::executor {
@@ -60,11 +65,15 @@ struct ExpiredTimersWatcherOptions {
   // records).
   std::string activity_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
   std::string workflow_lock_expiry_setting = std::string(kDefaultLockExpirySetting);
+  // Running activities of this process: one past its execution's deadline
+  // is told to stop (executor/deadline.h). May be null.
+  std::shared_ptr<CancelRegistry> cancel_registry;
 };
 
 struct WatcherTickProgress {
   uint32_t expired_locks = 0;   // expired locks this tick settled
   uint32_t expired_delays = 0;  // delays this tick fired
+  uint32_t expired_deadlines = 0;  // executions this tick timed out (or asked to end)
   friend bool operator==(const WatcherTickProgress&, const WatcherTickProgress&) = default;
 };
 
@@ -79,7 +88,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
     uint32_t parallel_writes,
     std::string_view activity_lock_expiry_setting = kDefaultLockExpirySetting,
-    std::string_view workflow_lock_expiry_setting = kDefaultLockExpirySetting);
+    std::string_view workflow_lock_expiry_setting = kDefaultLockExpirySetting,
+    CancelRegistry* cancel_registry = nullptr);
 
 class ExpiredTimersWatcher {
  public:

@@ -2,9 +2,12 @@
 // together with the executor where a scenario needs both.
 #include "executor/expired_timers_watcher.h"
 
+#include <atomic>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "executor/deadline.h"
 #include "executor/exec_task.h"
 #include "executor/executor_test_util.h"
 #include "executor/outcome.h"
@@ -209,6 +212,44 @@ TEST_P(WatcherTest, DueDelayIsFiredAndUnblocksTheParent) {
             (core::JoinSetResponseEvent{join_set, core::DelayFinished{delay, true}}));
   EXPECT_EQ(ScheduledAt(parent), kT0 + 10s);
   EXPECT_EQ(Must(watcher->TickForTest(kT0 + 20s)), Progress(0, 0)) << "fired once";
+}
+
+// Past its deadline an activity is finished timed_out (its local run told
+// to stop) and a workflow gets a terminate request marked timed_out; both
+// disarm the deadline, so the next tick does nothing.
+TEST_P(WatcherTest, ExecutionsPastTheirDeadlineAreEndedOnce) {
+  const ExecutionId activity = ExecutionId::Generate();
+  storage::CreateRequest activity_req = CreateReq(activity, kT0);
+  activity_req.policy.deadline = kT0 + 10s;
+  Must(db().Create(activity_req));
+  const ExecutionId workflow = ExecutionId::Generate();
+  storage::CreateRequest workflow_req =
+      CreateReq(workflow, kT0, WorkflowFfqn(), core::ComponentId::DummyWorkflow());
+  workflow_req.policy.deadline = kT0 + 10s;
+  Must(db().Create(workflow_req));
+  auto registry = CancelRegistry::Create();
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  CancelRegistry::Registration registration =
+      registry->Register(activity, [stopped] { *stopped = true; });
+  ExpiredTimersWatcherOptions options;
+  options.cancel_registry = registry;
+  ExpiredTimersWatcher watcher(Conn(), clock_, options);
+
+  EXPECT_EQ(Must(watcher.TickForTest(kT0 + 9s)).expired_deadlines, 0u);
+  EXPECT_EQ(Must(watcher.TickForTest(kT0 + 10s)).expired_deadlines, 2u);
+  const auto finished = LastEventAs<core::Finished>(activity);
+  const auto* failure = std::get_if<FinishedExecutionError>(&finished.result);
+  ASSERT_NE(failure, nullptr);
+  EXPECT_EQ(failure->kind, ExecutionFailureKind::kTimedOut);
+  EXPECT_EQ(failure->reason, DeadlinePassedReason(kT0 + 10s));
+  EXPECT_TRUE(stopped->load()) << "the local run is stopped";
+  const auto request = LastEventAs<core::HistoryEventRequest>(workflow);
+  const auto& cancel = std::get<core::HistoryCancelRequest>(request.event);
+  EXPECT_TRUE(cancel.terminate);
+  EXPECT_TRUE(cancel.timed_out);
+  EXPECT_EQ(Log(workflow).pending_state.StateName(), "PendingAt");
+
+  EXPECT_EQ(Must(watcher.TickForTest(kT0 + 20s)).expired_deadlines, 0u) << "acted on once";
 }
 
 // A burst of due timers is handled by concurrent writes (they share

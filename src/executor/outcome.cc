@@ -53,9 +53,15 @@ PlannedWrite FinishWithError(const RunInfo& run, Version version, DateTime now,
 }
 
 std::optional<core::Duration> RetryAfter(const RunInfo& run) {
-  return core::CanBeRetriedAfter(run.intermittent_event_count + 1, run.retry_config.max_retries,
-                                 run.retry_config.retry_exp_backoff);
+  return core::RetryDelay(run.intermittent_event_count + 1, run.retry_config,
+                          run.execution_id.ToString());
 }
+
+// The attempt that just failed, of how many the policy allows.
+core::RetryAttempt AttemptOf(const RunInfo& run) {
+  return core::RetryAttempt{run.intermittent_event_count + 1, core::MaxAttempts(run.retry_config)};
+}
+
 
 ExecutionFailureKind FailureKindOf(FatalErrorKind kind) {
   switch (kind) {
@@ -92,16 +98,23 @@ std::optional<PlannedWrite> MapError(const WorkerError& err, const RunInfo& run,
           if (auto d = RetryAfter(run)) {
             return Plain(run, version, now,
                          core::TemporarilyTimedOut{AddSaturating(now, *d), e.http_client_traces,
-                                                   std::nullopt, std::move(reason)});
+                                                   std::nullopt, std::move(reason),
+                                                   AttemptOf(run)});
           }
           return FinishWithError(run, version, now, ExecutionFailureKind::kTimedOut,
                                  std::move(reason), std::nullopt, e.http_client_traces);
         } else if constexpr (std::is_same_v<E, ActivityTrap>) {
           std::string reason = "activity trap: " + e.reason;
+          if (e.non_retryable) {
+            return FinishWithError(run, version, now, ExecutionFailureKind::kUncategorized,
+                                   std::move(reason) + " (non-retryable)", e.detail,
+                                   e.http_client_traces);
+          }
           if (auto d = RetryAfter(run)) {
             return Plain(run, version, now,
                          core::TemporarilyFailed{AddSaturating(now, *d), std::move(reason),
-                                                 e.detail, e.http_client_traces});
+                                                 e.detail, e.http_client_traces, std::nullopt,
+                                                 AttemptOf(run)});
           }
           return FinishWithError(run, version, now, ExecutionFailureKind::kUncategorized,
                                  std::move(reason), e.detail, e.http_client_traces);
@@ -111,13 +124,17 @@ std::optional<PlannedWrite> MapError(const WorkerError& err, const RunInfo& run,
             if (!detail && e.err.err) detail = e.err.err->dump();
             return Plain(run, version, now,
                          core::TemporarilyFailed{AddSaturating(now, *d), "activity returned error",
-                                                 std::move(detail), e.http_client_traces});
+                                                 std::move(detail), e.http_client_traces,
+                                                 std::nullopt, AttemptOf(run)});
           }
           // Retries exhausted: the err is the function's own answer.
           return Finish(run, version, now, e.err, e.http_client_traces);
         } else if constexpr (std::is_same_v<E, LimitReached>) {
-          const core::Duration backoff = core::ComputeRetryDurationWhenRetryingForever(
+          core::Duration backoff = core::ComputeRetryDurationWhenRetryingForever(
               run.intermittent_event_count + 1, run.retry_config.retry_exp_backoff);
+          if (run.retry_config.max_backoff && *run.retry_config.max_backoff < backoff) {
+            backoff = *run.retry_config.max_backoff;
+          }
           return Plain(run, version, now,
                        core::Unlocked{AddSaturating(now, backoff), "limit reached: " + e.reason});
         } else if constexpr (std::is_same_v<E, WorkerDbError>) {
@@ -151,7 +168,7 @@ bool IsFinishedCancelled(storage::DbExecutor& db, const ExecutionId& id) {
 
 RunInfo RunInfo::From(const storage::LockedExecution& locked) {
   return RunInfo{locked.execution_id, locked.intermittent_event_count,
-                 locked.locked_event.retry_config};
+                 locked.policy.retry.ApplyTo(locked.locked_event.retry_config)};
 }
 
 std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const RunInfo& run,
@@ -178,13 +195,21 @@ std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const Run
   return write;
 }
 
+ExpiredRun ExpiredRun::FromLock(const storage::ExpiredLock& lock) {
+  return ExpiredRun{!lock.max_retries.has_value(),
+                    core::ComponentRetryConfig{lock.max_retries, lock.retry_exp_backoff}};
+}
+
 PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at,
                                        std::string reason) {
-  const bool is_workflow = !lock.max_retries.has_value();
+  return ComputeExpiredLockOutcome(lock, ExpiredRun::FromLock(lock), at, std::move(reason));
+}
+
+PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, const ExpiredRun& expired,
+                                       DateTime at, std::string reason) {
   const bool made_progress = lock.locked_at_version.value() + 1 < lock.next_version.value();
-  const RunInfo run{lock.execution_id, lock.intermittent_event_count,
-                    core::ComponentRetryConfig{lock.max_retries, lock.retry_exp_backoff}};
-  if (is_workflow && made_progress) {
+  const RunInfo run{lock.execution_id, lock.intermittent_event_count, expired.retry_config};
+  if (expired.workflow && made_progress) {
     // No penalty: the workflow replays from where it got to.
     return Plain(run, lock.next_version, at, core::Unlocked{at, "made progress"});
   }

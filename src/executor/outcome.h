@@ -3,8 +3,8 @@
 //
 // `ComputeOutcome` is the whole retry policy of docs/model.md §5.3–§5.4 as
 // a pure function of (WorkerResult, the lock's retry facts, now). With
-// n = intermittent_event_count + 1 and d = CanBeRetriedAfter(n, max_retries,
-// backoff):
+// n = intermittent_event_count + 1 and d = RetryDelay(n, retry_config,
+// execution id) (the backoff, capped and jittered):
 //   Ok(value)                 Finished(value) (+ parent response)
 //   DbUpdatedByWorkerOrWatcher, DbError   nothing
 //   TemporaryTimeout          d ? TemporarilyTimedOut(now + d, reason)
@@ -12,8 +12,9 @@
 //                             (reason: the timeout's own, else a generic one;
 //                             the executor and the watcher pass the limit
 //                             and where it is set, see DeadlineReason)
-//   ActivityTrap              d ? TemporarilyFailed("activity trap: <reason>", detail)
-//                               : Finished(ExecutionError{uncategorized, same reason, detail})
+//   ActivityTrap              non_retryable or !d:
+//                                 Finished(ExecutionError{uncategorized, same reason, detail})
+//                               else TemporarilyFailed("activity trap: <reason>", detail)
 //   ActivityReturnedError     d ? TemporarilyFailed("activity returned error", detail)
 //                               : Finished(err)   (the err is the normal result)
 //   LimitReached              Unlocked(now + backoff * 2^count) — never counted
@@ -21,6 +22,8 @@
 //   Fatal(other)              Finished(ExecutionError{kind}) with kind
 //                             nondeterminism_detected / out_of_fuel, else
 //                             uncategorized ("<fatal kind>: <reason>")
+// Every TemporarilyFailed/TemporarilyTimedOut names its attempt ("attempt n
+// of max_retries + 1"), so the final failure follows "attempt m of m".
 // Every Finished of a derived execution carries its parent's response and is
 // written with it in one transaction (AppendBatchRespondToParent).
 // The result's `engine` (wasm runs) is copied onto whichever of Finished,
@@ -50,7 +53,8 @@ struct RunInfo {
   ExecutionId execution_id;
   // Temporary failures/timeouts before this run.
   uint32_t intermittent_event_count = 0;
-  // The retry config of the lock (copied into the Locked event).
+  // The retry config of the lock (copied into the Locked event), with the
+  // execution's own override applied.
   core::ComponentRetryConfig retry_config;
 
   static RunInfo From(const storage::LockedExecution& locked);
@@ -73,12 +77,28 @@ struct PlannedWrite {
 std::optional<PlannedWrite> ComputeOutcome(const WorkerResult& result, const RunInfo& run,
                                            DateTime now);
 
+// What the watcher knows of an expired run: whether it is a workflow's and
+// its retry policy, from the run's Locked event (its component type and
+// retry config) merged with the execution's own override (RetryOverride of
+// its Created event).
+struct ExpiredRun {
+  bool workflow = false;
+  core::ComponentRetryConfig retry_config;
+  // From the ExpiredLock's columns alone, when the Locked event cannot be
+  // read: a workflow iff max_retries is unset (true of every row written
+  // before workflows had a retry limit), no cap, no jitter.
+  static ExpiredRun FromLock(const storage::ExpiredLock& lock);
+};
+
 // What the expired-timers watcher writes for an expired lock, all at
 // `lock.next_version` so it loses cleanly to a worker that wrote meanwhile
-// (docs/model.md §5.5): a workflow (max_retries unset) that made progress
+// (docs/model.md §5.5): a workflow that made progress
 // (locked_at_version + 1 < next_version) → Unlocked(at, "made progress");
 // otherwise the TemporaryTimeout mapping of ComputeOutcome at `at`, with
-// `reason` (ExpiredLockReason).
+// `reason` (ExpiredLockReason) and the run's retry policy.
+PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, const ExpiredRun& run,
+                                       DateTime at, std::string reason);
+// The same with ExpiredRun::FromLock(lock).
 PlannedWrite ComputeExpiredLockOutcome(const storage::ExpiredLock& lock, DateTime at,
                                        std::string reason);
 

@@ -301,6 +301,60 @@ TEST(OutcomeTest, ExpiredLockWithRetriesExhaustedFinishesTimedOutAndRespondsToPa
   EXPECT_EQ(write.parent_response->finished_version, Version(2));
 }
 
+// Each retry names its attempt of how many the policy allows; a
+// non-retryable trap is final whatever retries remain.
+TEST(OutcomeTest, RetriesNameTheirAttemptAndNonRetryableTrapsAreFinal) {
+  auto first = ComputeOutcome(WorkerResult::Err(kV, ActivityTrap{"boom", std::nullopt, {}}),
+                              Activity(0, 5u), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyFailed>(first).attempt, (core::RetryAttempt{1, 6u}));
+  auto timeout = ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{{}, "slow"}),
+                                Activity(2, 5u), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(timeout).attempt, (core::RetryAttempt{3, 6u}));
+  auto forever = ComputeOutcome(WorkerResult::Err(kV, ActivityTrap{"boom", std::nullopt, {}}),
+                                Activity(7, std::nullopt), kT0);
+  EXPECT_EQ(EventAs<core::TemporarilyFailed>(forever).attempt,
+            (core::RetryAttempt{8, std::nullopt}));
+
+  ActivityTrap permanent{"exit status 2", "stderr", {}};
+  permanent.non_retryable = true;
+  auto final_write = ComputeOutcome(WorkerResult::Err(kV, permanent), Activity(0, 5u), kT0);
+  EXPECT_EQ(FailureOf(final_write),
+            (FinishedExecutionError{ExecutionFailureKind::kUncategorized,
+                                    "activity trap: exit status 2 (non-retryable)", "stderr"}));
+}
+
+// The policy's cap and jitter apply to every retry's wait: at most
+// max_backoff, at least (1 - jitter) of it.
+TEST(OutcomeTest, BackoffIsCappedAndJittered) {
+  RunInfo run = Activity(9, 20u, 100ms);  // uncapped: 100 ms * 2^9 = 51.2 s
+  run.retry_config.max_backoff = core::Duration::FromSecs(10);
+  run.retry_config.jitter_percent = 20;
+  auto write =
+      ComputeOutcome(WorkerResult::Err(kV, ActivityTrap{"boom", std::nullopt, {}}), run, kT0);
+  const DateTime at = EventAs<core::TemporarilyFailed>(write).backoff_expires_at;
+  EXPECT_LE(at, kT0 + 10s);
+  EXPECT_GE(at, kT0 + 8s);
+  // A workflow's "limit reached" unlock is capped too.
+  auto unlocked = ComputeOutcome(WorkerResult::Err(kV, LimitReached{"pool"}), run, kT0);
+  EXPECT_LE(EventAs<core::Unlocked>(unlocked).backoff_expires_at, kT0 + 10s);
+}
+
+// The watcher applies the run's own policy (its Locked event), not the
+// lock row's bare columns: a workflow with a retry limit is still told
+// apart from an activity, and runs out of retries.
+TEST(OutcomeTest, ExpiredLockUsesTheRunsPolicy) {
+  const storage::ExpiredLock lock = Expired(3u, 1, 2, 3);  // no progress, 3 failures before
+  ExpiredRun workflow{true, Retries(3, 100ms)};
+  EXPECT_EQ(FailureOf(ComputeExpiredLockOutcome(lock, workflow, kT0, "lease")).kind,
+            ExecutionFailureKind::kTimedOut);
+  storage::ExpiredLock progressed = Expired(3u, 1, 4, 3);
+  EXPECT_EQ(EventAs<core::Unlocked>(ComputeExpiredLockOutcome(progressed, workflow, kT0, "lease")),
+            (core::Unlocked{kT0, "made progress"}));
+  ExpiredRun activity{false, Retries(3, 100ms)};
+  EXPECT_EQ(FailureOf(ComputeExpiredLockOutcome(progressed, activity, kT0, "lease")).kind,
+            ExecutionFailureKind::kTimedOut);
+}
+
 TEST(OutcomeTest, AddSaturatingStopsAtTheLastRfc3339Instant) {
   EXPECT_EQ(AddSaturating(kT0, core::Duration::FromMillis(1)), kT0 + 1ms);
   const DateTime max = AddSaturating(kT0, core::Duration::Max());

@@ -62,6 +62,9 @@ struct WorkerContext {
   // End of the lock: an activity is timed out when it runs past it; a
   // workflow extends the lock before it or returns without writing.
   DateTime execution_deadline;
+  // The whole execution's deadline (core::ExecutionPolicy), which a
+  // workflow's children inherit; nullopt: none.
+  std::optional<DateTime> deadline = std::nullopt;
   // Fired when the run must stop: deadline passed (activities), executor
   // shutting down, or the execution was cancelled.
   CancellationToken cancel;
@@ -105,6 +108,9 @@ struct ActivityTrap {
   std::string reason;
   std::optional<std::string> detail;
   core::HttpClientTraces http_client_traces;
+  // The failure is permanent (an exec activity's non-retryable exit
+  // status): final at once, whatever retries remain.
+  bool non_retryable = false;
   friend bool operator==(const ActivityTrap&, const ActivityTrap&) = default;
 };
 

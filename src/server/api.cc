@@ -106,9 +106,64 @@ namespace {
 
 // ---- POST /v1/executions ---------------------------------------------------
 
+// A duration field of the submit body: a string such as "30s".
+Result<std::optional<std::chrono::milliseconds>, ApiError> DurationField(const core::Json& body,
+                                                                        const std::string& key,
+                                                                        std::string_view where) {
+  if (!body.contains(key)) return std::optional<std::chrono::milliseconds>();
+  if (!body[key].is_string()) {
+    return Unexpected(
+        Validation("`" + std::string(where) + "` must be a duration string such as \"30s\""));
+  }
+  auto parsed = ParseDurationText(body[key].get<std::string>());
+  if (!parsed) return Unexpected(Validation("`" + std::string(where) + "`: " + parsed.error()));
+  return std::optional<std::chrono::milliseconds>(*parsed);
+}
+
+// An integer field of the submit body.
+Result<std::optional<int64_t>, ApiError> IntegerField(const core::Json& body, const std::string& key,
+                                                      std::string_view where) {
+  if (!body.contains(key)) return std::optional<int64_t>();
+  if (!body[key].is_number_integer()) {
+    return Unexpected(Validation("`" + std::string(where) + "` must be an integer"));
+  }
+  return std::optional<int64_t>(body[key].get<int64_t>());
+}
+
+// The execution's own policy: "deadline" (RFC 3339) or "timeout"
+// (duration), and "retry": {"max_retries", "backoff", "max_backoff",
+// "jitter_percent"} (docs/api.md). The service checks the ranges.
+Result<void, ApiError> ReadPolicy(const core::Json& body, service::SubmitRequest& request) {
+  if (body.contains("deadline")) {
+    const auto& at = body["deadline"];
+    if (at.is_string()) request.deadline = ParseRfc3339(at.get<std::string>());
+    if (!request.deadline) {
+      return Unexpected(Validation("`deadline` must be an RFC 3339 date-time string, e.g. "
+                                   "\"2030-01-02T03:04:05Z\""));
+    }
+  }
+  STELE_ASSIGN_OR_RETURN(request.timeout, DurationField(body, "timeout", "timeout"));
+  if (!body.contains("retry")) return {};
+  const core::Json& retry = body["retry"];
+  if (!retry.is_object()) {
+    return Unexpected(Validation("`retry` must be an object: {\"max_retries\": 3, \"backoff\": "
+                                 "\"1s\", \"max_backoff\": \"1m\", \"jitter_percent\": 10}"));
+  }
+  STELE_TRY(api::CheckKeys(retry, {"max_retries", "backoff", "max_backoff", "jitter_percent"}));
+  STELE_ASSIGN_OR_RETURN(request.max_retries,
+                         IntegerField(retry, "max_retries", "retry.max_retries"));
+  STELE_ASSIGN_OR_RETURN(request.retry_backoff, DurationField(retry, "backoff", "retry.backoff"));
+  STELE_ASSIGN_OR_RETURN(request.max_retry_backoff,
+                         DurationField(retry, "max_backoff", "retry.max_backoff"));
+  STELE_ASSIGN_OR_RETURN(request.retry_jitter_percent,
+                         IntegerField(retry, "jitter_percent", "retry.jitter_percent"));
+  return {};
+}
+
 Result<core::Json, ApiError> Submit(ServerImpl& d, const httplib::Request& req, int& status) {
   STELE_ASSIGN_OR_RETURN(core::Json body, api::ParseBodyObject(req));
-  STELE_TRY(api::CheckKeys(body, {"ffqn", "params", "execution_id", "scheduled_at"}));
+  STELE_TRY(api::CheckKeys(body, {"ffqn", "params", "execution_id", "scheduled_at", "deadline",
+                                  "timeout", "retry"}));
   if (!body.contains("ffqn") || !body["ffqn"].is_string()) {
     return Unexpected(Validation("`ffqn` is required: a string ns:pkg/ifc.fn"));
   }
@@ -129,6 +184,7 @@ Result<core::Json, ApiError> Submit(ServerImpl& d, const httplib::Request& req, 
                                    "\"2030-01-02T03:04:05Z\""));
     }
   }
+  STELE_TRY(ReadPolicy(body, request));
   STELE_ASSIGN_OR_RETURN(auto submitted, api::FromService(d.service->Submit(request)));
   status = submitted.created ? 201 : 200;
   return core::Json{{"execution_id", submitted.execution_id.ToString()}};

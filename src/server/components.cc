@@ -84,6 +84,7 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
   exec.max_stdout_bytes = c.max_stdout_bytes;
   exec.max_stderr_bytes = c.max_stderr_bytes;
   exec.retry_on_err = c.retry_on_err;
+  exec.non_retryable_exit_codes = c.non_retryable_exit_codes;
   // Validate now, so `verify` reports a bad config; the server creates its
   // own worker at start (the env snapshot is taken then).
   auto probe = runtime::exec::ExecActivityWorker::Create(exec);

@@ -196,6 +196,13 @@ void ReadExecutor(TableReader& root, ServerConfig& config) {
   if (auto v = r.Duration("lock_expiry", false)) e.lock_expiry = *v;
   if (auto v = r.Duration("workflow_lock_expiry", false)) e.workflow_lock_expiry = *v;
   if (auto v = r.Duration("cancel_grace", true)) e.cancel_grace = *v;
+  if (auto v = r.Integer("workflow_max_retries", 0, 1000000)) {
+    e.workflow_max_retries = static_cast<uint32_t>(*v);
+  }
+  if (auto v = r.Duration("max_retry_backoff", true)) e.max_retry_backoff = *v;
+  if (auto v = r.Integer("retry_jitter_percent", 0, 100)) {
+    e.retry_jitter_percent = static_cast<uint32_t>(*v);
+  }
   if (auto v = r.Integer("max_events_per_execution", 10, 100000000)) {
     e.max_events_per_execution = static_cast<uint32_t>(*v);
   }

@@ -86,6 +86,10 @@ struct ExecutorDefaults {
   std::optional<std::chrono::milliseconds> workflow_lock_expiry;
   // How long a cancelled workflow may clean up (docs/model.md §9.5).
   std::optional<std::chrono::milliseconds> cancel_grace;
+  // Retry defaults of every component (docs/config.md, "Retries").
+  std::optional<uint32_t> workflow_max_retries;
+  std::optional<std::chrono::milliseconds> max_retry_backoff;
+  std::optional<uint32_t> retry_jitter_percent;
   // Longest log of a workflow execution, in events.
   std::optional<uint32_t> max_events_per_execution;
   std::optional<uint32_t> max_concurrency;
@@ -135,11 +139,17 @@ struct ComponentConfig {
   size_t max_stdout_bytes = 1024 * 1024;
   size_t max_stderr_bytes = 64 * 1024;
   bool retry_on_err = true;  // an `err` result is retried while retries remain
+  // exec: exit statuses that are permanent failures (final at once).
+  std::vector<int> non_retryable_exit_codes;
   // Declared functions (exec, stub; optional for wasm, which declares its own).
   std::vector<core::FunctionSignature> functions;
   // Retry and executor tuning; nullopt: the [executor] defaults.
+  // max_retries: activities 5, workflows 10 when unset (docs/config.md,
+  // "Retries"); max_retry_backoff and retry_jitter_percent: the service's.
   std::optional<uint32_t> max_retries;
   std::chrono::milliseconds retry_backoff{100};
+  std::optional<std::chrono::milliseconds> max_retry_backoff;
+  std::optional<uint32_t> retry_jitter_percent;
   std::optional<std::chrono::milliseconds> lock_expiry;
   // Workflows: the longest log of one execution, in events; unset: [executor].
   std::optional<uint32_t> max_events_per_execution;

@@ -200,6 +200,19 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     if (auto v = r.Integer("max_stderr_bytes", 1, int64_t{1} << 30)) {
       c.max_stderr_bytes = static_cast<size_t>(*v);
     }
+    if (const toml::node* codes = r.Get("non_retryable_exit_codes")) {
+      const auto* list = codes->as_array();
+      bool valid = list != nullptr;
+      for (size_t i = 0; valid && i < list->size(); ++i) {
+        const std::optional<int64_t> code = (*list)[i].value<int64_t>();
+        valid = code && *code >= 1 && *code <= 255;
+        if (valid) c.non_retryable_exit_codes.push_back(static_cast<int>(*code));
+      }
+      if (!valid) {
+        r.Error(TableReader::Line(*codes), "non_retryable_exit_codes",
+                "expected an array of exit statuses 1..255");
+      }
+    }
   }
   ReadFunctions(r, c);
   if ((kind == ComponentKind::kActivityExec || kind == ComponentKind::kActivityStub) &&
@@ -207,10 +220,12 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
     r.Error(c.line, "functions", "missing: declare at least one function (ffqn, params, return_type)");
   }
   if (kind != ComponentKind::kActivityStub) {
-    if (!workflow) {
-      if (auto v = r.Integer("max_retries", 0, 1000000)) c.max_retries = static_cast<uint32_t>(*v);
-    }
+    if (auto v = r.Integer("max_retries", 0, 1000000)) c.max_retries = static_cast<uint32_t>(*v);
     if (auto v = r.Duration("retry_backoff", true)) c.retry_backoff = *v;
+    if (auto v = r.Duration("max_retry_backoff", true)) c.max_retry_backoff = *v;
+    if (auto v = r.Integer("retry_jitter_percent", 0, 100)) {
+      c.retry_jitter_percent = static_cast<uint32_t>(*v);
+    }
     if (auto v = r.Duration("lock_expiry", false)) c.lock_expiry = *v;
     if (auto v = r.Integer("batch_size", 1, 10000)) c.batch_size = static_cast<uint32_t>(*v);
   }

@@ -110,6 +110,9 @@ env_allow = ["PATH"]
 env = { GREETING = "hi ${STELE_TEST_DIR}" }
 max_retries = 2
 retry_backoff = "1m"
+max_retry_backoff = "5m"
+retry_jitter_percent = 20
+non_retryable_exit_codes = [64, 2]
 lock_expiry = "30s"
 retry_on_err = true
 [[activity_exec.functions]]
@@ -124,6 +127,7 @@ ffqn = "demo:approve/api.approve"
 name = "flow"
 location = "/abs/flow.wasm"
 blocking_strategy = "await"
+max_retries = 3
 )");
   ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
   EXPECT_EQ(config->data_dir, "/etc/stele/data");
@@ -145,6 +149,8 @@ blocking_strategy = "await"
   EXPECT_EQ(flow.kind, ComponentKind::kWorkflowWasm);
   EXPECT_EQ(flow.location, "/abs/flow.wasm");
   EXPECT_EQ(flow.blocking_strategy_await, std::optional<bool>(true));
+  EXPECT_EQ(flow.max_retries, 3u);  // workflows have a retry limit too
+  EXPECT_EQ(flow.max_retry_backoff, std::nullopt);
   const ComponentConfig& exec = config->components[1];
   EXPECT_EQ(exec.kind, ComponentKind::kActivityExec);
   EXPECT_EQ(exec.command, (std::vector<std::string>{"/etc/stele/bin/greet.sh", "--loud"}));
@@ -153,6 +159,9 @@ blocking_strategy = "await"
   EXPECT_EQ(exec.env.at("GREETING"), "hi /srv/stele");
   EXPECT_EQ(exec.max_retries, 2u);
   EXPECT_EQ(exec.retry_backoff, std::chrono::milliseconds(60000));
+  EXPECT_EQ(exec.max_retry_backoff, std::chrono::milliseconds(300000));
+  EXPECT_EQ(exec.retry_jitter_percent, 20u);
+  EXPECT_EQ(exec.non_retryable_exit_codes, (std::vector<int>{64, 2}));
   EXPECT_EQ(exec.lock_expiry, std::chrono::milliseconds(30000));
   EXPECT_TRUE(exec.retry_on_err);
   ASSERT_THAT(exec.functions, SizeIs(1));
@@ -192,9 +201,12 @@ TEST(ConfigTest, UnknownKeysAreErrorsWithKeyAndLine) {
   // Retry keys do not exist on stubs (they never run).
   OneError("[[activity_stub]]\nname = \"s\"\nmax_retries = 1\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
            "activity_stub[0].max_retries", 3);
-  // Workflows are not retried by count.
-  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nmax_retries = 1\n",
-           "workflow_wasm[0].max_retries", 4);
+  OneError("[[activity_exec]]\nname = \"e\"\ncommand = [\"x\"]\nnon_retryable_exit_codes = [0]\n"
+           "functions = [{ ffqn = \"a:b/c.d\" }]\n",
+           "activity_exec[0].non_retryable_exit_codes", 4);
+  // A jitter is a share of 0..100 %.
+  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nretry_jitter_percent = 101\n",
+           "workflow_wasm[0].retry_jitter_percent", 4);
 }
 
 // The PostgreSQL pool's size and poll interval; the documented idiom for
@@ -338,11 +350,9 @@ TEST(ConfigTest, JsComponents) {
   EXPECT_FALSE(a.retry_on_err);
   EXPECT_EQ(a.max_retries, 2u);
   OneError("[[workflow_js]]\nname = \"w\"\n", "workflow_js[0].location", 1);
-  // Workflows get no environment, no network and no retry limit.
+  // Workflows get no environment and no network.
   OneError("[[workflow_js]]\nname = \"w\"\nlocation = \"w.js\"\nenv = { A = \"b\" }\n",
            "workflow_js[0].env", 4);
-  OneError("[[workflow_js]]\nname = \"w\"\nlocation = \"w.js\"\nmax_retries = 1\n",
-           "workflow_js[0].max_retries", 4);
   OneError("[[activity_js]]\nname = \"a\"\nlocation = \"a.js\"\nguest_slice = \"1s\"\n",
            "activity_js[0].guest_slice", 4);
   OneError("[[activity_js]]\nname = \"a\"\nlocation = \"a.js\"\nmax_heap_mib = 1\n",

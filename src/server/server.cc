@@ -99,6 +99,9 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   if (e.lock_expiry) o.activity_lock_expiry = *e.lock_expiry;
   if (e.workflow_lock_expiry) o.workflow_lock_expiry = *e.workflow_lock_expiry;
   if (e.cancel_grace) o.cancel_grace = *e.cancel_grace;
+  if (e.workflow_max_retries) o.workflow_max_retries = *e.workflow_max_retries;
+  if (e.max_retry_backoff) o.max_retry_backoff = *e.max_retry_backoff;
+  if (e.retry_jitter_percent) o.retry_jitter_percent = *e.retry_jitter_percent;
   if (e.max_events_per_execution) {
     o.workflow_run.max_events_per_execution = *e.max_events_per_execution;
   }
@@ -132,6 +135,8 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
   spec.executor.lock_expiry = c.lock_expiry;
   spec.executor.max_retries = c.max_retries;
   spec.executor.retry_backoff = c.retry_backoff;
+  spec.executor.max_retry_backoff = c.max_retry_backoff;
+  spec.executor.retry_jitter_percent = c.retry_jitter_percent;
   spec.executor.max_events_per_execution = c.max_events_per_execution;
   // A wasm or JS workflow replays its history on the code that locks it,
   // so it runs only on the component digest it was created with (or

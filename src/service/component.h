@@ -71,9 +71,12 @@ struct ExecutorOverrides {
   std::optional<uint32_t> batch_size;
   // Lease of a run; an activity's time limit per attempt.
   std::optional<std::chrono::milliseconds> lock_expiry;
-  // Retries after the first attempt (activities; workflows always retry).
+  // Retries after the first attempt (activities and workflows).
   std::optional<uint32_t> max_retries;
   std::optional<std::chrono::milliseconds> retry_backoff;
+  // Longest wait before one retry, and its jitter (0..100 %).
+  std::optional<std::chrono::milliseconds> max_retry_backoff;
+  std::optional<uint32_t> retry_jitter_percent;
   // Longest log of a workflow execution (events); unset: the service's
   // workflow_run.max_events_per_execution.
   std::optional<uint32_t> max_events_per_execution;
@@ -103,6 +106,10 @@ inline constexpr std::chrono::milliseconds kDefaultActivityLockExpiry{30000};
 // activities with the default activity lease, short enough that a stuck
 // cleanup ends within a minute.
 inline constexpr std::chrono::milliseconds kDefaultCancelGrace{60'000};
+// Retry defaults of both faces (docs/config.md, "Retries").
+inline constexpr uint32_t kDefaultWorkflowMaxRetries = 10;
+inline constexpr std::chrono::milliseconds kDefaultMaxRetryBackoff{300'000};
+inline constexpr uint32_t kDefaultRetryJitterPercent = 10;
 
 struct ServiceOptions {
   std::shared_ptr<storage::DbPool> pool;  // REQUIRES: non-null
@@ -131,9 +138,20 @@ struct ServiceOptions {
   std::string max_events_setting =
       "the component's max_events_per_execution, else "
       "ServiceOptions::workflow_run.max_events_per_execution";
+  // Retry policy (docs/config.md, "Retries"). Nothing retries forever by
+  // default: an activity gives up after 5 retries (6 attempts, the last
+  // about 1.6 s after the first failure), a workflow after 10 failed or
+  // timed-out runs (a run that made progress before its lease ended is
+  // not counted). nullopt max_retries: forever, on request only.
   std::optional<uint32_t> activity_max_retries = 5;
   std::chrono::milliseconds activity_retry_backoff{100};
+  std::optional<uint32_t> workflow_max_retries = kDefaultWorkflowMaxRetries;
   std::chrono::milliseconds workflow_retry_backoff{100};
+  // No single wait is longer (the exponential growth stops here).
+  std::chrono::milliseconds max_retry_backoff{kDefaultMaxRetryBackoff};
+  // Each wait is shortened by up to this share (0..100 %), so that
+  // executions that failed together do not retry in lockstep.
+  uint32_t retry_jitter_percent = kDefaultRetryJitterPercent;
   // How long a cancelled workflow may clean up before it is terminated
   // (docs/model.md §9.5), unless the request names its own.
   std::chrono::milliseconds cancel_grace{kDefaultCancelGrace};

@@ -175,11 +175,15 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
                                                    : executor::LockingStrategy::kByFfqn;
     const auto backoff = o.retry_backoff.value_or(workflow ? options_.workflow_retry_backoff
                                                            : options_.activity_retry_backoff);
-    // Workflows retry forever: a failed run is retried from its log.
-    std::optional<uint32_t> max_retries =
-        workflow ? std::nullopt : (o.max_retries ? o.max_retries : options_.activity_max_retries);
+    // A failed workflow run is retried from its log, up to its limit too.
+    const std::optional<uint32_t> max_retries =
+        o.max_retries ? o.max_retries
+                      : (workflow ? options_.workflow_max_retries : options_.activity_max_retries);
+    const auto max_backoff = o.max_retry_backoff.value_or(options_.max_retry_backoff);
     exec.retry_config = core::ComponentRetryConfig{
-        max_retries, core::Duration::FromMillis(static_cast<uint64_t>(backoff.count()))};
+        max_retries, core::Duration::FromMillis(static_cast<uint64_t>(backoff.count())),
+        core::Duration::FromMillis(static_cast<uint64_t>(max_backoff.count())),
+        std::min<uint32_t>(o.retry_jitter_percent.value_or(options_.retry_jitter_percent), 100)};
     exec.concurrency_limiter = workflow ? workflow_limiter_ : limiter_;
     if (options_.result_handoff) exec.response_handoff = handoff_;
     exec.cancel_registry = workflow ? workflow_runs_ : cancels_;
@@ -217,6 +221,7 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     watcher.leeway = options_.watcher_leeway;
     watcher.activity_lock_expiry_setting = options_.activity_lock_expiry_setting;
     watcher.workflow_lock_expiry_setting = options_.workflow_lock_expiry_setting;
+    watcher.cancel_registry = cancels_;
     watcher_ = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), options_.clock,
                                                                 watcher);
   }

@@ -64,6 +64,16 @@ struct SubmitRequest {
   // Caller-chosen top-level id "E_<ULID>"; nullopt: a new one.
   std::optional<std::string> execution_id;
   std::optional<DateTime> scheduled_at;  // nullopt: now
+  // This execution's own policy (docs/model.md §5.7), checked by Submit:
+  // retry overrides (unset: the component's; durations not negative,
+  // jitter 0..100) and at most one of deadline (not in the past) and
+  // timeout (positive, counted from now).
+  std::optional<int64_t> max_retries = std::nullopt;
+  std::optional<std::chrono::milliseconds> retry_backoff = std::nullopt;
+  std::optional<std::chrono::milliseconds> max_retry_backoff = std::nullopt;
+  std::optional<int64_t> retry_jitter_percent = std::nullopt;
+  std::optional<DateTime> deadline = std::nullopt;
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
 };
 
 struct Submitted {

@@ -17,7 +17,8 @@ Result<CreateRequest, DbErrorRead> DbConnection::GetCreateRequest(
   return CreateRequest{event.created_at,     execution_id,           std::move(created->ffqn),
                        std::move(created->params), std::move(created->parent),
                        created->scheduled_at, std::move(created->component_id),
-                       std::move(created->metadata), std::move(created->scheduled_by)};
+                       std::move(created->metadata), std::move(created->scheduled_by),
+                       std::move(created->policy)};
 }
 
 Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendBatchCreateAndLockChildren(

@@ -38,6 +38,9 @@ struct CreateRequest {
   core::ComponentId component_id;
   core::ExecutionMetadata metadata;
   std::optional<ExecutionId> scheduled_by;
+  // Deadline and retry override (core::ExecutionPolicy); the deadline is
+  // also kept queryable (GetExpiredTimers' ExpiredDeadline).
+  core::ExecutionPolicy policy = {};
 
   core::Created ToCreatedEvent() const;
   friend bool operator==(const CreateRequest&, const CreateRequest&) = default;
@@ -57,6 +60,8 @@ struct LockedExecution {
   std::vector<core::JoinSetResponseEventOuter> responses;
   std::optional<std::pair<ExecutionId, core::JoinSetId>> parent;
   uint32_t intermittent_event_count = 0;
+  // Of the Created event.
+  core::ExecutionPolicy policy = {};
   friend bool operator==(const LockedExecution&, const LockedExecution&) = default;
 };
 
@@ -132,7 +137,15 @@ struct ExpiredDelay {
   DateTime expires_at;  // when it is due (the watcher fires it then, not at its next tick)
   friend bool operator==(const ExpiredDelay&, const ExpiredDelay&) = default;
 };
-using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay>;
+// An unfinished execution past its deadline (core::ExecutionPolicy) that
+// no terminate request has disarmed yet: appending a HistoryCancelRequest
+// with terminate set clears it (docs/storage_contract.md).
+struct ExpiredDeadline {
+  ExecutionId execution_id;
+  DateTime deadline;
+  friend bool operator==(const ExpiredDeadline&, const ExpiredDeadline&) = default;
+};
+using ExpiredTimer = std::variant<ExpiredLock, ExpiredDelay, ExpiredDeadline>;
 
 // Executions per pending state (children included), for monitoring.
 // Each unfinished paused execution counts as `paused` only.

@@ -1,5 +1,6 @@
 #include "runtime/exec/exec_activity_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -186,14 +187,27 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
                   StderrDetail(outcome));
     case End::kExited:
       if (outcome.exit_status != 0) {
-        return Trap(ctx, "exit status " + std::to_string(outcome.exit_status),
-                    StderrDetail(outcome));
+        WorkerResult trap = Trap(ctx, "exit status " + std::to_string(outcome.exit_status),
+                                 StderrDetail(outcome));
+        const auto& permanent = config_.non_retryable_exit_codes;
+        if (std::find(permanent.begin(), permanent.end(), outcome.exit_status) != permanent.end()) {
+          auto& error = std::get<executor::WorkerError>(trap.value);
+          std::get<executor::ActivityTrap>(error.error).non_retryable = true;
+        }
+        return trap;
       }
       break;
   }
 
   // Exit 0: the result is the JSON on stdout.
   core::Json parsed = core::Json::parse(outcome.stdout_data, nullptr, /*allow_exceptions=*/false);
+  // {"err": v, "retryable": false}: a permanent failure, final at once.
+  bool non_retryable = false;
+  if (parsed.is_object() && parsed.size() == 2 && parsed.contains("err") &&
+      parsed.contains("retryable") && parsed["retryable"].is_boolean()) {
+    non_retryable = !parsed["retryable"].get<bool>();
+    parsed.erase("retryable");
+  }
   const bool shaped = parsed.is_object() && parsed.size() == 1 &&
                       (parsed.contains("ok") || parsed.contains("err"));
   if (!shaped) {
@@ -228,7 +242,7 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
                          checked.error(),
                 StderrDetail(outcome));
   }
-  if (config_.retry_on_err && ctx.can_be_retried) {
+  if (config_.retry_on_err && ctx.can_be_retried && !non_retryable) {
     return WorkerResult::Err(ctx.version,
                              executor::ActivityReturnedError{std::move(err), std::nullopt, {}});
   }

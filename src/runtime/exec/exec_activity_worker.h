@@ -11,7 +11,8 @@
 //                               the declared return type, mismatch = trap
 //   {"err": v}, retry_on_err and the attempt can be retried
 //                               ActivityReturnedError (retried)
-//   {"err": v} otherwise        WorkerOk(ReturnValueErr) (the final result)
+//   {"err": v} otherwise, and   WorkerOk(ReturnValueErr) (the final result)
+//   {"err": v, "retryable": false}
 //   non-zero exit, death by signal, stdout not {"ok"}/{"err"} JSON,
 //   output over a cap, executable missing   ActivityTrap (retried, then final)
 //   ctx.cancel fired            the group is killed and reaped; returns
@@ -68,6 +69,9 @@ struct ExecActivityConfig {
   std::size_t max_stderr_bytes = 64 << 10;
   // An `err` result is retried (while retries remain) rather than final.
   bool retry_on_err = true;
+  // Exit statuses that are permanent failures: the trap is final at once
+  // (docs/exec_activities.md), e.g. 64 for a usage error.
+  std::vector<int> non_retryable_exit_codes;
 };
 
 class ExecActivityWorker : public executor::Worker {

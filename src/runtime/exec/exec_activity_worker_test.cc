@@ -151,6 +151,32 @@ TEST_F(ExecActivityWorkerTest, ErrIsRetriedWhileRetriesRemain) {
             executor::WorkerResult::Ok(err, core::Version(2)));
 }
 
+// Permanent failures: {"err": v, "retryable": false} is the result at once
+// whatever retries remain; a listed exit status is a non-retryable trap.
+TEST_F(ExecActivityWorkerTest, NonRetryableErrAndExitStatusAreFinal) {
+  const core::ReturnValueErr err{core::Json("declined")};
+  EXPECT_EQ(Worker("echo '{\"err\": \"declined\", \"retryable\": false}'")
+                ->Run(Context(core::Json::array(), /*can_be_retried=*/true)),
+            executor::WorkerResult::Ok(err, core::Version(2)));
+  EXPECT_EQ(Worker("echo '{\"err\": \"declined\", \"retryable\": true}'")
+                ->Run(Context(core::Json::array(), /*can_be_retried=*/true)),
+            executor::WorkerResult::Err(core::Version(2),
+                                        executor::ActivityReturnedError{err, std::nullopt, {}}));
+
+  for (const auto& [status, permanent] : {std::pair{64, true}, std::pair{3, false}}) {
+    ExecActivityConfig config;
+    config.functions.push_back(Signature({}, std::nullopt));
+    config.argv = {dir_.Script("exit" + std::to_string(status) + ".sh",
+                               "cat >/dev/null; exit " + std::to_string(status))};
+    config.non_retryable_exit_codes = {64};
+    auto worker = ExecActivityWorker::Create(std::move(config), TestClock());
+    ASSERT_TRUE(worker.has_value()) << worker.error();
+    const auto trap = TrapOf((*worker)->Run(Context(core::Json::array())));
+    EXPECT_EQ(trap.reason, "exit status " + std::to_string(status));
+    EXPECT_EQ(trap.non_retryable, permanent) << status;
+  }
+}
+
 TEST_F(ExecActivityWorkerTest, NonZeroExitIsATrapWithStderrTail) {
   auto result = Worker("echo '{\"ok\": 1}'; echo 'something broke' >&2; exit 3")
                     ->Run(Context(core::Json::array()));

@@ -130,7 +130,7 @@ executor::WorkerResult JsActivityWorker::RunGuest(executor::WorkerContext ctx) {
             ctx.version, executor::ActivityTrap{error.message, error.ToString(), std::move(traces)});
     }
   }
-  if (!outcome->ok && options_.retry_on_err) {
+  if (!outcome->ok && options_.retry_on_err && !outcome->non_retryable) {
     core::ReturnValueErr err{outcome->value.is_null() ? std::nullopt
                                                       : std::optional<core::Json>(outcome->value)};
     return executor::WorkerResult::Err(ctx.version,

@@ -11,6 +11,7 @@
 //   returned v                        WorkerOk(v)
 //   threw Err(e), retry_on_err        ActivityReturnedError(e): retried, then e
 //   threw Err(e), !retry_on_err       WorkerOk(err e), final at once
+//   threw Err(e, m, {retryable: false})  WorkerOk(err e), final at once
 //   threw anything else, awaited what nothing settles, stack overflow,
 //   out of memory                     ActivityTrap(reason, detail = JS stack)
 //   ctx.cancel fired (lock deadline, shutdown, cancel)

@@ -178,6 +178,8 @@ struct RunInfo {
 struct JsOutcome {
   bool ok = true;     // false: it threw (or rejected with) an Err
   core::Json value;   // the value, or Err's value
+  // The Err was made with { retryable: false }: a permanent failure.
+  bool non_retryable = false;
 };
 
 class JsEngine {

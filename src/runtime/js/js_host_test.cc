@@ -234,6 +234,21 @@ TEST_F(JsHostTest, ActivityErrIsRetriedThenIsTheResult) {
   EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 1u);
 }
 
+// new Err(v, m, {retryable: false}) is the result at once, whatever retries
+// remain.
+TEST_F(JsHostTest, ANonRetryableErrIsTheResultAtOnce) {
+  EnvConfig config;
+  config.activities = Activities();
+  config.activity_max_retries = 5;
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:js/act.declined", Json::array());
+  auto result = env.Await(id);
+  const auto* err = std::get_if<core::ReturnValueErr>(&result);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->err, Json("declined"));
+  EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 0u);
+}
+
 TEST_F(JsHostTest, ActivitySeesOnlyTheConfiguredEnvironment) {
   EnvConfig config;
   config.activities = Activities();

@@ -51,10 +51,15 @@
 
   // A business error: thrown by ctx.call when the child returned err, and
   // thrown (or returned as the rejection) by a function to end with err.
+  // `new Err(v, message, { retryable: false })` from an activity is a
+  // permanent failure: final at once, whatever retries remain.
   class Err extends Error {
-    constructor(value, message) {
-      super(message !== undefined ? StringCtor(message) : "err: " + describe(value));
+    constructor(value, message, options) {
+      super(message !== undefined && message !== null ? StringCtor(message)
+                                                      : "err: " + describe(value));
       ObjectDefineProperty(this, "value", { value, enumerable: true });
+      const retryable = !(options !== undefined && options !== null && options.retryable === false);
+      ObjectDefineProperty(this, "retryable", { value: retryable, enumerable: true });
     }
   }
   // The child failed without a value of its own (timed out, cancelled,
@@ -631,7 +636,9 @@
   function encodeRejection(reason) {
     if (!(reason instanceof Err)) return null;
     try {
-      const json = JSONstringify({ err: reason.value === undefined ? null : reason.value });
+      const err = reason.value === undefined ? null : reason.value;
+      const json = reason.retryable === false ? JSONstringify({ err, retryable: false })
+                                              : JSONstringify({ err });
       return json;
     } catch (e) {
       return JSONstringify({ bad: "the err value is not JSON: " + StringCtor(e && e.message) });

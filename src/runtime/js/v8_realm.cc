@@ -631,7 +631,10 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
         if (encoded.is_object() && encoded.contains("bad")) {
           return Unexpected(JsError::Make(Kind::kBadResult, encoded["bad"].get<std::string>()));
         }
-        if (encoded.is_object() && encoded.contains("err")) return JsOutcome{false, encoded["err"]};
+        if (encoded.is_object() && encoded.contains("err")) {
+          const bool permanent = encoded.contains("retryable") && encoded["retryable"] == false;
+          return JsOutcome{false, encoded["err"], permanent};
+        }
         v8::Local<v8::Value> text_fn;
         v8::Local<v8::Value> text;
         v8::Local<v8::Value> argv[] = {reason};

@@ -76,7 +76,7 @@ executor::WorkerResult NativeActivityWorker::Run(executor::WorkerContext ctx) {
     return executor::WorkerResult::Ok(core::ReturnValueOk{std::move(**result)}, ctx.version);
   }
   core::ReturnValueErr err{std::move(result->error())};
-  if (options_.retry_on_err) {
+  if (options_.retry_on_err && !activity_ctx.non_retryable()) {
     return executor::WorkerResult::Err(ctx.version,
                                        executor::ActivityReturnedError{std::move(err), {}, {}});
   }

@@ -6,7 +6,8 @@
 //   ok(v)                      WorkerOk(ReturnValueOk{v})
 //   err(e), retry_on_err       ActivityReturnedError(e): retried while
 //                              retries remain, then e is the result
-//   err(e), !retry_on_err      WorkerOk(ReturnValueErr{e}) — final at once
+//   err(e), !retry_on_err or   WorkerOk(ReturnValueErr{e}) — final at once
+//   ctx.NonRetryable(e)
 //   exception thrown           ActivityTrap("activity threw: <what>")
 //   ran past the deadline      the executor's watchdog fires the token and
 //                              records TemporaryTimeout whatever returns

@@ -3,6 +3,7 @@
 // was interrupted: the coroutine stays suspended and the driver unloads it.
 #include "stele/workflow_context.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -62,6 +63,19 @@ JoinNextError PublicJoinNextError(const wf::JoinNextError& error, const std::str
                        "every submission of " + js + " was awaited already"};
 }
 
+wf::ChildOptions ToRuntime(const ChildOptions& o) {
+  auto duration = [](std::chrono::milliseconds ms) {
+    return core::Duration::FromMillis(static_cast<uint64_t>(std::max<int64_t>(ms.count(), 0)));
+  };
+  wf::ChildOptions out;
+  out.timeout = o.timeout;
+  out.retry.max_retries = o.max_retries;
+  if (o.backoff) out.retry.retry_exp_backoff = duration(*o.backoff);
+  if (o.max_backoff) out.retry.max_backoff = duration(*o.max_backoff);
+  out.retry.jitter_percent = o.jitter_percent;
+  return out;
+}
+
 // The value of a call, or nullopt after an interruption (already recorded
 // by the engine).
 template <class T>
@@ -76,13 +90,18 @@ const std::string& WorkflowContext::execution_id() const { return run_.execution
 
 Op<ExecutionResult> WorkflowContext::call(std::string_view ffqn_text, Json params,
                                           SourceLocation where) {
+  return call(ffqn_text, std::move(params), ChildOptions{}, where);
+}
+
+Op<ExecutionResult> WorkflowContext::call(std::string_view ffqn_text, Json params,
+                                          ChildOptions options, SourceLocation where) {
   return Op<ExecutionResult>([run = &run_, text = std::string(ffqn_text),
-                              params = std::move(params),
+                              params = std::move(params), own = ToRuntime(options),
                               where]() mutable -> std::optional<ExecutionResult> {
     NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
-    auto result = run->run().Call(*ffqn, std::move(params));
+    auto result = run->run().Call(*ffqn, std::move(params), own);
     if (!result) return std::nullopt;
     return runtime::native::ToPublic(*result);
   });
@@ -116,15 +135,20 @@ Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view 
 
 Op<std::string> WorkflowContext::submit(const JoinSet& join_set, std::string_view ffqn_text,
                                         Json params, SourceLocation where) {
+  return submit(join_set, ffqn_text, std::move(params), ChildOptions{}, where);
+}
+
+Op<std::string> WorkflowContext::submit(const JoinSet& join_set, std::string_view ffqn_text,
+                                        Json params, ChildOptions options, SourceLocation where) {
   return Op<std::string>([run = &run_, js = join_set.id(), text = std::string(ffqn_text),
-                          params = std::move(params),
+                          params = std::move(params), own = ToRuntime(options),
                           where]() mutable -> std::optional<std::string> {
     NativeRun::CallScope scope(*run, where);
     auto ffqn = run->ParseFfqn(text);
     if (!ffqn) return std::nullopt;
     auto join_set_id = run->ParseJoinSet(js);
     if (!join_set_id) return std::nullopt;
-    auto child = Take(run->run().SubmitChild(*join_set_id, *ffqn, std::move(params)));
+    auto child = Take(run->run().SubmitChild(*join_set_id, *ffqn, std::move(params), own));
     if (!child) return std::nullopt;
     return child->ToString();
   });

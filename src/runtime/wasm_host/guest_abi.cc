@@ -133,10 +133,17 @@ Result<std::vector<DeclaredFunction>, std::string> ParseDeclarations(
   return out;
 }
 
-Result<core::SupportedFunctionReturnValue, std::string> ParseExportResult(std::string_view text) {
+Result<core::SupportedFunctionReturnValue, std::string> ParseExportResult(std::string_view text,
+                                                                         bool* non_retryable) {
   core::Json json = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     return Unexpected("the result is not JSON: `" + std::string(text.substr(0, 200)) + "`");
+  }
+  const bool marked = json.is_object() && json.size() == 2 && json.contains("err") &&
+                      json.contains("retryable") && json["retryable"].is_boolean();
+  if (marked) {
+    if (non_retryable != nullptr) *non_retryable = !json["retryable"].get<bool>();
+    json.erase("retryable");
   }
   if (!json.is_object() || json.size() != 1 || (!json.contains("ok") && !json.contains("err"))) {
     return Unexpected("the result must be {\"ok\": value} or {\"err\": value}, got `" +

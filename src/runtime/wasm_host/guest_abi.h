@@ -71,9 +71,11 @@ inline uint32_t PackedPtr(uint64_t packed) { return static_cast<uint32_t>(packed
 inline uint32_t PackedLen(uint64_t packed) { return static_cast<uint32_t>(packed); }
 
 // Parses the JSON an export returned: {"ok": v} or {"err": v} (v may be
-// null or absent). Anything else is an error message (a result parsing
-// error of the guest).
-Result<core::SupportedFunctionReturnValue, std::string> ParseExportResult(std::string_view text);
+// null or absent), an err optionally with "retryable": false (a permanent
+// failure: *non_retryable is set when given). Anything else is an error
+// message (a result parsing error of the guest).
+Result<core::SupportedFunctionReturnValue, std::string> ParseExportResult(
+    std::string_view text, bool* non_retryable = nullptr);
 
 // The status and payload a finished child's result gives the guest:
 // ok → (kOk, value JSON), err → (kErr, value JSON), execution error →

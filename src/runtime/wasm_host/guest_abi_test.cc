@@ -57,9 +57,25 @@ TEST(GuestAbiTest, ParsesExportResults) {
   auto err = ParseExportResult(R"({"err":null})");
   ASSERT_TRUE(err);
   EXPECT_EQ(std::get<core::ReturnValueErr>(*err).err, std::nullopt);
-  for (const char* bad : {"", "{", "[]", "{}", R"({"ok":1,"err":2})", R"({"value":1})", "\xff\xfe"}) {
+  for (const char* bad : {"", "{", "[]", "{}", R"({"ok":1,"err":2})", R"({"value":1})", "\xff\xfe",
+                          R"({"ok":1,"retryable":false})", R"({"err":1,"retryable":"no"})"}) {
     EXPECT_FALSE(ParseExportResult(bad)) << bad;
   }
+}
+
+// {"err": v, "retryable": false} is an activity's permanent failure
+// (STELE_ERR_NON_RETRYABLE); "retryable": true is the plain err.
+TEST(GuestAbiTest, ParsesANonRetryableErr) {
+  bool non_retryable = false;
+  auto permanent = ParseExportResult(R"({"retryable":false,"err":"declined"})", &non_retryable);
+  ASSERT_TRUE(permanent);
+  EXPECT_EQ(std::get<core::ReturnValueErr>(*permanent).err, core::Json("declined"));
+  EXPECT_TRUE(non_retryable);
+  non_retryable = false;
+  auto plain = ParseExportResult(R"({"err":"busy","retryable":true})", &non_retryable);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(non_retryable);
+  EXPECT_TRUE(ParseExportResult(R"({"err":1,"retryable":false})"));  // flag not wanted
 }
 
 TEST(GuestAbiTest, ResultPayloadsAndStubValues) {

@@ -107,12 +107,16 @@ executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx)
     return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
                                          "result out of guest memory: " + bytes.error().ToString());
   }
-  auto value = ParseExportResult(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  bool non_retryable = false;
+  auto value = ParseExportResult(
+      std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+      &non_retryable);
   if (!value) {
     return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
                                          value.error());
   }
-  if (auto* err = std::get_if<core::ReturnValueErr>(&*value); err && options_.retry_on_err) {
+  if (auto* err = std::get_if<core::ReturnValueErr>(&*value);
+      err && options_.retry_on_err && !non_retryable) {
     return executor::WorkerResult::Err(ctx.version,
                                        executor::ActivityReturnedError{std::move(*err), {}, TakeTraces(*http)});
   }

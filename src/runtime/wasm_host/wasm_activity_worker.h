@@ -8,6 +8,7 @@
 //   {"ok": v}                         WorkerOk(v)
 //   {"err": e}, retry_on_err          ActivityReturnedError(e): retried, then e
 //   {"err": e}, !retry_on_err         WorkerOk(err e), final at once
+//   {"err": e, "retryable": false}    WorkerOk(err e), final at once
 //   trap, proc_exit, stack overflow   ActivityTrap(reason, detail = backtrace)
 //   ctx.cancel fired (lock deadline, shutdown, cancel)
 //                                     TemporaryTimeout (the executor records the

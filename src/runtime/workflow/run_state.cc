@@ -466,7 +466,11 @@ void RunState::Apply(const core::HistoryEvent& event) {
           },
           [&](const core::HistoryCancelRequest& request) {
             if (!cancel_request_) cancel_request_ = request;
-            if (request.terminate) terminate_requested_ = true;
+            if (request.terminate && !terminate_requested_) {
+              terminate_requested_ = true;
+              terminated_by_deadline_ = request.timed_out;
+              terminate_reason_ = request.reason;
+            }
           },
           [](const auto&) {},
       },

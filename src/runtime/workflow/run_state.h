@@ -136,6 +136,9 @@ class RunState {
   // "cancelled" instead.
   bool TakeCancellation();
   bool cancel_requested() const { return cancel_request_.has_value(); }
+  // The first terminate request was the execution's deadline
+  // (HistoryCancelRequest::timed_out): it ends `timed_out`, not `cancelled`.
+  bool terminated_by_deadline() const { return terminated_by_deadline_; }
   // After the workflow saw the cancellation: a delay expiring with the
   // grace period in `join_set`, once per join set, before it is awaited.
   Result<void, Interruption> AddGraceDelay(JoinSetState& join_set);
@@ -263,6 +266,8 @@ class RunState {
   std::vector<core::JoinSetId> all_join_sets_;
   std::optional<core::HistoryCancelRequest> cancel_request_;
   bool terminate_requested_ = false;
+  bool terminated_by_deadline_ = false;
+  std::string terminate_reason_;
   bool cancellation_taken_ = false;
   bool ending_cancelled_ = false;
   // Grace delays by join set, and their ids.

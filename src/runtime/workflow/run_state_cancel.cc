@@ -42,6 +42,10 @@ void RunState::SkipCancelRequests() {
 }
 
 Interruption RunState::TerminatedInterruption() const {
+  if (terminated_by_deadline_) {
+    return Interruption{Interruption::Kind::kTerminated, "timed out: " + terminate_reason_,
+                        std::nullopt};
+  }
   std::string reason = "cancelled";
   if (cancel_request_ && !cancel_request_->reason.empty()) reason += ": " + cancel_request_->reason;
   return Interruption{Interruption::Kind::kTerminated, std::move(reason), std::nullopt};

@@ -235,8 +235,31 @@ Result<void, Interruption> WorkflowRun::CloseJoinSet(const core::JoinSetId& join
 
 // --- Children and delays ------------------------------------------------------------------
 
+Result<core::ExecutionPolicy, Interruption> WorkflowRun::ChildPolicy(const ChildOptions& own) {
+  core::ExecutionPolicy policy;
+  policy.retry = own.retry;
+  if (own.retry.jitter_percent && *own.retry.jitter_percent > 100) {
+    return state_->Interrupt(Kind::kConstraintViolation,
+                             "a child's retry jitter must be 0 to 100 %, got " +
+                                 std::to_string(*own.retry.jitter_percent));
+  }
+  if (own.timeout) {
+    if (own.timeout->count() <= 0) {
+      return state_->Interrupt(Kind::kConstraintViolation,
+                               "a child's timeout must be positive, got " +
+                                   std::to_string(own.timeout->count()) + " ms");
+    }
+    policy.deadline =
+        state_->Now() + std::chrono::duration_cast<std::chrono::microseconds>(*own.timeout);
+  }
+  const std::optional<DateTime>& inherited = state_->ctx.deadline;
+  if (inherited && (!policy.deadline || *inherited < *policy.deadline)) policy.deadline = inherited;
+  return policy;
+}
+
 Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(
-    const core::JoinSetId& join_set, const core::FunctionFqn& ffqn, core::Params params) {
+    const core::JoinSetId& join_set, const core::FunctionFqn& ffqn, core::Params params,
+    const ChildOptions& own) {
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found, state_->OpenJoinSet(join_set, "submit"));
   STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "submit", ffqn, params));
@@ -252,6 +275,8 @@ Result<core::ExecutionIdDerived, Interruption> WorkflowRun::SubmitChild(
                                 info.component_id,
                                 {},
                                 std::nullopt};
+  // A child inherits what remains of its parent's deadline.
+  STELE_ASSIGN_OR_RETURN(create.policy, ChildPolicy(own));
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
                                   core::ChildExecutionRequest{child, ffqn, std::move(params)}},
@@ -384,7 +409,7 @@ CallResult<core::SupportedFunctionReturnValue, GetError> WorkflowRun::Get(
 // --- Blocking shorthands -------------------------------------------------------------------
 
 Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
-    const core::FunctionFqn& ffqn, core::Params params) {
+    const core::FunctionFqn& ffqn, core::Params params, const ChildOptions& own) {
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(FunctionInfo info, FindTarget(*state_, "call", ffqn, params));
   if (state_->TakeCancellation()) return CancelledResult("the workflow is being cancelled");
@@ -400,6 +425,8 @@ Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::Call(
                                 info.component_id,
                                 {},
                                 std::nullopt};
+  // A child inherits what remains of its parent's deadline.
+  STELE_ASSIGN_OR_RETURN(create.policy, ChildPolicy(own));
   STELE_TRY(state_->Step(core::HistoryJoinSetCreate{join_set}));
   STELE_TRY(state_->Step(
       core::HistoryJoinSetRequest{join_set,
@@ -662,7 +689,11 @@ executor::WorkerResult WorkflowRun::Finish(core::SupportedFunctionReturnValue va
 executor::WorkerResult WorkflowRun::ToWorkerResult(const Interruption& interruption) {
   if (interruption.kind == Kind::kTerminated) {
     if (auto ended = EndCancelled(*state_); !ended) return ToWorkerResult(ended.error());
-    core::SupportedFunctionReturnValue value = CancelledResult(interruption.reason);
+    core::SupportedFunctionReturnValue value =
+        state_->terminated_by_deadline()
+            ? core::FinishedExecutionError{core::ExecutionFailureKind::kTimedOut,
+                                           interruption.reason, std::nullopt}
+            : CancelledResult(interruption.reason);
     auto finished = state_->WriteFinished(value);
     if (!finished) return ToWorkerResult(finished.error());
     if (*finished) return executor::WorkerResult::DbUpdated();

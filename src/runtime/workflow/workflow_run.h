@@ -242,6 +242,13 @@ using CallResult = Result<Result<T, E>, Interruption>;
 
 // --- Responses ------------------------------------------------------------------
 
+// What a workflow sets for one child it creates (a submission or a direct
+// call): a timeout from now, and retry overrides (core::RetryOverride).
+struct ChildOptions {
+  std::optional<std::chrono::milliseconds> timeout;
+  core::RetryOverride retry;
+};
+
 struct ChildResponse {
   core::ExecutionIdDerived child_execution_id;
   core::FunctionFqn ffqn;  // the function the child runs
@@ -350,9 +357,11 @@ class WorkflowRun {
   // Submits a child execution `<this>.<join_set>_<idx>` of `ffqn` (cached
   // with its Created). kImportedFunctionCallError for an unknown ffqn;
   // kConstraintViolation for a closed, one-off or unknown join set.
+  // `own`: the child's own deadline and retry override (ChildPolicy).
   Result<core::ExecutionIdDerived, Interruption> SubmitChild(const core::JoinSetId& join_set,
                                                              const core::FunctionFqn& ffqn,
-                                                             core::Params params);
+                                                             core::Params params,
+                                                             const ChildOptions& own = {});
   // Submits a durable timer into `join_set`; its expiry is resolved from
   // the intent on the first run and recorded. Same join-set rules.
   Result<core::DelayId, Interruption> SubmitDelay(const core::JoinSetId& join_set,
@@ -382,8 +391,13 @@ class WorkflowRun {
   // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext
   // and the child's Created in one transaction, then await. The child's
   // result may be an ExecutionError (timed out, cancelled, ...).
-  Result<core::SupportedFunctionReturnValue, Interruption> Call(const core::FunctionFqn& ffqn,
-                                                                core::Params params);
+  Result<core::SupportedFunctionReturnValue, Interruption> Call(
+      const core::FunctionFqn& ffqn, core::Params params, const ChildOptions& own = {});
+  // The policy a child is created with (docs/model.md §9.7): its own retry
+  // override, and the earlier of its own deadline (now + timeout) and this
+  // execution's — a child never outlives its parent's deadline. A timeout
+  // that is not positive or a jitter over 100 is kConstraintViolation.
+  Result<core::ExecutionPolicy, Interruption> ChildPolicy(const ChildOptions& own);
   // JoinSetCreate(o:<k>-sleep) + DelayRequest + JoinNext in one
   // transaction, then await. Returns the delay's recorded expiry.
   CallResult<DateTime, SleepCancelled> Sleep(const core::HistoryEventScheduleAt& schedule_at);

@@ -231,17 +231,27 @@ export async function detailPage(root, id) {
         params = body.params;
         clear(root.querySelector('#params')).append(jsonView(body.params, 'json params'));
         if (body.scheduled_at) details.push('scheduled at ' + fmtTime(body.scheduled_at));
+        const policy = body.policy || {};
+        if (policy.deadline) details.push(el('span', {}, 'deadline ' + fmtTime(policy.deadline)));
+        if (policy.retry) details.push(el('span', { class: 'muted' }, 'own retry policy ' + JSON.stringify(policy.retry)));
       } else if (k === 'locked') {
         details.push(el('span', {}, `lock until ${fmtTime(body.lock_expires_at)}`));
         const rc = body.retry_config;
         if (rc) {
           const b = rc.retry_exp_backoff || {};
           const backoff = (b.secs || 0) * 1000 + (b.nanos || 0) / 1e6;
+          const m = rc.max_backoff;
+          const cap = m ? `, at most ${(m.secs || 0) * 1000 + (m.nanos || 0) / 1e6} ms` : '';
+          const jitter = rc.jitter_percent ? `, jitter ${rc.jitter_percent}%` : '';
           details.push(el('span', { class: 'muted' },
-            `max retries ${rc.max_retries ?? '∞'}, backoff from ${backoff} ms`));
+            `max retries ${rc.max_retries ?? '∞'}, backoff from ${backoff} ms${cap}${jitter}`));
         }
       } else if (k === 'temporarily_failed' || k === 'temporarily_timed_out') {
         title = k === 'temporarily_failed' ? 'retry: failed' : 'retry: timed out';
+        if (body.attempt) {
+          // "attempt 3 of 6": the limit the retry policy sets (docs/model.md §5.3).
+          title += ` (attempt ${body.attempt}${body.max_attempts ? ' of ' + body.max_attempts : ''})`;
+        }
         if (body.reason) details.push(el('span', { class: 'reason' }, 'reason: ', String(body.reason)));
         if (body.detail) details.push(el('span', { class: 'reason' }, 'detail: ', String(body.detail)));
         if (body.backoff_expires_at) details.push('backoff until ' + fmtTime(body.backoff_expires_at));

@@ -130,7 +130,7 @@ Result<core::PendingState, std::string> Derive(const ExecutionId& id, const Snap
   memory::internal::ExecutionJournal journal(
       CreateRequest{head.created_at, id, created.ffqn, created.params, created.parent,
                     created.scheduled_at, created.component_id, created.metadata,
-                    created.scheduled_by});
+                    created.scheduled_by, created.policy});
   size_t next = 0;
   std::map<core::JoinSetId, size_t> fed;
   std::map<core::JoinSetId, size_t> join_nexts;

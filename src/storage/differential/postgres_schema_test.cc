@@ -175,6 +175,7 @@ TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
         "ALTER TABLE t_state DROP COLUMN list_key;"
         "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
         "DROP TABLE t_schedule;"
+        "DROP TABLE t_deadline;"
         "DELETE FROM t_metadata WHERE schema_version > 2;");
     ASSERT_TRUE(downgraded.has_value()) << downgraded.error().message;
     ASSERT_EQ(Must(internal::ReadSchemaVersion(*conn)), 2);
@@ -200,6 +201,42 @@ TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
     std::vector<ExecutionId> ids;
     for (const auto& row : listed) ids.push_back(row.execution_id);
     EXPECT_EQ(ids, newest_first);
+  }
+  pool->Close();
+}
+
+// A V5 database (before deadlines) is migrated to V6 when opened: its
+// executions are kept, and deadlines work on it, range-checked.
+TEST_F(PostgresPoolTest, MigrationToV6AddsDeadlines) {
+  const std::string conninfo = EmptyDatabase();
+  const DateTime now = SystemClock::Instance().Now();
+  const ExecutionId old_id = NewId();
+  {
+    auto conn = Connect(conninfo);
+    ASSERT_NE(conn, nullptr);
+    ASSERT_TRUE(internal::Migrate(*conn, now, 5).has_value());
+    ASSERT_EQ(Must(internal::ReadSchemaVersion(*conn)), 5);
+  }
+  auto pool = Must(PostgresPool::Open(PostgresOptions{.conninfo = conninfo}));
+  auto db = Must(pool->ConnectionTest());
+  Must(db->Create(CreateReq(old_id, now)));
+  const ExecutionId new_id = NewId();
+  CreateRequest req = CreateReq(new_id, now);
+  req.policy.deadline = now + std::chrono::seconds(10);
+  Must(db->Create(req));
+  std::vector<ExpiredDeadline> deadlines;
+  for (const ExpiredTimer& timer : Must(db->GetExpiredTimers(now + std::chrono::seconds(20)))) {
+    if (const auto* d = std::get_if<ExpiredDeadline>(&timer)) deadlines.push_back(*d);
+  }
+  ASSERT_EQ(deadlines.size(), 1u);
+  EXPECT_EQ(deadlines[0], (ExpiredDeadline{new_id, now + std::chrono::seconds(10)}));
+  {
+    auto conn = Connect(conninfo);
+    ASSERT_NE(conn, nullptr);
+    EXPECT_EQ(Must(internal::ReadSchemaVersion(*conn)), internal::kLatestSchemaVersion);
+    auto out_of_range = conn->Exec(
+        "INSERT INTO t_deadline (execution_id, deadline) VALUES ('E_x', 253402300800000000)");
+    EXPECT_FALSE(out_of_range.has_value()) << "the range check holds";
   }
   pool->Close();
 }

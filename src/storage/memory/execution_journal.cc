@@ -214,7 +214,8 @@ LockedExecution ExecutionJournal::ToLockedExecution() const {
                          std::move(event_history),
                          responses_,
                          created().parent,
-                         intermittent_event_count_};
+                         intermittent_event_count_,
+                         created().policy};
 }
 
 std::optional<ExpiredLock> ExecutionJournal::ExpiredLockAt(DateTime at) const {
@@ -239,6 +240,18 @@ std::vector<ExpiredDelay> ExecutionJournal::ExpiredDelaysAt(DateTime at) const {
     }
   }
   return expired;
+}
+
+std::optional<ExpiredDeadline> ExecutionJournal::ExpiredDeadlineAt(DateTime at) const {
+  const std::optional<DateTime>& deadline = created().policy.deadline;
+  if (!deadline || *deadline > at || pending_state_.IsFinished()) return std::nullopt;
+  for (const core::ExecutionEvent& event : events_) {
+    const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
+    if (history == nullptr) continue;
+    const auto* cancel = std::get_if<core::HistoryCancelRequest>(&history->event);
+    if (cancel != nullptr && cancel->terminate) return std::nullopt;
+  }
+  return ExpiredDeadline{execution_id_, *deadline};
 }
 
 ExecutionLog ExecutionJournal::ToLog() const {

@@ -68,6 +68,9 @@ class ExecutionJournal {
   std::optional<ExpiredLock> ExpiredLockAt(DateTime at) const;
   // Live timers (DelayRequests without a response) with expires_at <= at.
   std::vector<ExpiredDelay> ExpiredDelaysAt(DateTime at) const;
+  // The deadline of the Created event when it is <= at, the execution is
+  // not finished and no terminate request has disarmed it.
+  std::optional<ExpiredDeadline> ExpiredDeadlineAt(DateTime at) const;
   ExecutionLog ToLog() const;
   ExecutionWithState ToExecutionWithState() const;
 

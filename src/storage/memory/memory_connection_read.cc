@@ -108,6 +108,9 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> MemoryConnection::GetExpiredTi
   for (const auto& [id, journal] : state_->journals) {
     for (ExpiredDelay& delay : journal.ExpiredDelaysAt(at)) expired.emplace_back(std::move(delay));
   }
+  for (const auto& [id, journal] : state_->journals) {
+    if (auto deadline = journal.ExpiredDeadlineAt(at)) expired.emplace_back(std::move(*deadline));
+  }
   return expired;
 }
 

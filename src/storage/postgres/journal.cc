@@ -19,6 +19,9 @@ std::string PendingDigestKey(const core::InputContentDigest& digest) {
 std::string ResponseKey(std::string_view execution_id) { return "r:" + std::string(execution_id); }
 std::string FinishedKey(std::string_view execution_id) { return "x:" + std::string(execution_id); }
 
+// The execution finished, or a terminate request disarmed its deadline.
+constexpr const char* kDisarmDeadline = "DELETE FROM t_deadline WHERE execution_id = $1";
+
 namespace {
 
 Result<PgResult, DbErrorGeneric> Q(PgConn& db, const std::string& sql,
@@ -420,6 +423,7 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
     s.last_lock_version.reset();
     finished_here_.push_back(FinishedHere{id, version, &finished->result});
     tx_.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
+    tx_.Write(kDisarmDeadline, Params().Text(id));
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
     if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history->event)) {
       if (const auto* timer = std::get_if<core::DelayRequest>(&request->request)) {
@@ -431,7 +435,8 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
                                     .Text(timer->delay_id.ToString())
                                     .Int(TimeColumn(timer->expires_at)));
       }
-    } else if (std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
+    } else if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&history->event)) {
+      if (cancel->terminate) tx_.Write(kDisarmDeadline, Params().Text(id));
       // Whatever the run was doing or waiting for, a run must see the
       // request; a paused workflow is resumed so that it can end.
       SetPendingAt(s, req.created_at, false);
@@ -528,6 +533,13 @@ Result<bool, DbErrorWrite> Journal::Create(const CreateRequest& req, DateTime cu
       .updated_at = req.created_at,
   };
   created_order_.push_back(id);
+  if (req.policy.deadline) {
+    // Live until the execution finishes or a terminate request disarms it.
+    // A duplicate id is refused by t_state's key (IllegalState), not here.
+    tx_.Write("INSERT INTO t_deadline (execution_id, deadline) VALUES ($1, $2) "
+              "ON CONFLICT (execution_id) DO NOTHING",
+              Params().Text(id).Int(TimeColumn(*req.policy.deadline)));
+  }
   // The Created row carries no join set (only JoinNext counting reads it).
   AddEvent(id, Version(0), req.created_at, std::move(json), "created", std::nullopt);
   if (lock != nullptr && CanAppendLock(row.state.pending_state, current_time, lock->executor_id,

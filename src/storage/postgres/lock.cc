@@ -144,6 +144,7 @@ Result<LockedExecution, DbErrorGeneric> Assemble(const ExecutionId& execution_id
       .responses = std::move(parts.responses),
       .parent = std::move(parts.created->parent),
       .intermittent_event_count = intermittent_event_count,
+      .policy = std::move(parts.created->policy),
   };
 }
 

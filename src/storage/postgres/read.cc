@@ -91,12 +91,18 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
         static const std::string kDelays =
             "SELECT execution_id, join_set_id, delay_id, expires_at "
             "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at";
-        // Both in one snapshot, one round trip.
+        // Armed deadlines of unfinished executions only.
+        static const std::string kDeadlines =
+            "SELECT execution_id, deadline FROM t_deadline WHERE deadline <= $1 "
+            "ORDER BY deadline, execution_id";
+        // All in one snapshot, one round trip.
         STELE_ASSIGN_OR_RETURN(
             auto results, SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
-                                            Statement{kDelays, Params().Int(TimeColumn(at))}}));
+                                            Statement{kDelays, Params().Int(TimeColumn(at))},
+                                            Statement{kDeadlines, Params().Int(TimeColumn(at))}}));
         const PgResult& locks = results[0];
         const PgResult& delays = results[1];
+        const PgResult& deadlines = results[2];
         for (int row = 0; row < locks.rows(); ++row) {
           STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(locks, row));
           STELE_ASSIGN_OR_RETURN(auto id,
@@ -122,6 +128,11 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpired
           expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
                                             std::move(delay_id),
                                             TimeFromColumn(delays.Int(row, 3))});
+        }
+        for (int row = 0; row < deadlines.rows(); ++row) {
+          STELE_ASSIGN_OR_RETURN(auto id, ParseColumn<ExecutionId>(deadlines.Text(row, 0),
+                                                                   "t_deadline.execution_id"));
+          expired.emplace_back(ExpiredDeadline{std::move(id), TimeFromColumn(deadlines.Int(row, 1))});
         }
         return expired;
       });

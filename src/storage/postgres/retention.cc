@@ -34,6 +34,7 @@ constexpr const char* kDeleteByIds[] = {
     "DELETE FROM t_execution_log WHERE execution_id = ANY($1::text[])",
     "DELETE FROM t_join_set_response WHERE execution_id = ANY($1::text[])",
     "DELETE FROM t_delay WHERE execution_id = ANY($1::text[])",
+    "DELETE FROM t_deadline WHERE execution_id = ANY($1::text[])",
     "DELETE FROM t_backtrace WHERE execution_id = ANY($1::text[])",
 };
 

@@ -257,6 +257,20 @@ CREATE INDEX idx_t_state_pending_digest
   WHERE state = 'pending_at' AND paused = false;
 )sql";
 
+// V6: t_deadline, the deadlines of unfinished executions
+// (core::ExecutionPolicy; GetExpiredTimers' ExpiredDeadline). A row lives
+// from the execution's creation until it finishes or a terminate request
+// disarms it, so the index holds live deadlines only.
+constexpr std::string_view kMigrationV6 = R"sql(
+CREATE TABLE t_deadline (
+  execution_id text NOT NULL PRIMARY KEY,
+  deadline bigint NOT NULL
+    CONSTRAINT t_deadline_deadline_range
+      CHECK (deadline BETWEEN -62167219200000000 AND 253402300799999999)
+);
+CREATE INDEX idx_t_deadline_deadline ON t_deadline (deadline);
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -272,6 +286,7 @@ constexpr Migration kMigrations[] = {
     {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
     {4, kMigrationV4},
     {5, kMigrationV5},
+    {6, kMigrationV6},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -120,7 +120,8 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
                                             {},
                                             {},
                                             created->parent,
-                                            0});
+                                            0,
+                                            created->policy});
   }
   STELE_TRY(journal.Flush());
   return result;

@@ -98,7 +98,8 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
                                               {},
                                               {},
                                               created->parent,
-                                              0});
+                                              0,
+                                              created->policy});
       for (const auto& [id, notice] : notice_of) {
         if (id == lock.child_id) withdrawn.push_back(notice);
       }

@@ -113,6 +113,15 @@ Result<void, DbErrorWrite> SetFinished(Connection& db, std::string_view id, Vers
   return {};
 }
 
+// Removes the execution's deadline (t_deadline): it finished, or a
+// terminate request disarmed it.
+Result<void, DbErrorGeneric> DisarmDeadline(Connection& db, std::string_view id) {
+  STELE_ASSIGN_OR_RETURN(Statement stmt,
+                         db.Prepare("DELETE FROM t_deadline WHERE execution_id = ?"));
+  stmt.BindText(1, id);
+  return stmt.Run();
+}
+
 Result<void, DbErrorGeneric> BumpVersion(Connection& db, std::string_view id, Version version,
                                          DateTime updated_at) {
   STELE_ASSIGN_OR_RETURN(Statement stmt,
@@ -217,7 +226,8 @@ Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionSt
     STELE_TRY(BumpVersion(db, id, version, req.created_at));
     return {};
   }
-  if (std::holds_alternative<core::HistoryCancelRequest>(event)) {
+  if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&event)) {
+    if (cancel->terminate) STELE_TRY(DisarmDeadline(db, id));
     // Whatever the run was doing or waiting for, a run must see the
     // request; a paused workflow is resumed so that it can end.
     STELE_TRY(SetPendingAt(db, id, version, req.created_at, /*temporary=*/false, req.created_at));
@@ -314,6 +324,7 @@ Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const Execu
     NotifyPending(tx, state, timed_out->backoff_expires_at, current_time);
   } else if (const auto* finished = std::get_if<core::Finished>(&req.event)) {
     STELE_TRY(SetFinished(db, id, version, req.created_at, finished->result));
+    STELE_TRY(DisarmDeadline(db, id));
     tx.notes.finished.push_back(FinishedNotice{id, finished->result});
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
     STELE_TRY(ApplyHistoryEvent(tx, state, version, req, history->event, current_time));
@@ -550,6 +561,14 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   insert.BindInt64(8, TimeColumn(req.created_at));
   insert.BindText(9, core::ListKey(req.execution_id));
   STELE_TRY(insert.Run());
+  if (req.policy.deadline) {
+    STELE_ASSIGN_OR_RETURN(
+        Statement deadline,
+        db.Prepare("INSERT INTO t_deadline (execution_id, deadline) VALUES (?, ?)"));
+    deadline.BindText(1, id);
+    deadline.BindInt64(2, TimeColumn(*req.policy.deadline));
+    STELE_TRY(deadline.Run());
+  }
   tx.notes.pending.push_back(
       PendingNotice{ffqn, req.component_id.input_digest, req.scheduled_at, current_time});
   return Version(1);
@@ -601,6 +620,7 @@ Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
       .responses = {},
       .parent = std::move(created->parent),
       .intermittent_event_count = state->intermittent_event_count,
+      .policy = std::move(created->policy),
   };
   result.responses.reserve(responses.size());
   for (auto& response : responses) result.responses.push_back(std::move(response.event));

@@ -96,6 +96,18 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> SqliteConnection::GetExpiredTi
       expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
                                         std::move(delay_id), TimeFromColumn(stmt.Int64(3))});
     }
+    // t_deadline holds the armed deadlines of unfinished executions only.
+    STELE_ASSIGN_OR_RETURN(Statement deadlines,
+                           db.Prepare("SELECT execution_id, deadline FROM t_deadline "
+                                      "WHERE deadline <= ? ORDER BY deadline, execution_id"));
+    deadlines.BindInt64(1, TimeColumn(at));
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, deadlines.Step());
+      if (!row) break;
+      STELE_ASSIGN_OR_RETURN(auto id,
+                             ParseColumn<ExecutionId>(deadlines.Text(0), "t_deadline.execution_id"));
+      expired.emplace_back(ExpiredDeadline{std::move(id), TimeFromColumn(deadlines.Int64(1))});
+    }
     return expired;
   });
 }

@@ -26,6 +26,7 @@ constexpr const char* kDeleteTree[] = {
     "DELETE FROM t_execution_log WHERE execution_id >= ?1 AND execution_id < ?2",
     "DELETE FROM t_join_set_response WHERE execution_id >= ?1 AND execution_id < ?2",
     "DELETE FROM t_delay WHERE execution_id >= ?1 AND execution_id < ?2",
+    "DELETE FROM t_deadline WHERE execution_id >= ?1 AND execution_id < ?2",
     "DELETE FROM t_backtrace WHERE execution_id >= ?1 AND execution_id < ?2",
     "DELETE FROM t_state WHERE execution_id >= ?1 AND execution_id < ?2",
 };

@@ -237,6 +237,18 @@ CREATE INDEX idx_t_state_pending_digest
   WHERE state = 'pending_at' AND paused = 0;
 )sql";
 
+// V5: t_deadline, the deadlines of unfinished executions
+// (core::ExecutionPolicy; GetExpiredTimers' ExpiredDeadline). A row lives
+// from the execution's creation until it finishes or a terminate request
+// disarms it, so the index holds live deadlines only.
+constexpr std::string_view kMigrationV5 = R"sql(
+CREATE TABLE t_deadline (
+  execution_id TEXT NOT NULL PRIMARY KEY,
+  deadline INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_t_deadline_deadline ON t_deadline (deadline);
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -251,6 +263,7 @@ constexpr Migration kMigrations[] = {
     {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
     {3, kMigrationV3},
     {4, kMigrationV4},
+    {5, kMigrationV5},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -55,6 +55,7 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
       "ALTER TABLE t_state DROP COLUMN list_key;"
       "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
       "DROP TABLE t_schedule;"
+      "DROP TABLE t_deadline;"
       "DROP INDEX idx_t_state_pending_ffqn; DROP INDEX idx_t_state_pending_digest;"
       "ALTER TABLE t_state DROP COLUMN paused; ALTER TABLE t_state DROP COLUMN cancelling;"
       "CREATE INDEX idx_t_state_pending_ffqn ON t_state (ffqn, pending_expires_finished, "
@@ -83,6 +84,30 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_schedule"), 1);
   // V4: the pause and cancel flags, unset on the rows already there.
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_state WHERE paused = 0 AND cancelling = 0"), 13);
+}
+
+// A V4 store (before deadlines) is migrated to V5 when opened: its
+// executions are kept, without deadlines, and new ones keep theirs.
+TEST_F(SqliteTest, MigrationToV5AddsDeadlines) {
+  Open();
+  const auto old_id = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(old_id, T(0))));
+  ClosePool();
+  RawExec("DROP TABLE t_deadline; DELETE FROM t_metadata WHERE schema_version > 4;");
+  ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 4);
+
+  Open();
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), internal::kLatestSchemaVersion);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_deadline"), 0);
+  const auto new_id = core::ExecutionId::Generate();
+  storage::CreateRequest req = NewCreate(new_id, T(0));
+  req.policy.deadline = T(10);
+  ASSERT_TRUE(db().Create(req));
+  auto timers = db().GetExpiredTimers(T(100));
+  ASSERT_TRUE(timers.has_value());
+  ASSERT_EQ(timers->size(), 1u);
+  EXPECT_EQ(std::get<storage::ExpiredDeadline>((*timers)[0]),
+            (storage::ExpiredDeadline{new_id, T(10)}));
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

@@ -28,7 +28,7 @@ CreateRequest CreateRequestOf(const ExecutionId& id, const core::ExecutionEvent&
                        created.ffqn,         created.params,
                        created.parent,       created.scheduled_at,
                        created.component_id, created.metadata,
-                       created.scheduled_by};
+                       created.scheduled_by, created.policy};
 }
 
 // Responses of `log` in arrival order, fed to the oracle on demand.

@@ -26,6 +26,11 @@ export const functions = {
       throw new Err("no luck");
     },
   },
+  "testing:js/act.declined": {
+    run: async () => {
+      throw new Err("declined", "the card was declined", { retryable: false });
+    },
+  },
   "testing:js/act.loop": {
     run: async () => {
       for (;;) {}

@@ -141,8 +141,8 @@ Script ProgramScript(std::vector<ProgramStep> program) {
         case Op::kTryReceive: {
           const std::string channel = "c" + std::to_string(step.arg % 2);
           WF_TRY(auto message, run.TryReceive(channel));
-          trace += (message ? message->message_id + "=" + message->body.dump()
-                            : std::string("nothing")) +
+          trace += (message && *message ? (*message)->message_id + "=" + (*message)->body.dump()
+                                        : std::string("nothing")) +
                    ";";
           break;
         }
@@ -251,7 +251,15 @@ TEST_P(DeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
       for (const auto& name : interrupt.EventNames(id)) interrupt_locks += name == "Locked" ? 1 : 0;
     }
 
-    // Wiped history, same responses: one run reaches the end at once.
+    // Wiped history, same responses: one run reaches the end at once. Not
+    // for a program that tries a receive: a try in new territory answers
+    // with what has arrived by then, and a wiped run is given every
+    // response the first run ever got, so its tries would find messages
+    // the first run's tries could not have seen yet (the replay of a try
+    // is covered above: every variant replays recorded tries).
+    bool tries = false;
+    for (const ProgramStep& step : program) tries = tries || step.op == Op::kTryReceive;
+    if (tries) continue;
     TestEnv wiped(GetParam(), TestOptions(BlockingStrategy::kInterrupt), ProgramScript(program));
     wiped.CreateWorkflow(id);
     const DateTime now = wiped.clock().Now();

@@ -226,7 +226,8 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
   std::set<std::string> message_ids;
   for (const auto& response : snap.responses) {
     const auto& js = response.event.join_set_id;
-    ++responses_per_set[js];
+    // A message answers no request: only the others are counted against
+    // the requests of their join set.
     if (const auto* message = std::get_if<core::MessageReceived>(&response.event.event)) {
       if (!message_ids.insert(message->message_id).second) {
         out.push_back("message " + message->message_id + " was delivered more than once");
@@ -237,6 +238,7 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
       }
       continue;
     }
+    ++responses_per_set[js];
     if (const auto* delay = std::get_if<core::DelayFinished>(&response.event.event)) {
       const std::string delay_id = delay->delay_id.ToString();
       if (!responded_delays.insert(delay_id).second) {

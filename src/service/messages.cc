@@ -60,8 +60,11 @@ Result<void, ServiceError> CheckValueKey(std::string_view key) {
 }
 
 // How long a value wait sleeps between reads of the log: published values
-// have no notification of their own, so a wait polls, woken early when
-// the execution finishes (no value can come after that).
+// have no notification of their own, so a wait polls — from 1 ms, doubling
+// up to 10 ms, since a value often follows a message at once — woken
+// early when the execution finishes (no value can come after that). Each
+// read starts where the last one ended.
+constexpr std::chrono::milliseconds kValuePollFirst{1};
 constexpr std::chrono::milliseconds kValuePollInterval{10};
 
 }  // namespace
@@ -129,6 +132,11 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
   };
   const auto deadline = std::chrono::steady_clock::now() + wait.timeout;
   ValuesSoFar values;
+  std::chrono::milliseconds poll = kValuePollFirst;
+  // Only a value published after `after_version` can answer: the log is
+  // read from there (a reader following a long-running workflow does not
+  // read its whole log again at every value).
+  if (wait.after_version) values.next = wait.after_version->Increment();
   for (;;) {
     // Finished first, then the log: a value published before the end is
     // in the read that follows.
@@ -156,8 +164,8 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
                                               std::to_string(wait.timeout.count()) + " ms"));
     }
     // A bounded sleep that a finish (or `cancel`) ends early.
-    const auto nap = std::min<std::chrono::steady_clock::duration>(kValuePollInterval,
-                                                                   deadline - now);
+    const auto nap = std::min<std::chrono::steady_clock::duration>(poll, deadline - now);
+    poll = std::min(poll * 2, kValuePollInterval);
     auto finished = api_->WaitForFinishedResult(id, storage::WaitOptions{now + nap, cancel});
     if (!finished && finished.error().IsTimeout() &&
         finished.error().timeout() == storage::TimeoutOutcome::kCancel) {

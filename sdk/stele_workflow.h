@@ -189,8 +189,7 @@ static inline void stele_publish(const char* key, stele_str value_json) {
 /* Sends `body_json` to `channel` of execution `id`, once: STELE_OK,
  * STELE_NOT_FOUND, or STELE_FAILED when it has finished. */
 static inline int stele_send(stele_str id, const char* channel, stele_str body_json) {
-  return stele__send(id.ptr, id.len, channel, stele_strlen(channel), body_json.ptr,
-                     body_json.len);
+  return stele__send(id.ptr, id.len, channel, stele_strlen(channel), body_json.ptr, body_json.len);
 }
 /* The result of a child a join_next already consumed. */
 static inline int stele_get(const char* ffqn, stele_str child_id, stele_str* result) {

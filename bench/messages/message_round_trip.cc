@@ -5,6 +5,8 @@
 // trips. Prints p50 / p99 / max of send → reader sees the value, as
 // `stele messages <metric> <value> <unit>` lines. SQLite synchronous=FULL
 // in STELE_BENCH_DIR (default /tmp); the workflow waits warm (the default).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,8 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "stele/stele.h"
 
@@ -71,12 +71,13 @@ int main() {
       after = pong->version;
       if (pong->value == stele::Json(i)) break;
     }
-    const double elapsed =
-        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (i >= warmup) ms.push_back(elapsed);
   }
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+  };
   std::printf("stele messages round_trips %zu count\n", ms.size());
   std::printf("stele messages round_trip_p50 %.2f ms\n", at(0.50));
   std::printf("stele messages round_trip_p99 %.2f ms\n", at(0.99));

@@ -359,10 +359,10 @@ class Engine {
   // waits up to it for one published after `after_version` (any value when
   // nullopt). Errors: kInvalidArgument, kNotFound (no execution; no value
   // when not waiting, or the execution finished without one), kTimeout.
-  Result<PublishedValue, Error> GetValue(std::string_view execution_id, std::string_view key,
-                                         std::optional<uint32_t> after_version = std::nullopt,
-                                         std::chrono::milliseconds timeout =
-                                             std::chrono::milliseconds(0));
+  Result<PublishedValue, Error> GetValue(
+      std::string_view execution_id, std::string_view key,
+      std::optional<uint32_t> after_version = std::nullopt,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Every key's last value, by key. Errors: kInvalidArgument, kNotFound.
   Result<std::vector<PublishedValue>, Error> ListValues(std::string_view execution_id);
   // One page of executions. Errors: kInvalidArgument for a malformed ffqn

@@ -114,11 +114,18 @@ std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
 }
 
 std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
-  static constexpr std::string_view kTags[] = {
-      "persist",   "join_set_create",    "join_set_request",
-      "join_next", "join_next_too_many", "schedule",
-      "stub",      "step",               "cancel_request",   "join_next_try",
-      "publish",   "send_message"};
+  static constexpr std::string_view kTags[] = {"persist",
+                                               "join_set_create",
+                                               "join_set_request",
+                                               "join_next",
+                                               "join_next_too_many",
+                                               "schedule",
+                                               "stub",
+                                               "step",
+                                               "cancel_request",
+                                               "join_next_try",
+                                               "publish",
+                                               "send_message"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }

@@ -144,10 +144,9 @@ inline std::vector<ExecutionRequest> ExecutionRequests() {
 }
 
 inline std::vector<JoinSetResponse> JoinSetResponses() {
-  std::vector<JoinSetResponse> out = {DelayFinished{TestDelayId(), true},
-                                      DelayFinished{TestDelayId(), false},
-                                      MessageReceived{"m-1", Json{{"n", 1}}},
-                                      MessageReceived{"msg_2", Json()}};
+  std::vector<JoinSetResponse> out = {
+      DelayFinished{TestDelayId(), true}, DelayFinished{TestDelayId(), false},
+      MessageReceived{"m-1", Json{{"n", 1}}}, MessageReceived{"msg_2", Json()}};
   for (const SupportedFunctionReturnValue& result : ReturnValues()) {
     out.push_back(ChildExecutionFinished{ChildId(), Version(7), result});
   }

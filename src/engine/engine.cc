@@ -381,14 +381,12 @@ Result<std::string, Error> Engine::SendMessage(std::string_view execution_id,
   return std::move(sent.message_id);
 }
 
-Result<PublishedValue, Error> Engine::GetValue(std::string_view execution_id,
-                                               std::string_view key,
+Result<PublishedValue, Error> Engine::GetValue(std::string_view execution_id, std::string_view key,
                                                std::optional<uint32_t> after_version,
                                                std::chrono::milliseconds timeout) {
   service::ValueWait wait{std::nullopt, timeout};
   if (after_version) wait.after_version = core::Version(*after_version);
-  STELE_ASSIGN_OR_RETURN(auto value,
-                         Translate(impl_->service->GetValue(execution_id, key, wait)));
+  STELE_ASSIGN_OR_RETURN(auto value, Translate(impl_->service->GetValue(execution_id, key, wait)));
   return ToPublicValue(std::move(value));
 }
 

@@ -76,8 +76,8 @@ TEST_F(MessageTest, KeptBeforeReceiveConsumedOnceInArrivalOrder) {
 
 TEST_F(MessageTest, ReceiveWithTimeoutEndsEitherWay) {
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:msg/wf.timeout", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:msg/wf.timeout", [](WorkflowContext& ctx, Json) -> Task<Json> {
         Json out;
         // Nobody sends on "quiet": the timer wins.
         auto quiet = co_await ctx.receive("quiet", 20ms);
@@ -142,8 +142,8 @@ TEST_F(MessageTest, SendIsIdempotentPerIdAndRefusesWhatItMust) {
 
 TEST_F(MessageTest, PublishedValuesLastWriteWinsAndWaitsAfterAVersion) {
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:msg/wf.progress", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:msg/wf.progress", [](WorkflowContext& ctx, Json) -> Task<Json> {
         co_await ctx.publish("progress", Json(1));
         co_await ctx.publish("stage", Json("started"));
         auto go = co_await ctx.receive("go");

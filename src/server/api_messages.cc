@@ -1,10 +1,10 @@
 // The HTTP face of messages and published values (docs/api.md,
 // "Messages"): each handler translates the request into one
 // ExecutionService call and its answer back; every rule is the service's.
-#include "server/api_ops.h"
-
 #include <string>
 #include <utility>
+
+#include "server/api_ops.h"
 
 namespace stele::server::api {
 
@@ -30,8 +30,8 @@ Result<core::Json, ApiError> SendMessage(ServerImpl& d, const httplib::Request& 
   if (!body.contains("body")) {
     return Unexpected(Validation("`body` is required: the message, any JSON value"));
   }
-  service::SendMessageRequest request{PathSegment(req), PathSegment2(req),
-                                      std::move(body["body"]), std::nullopt};
+  service::SendMessageRequest request{PathSegment(req), PathSegment2(req), std::move(body["body"]),
+                                      std::nullopt};
   if (body.contains("message_id")) {
     if (!body["message_id"].is_string()) {
       return Unexpected(Validation("`message_id` must be a string"));
@@ -88,8 +88,8 @@ Result<core::Json, ApiError> GetValue(ServerImpl& d, const httplib::Request& req
   }
   auto value = d.service->GetValue(id, key, wait, d.stop_wait);
   if (!value && value.error().kind == service::ServiceError::Kind::kCancelled) {
-    return Unexpected(ShuttingDown("the server is shutting down; wait for " + id +
-                                   " again once it is back"));
+    return Unexpected(
+        ShuttingDown("the server is shutting down; wait for " + id + " again once it is back"));
   }
   STELE_ASSIGN_OR_RETURN(auto found, FromService(std::move(value)));
   return ValueToJson(id, found);

@@ -18,9 +18,8 @@ class ApiMessagesTest : public ApiTest {
     EXPECT_TRUE(db.has_value());
     const DateTime now = SystemClock::Instance().Now();
     core::ExecutionId id = core::ExecutionId::Generate();
-    EXPECT_TRUE((*db)->Create(storage::CreateRequest{now, id, Ffqn(kParent), Json::array(),
-                                                     std::nullopt, now, workflow_id_, {},
-                                                     std::nullopt}));
+    EXPECT_TRUE((*db)->Create(storage::CreateRequest{
+        now, id, Ffqn(kParent), Json::array(), std::nullopt, now, workflow_id_, {}, std::nullopt}));
     return id;
   }
 
@@ -155,7 +154,8 @@ TEST_F(ApiMessagesTest, HostileInputWritesNothing) {
     auto res = client_->Post(c.path.c_str(), c.body, "application/json");
     ASSERT_TRUE(res) << c.path;
     EXPECT_EQ(res->status, c.status) << c.path << " " << c.body.substr(0, 80) << ": " << res->body;
-    if (res->status == 413) client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    if (res->status == 413)
+      client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
   }
   const Json after = {Responses(id), Body(Get("/v1/executions/" + id.ToString() + "/events"))};
   EXPECT_EQ(after, before);
@@ -193,8 +193,8 @@ TEST_F(ApiMessagesTest, PublishedValuesAreListedAndWaitedFor) {
   ASSERT_TRUE(next);
   ASSERT_EQ(next->status, 200) << next->body;
   EXPECT_EQ(Body(next)["value"], 3);
-  for (const char* bad : {"/bad_key", "/a.b", "/progress?after_version=x",
-                          "/progress?timeout=100000"}) {
+  for (const char* bad :
+       {"/bad_key", "/a.b", "/progress?after_version=x", "/progress?timeout=100000"}) {
     auto res = Get(base + bad);
     ASSERT_TRUE(res) << bad;
     EXPECT_EQ(res->status, 400) << bad << ": " << res->body;

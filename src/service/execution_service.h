@@ -154,7 +154,7 @@ struct MessageSent {
 struct PublishedValue {
   std::string key;
   core::Json value;
-  core::Version version;   // of its Publish event: what a later wait passes as `after`
+  core::Version version;  // of its Publish event: what a later wait passes as `after`
   DateTime published_at;
 };
 
@@ -297,10 +297,9 @@ class ExecutionService {
   // (malformed id or key), kNotFound (no such execution; or no such value,
   // when not waiting or when the execution finished without it),
   // kTimeout, kCancelled when `cancel` fires.
-  Result<PublishedValue, ServiceError> GetValue(std::string_view execution_id,
-                                                std::string_view key, const ValueWait& wait = {},
-                                                const CancellationToken& cancel =
-                                                    CancellationToken());
+  Result<PublishedValue, ServiceError> GetValue(
+      std::string_view execution_id, std::string_view key, const ValueWait& wait = {},
+      const CancellationToken& cancel = CancellationToken());
   // Messages this service delivered (SendMessage and its workflows' sends;
   // idempotent repeats not counted) and messages its workflows consumed.
   struct MessageCounts {

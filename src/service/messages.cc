@@ -43,18 +43,18 @@ Result<void, ServiceError> ReadValues(storage::DbExternalApi& api, const core::E
 Result<core::JoinSetId, ServiceError> ParseChannel(std::string_view channel) {
   auto id = core::ChannelJoinSet(channel);
   if (!id || !core::IsValidChannel(channel)) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "invalid channel: 1 to " + std::to_string(core::kMaxChannelLength) +
-        " ASCII letters, digits, `-` or `/`"));
+    return Unexpected(ServiceError::InvalidArgument("invalid channel: 1 to " +
+                                                    std::to_string(core::kMaxChannelLength) +
+                                                    " ASCII letters, digits, `-` or `/`"));
   }
   return *std::move(id);
 }
 
 Result<void, ServiceError> CheckValueKey(std::string_view key) {
   if (!core::IsValidValueKey(key)) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "invalid value key: 1 to " + std::to_string(core::kMaxChannelLength) +
-        " ASCII letters, digits, `-` or `/`"));
+    return Unexpected(ServiceError::InvalidArgument("invalid value key: 1 to " +
+                                                    std::to_string(core::kMaxChannelLength) +
+                                                    " ASCII letters, digits, `-` or `/`"));
   }
   return {};
 }
@@ -69,8 +69,7 @@ constexpr std::chrono::milliseconds kValuePollInterval{10};
 
 }  // namespace
 
-Result<MessageSent, ServiceError> ExecutionService::SendMessage(
-    const SendMessageRequest& request) {
+Result<MessageSent, ServiceError> ExecutionService::SendMessage(const SendMessageRequest& request) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(request.execution_id));
   STELE_ASSIGN_OR_RETURN(core::JoinSetId join_set, ParseChannel(request.channel));
   std::string message_id = request.message_id.value_or("msg_" + GenerateUlid().ToString());
@@ -146,18 +145,15 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
     auto found = values.by_key.find(name);
     if (found != values.by_key.end() && fits(found->second)) return found->second;
     if (state->IsFinished()) {
-      return Unexpected(ServiceError::NotFound(what + " finished without publishing `" + name +
-                                               "`" + (wait.after_version ? " after version " +
-                                                                               wait.after_version->ToString()
-                                                                         : "")));
+      return Unexpected(ServiceError::NotFound(
+          what + " finished without publishing `" + name + "`" +
+          (wait.after_version ? " after version " + wait.after_version->ToString() : "")));
     }
     const auto now = std::chrono::steady_clock::now();
     if (wait.timeout.count() == 0) {
-      return Unexpected(ServiceError::NotFound(what + " has published no value `" + name + "`" +
-                                               (wait.after_version
-                                                    ? " after version " +
-                                                          wait.after_version->ToString()
-                                                    : "")));
+      return Unexpected(ServiceError::NotFound(
+          what + " has published no value `" + name + "`" +
+          (wait.after_version ? " after version " + wait.after_version->ToString() : "")));
     }
     if (now >= deadline) {
       return Unexpected(ServiceError::Timeout("no value `" + name + "` of " + what + " within " +
@@ -169,8 +165,8 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
     auto finished = api_->WaitForFinishedResult(id, storage::WaitOptions{now + nap, cancel});
     if (!finished && finished.error().IsTimeout() &&
         finished.error().timeout() == storage::TimeoutOutcome::kCancel) {
-      return Unexpected(ServiceError::Cancelled("the wait for `" + name + "` of " + what +
-                                                " was cancelled"));
+      return Unexpected(
+          ServiceError::Cancelled("the wait for `" + name + "` of " + what + " was cancelled"));
     }
   }
 }

@@ -88,12 +88,15 @@ TEST_F(JsHostTest, HelloCallsANativeActivityAndSleepsWithABacktraceOfTheSource) 
 TEST_F(JsHostTest, MessagesAndPublishedValues) {
   Env& env = Start(EnvConfig{});
   auto id = env.Submit("testing:js/wf.messages", Json::array());
-  EXPECT_EQ(OkJson(env.Await(id)),
-            Json(R"([null,true,"orders",{"n":1},"send: execution E_01KBNHM5FQW81KP5Y3XMNX31K4 not found"])"));
+  EXPECT_EQ(
+      OkJson(env.Await(id)),
+      Json(
+          R"([null,true,"orders",{"n":1},"send: execution E_01KBNHM5FQW81KP5Y3XMNX31K4 not found"])"));
   std::vector<Json> published;
   for (const auto& e : env.Events(id)) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
-      if (const auto* p = std::get_if<core::HistoryPublish>(&h->event)) published.push_back(p->value);
+      if (const auto* p = std::get_if<core::HistoryPublish>(&h->event))
+        published.push_back(p->value);
     }
   }
   EXPECT_EQ(published, (std::vector<Json>{Json("waiting"), Json{{"n", 1}}}));

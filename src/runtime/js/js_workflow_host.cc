@@ -320,14 +320,15 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     auto channel = Str(args, 1);
     if (!target_text || !channel || args.size() < 3) return BadArguments(op);
     auto target = core::ExecutionId::Parse(*target_text);
-    if (!target) return HostReply::Throw("TypeError", "send: `" + *target_text + "` is not an execution id");
+    if (!target)
+      return HostReply::Throw("TypeError", "send: `" + *target_text + "` is not an execution id");
     auto sent = run_.SendMessage(*target, *channel, args[2]);
     if (!sent) return Abort();
     if (!*sent) {
-      return HostReply::Throw("Error", "send: execution " + *target_text +
-                                           (sent->error().kind == wf::SendError::Kind::kNotFound
-                                                ? " not found"
-                                                : " has finished"));
+      return HostReply::Throw(
+          "Error", "send: execution " + *target_text +
+                       (sent->error().kind == wf::SendError::Kind::kNotFound ? " not found"
+                                                                             : " has finished"));
     }
     return HostReply::Value(nullptr);
   }

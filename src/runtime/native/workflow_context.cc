@@ -267,13 +267,12 @@ Op<Result<ReceivedMessage, ReceiveError>> WorkflowContext::receive(std::string_v
 Op<Result<ReceivedMessage, ReceiveError>> WorkflowContext::receive(
     std::string_view channel, std::chrono::milliseconds timeout, SourceLocation where) {
   using R = Result<ReceivedMessage, ReceiveError>;
-  return Op<R>(
-      [run = &run_, channel = std::string(channel), timeout, where]() -> std::optional<R> {
-        NativeRun::CallScope scope(*run, where);
-        auto received = run->run().Receive(channel, InIntent(timeout));
-        if (!received) return std::nullopt;
-        return PublicReceived(*std::move(received));
-      });
+  return Op<R>([run = &run_, channel = std::string(channel), timeout, where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto received = run->run().Receive(channel, InIntent(timeout));
+    if (!received) return std::nullopt;
+    return PublicReceived(*std::move(received));
+  });
 }
 
 Op<Result<std::optional<ReceivedMessage>, ReceiveError>> WorkflowContext::try_receive(
@@ -283,8 +282,8 @@ Op<Result<std::optional<ReceivedMessage>, ReceiveError>> WorkflowContext::try_re
     NativeRun::CallScope scope(*run, where);
     auto received = run->run().TryReceive(channel);
     if (!received) return std::nullopt;
-    if (!*received) return R(Unexpected(ReceiveError{ReceiveError::Kind::kCancelled,
-                                                     kCancelledMessage}));
+    if (!*received)
+      return R(Unexpected(ReceiveError{ReceiveError::Kind::kCancelled, kCancelledMessage}));
     if (!**received) return R(std::optional<ReceivedMessage>());
     auto got = PublicReceived(***std::move(received));
     return R(std::optional<ReceivedMessage>(*std::move(got)));

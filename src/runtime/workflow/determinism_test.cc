@@ -125,8 +125,8 @@ Script ProgramScript(std::vector<ProgramStep> program) {
         case Op::kSend: {
           // To itself: what a receive finds depends only on the program.
           const std::string channel = "c" + std::to_string(step.arg % 2);
-          WF_TRY(auto sent, run.SendMessage(run.execution_id(), channel,
-                                            core::Json::array({step.arg % 100})));
+          WF_TRY(auto sent,
+                 run.SendMessage(run.execution_id(), channel, core::Json::array({step.arg % 100})));
           trace += sent ? "sent;" : "not sent;";
           break;
         }
@@ -147,8 +147,8 @@ Script ProgramScript(std::vector<ProgramStep> program) {
           break;
         }
         case Op::kPublish: {
-          WF_TRY_VOID(run.PublishValue("k" + std::to_string(step.arg % 2),
-                                       core::Json(step.arg % 1000)));
+          WF_TRY_VOID(
+              run.PublishValue("k" + std::to_string(step.arg % 2), core::Json(step.arg % 1000)));
           trace += "published;";
           break;
         }

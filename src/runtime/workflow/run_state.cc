@@ -401,9 +401,9 @@ Result<JoinSetState*, Interruption> RunState::OpenJoinSet(const core::JoinSetId&
                                                           std::string_view what) {
   JoinSetState* state = FindJoinSet(id);
   if (id.kind() == core::JoinSetKind::kMessages) {
-    return Interrupt(Interruption::Kind::kConstraintViolation,
-                     std::string(what) + ": join set " + id.ToString() +
-                         " is a channel's: receive from it");
+    return Interrupt(
+        Interruption::Kind::kConstraintViolation,
+        std::string(what) + ": join set " + id.ToString() + " is a channel's: receive from it");
   }
   if (state == nullptr || id.kind() == core::JoinSetKind::kOneOff) {
     return Interrupt(Interruption::Kind::kConstraintViolation,

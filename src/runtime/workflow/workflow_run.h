@@ -468,8 +468,8 @@ class WorkflowRun {
   // crash delivers it once), then SendMessage records what delivery
   // answered; a replay returns the recorded answer and sends nothing.
   // kNotFound / kAlreadyFinished are the workflow's to handle.
-  CallResult<void, SendError> SendMessage(const core::ExecutionId& target,
-                                          std::string_view channel, core::Json body);
+  CallResult<void, SendError> SendMessage(const core::ExecutionId& target, std::string_view channel,
+                                          core::Json body);
 
   // --- Durable steps -----------------------------------------------------------------
   // A step's function: its ok or err value, or why it failed (an error

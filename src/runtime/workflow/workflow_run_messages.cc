@@ -22,8 +22,8 @@ Result<internal::JoinSetState*, Interruption> ChannelState(internal::RunState& s
                                                            std::string_view channel) {
   auto id = core::ChannelJoinSet(channel);
   if (!id) {
-    return state.Interrupt(MessageKind::kTrap, std::string(what) + ": invalid channel: " +
-                                                   id.error().message);
+    return state.Interrupt(MessageKind::kTrap,
+                           std::string(what) + ": invalid channel: " + id.error().message);
   }
   return &state.ChannelJoinSet(*id);
 }
@@ -31,7 +31,7 @@ Result<internal::JoinSetState*, Interruption> ChannelState(internal::RunState& s
 // A body or value over the size limit of params ends the execution, as
 // oversized params of a child do.
 Result<void, Interruption> CheckMessageSize(internal::RunState& state, std::string_view what,
-                                     const core::Json& value) {
+                                            const core::Json& value) {
   if (state.options.max_params_bytes == 0) return {};
   const size_t bytes = core::SerializeJson(value).size();
   if (bytes > state.options.max_params_bytes) {
@@ -51,7 +51,8 @@ struct ChannelConsumed {
   bool timed_out = false;
 };
 
-ChannelConsumed ClassifyChannelResponse(JoinSetResponseValue response, const std::optional<core::DelayId>& timer) {
+ChannelConsumed ClassifyChannelResponse(JoinSetResponseValue response,
+                                        const std::optional<core::DelayId>& timer) {
   if (auto* message = std::get_if<MessageResponse>(&response)) {
     return ChannelConsumed{std::move(*message), false};
   }
@@ -73,8 +74,7 @@ CallResult<Message, ReceiveError> WorkflowRun::Receive(
     std::string_view channel, const std::optional<core::HistoryEventScheduleAt>& timeout) {
   using Inner = Result<Message, ReceiveError>;
   STELE_TRY(state_->Begin());
-  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
-                         ChannelState(*state_, "receive", channel));
+  STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found, ChannelState(*state_, "receive", channel));
   const core::JoinSetId join_set = found->id;
   std::optional<DateTime> expires_at;
   if (timeout) {
@@ -123,8 +123,7 @@ CallResult<Message, ReceiveError> WorkflowRun::Receive(
   }
 }
 
-CallResult<std::optional<Message>, ReceiveError> WorkflowRun::TryReceive(
-    std::string_view channel) {
+CallResult<std::optional<Message>, ReceiveError> WorkflowRun::TryReceive(std::string_view channel) {
   using Inner = Result<std::optional<Message>, ReceiveError>;
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
@@ -162,10 +161,10 @@ CallResult<std::optional<Message>, ReceiveError> WorkflowRun::TryReceive(
 Result<void, Interruption> WorkflowRun::PublishValue(std::string_view key, core::Json value) {
   STELE_TRY(state_->Begin());
   if (!core::IsValidValueKey(key)) {
-    return state_->Interrupt(MessageKind::kTrap,
-                             "publish: invalid key `" + std::string(key.substr(0, 64)) +
-                                 "`: 1 to " + std::to_string(core::kMaxChannelLength) +
-                                 " ASCII letters, digits, `-` or `/`");
+    return state_->Interrupt(MessageKind::kTrap, "publish: invalid key `" +
+                                                     std::string(key.substr(0, 64)) + "`: 1 to " +
+                                                     std::to_string(core::kMaxChannelLength) +
+                                                     " ASCII letters, digits, `-` or `/`");
   }
   STELE_TRY(CheckMessageSize(*state_, "the value of `" + std::string(key) + "`", value));
   STELE_TRY(state_->Step(core::HistoryPublish{std::string(key), std::move(value)}));
@@ -184,10 +183,10 @@ CallResult<void, SendError> WorkflowRun::SendMessage(const core::ExecutionId& ta
                              "send message: invalid channel: " + join_set.error().message);
   }
   STELE_TRY(CheckMessageSize(*state_, "the message body", body));
-  core::HistorySendMessage key{target, std::string(channel),
-                               execution_id().ToString() + "@" +
-                                   std::to_string(state_->sends() + 1),
-                               std::move(body), core::SendOutcome::kDelivered};
+  core::HistorySendMessage key{
+      target, std::string(channel),
+      execution_id().ToString() + "@" + std::to_string(state_->sends() + 1), std::move(body),
+      core::SendOutcome::kDelivered};
   if (state_->Recorded() == nullptr) {
     // The target may be an execution this run scheduled and still caches.
     STELE_TRY(state_->Flush());

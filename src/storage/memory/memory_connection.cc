@@ -298,9 +298,9 @@ Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
   std::lock_guard lock(state_->mu);
   if (const auto* message = std::get_if<core::MessageReceived>(&response.event)) {
     if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-    STELE_ASSIGN_OR_RETURN(AppendMessageOutcome outcome,
-                           AppendMessageLocked(created_at, execution_id, response.join_set_id,
-                                               *message));
+    STELE_ASSIGN_OR_RETURN(
+        AppendMessageOutcome outcome,
+        AppendMessageLocked(created_at, execution_id, response.join_set_id, *message));
     if (outcome == AppendMessageOutcome::kAlreadyDelivered) {
       return Unexpected(DbErrorWriteNonRetriable::Conflict());
     }

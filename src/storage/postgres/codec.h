@@ -61,9 +61,9 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
 using storage::DecodeEvent;
 using storage::DecodeJson;
 using storage::DecodeRawJson;
-using storage::EncodeRawJson;
 using storage::EncodeEvent;
 using storage::EncodeJson;
+using storage::EncodeRawJson;
 
 // SELECT list + FROM of responses (11 columns) for DecodeResponseRow;
 // callers append WHERE/ORDER BY on alias `r`.

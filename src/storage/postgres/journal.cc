@@ -529,8 +529,9 @@ Result<bool, DbErrorWrite> Journal::Create(const CreateRequest& req, DateTime cu
 
 Result<std::optional<core::JoinSetResponseEvent>, DbErrorWrite> Journal::FindMessage(
     const ExecutionId& execution_id, const std::string& message_id) {
-  STELE_ASSIGN_OR_RETURN(const PgResult* res,
-                         tx_.Q(kSelectMessage, Params().Text(execution_id.ToString()).Text(message_id)));
+  STELE_ASSIGN_OR_RETURN(
+      const PgResult* res,
+      tx_.Q(kSelectMessage, Params().Text(execution_id.ToString()).Text(message_id)));
   if (res->rows() == 0) return std::optional<core::JoinSetResponseEvent>();
   STELE_ASSIGN_OR_RETURN(auto join_set_id,
                          ParseColumn<core::JoinSetId>(res->Str(0, 0), "response join_set_id"));

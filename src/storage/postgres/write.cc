@@ -329,7 +329,8 @@ Result<AppendMessageOutcome, DbErrorWrite> PostgresConnection::AppendMessage(
         STELE_TRY(ValidateMessage(join_set_id, message));
         Journal journal(tx);
         STELE_ASSIGN_OR_RETURN(const ExecutionState* state, journal.State(execution_id.ToString()));
-        STELE_ASSIGN_OR_RETURN(auto existing, journal.FindMessage(execution_id, message.message_id));
+        STELE_ASSIGN_OR_RETURN(auto existing,
+                               journal.FindMessage(execution_id, message.message_id));
         if (existing) return RedeliveryOutcome(*existing, join_set_id, message);
         if (state->pending_state.IsFinished()) return Unexpected(FinishedRefusesMessage());
         STELE_TRY(journal.InsertResponse(

@@ -219,11 +219,11 @@ Result<AppendMessageOutcome, DbErrorWrite> SqliteConnection::AppendMessage(
             auto existing, FindMessage(tx.connection, execution_id.ToString(), message.message_id));
         if (existing) return RedeliveryOutcome(*existing, join_set_id, message);
         if (state->pending_state.IsFinished()) return Unexpected(FinishedRefusesMessage());
-        STELE_TRY(InsertResponseTx(
-            tx, execution_id,
-            core::JoinSetResponseEventOuter{created_at,
-                                            core::JoinSetResponseEvent{join_set_id, message}},
-            created_at));
+        STELE_TRY(
+            InsertResponseTx(tx, execution_id,
+                             core::JoinSetResponseEventOuter{
+                                 created_at, core::JoinSetResponseEvent{join_set_id, message}},
+                             created_at));
         return AppendMessageOutcome::kDelivered;
       });
 }

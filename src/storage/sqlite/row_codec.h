@@ -83,9 +83,9 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const Statement& stmt);
 using storage::DecodeEvent;
 using storage::DecodeJson;
 using storage::DecodeRawJson;
-using storage::EncodeRawJson;
 using storage::EncodeEvent;
 using storage::EncodeJson;
+using storage::EncodeRawJson;
 
 // Responses ------------------------------------------------------------------
 

@@ -24,13 +24,11 @@ class MessageTest : public ConformanceTest {
   }
   Result<AppendMessageOutcome, DbErrorWrite> Send(const ExecutionId& id, DateTime at,
                                                   const std::string& channel,
-                                                  const std::string& message_id,
-                                                  core::Json body) {
+                                                  const std::string& message_id, core::Json body) {
     return db().AppendMessage(at, id, Channel(channel), core::MessageReceived{message_id, body});
   }
   static core::JoinSetResponseEventOuter MessageAt(DateTime at, const std::string& channel,
-                                                   const std::string& message_id,
-                                                   core::Json body) {
+                                                   const std::string& message_id, core::Json body) {
     return core::JoinSetResponseEventOuter{
         at, core::JoinSetResponseEvent{Channel(channel),
                                        core::MessageReceived{message_id, std::move(body)}}};
@@ -51,8 +49,7 @@ TEST_P(MessageTest, DeliversInArrivalOrderAndRedeliversIdempotently) {
   EXPECT_EQ(Must(Send(id, kT0 + 4s, "orders", "m-1", core::Json{{"n", 1}})),
             AppendMessageOutcome::kAlreadyDelivered);
   // The same id with another body or channel: Conflict, nothing written.
-  EXPECT_THAT(Send(id, kT0 + 5s, "orders", "m-1", core::Json{{"n", 2}}),
-              IsNonRetriable(kConflict));
+  EXPECT_THAT(Send(id, kT0 + 5s, "orders", "m-1", core::Json{{"n", 2}}), IsNonRetriable(kConflict));
   EXPECT_THAT(Send(id, kT0 + 5s, "elsewhere", "m-1", core::Json{{"n", 1}}),
               IsNonRetriable(kConflict));
   ExecutionLog log = Must(db().Get(id));
@@ -80,9 +77,9 @@ TEST_P(MessageTest, RejectsBadInputUnknownAndFinishedExecutions) {
   EXPECT_THAT(Send(id, kT0, "orders", "", core::Json(1)), IsNonRetriable(kValidationFailed));
   EXPECT_THAT(Send(id, kT0, "orders", "has space", core::Json(1)),
               IsNonRetriable(kValidationFailed));
-  EXPECT_THAT(Send(id, kT0, "orders", std::string(core::kMaxMessageIdLength + 1, 'a'),
-                   core::Json(1)),
-              IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(
+      Send(id, kT0, "orders", std::string(core::kMaxMessageIdLength + 1, 'a'), core::Json(1)),
+      IsNonRetriable(kValidationFailed));
   EXPECT_THAT(Send(NewId(), kT0, "orders", "m-1", core::Json(1)), IsNotFound());
 
   EXPECT_EQ(Must(Send(id, kT0 + 1s, "orders", "m-1", core::Json(1))),

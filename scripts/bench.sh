@@ -15,6 +15,8 @@
 # bench.sh wasm [n...]                   WebAssembly costs (activity attempt,
 #                                        fan-out of n, replay per run)
 # bench.sh js [n...]                     the same for JavaScript (docs/js.md)
+# bench.sh messages                      message round trip p50/p99 on libstele
+#                                        (STELE_BENCH_MESSAGES round trips)
 # bench.sh cron                          cron tick lateness at 1,000 schedules
 #                                        (STELE_BENCH_CRON_SCHEDULES, _SECONDS, _MODE)
 # Builds Release in build/bench (or $STELE_BENCH_BUILD_DIR) and runs the chosen benchmark. Figures go to
@@ -54,6 +56,10 @@ elif [ "${1:-}" = "wasm" ]; then
   group=wasm
   binary=$build/bench/stele_wasm_bench
   set -- "$root/$build/examples/wasm" "$@"
+elif [ "${1:-}" = "messages" ]; then
+  shift
+  group=messages
+  binary=$build/bench/stele_messages_bench
 elif [ "${1:-}" = "cron" ]; then
   shift
   group=cron

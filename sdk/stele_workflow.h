@@ -61,6 +61,17 @@ int32_t stele__schedule(const char* ffqn, uint32_t ffqn_len, const char* params,
 STELE_IMPORT("stub")
 int32_t stele__stub(const char* ffqn, uint32_t ffqn_len, const char* id, uint32_t id_len,
                     int32_t status, const char* value, uint32_t value_len);
+STELE_IMPORT("receive")
+int32_t stele__receive(const char* channel, uint32_t channel_len, uint64_t timeout_millis,
+                       stele_out* id_out, stele_out* out);
+STELE_IMPORT("receive_try")
+int32_t stele__receive_try(const char* channel, uint32_t channel_len, stele_out* id_out,
+                           stele_out* out);
+STELE_IMPORT("publish")
+int32_t stele__publish(const char* key, uint32_t key_len, const char* value, uint32_t value_len);
+STELE_IMPORT("send")
+int32_t stele__send(const char* id, uint32_t id_len, const char* channel, uint32_t channel_len,
+                    const char* body, uint32_t body_len);
 STELE_IMPORT("random_u64") uint64_t stele__random_u64(uint64_t min, uint64_t max_exclusive);
 STELE_IMPORT("random_u64_inclusive")
 uint64_t stele__random_u64_inclusive(uint64_t min, uint64_t max_inclusive);
@@ -141,6 +152,44 @@ static inline int stele_join_next_try(stele_str js, stele_str* id, stele_str* re
   if (id) *id = stele_out_str(id_out);
   if (result) *result = stele_out_str(out);
   return status;
+}
+/* --- Messages and published values (docs/guest_abi.md §3) --- */
+/* The next message of `channel` (arrival order), waiting for it: STELE_OK
+ * with its id and JSON body; STELE_CANCELLED when the workflow is being
+ * cancelled. */
+static inline int stele_receive(const char* channel, stele_str* id, stele_str* body) {
+  stele_out id_out = {0, 0}, out = {0, 0};
+  int status = stele__receive(channel, stele_strlen(channel), UINT64_MAX, &id_out, &out);
+  if (id) *id = stele_out_str(id_out);
+  if (body) *body = stele_out_str(out);
+  return status;
+}
+/* stele_receive waiting at most `millis`: STELE_FAILED when no message
+ * came first. */
+static inline int stele_receive_ms(const char* channel, uint64_t millis, stele_str* id,
+                                   stele_str* body) {
+  stele_out id_out = {0, 0}, out = {0, 0};
+  int status = stele__receive(channel, stele_strlen(channel), millis, &id_out, &out);
+  if (id) *id = stele_out_str(id_out);
+  if (body) *body = stele_out_str(out);
+  return status;
+}
+/* stele_receive without waiting: STELE_PENDING when nothing has arrived. */
+static inline int stele_receive_try(const char* channel, stele_str* id, stele_str* body) {
+  stele_out id_out = {0, 0}, out = {0, 0};
+  int status = stele__receive_try(channel, stele_strlen(channel), &id_out, &out);
+  if (id) *id = stele_out_str(id_out);
+  if (body) *body = stele_out_str(out);
+  return status;
+}
+/* Publishes `value_json` under `key` for readers outside (last write wins). */
+static inline void stele_publish(const char* key, stele_str value_json) {
+  stele__publish(key, stele_strlen(key), value_json.ptr, value_json.len);
+}
+/* Sends `body_json` to `channel` of execution `id`, once: STELE_OK,
+ * STELE_NOT_FOUND, or STELE_FAILED when it has finished. */
+static inline int stele_send(stele_str id, const char* channel, stele_str body_json) {
+  return stele__send(id.ptr, id.len, channel, stele_strlen(channel), body_json.ptr, body_json.len);
 }
 /* The result of a child a join_next already consumed. */
 static inline int stele_get(const char* ffqn, stele_str child_id, stele_str* result) {

@@ -268,6 +268,24 @@ struct ListPage {
   std::optional<std::string> next_cursor;
 };
 
+// A message sent to a running execution (Engine::SendMessage).
+struct SendMessageOptions {
+  // The caller's idempotency key: 1 to 128 ASCII letters, digits and
+  // `_ . : @ / -`. The same id with the same channel and body is delivered
+  // once; with another, kConflict. nullopt: a new id.
+  std::optional<std::string> message_id = std::nullopt;
+};
+
+// The last value a workflow published under a key (ctx.publish).
+struct PublishedValue {
+  std::string key;
+  Json value;
+  // The log version of the publish: pass it as `after_version` to wait for
+  // the next value.
+  uint32_t version = 0;
+  std::chrono::system_clock::time_point published_at;
+};
+
 enum class CancelOutcome {
   kCancelled,        // finished `cancelled` (now, or before)
   kAlreadyFinished,  // a delay that had fired
@@ -371,6 +389,24 @@ class Engine {
   // Writes the result of a stub activity execution. Idempotent for the same
   // value; kConflict when another value was written.
   Result<void, Error> Stub(std::string_view execution_id, ExecutionResult result);
+  // Sends `body` to `channel` of a running execution, where its workflow's
+  // ctx.receive(channel) takes it (docs/sdk.md, "Messages"). Returns the
+  // message id. Errors: kInvalidArgument (malformed id, channel or message
+  // id; a body over EngineOptions::max_params_bytes), kNotFound, kConflict
+  // (the execution finished — nothing is delivered —, or the message id
+  // was used with another channel or body).
+  Result<std::string, Error> SendMessage(std::string_view execution_id, std::string_view channel,
+                                         Json body, const SendMessageOptions& options = {});
+  // The last value the execution published under `key`; with a timeout,
+  // waits up to it for one published after `after_version` (any value when
+  // nullopt). Errors: kInvalidArgument, kNotFound (no execution; no value
+  // when not waiting, or the execution finished without one), kTimeout.
+  Result<PublishedValue, Error> GetValue(
+      std::string_view execution_id, std::string_view key,
+      std::optional<uint32_t> after_version = std::nullopt,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  // Every key's last value, by key. Errors: kInvalidArgument, kNotFound.
+  Result<std::vector<PublishedValue>, Error> ListValues(std::string_view execution_id);
   // One page of executions. Errors: kInvalidArgument for a malformed ffqn
   // or cursor, or a limit of 0 or over ListOptions::kMaxLimit; kStorage.
   Result<ListPage, Error> List(const ListOptions& options = {});

@@ -135,6 +135,22 @@ struct ChildOptions {
   std::optional<uint32_t> jitter_percent = std::nullopt;
 };
 
+// A message taken from a channel by receive (docs/sdk.md, "Messages").
+struct ReceivedMessage {
+  std::string id;       // the sender's message id
+  std::string channel;  // the channel it was sent to
+  Json body;
+};
+
+struct ReceiveError {
+  enum class Kind {
+    kTimedOut,   // the timeout of receive came first
+    kCancelled,  // the workflow is being cancelled (Engine::Cancel): clean up and return
+  };
+  Kind kind = Kind::kTimedOut;
+  std::string message;
+};
+
 class WorkflowContext {
  public:
   explicit WorkflowContext(runtime::native::NativeRun& run) : run_(run) {}
@@ -224,6 +240,35 @@ class WorkflowContext {
   Op<Result<void, std::string>> stub(std::string_view ffqn, std::string_view execution_id,
                                      ExecutionResult result,
                                      SourceLocation where = SourceLocation::current());
+
+  // --- Messages and published values (docs/sdk.md, "Messages") ---------
+
+  // The next message sent to this execution on `channel` (Engine::
+  // SendMessage, POST /v1/executions/{id}/messages/{channel}, another
+  // workflow's send), in arrival order; waits for it. Messages sent before
+  // the workflow asks are kept; each is received exactly once, and a replay
+  // receives the same ones in the same order. A channel is 1 to 128 ASCII
+  // letters, digits, '-' or '/'; another fails the workflow.
+  Op<Result<ReceivedMessage, ReceiveError>> receive(
+      std::string_view channel, SourceLocation where = SourceLocation::current());
+  // receive, waiting at most `timeout` (a durable timer): kTimedOut when
+  // no message came first.
+  Op<Result<ReceivedMessage, ReceiveError>> receive(
+      std::string_view channel, std::chrono::milliseconds timeout,
+      SourceLocation where = SourceLocation::current());
+  // receive without waiting: nullopt when no message has arrived yet (the
+  // answer is recorded: a replay gives the same).
+  Op<Result<std::optional<ReceivedMessage>, ReceiveError>> try_receive(
+      std::string_view channel, SourceLocation where = SourceLocation::current());
+  // Publishes `value` under `key` (the rules of a channel) for readers
+  // outside (Engine::GetValue, GET /v1/executions/{id}/values/{key}); the
+  // last value of a key wins. Visible once the call returns.
+  Op<Done> publish(std::string_view key, Json value,
+                   SourceLocation where = SourceLocation::current());
+  // Sends `body` to `channel` of execution `execution_id`, exactly once
+  // (replays do not send again). Error: no such execution, or it finished.
+  Op<Result<void, std::string>> send(std::string_view execution_id, std::string_view channel,
+                                     Json body, SourceLocation where = SourceLocation::current());
 
   // --- Durable steps ----------------------------------------------------
 

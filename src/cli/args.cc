@@ -30,6 +30,7 @@ constexpr FlagSpec kFlags[] = {
     {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
     {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
     {"catch-up-limit", true}, {"deadline", true},   {"max-retries", true}, {"status", true},
+    {"message-id", true},     {"after-version", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -308,6 +309,19 @@ constexpr CommandHelp kCommandHelp[] = {
      "                 `execution get` shows, read just before)\n"
      "  --force        move it even though no component of this server serves\n"
      "                 DIGEST (another server on the database, or a restart, will)\n"},
+    {"execution send", "stele execution send ID CHANNEL BODY_JSON [--message-id ID]",
+     "Sends a message: BODY_JSON (any JSON value, or @FILE) to CHANNEL of a running\n"
+     "execution, where its workflow's receive(CHANNEL) takes it. Prints the message\n"
+     "id. With --message-id the send is idempotent: the same id and body are\n"
+     "delivered once. Exit 5 when the execution finished (nothing delivered) or the\n"
+     "id was used with another body; exit 3 when there is no such execution.\n"
+     "  --message-id ID  1 to 128 ASCII letters, digits and _ . : @ / -\n"},
+    {"execution values", "stele execution values ID",
+     "Lists the values the workflow published: key, version, value.\n"},
+    {"execution value", "stele execution value ID KEY [--after-version N] [--timeout SECONDS]",
+     "Prints the last value the workflow published under KEY. With --timeout, waits\n"
+     "for one published after --after-version (any value without it). Exit 3 when\n"
+     "there is none (and the execution finished, or no wait was asked).\n"},
     {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
     {"schedule list", "stele schedule list",
      "Lists the cron schedules: name, cron expression and zone, function, state,\n"
@@ -381,6 +395,9 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"execution resume", CommandKind::kExecutionResume, 1, {"reason"}},
       {"execution stub", CommandKind::kExecutionStub, 2, {}},
       {"execution upgrade", CommandKind::kExecutionUpgrade, 2, {"from", "force"}},
+      {"execution send", CommandKind::kExecutionSend, 3, {"message-id"}},
+      {"execution values", CommandKind::kExecutionValues, 1, {}},
+      {"execution value", CommandKind::kExecutionValue, 2, {"after-version", "timeout"}},
       {"component list", CommandKind::kComponentList, 0, {}},
       {"schedule list", CommandKind::kScheduleList, 0, {}},
       {"schedule get", CommandKind::kScheduleGet, 1, {}},
@@ -538,6 +555,32 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       const core::Json& r = cmd.stub_result;
       if (!r.is_object() || r.size() != 1 || (!r.contains("ok") && !r.contains("err"))) {
         return Usage("RESULT_JSON must be {\"ok\": VALUE} or {\"err\": VALUE}");
+      }
+      return {};
+    }
+    case CommandKind::kExecutionSend: {
+      // The server checks the channel and the message id (one rule).
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      cmd.channel = pos[1];
+      STELE_ASSIGN_OR_RETURN(cmd.message_body, ParseJsonArg("BODY_JSON", pos[2]));
+      cmd.message_id = Flag(t, "message-id");
+      return {};
+    }
+    case CommandKind::kExecutionValues:
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      return {};
+    case CommandKind::kExecutionValue: {
+      STELE_TRY(CheckExecutionId(pos[0]));
+      cmd.execution_id = pos[0];
+      cmd.value_key = pos[1];
+      if (auto v = Flag(t, "timeout")) {
+        STELE_ASSIGN_OR_RETURN(uint64_t s, ParseUnsigned("timeout", *v, 0, 86400));
+        cmd.timeout_seconds = static_cast<uint32_t>(s);
+      }
+      if (auto v = Flag(t, "after-version")) {
+        STELE_ASSIGN_OR_RETURN(cmd.after_version, ParseUnsigned("after-version", *v, 0, UINT32_MAX));
       }
       return {};
     }

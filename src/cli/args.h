@@ -60,6 +60,9 @@ enum class CommandKind {
   kExecutionResume,
   kExecutionStub,
   kExecutionUpgrade,
+  kExecutionSend,
+  kExecutionValues,
+  kExecutionValue,
   kComponentList,
   kScheduleList,
   kScheduleGet,
@@ -121,6 +124,13 @@ struct Command {
   std::optional<std::string> cursor;        // responses
   std::optional<uint32_t> length;           // events, responses
   core::Json stub_result;                   // {"ok": v} | {"err": v}
+  // send: the channel, the message body and --message-id; value: the key
+  // and --after-version (the wait is timeout_seconds).
+  std::string channel;
+  core::Json message_body;
+  std::optional<std::string> message_id;
+  std::string value_key;
+  std::optional<uint64_t> after_version;
   // upgrade: the digest to move to; the one it must run now (--from; when
   // absent the client reads it first); --force for a digest no component
   // of the server serves.

@@ -302,6 +302,50 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       }
       return Code(ExitCode::kOk);
     }
+    case CommandKind::kExecutionSend: {
+      Json body{{"body", cmd.message_body}};
+      if (cmd.message_id) body["message_id"] = *cmd.message_id;
+      auto res = api.Post(ExecPath(id) + "/messages/" + ApiClient::EncodeSegment(cmd.channel), body);
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << Field(res->body, "message_id") << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kExecutionValues: {
+      auto res = api.Get(ExecPath(id) + "/values");
+      if (!res) return fail(res.error());
+      const Json values = res->body.contains("values") ? res->body["values"] : Json::array();
+      if (cmd.global.json) {
+        emit_json(values);
+      } else {
+        for (const Json& row : values) {
+          out << (row.contains("key") ? row["key"].get<std::string>() : std::string()) << "\t"
+              << (row.contains("version") ? row["version"].dump() : std::string()) << "\t"
+              << (row.contains("value") ? core::SerializeJson(row["value"]) : std::string())
+              << "\n";
+        }
+      }
+      return Code(ExitCode::kOk);
+    }
+    case CommandKind::kExecutionValue: {
+      const uint32_t timeout = cmd.timeout_seconds.value_or(0);
+      Query q{{"timeout", std::to_string(timeout)}};
+      if (cmd.after_version) q.emplace_back("after_version", std::to_string(*cmd.after_version));
+      auto res = api.Get(ExecPath(id) + "/values/" + ApiClient::EncodeSegment(cmd.value_key), q,
+                         std::chrono::seconds(timeout + 30));
+      if (!res) return fail(res.error());
+      if (cmd.global.json) {
+        emit_json(res->body);
+      } else {
+        out << (res->body.contains("value") ? core::SerializeJson(res->body["value"])
+                                            : std::string("null"))
+            << "\n";
+      }
+      return Code(ExitCode::kOk);
+    }
     case CommandKind::kExecutionUpgrade: {
       // The API moves an execution from the digest the caller saw: without
       // --from, the one it runs now (a concurrent upgrade between the two

@@ -63,6 +63,11 @@ std::string HistoryEventToString(const HistoryEvent& event) {
           [](const HistoryJoinNextTry& e) {
             return "JoinNextTry(" + e.join_set_id.ToString() + ")";
           },
+          [](const HistoryPublish& e) { return "Publish(" + e.key + ")"; },
+          [](const HistorySendMessage& e) {
+            return "SendMessage(" + e.target_execution_id.ToString() + ", " + e.channel + ", " +
+                   e.message_id + ")";
+          },
       },
       event);
 }
@@ -109,10 +114,18 @@ std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
 }
 
 std::string_view HistoryEventTypeTag(const HistoryEvent& event) {
-  static constexpr std::string_view kTags[] = {
-      "persist",   "join_set_create",    "join_set_request",
-      "join_next", "join_next_too_many", "schedule",
-      "stub",      "step",               "cancel_request",   "join_next_try"};
+  static constexpr std::string_view kTags[] = {"persist",
+                                               "join_set_create",
+                                               "join_set_request",
+                                               "join_next",
+                                               "join_next_too_many",
+                                               "schedule",
+                                               "stub",
+                                               "step",
+                                               "cancel_request",
+                                               "join_next_try",
+                                               "publish",
+                                               "send_message"};
   static_assert(std::size(kTags) == std::variant_size_v<HistoryEvent>);
   return kTags[event.index()];
 }
@@ -176,6 +189,41 @@ std::string ExecutionRequestToString(const ExecutionRequest& request) {
           [](const Resumed&) { return std::string("Resumed"); },
       },
       request);
+}
+
+std::string_view SendOutcomeName(SendOutcome outcome) {
+  switch (outcome) {
+    case SendOutcome::kDelivered:
+      return "delivered";
+    case SendOutcome::kNotFound:
+      return "not_found";
+    case SendOutcome::kAlreadyFinished:
+      return "already_finished";
+  }
+  return "delivered";
+}
+
+bool IsValidMessageId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxMessageIdLength) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsValidChannel(std::string_view channel) {
+  return channel.size() <= kMaxChannelLength && JoinSetId::IsValidName(channel);
+}
+
+Result<JoinSetId, IdParseError> ChannelJoinSet(std::string_view channel) {
+  if (channel.size() > kMaxChannelLength) {
+    return Unexpected(IdParseError{"channel `" + std::string(channel.substr(0, 32)) +
+                                   "...` is longer than " + std::to_string(kMaxChannelLength) +
+                                   " characters"});
+  }
+  return JoinSetId::Create(JoinSetKind::kMessages, std::string(channel));
 }
 
 }  // namespace stele::core

@@ -159,10 +159,33 @@ struct HistoryCancelRequest {
   bool timed_out = false;
   friend bool operator==(const HistoryCancelRequest&, const HistoryCancelRequest&) = default;
 };
+// A named value the workflow published (WorkflowRun::PublishValue): readers
+// outside see the last value of each key (docs/model.md §3.3). Matched on
+// replay by key and value.
+struct HistoryPublish {
+  std::string key;
+  Json value;
+  friend bool operator==(const HistoryPublish&, const HistoryPublish&) = default;
+};
+// What delivering a message answered (HistorySendMessage).
+enum class SendOutcome { kDelivered, kNotFound, kAlreadyFinished };
+std::string_view SendOutcomeName(SendOutcome outcome);  // "delivered", ...
+// A message the workflow sent to another execution (WorkflowRun::SendMessage):
+// the message was delivered (idempotently, by `message_id`) before this
+// event was written; `outcome` records what the delivery answered, which a
+// replay reads back rather than predicts (docs/model.md §3.5).
+struct HistorySendMessage {
+  ExecutionId target_execution_id;
+  std::string channel;
+  std::string message_id;
+  Json body;
+  SendOutcome outcome = SendOutcome::kDelivered;
+  friend bool operator==(const HistorySendMessage&, const HistorySendMessage&) = default;
+};
 using HistoryEvent =
     std::variant<HistoryPersist, HistoryJoinSetCreate, HistoryJoinSetRequest, HistoryJoinNext,
                  HistoryJoinNextTooMany, HistorySchedule, HistoryStub, HistoryStep,
-                 HistoryCancelRequest, HistoryJoinNextTry>;
+                 HistoryCancelRequest, HistoryJoinNextTry, HistoryPublish, HistorySendMessage>;
 
 // --- ExecutionRequest -------------------------------------------------------
 // What one execution sets for itself at creation (a submission, or its
@@ -297,7 +320,29 @@ struct ChildExecutionFinished {
   SupportedFunctionReturnValue result;
   friend bool operator==(const ChildExecutionFinished&, const ChildExecutionFinished&) = default;
 };
-using JoinSetResponse = std::variant<DelayFinished, ChildExecutionFinished>;
+// A message sent to the execution on a channel (docs/model.md §3.5): the
+// response of the channel's join set `m:<channel>`, kept until a receive
+// consumes it. `message_id` is unique per execution (the sender's
+// idempotency key).
+struct MessageReceived {
+  std::string message_id;
+  Json body;
+  friend bool operator==(const MessageReceived&, const MessageReceived&) = default;
+};
+using JoinSetResponse = std::variant<DelayFinished, ChildExecutionFinished, MessageReceived>;
+
+// A message id: 1 to kMaxMessageIdLength characters of ASCII letters,
+// digits and `_ . : @ / -` (docs/api.md, "Messages").
+inline constexpr size_t kMaxMessageIdLength = 128;
+bool IsValidMessageId(std::string_view id);
+// A channel is the name of its join set (JoinSetId::IsValidName), at most
+// kMaxChannelLength characters.
+inline constexpr size_t kMaxChannelLength = 128;
+bool IsValidChannel(std::string_view channel);
+// The join set `m:<channel>` of a valid channel.
+Result<JoinSetId, IdParseError> ChannelJoinSet(std::string_view channel);
+// A published value's key: the rules of a channel.
+inline bool IsValidValueKey(std::string_view key) { return IsValidChannel(key); }
 
 struct JoinSetResponseEvent {
   JoinSetId join_set_id;

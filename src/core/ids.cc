@@ -24,6 +24,8 @@ char KindCode(JoinSetKind kind) {
       return 'n';
     case JoinSetKind::kGenerated:
       return 'g';
+    case JoinSetKind::kMessages:
+      return 'm';
   }
   STELE_CHECK(false, "unknown JoinSetKind");
   return '?';
@@ -180,9 +182,12 @@ Result<JoinSetId, IdParseError> JoinSetId::Parse(std::string_view text) {
     case 'g':
       kind = JoinSetKind::kGenerated;
       break;
+    case 'm':
+      kind = JoinSetKind::kMessages;
+      break;
     default:
       return ParseError("invalid join set id `" + std::string(text) +
-                        "`: unknown kind, expected `o`, `n` or `g`");
+                        "`: unknown kind, expected `o`, `n`, `g` or `m`");
   }
   return Create(kind, std::string(text.substr(2)));
 }

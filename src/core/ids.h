@@ -4,7 +4,8 @@
 //   ExecutionIdDerived       E_<ULID>.<join-set-id>_<idx>[.<join-set-id>_<idx>...]
 //   DelayId                  Delay_<root ULID>[.<js>_<idx>...].<join-set-id>_<idx>
 //   ExecutorId / RunId       Exr_<ULID> / Run_<ULID>
-//   JoinSetId                <kind>:<name>, kind o (one-off) | n (named) | g (generated),
+//   JoinSetId                <kind>:<name>, kind o (one-off) | n (named) | g (generated)
+//                            | m (messages of a channel),
 //                            name of ASCII alphanumerics, '-' and '/'.
 // Indices start at 1. Every id parses back from its string; derived ids and
 // delay ids split back into (parent execution, join set) without a lookup.
@@ -32,7 +33,9 @@ struct IdParseError {
   friend bool operator==(const IdParseError&, const IdParseError&) = default;
 };
 
-enum class JoinSetKind { kOneOff, kNamed, kGenerated };
+// kMessages: `m:<channel>`, the join set a channel's messages arrive in
+// (docs/model.md §2.2); never created by an event, never closed.
+enum class JoinSetKind { kOneOff, kNamed, kGenerated, kMessages };
 
 class JoinSetId {
  public:

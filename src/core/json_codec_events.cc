@@ -199,10 +199,36 @@ JsonResult<HistoryEvent> DecodeHistoryEventObject(const ObjectReader& object,
     return HistoryCancelRequest{grace_expires_at, terminate, std::move(reason),
                                 timed_out.value_or(false)};
   }
+  if (type == "publish") {
+    STELE_ASSIGN_OR_RETURN(std::string key, Field(object, "key", &ReadString));
+    const Json* value = object.Find("value");
+    if (value == nullptr) return Error(object.PathOf("value"), "missing field");
+    return HistoryPublish{std::move(key), *value};
+  }
+  if (type == "send_message") {
+    STELE_ASSIGN_OR_RETURN(ExecutionId target,
+                           Field(object, "target_execution_id", &ReadExecutionId));
+    STELE_ASSIGN_OR_RETURN(std::string channel, Field(object, "channel", &ReadString));
+    STELE_ASSIGN_OR_RETURN(std::string message_id, Field(object, "message_id", &ReadString));
+    const Json* body = object.Find("body");
+    if (body == nullptr) return Error(object.PathOf("body"), "missing field");
+    STELE_ASSIGN_OR_RETURN(std::string outcome_text, Field(object, "outcome", &ReadString));
+    SendOutcome outcome = SendOutcome::kDelivered;
+    if (outcome_text == "not_found") {
+      outcome = SendOutcome::kNotFound;
+    } else if (outcome_text == "already_finished") {
+      outcome = SendOutcome::kAlreadyFinished;
+    } else if (outcome_text != "delivered") {
+      return UnknownVariant(object.PathOf("outcome"), outcome_text,
+                            "`delivered`, `not_found`, `already_finished`");
+    }
+    return HistorySendMessage{std::move(target), std::move(channel), std::move(message_id), *body,
+                              outcome};
+  }
   return UnknownVariant(object.PathOf("type"), type,
                         "`persist`, `join_set_create`, `join_set_request`, `join_next`, "
                         "`join_next_too_many`, `schedule`, `stub`, `step`, `cancel_request`, "
-                        "`join_next_try`");
+                        "`join_next_try`, `publish`, `send_message`");
 }
 
 JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& object,
@@ -366,8 +392,14 @@ JsonResult<JoinSetResponse> DecodeJoinSetResponse(const Json& json, const std::s
                            Field(object, "result", &DecodeReturnValue));
     return ChildExecutionFinished{std::move(child), finished_version, std::move(result)};
   }
+  if (type == "message_received") {
+    STELE_ASSIGN_OR_RETURN(std::string message_id, Field(object, "message_id", &ReadString));
+    const Json* body = object.Find("body");
+    if (body == nullptr) return Error(object.PathOf("body"), "missing field");
+    return MessageReceived{std::move(message_id), *body};
+  }
   return UnknownVariant(object.PathOf("type"), type,
-                        "`delay_finished`, `child_execution_finished`");
+                        "`delay_finished`, `child_execution_finished`, `message_received`");
 }
 
 JsonResult<JoinSetResponseEvent> DecodeJoinSetResponseEvent(const Json& json,
@@ -507,6 +539,17 @@ Json ToJson(const HistoryEvent& value) {
             out["result"] = ToJson(e.result);
           },
           [&](const HistoryJoinNextTry& e) { out["join_set_id"] = e.join_set_id.ToString(); },
+          [&](const HistoryPublish& e) {
+            out["key"] = e.key;
+            out["value"] = e.value;
+          },
+          [&](const HistorySendMessage& e) {
+            out["target_execution_id"] = e.target_execution_id.ToString();
+            out["channel"] = e.channel;
+            out["message_id"] = e.message_id;
+            out["body"] = e.body;
+            out["outcome"] = std::string(SendOutcomeName(e.outcome));
+          },
           [&](const HistoryCancelRequest& e) {
             out["grace_expires_at"] = DateTimeJson(e.grace_expires_at);
             out["terminate"] = e.terminate;
@@ -605,6 +648,11 @@ Json ToJson(const JoinSetResponse& value) {
                    out["child_execution_id"] = r.child_execution_id.ToString();
                    out["finished_version"] = r.finished_version.value();
                    out["result"] = ToJson(r.result);
+                 },
+                 [&](const MessageReceived& r) {
+                   out["type"] = "message_received";
+                   out["message_id"] = r.message_id;
+                   out["body"] = r.body;
                  },
              },
              value);

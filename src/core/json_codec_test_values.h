@@ -87,6 +87,14 @@ inline std::vector<HistoryEvent> HistoryEvents() {
       HistoryCancelRequest{T("2024-01-02T03:04:05Z"), false, "requested through the API"},
       HistoryCancelRequest{T("2024-01-02T03:04:05Z"), true, ""},
       HistoryJoinNextTry{Js("g:1")},
+      HistoryJoinNextTry{Js("m:orders/eu")},
+      HistoryPublish{"progress", Json{{"done", 3}, {"of", 10}}},
+      HistoryPublish{"stage", Json()},
+      HistorySendMessage{ExecutionId(U2()), "orders", "E_x@1", Json::array({1, "two"}),
+                         SendOutcome::kDelivered},
+      HistorySendMessage{ExecutionId(U2()), "orders", "m-1", Json(), SendOutcome::kNotFound},
+      HistorySendMessage{ExecutionId(U2()), "a/b", "m-2", Json(false),
+                         SendOutcome::kAlreadyFinished},
   };
   for (const JoinSetRequest& request : JoinSetRequests()) {
     out.push_back(HistoryJoinSetRequest{Js("n:my-set"), request});
@@ -139,8 +147,9 @@ inline std::vector<ExecutionRequest> ExecutionRequests() {
 }
 
 inline std::vector<JoinSetResponse> JoinSetResponses() {
-  std::vector<JoinSetResponse> out = {DelayFinished{TestDelayId(), true},
-                                      DelayFinished{TestDelayId(), false}};
+  std::vector<JoinSetResponse> out = {
+      DelayFinished{TestDelayId(), true}, DelayFinished{TestDelayId(), false},
+      MessageReceived{"m-1", Json{{"n", 1}}}, MessageReceived{"msg_2", Json()}};
   for (const SupportedFunctionReturnValue& result : ReturnValues()) {
     out.push_back(ChildExecutionFinished{ChildId(), Version(7), result});
   }

@@ -15,6 +15,8 @@ char KindLetter(JoinSetKind kind) {
       return 'n';
     case JoinSetKind::kGenerated:
       return 'g';
+    case JoinSetKind::kMessages:
+      return 'm';
   }
   STELE_CHECK(false, "unknown JoinSetKind");
   return '?';

@@ -393,6 +393,43 @@ Result<ExecutionResult, Error> Engine::WaitForResult(std::string_view execution_
   return runtime::native::ToPublic(result);
 }
 
+namespace {
+
+PublishedValue ToPublicValue(service::PublishedValue value) {
+  return PublishedValue{std::move(value.key), std::move(value.value), value.version.value(),
+                        std::chrono::system_clock::time_point(
+                            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                value.published_at.time_since_epoch()))};
+}
+
+}  // namespace
+
+Result<std::string, Error> Engine::SendMessage(std::string_view execution_id,
+                                               std::string_view channel, Json body,
+                                               const SendMessageOptions& options) {
+  service::SendMessageRequest request{std::string(execution_id), std::string(channel),
+                                      std::move(body), options.message_id};
+  STELE_ASSIGN_OR_RETURN(auto sent, Translate(impl_->service->SendMessage(request)));
+  return std::move(sent.message_id);
+}
+
+Result<PublishedValue, Error> Engine::GetValue(std::string_view execution_id, std::string_view key,
+                                               std::optional<uint32_t> after_version,
+                                               std::chrono::milliseconds timeout) {
+  service::ValueWait wait{std::nullopt, timeout};
+  if (after_version) wait.after_version = core::Version(*after_version);
+  STELE_ASSIGN_OR_RETURN(auto value, Translate(impl_->service->GetValue(execution_id, key, wait)));
+  return ToPublicValue(std::move(value));
+}
+
+Result<std::vector<PublishedValue>, Error> Engine::ListValues(std::string_view execution_id) {
+  STELE_ASSIGN_OR_RETURN(auto values, Translate(impl_->service->ListValues(execution_id)));
+  std::vector<PublishedValue> out;
+  out.reserve(values.size());
+  for (auto& value : values) out.push_back(ToPublicValue(std::move(value)));
+  return out;
+}
+
 Result<CancelOutcome, Error> Engine::Cancel(std::string_view id, const CancelOptions& options) {
   service::CancelOptions request{options.terminate, options.grace, options.reason};
   STELE_ASSIGN_OR_RETURN(auto outcome, Translate(impl_->service->Cancel(id, request)));

@@ -364,6 +364,7 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
   http.Get(kIdPath, api::Wrap(d, GetExecution));
   http.Get(std::string(kIdPath) + "/result", api::Wrap(d, GetResult));
   api::InstallOperationRoutes(d, http, kIdPath);
+  api::InstallMessageRoutes(d, http, kIdPath);
   api::InstallScheduleRoutes(d, http);
   InstallUiRoutes(d, http);
 }

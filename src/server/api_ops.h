@@ -26,6 +26,8 @@ httplib::Server::Handler Wrap(ServerImpl& d, Handler h);
 core::Json PendingStateToJson(const core::PendingState& state);
 
 void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path);
+// /v1/executions/{id}/messages/{channel} and .../values (api_messages.cc).
+void InstallMessageRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path);
 // /v1/schedules... (api_schedules.cc).
 void InstallScheduleRoutes(ServerImpl& d, httplib::Server& http);
 

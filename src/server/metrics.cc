@@ -166,6 +166,15 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << "# TYPE stele_pauses_total counter\n"
       << "stele_pauses_total{kind=\"pause\"} " << cancels.pauses << "\n"
       << "stele_pauses_total{kind=\"resume\"} " << cancels.resumes << "\n";
+  const service::ExecutionService::MessageCounts messages = d.service->message_counts();
+  out << "# HELP stele_messages_sent_total Messages this server delivered to executions "
+         "(docs/model.md §8.6; idempotent repeats not counted).\n"
+      << "# TYPE stele_messages_sent_total counter\n"
+      << "stele_messages_sent_total " << messages.sent << "\n"
+      << "# HELP stele_messages_consumed_total Messages the workflows this server ran "
+         "received (replays not counted).\n"
+      << "# TYPE stele_messages_consumed_total counter\n"
+      << "stele_messages_consumed_total " << messages.consumed << "\n";
   out << "# HELP stele_http_responses_total HTTP responses by status code.\n"
       << "# TYPE stele_http_responses_total counter\n";
   {

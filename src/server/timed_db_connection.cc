@@ -80,6 +80,13 @@ TimedDbConnection::AppendDelayResponse(DateTime created_at, const ExecutionId& e
   });
 }
 
+Result<storage::AppendMessageOutcome, storage::DbErrorWrite> TimedDbConnection::AppendMessage(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  return Timed(
+      [&] { return inner_->AppendMessage(created_at, execution_id, join_set_id, message); });
+}
+
 Result<Version, storage::DbErrorWrite> TimedDbConnection::AppendBatch(
     DateTime current_time, const std::vector<storage::AppendRequest>& batch,
     const ExecutionId& execution_id, Version version) {

@@ -8,7 +8,7 @@
 // stele_workflow_write_latency_seconds{component} (metrics.cc).
 //
 // Writes are the calls that append or create (Append*, Create,
-// AppendDelayResponse, AppendBacktrace*, CancelActivity), failed ones
+// AppendDelayResponse, AppendMessage, AppendBacktrace*, CancelActivity), failed ones
 // included; locks, reads and waits are forwarded untimed. Every call is forwarded unchanged.
 //
 // Threading: as thread-safe as the inner connection (the histogram is
@@ -62,6 +62,9 @@ class TimedDbConnection final : public storage::DbConnection {
       const storage::ExecutionId& execution_id, DateTime cancelled_at) override;
 
   // DbConnection
+  Result<storage::AppendMessageOutcome, storage::DbErrorWrite> AppendMessage(
+      DateTime created_at, const storage::ExecutionId& execution_id,
+      const core::JoinSetId& join_set_id, const core::MessageReceived& message) override;
   Result<storage::AppendDelayResponseOutcome, storage::DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const storage::ExecutionId& execution_id,
       const core::JoinSetId& join_set_id, const core::DelayId& delay_id, bool ok) override;

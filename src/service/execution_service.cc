@@ -192,6 +192,8 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     env.workflow_run = options_.workflow_run;
     env.workflow_run.lock_extension = exec.lock_expiry;
     env.workflow_run.max_params_bytes = options_.max_params_bytes;
+    env.workflow_run.messages_consumed = messages_consumed_;
+    env.workflow_run.messages_sent = messages_sent_;
     if (o.max_events_per_execution) {
       env.workflow_run.max_events_per_execution = *o.max_events_per_execution;
     }

@@ -148,6 +148,36 @@ struct CancelOptions {
   std::string reason;  // recorded with the request; shown in its events
 };
 
+// A message to a running execution (docs/api.md, "Messages").
+struct SendMessageRequest {
+  std::string execution_id;
+  std::string channel;  // core::IsValidChannel
+  core::Json body;      // any JSON value, within ServiceOptions::max_params_bytes
+  // The caller's idempotency key (core::IsValidMessageId); nullopt: a new
+  // one ("msg_<ULID>").
+  std::optional<std::string> message_id;
+};
+
+struct MessageSent {
+  std::string message_id;
+  bool delivered_now = true;  // false: delivered before under this id (nothing written)
+};
+
+// The last value a workflow published under a key (docs/model.md §8.6).
+struct PublishedValue {
+  std::string key;
+  core::Json value;
+  core::Version version;  // of its Publish event: what a later wait passes as `after`
+  DateTime published_at;
+};
+
+// How GetValue waits: until the key holds a value published after
+// `after_version` (nullopt: any value), at most `timeout` (0: no wait).
+struct ValueWait {
+  std::optional<core::Version> after_version;
+  std::chrono::milliseconds timeout{0};
+};
+
 // A cron schedule as a face gives it (docs/api.md, "Schedules";
 // docs/config.md, "[[cron]]"): text the service validates.
 struct ScheduleSpec {
@@ -271,6 +301,36 @@ class ExecutionService {
   // run `old_digest`, or it is finished).
   Result<void, ServiceError> Upgrade(std::string_view execution_id, std::string_view old_digest,
                                      std::string_view new_digest, bool force = false);
+
+  // --- Messages and published values (docs/api.md, "Messages") -----------
+  // Delivers a message to `channel` of an execution, where a workflow's
+  // receive takes it (docs/model.md §8.6). Idempotent per message id: the
+  // same id with the same channel and body answers the same and writes
+  // nothing, whatever the execution's state now. Errors: kInvalidArgument
+  // (malformed id, channel, message id; a body over max_params_bytes),
+  // kNotFound, kAlreadyFinished (the execution finished; nothing written),
+  // kConflict (the id was used with another channel or body).
+  Result<MessageSent, ServiceError> SendMessage(const SendMessageRequest& request);
+  // The values the execution published, the last of each key, by key.
+  // Errors: kInvalidArgument, kNotFound.
+  Result<std::vector<PublishedValue>, ServiceError> ListValues(std::string_view execution_id);
+  // The last value of `key`; with `wait`, the first one published after
+  // `wait.after_version`, waiting for it. Errors: kInvalidArgument
+  // (malformed id or key), kNotFound (no such execution; or no such value,
+  // when not waiting or when the execution finished without it),
+  // kTimeout, kCancelled when `cancel` fires.
+  Result<PublishedValue, ServiceError> GetValue(
+      std::string_view execution_id, std::string_view key, const ValueWait& wait = {},
+      const CancellationToken& cancel = CancellationToken());
+  // Messages this service delivered (SendMessage and its workflows' sends;
+  // idempotent repeats not counted) and messages its workflows consumed.
+  struct MessageCounts {
+    uint64_t sent = 0;
+    uint64_t consumed = 0;
+  };
+  MessageCounts message_counts() const {
+    return {messages_sent_->load(), messages_consumed_->load()};
+  }
 
   // Retention, once: deletes the trees of top-level executions that
   // finished, with every descendant, `older_than` or longer ago (before the
@@ -398,6 +458,12 @@ class ExecutionService {
   std::atomic<uint64_t> workflow_terminates_{0};
   std::atomic<uint64_t> pauses_{0};
   std::atomic<uint64_t> resumes_{0};
+  // Shared with every workflow run (WorkflowRunOptions::messages_sent,
+  // messages_consumed).
+  std::shared_ptr<std::atomic<uint64_t>> messages_sent_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<std::atomic<uint64_t>> messages_consumed_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
 
   mutable std::mutex mu_;  // guards the lifecycle below against the use cases
   bool started_ = false;

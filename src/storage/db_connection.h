@@ -25,6 +25,25 @@ class DbConnection : public DbExecutor {
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::DelayId& delay_id, bool ok) = 0;
 
+  // Delivers a message (docs/model.md §3.5): appends
+  // MessageReceived{message_id, body} to the responses of `execution_id` in
+  // the channel's join set `join_set_id` (`m:<channel>`), which unblocks an
+  // execution blocked on that join set. In this order
+  // (request_rules.h, "Messages"):
+  //  1. ValidationFailed, writing nothing, for a join set that is not a
+  //     channel's or an invalid message id;
+  //  2. NotFound when there is no such execution;
+  //  3. a message of that id delivered to it before (ids are unique per
+  //     execution): kAlreadyDelivered, writing nothing, when its channel
+  //     and body are the same — whatever state the execution is in now —
+  //     otherwise Conflict;
+  //  4. IllegalState("already finished") when it is finished;
+  //  5. kDelivered: written, and waiters on its responses woken.
+  // Errors otherwise: Generic.
+  virtual Result<AppendMessageOutcome, DbErrorWrite> AppendMessage(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::MessageReceived& message) = 0;
+
   // Appends events at `version`, `version+1`, ... in one transaction; all
   // or nothing. Returns the next version. Errors as Append, plus
   // ValidationFailed("empty batch") for an empty `batch` (nothing is

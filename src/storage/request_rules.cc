@@ -22,6 +22,7 @@ Named NamedBy(const core::JoinSetRequest& request) {
   return Named{child.SplitToParts(), child.ToString()};
 }
 
+// REQUIRES: a delay's or a child's response (messages name no request).
 Named NamedBy(const core::JoinSetResponse& response) {
   if (const auto* delay = std::get_if<core::DelayFinished>(&response)) {
     return Named{delay->delay_id.SplitToParts(), delay->delay_id.ToString()};
@@ -112,6 +113,10 @@ Result<void, DbErrorWriteNonRetriable> ValidateChildCreation(
 
 Result<void, DbErrorWrite> CheckResponseAddressee(const ExecutionId& execution_id,
                                                   const core::JoinSetResponseEvent& response) {
+  if (const auto* message = std::get_if<core::MessageReceived>(&response.event)) {
+    STELE_TRY(ValidateMessage(response.join_set_id, *message));
+    return {};
+  }
   if (NamedBy(response.event).parts != std::make_pair(execution_id, response.join_set_id)) {
     return Unexpected(DbErrorWrite::NotFound());
   }
@@ -130,6 +135,33 @@ Result<void, DbErrorWrite> CheckChildResponse(const AppendEventsToExecution& eve
     return Unexpected(DbErrorWrite::NotFound());
   }
   return {};
+}
+
+Result<void, DbErrorWriteNonRetriable> ValidateMessage(const core::JoinSetId& join_set_id,
+                                                       const core::MessageReceived& message) {
+  if (join_set_id.kind() != core::JoinSetKind::kMessages ||
+      !core::IsValidChannel(join_set_id.name())) {
+    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(
+        "a message goes to a channel's join set `m:<channel>`, not " + join_set_id.ToString()));
+  }
+  if (!core::IsValidMessageId(message.message_id)) {
+    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("invalid message id"));
+  }
+  return {};
+}
+
+Result<AppendMessageOutcome, DbErrorWrite> RedeliveryOutcome(
+    const core::JoinSetResponseEvent& existing, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  const auto* before = std::get_if<core::MessageReceived>(&existing.event);
+  if (before == nullptr || existing.join_set_id != join_set_id || *before != message) {
+    return Unexpected(DbErrorWriteNonRetriable::Conflict());
+  }
+  return AppendMessageOutcome::kAlreadyDelivered;
+}
+
+DbErrorWrite FinishedRefusesMessage() {
+  return DbErrorWriteNonRetriable::IllegalState("already finished");
 }
 
 core::JoinSetResponseEventOuter ChildFinishedResponse(const AppendResponseToExecution& response) {

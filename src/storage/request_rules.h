@@ -60,6 +60,25 @@ Result<void, DbErrorWriteNonRetriable> ValidateChildCreation(
 Result<void, DbErrorWrite> CheckResponseAddressee(const ExecutionId& execution_id,
                                                   const core::JoinSetResponseEvent& response);
 
+// Messages (DbConnection::AppendMessage) answer no request: any execution
+// may receive them, on any channel. Their rules, in the order every backend
+// applies them:
+// - ValidateMessage: the join set is a channel's (`m:<channel>`, a valid
+//   channel) and the message id valid (ValidationFailed otherwise);
+// - then the execution must exist (NotFound);
+// - RedeliveryOutcome: a message id the execution received before (as
+//   `existing`) answers kAlreadyDelivered when channel and body are the
+//   same, Conflict otherwise — before the finished check, so that a sender
+//   retrying after a crash gets the same answer once the receiver finished;
+// - then a finished execution is IllegalState("already finished")
+//   (FinishedRefusesMessage).
+Result<void, DbErrorWriteNonRetriable> ValidateMessage(const core::JoinSetId& join_set_id,
+                                                       const core::MessageReceived& message);
+Result<AppendMessageOutcome, DbErrorWrite> RedeliveryOutcome(
+    const core::JoinSetResponseEvent& existing, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message);
+DbErrorWrite FinishedRefusesMessage();
+
 // A child's own outcome (AppendBatchRespondToParent): the response names
 // the execution whose events it writes (ValidationFailed otherwise) and is
 // addressed as CheckResponseAddressee requires.

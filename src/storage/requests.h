@@ -213,6 +213,9 @@ struct ResponseWithCursor {
 
 enum class CancelOutcome { kCancelled, kAlreadyFinished };
 enum class AppendDelayResponseOutcome { kSuccess, kAlreadyFinished, kAlreadyCancelled };
+// DbConnection::AppendMessage: written now, or delivered before under the
+// same message id with the same channel and body (nothing written).
+enum class AppendMessageOutcome { kDelivered, kAlreadyDelivered };
 enum class LockKind { kExtending, kCreatingNewLock };
 
 struct BacktraceFilter {

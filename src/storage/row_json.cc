@@ -45,6 +45,19 @@ Result<T, DbErrorGeneric> DecodeJson(std::string_view json, std::string_view wha
   return std::move(*decoded);
 }
 
+Result<std::string, DbErrorWriteNonRetriable> EncodeRawJson(const core::Json& value) {
+  return Dump(value);
+}
+
+Result<core::Json, DbErrorGeneric> DecodeRawJson(std::string_view json, std::string_view what) {
+  auto parsed = core::ParseJson(json);
+  if (!parsed) {
+    return Unexpected(DbErrorGeneric::Uncategorized("corrupt JSON in " + std::string(what) + ": " +
+                                                    parsed.error().message));
+  }
+  return std::move(*parsed);
+}
+
 template Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const core::ComponentId&);
 template Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const core::Duration&);
 template Result<std::string, DbErrorWriteNonRetriable> EncodeJson(

@@ -28,6 +28,10 @@ Result<std::string, DbErrorWriteNonRetriable> EncodeJson(const T& value);
 template <class T>
 Result<T, DbErrorGeneric> DecodeJson(std::string_view json, std::string_view what);
 
+// A JSON value stored as is (a message's body).
+Result<std::string, DbErrorWriteNonRetriable> EncodeRawJson(const core::Json& value);
+Result<core::Json, DbErrorGeneric> DecodeRawJson(std::string_view json, std::string_view what);
+
 Result<std::string, DbErrorWriteNonRetriable> EncodeEvent(const core::ExecutionRequest& event);
 // `execution_id` and `version` only name the row in errors.
 Result<core::ExecutionRequest, DbErrorGeneric> DecodeEvent(std::string_view json,

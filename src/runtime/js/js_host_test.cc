@@ -82,6 +82,26 @@ TEST_F(JsHostTest, HelloCallsANativeActivityAndSleepsWithABacktraceOfTheSource) 
   EXPECT_EQ(trace->wasm_backtrace.engine, CreateV8JsEngine()->EngineId());
 }
 
+// docs/js.md, "Messages": receive with a timeout (it times out), a try
+// (nothing yet), a send to itself that a receive then takes, publish, and
+// a send to an unknown execution, which throws.
+TEST_F(JsHostTest, MessagesAndPublishedValues) {
+  Env& env = Start(EnvConfig{});
+  auto id = env.Submit("testing:js/wf.messages", Json::array());
+  EXPECT_EQ(
+      OkJson(env.Await(id)),
+      Json(
+          R"([null,true,"orders",{"n":1},"send: execution E_01KBNHM5FQW81KP5Y3XMNX31K4 not found"])"));
+  std::vector<Json> published;
+  for (const auto& e : env.Events(id)) {
+    if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+      if (const auto* p = std::get_if<core::HistoryPublish>(&h->event))
+        published.push_back(p->value);
+    }
+  }
+  EXPECT_EQ(published, (std::vector<Json>{Json("waiting"), Json{{"n", 1}}}));
+}
+
 TEST_F(JsHostTest, HelloCallsAJsActivity) {
   EnvConfig config;
   config.activities = Activities();

@@ -279,6 +279,59 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (!stubbed) return Abort();
     return HostReply::Value(stubbed->has_value());
   }
+  // Messages and published values (docs/js.md, "Messages").
+  if (op == "receive" || op == "tryReceive") {
+    auto channel = Str(args, 0);
+    if (!channel) return BadArguments(op);
+    auto message_json = [](const wf::Message& m) {
+      return Json{{"id", m.message_id}, {"channel", m.channel}, {"body", m.body}};
+    };
+    if (op == "tryReceive") {
+      auto tried = run_.TryReceive(*channel);
+      if (!tried) return Abort();
+      if (!*tried) return HostReply::Throw("Cancelled", "the workflow is being cancelled", Json());
+      if (!**tried) return HostReply::Value(nullptr);
+      return HostReply::Value(message_json(***tried));
+    }
+    std::optional<core::HistoryEventScheduleAt> timeout;
+    if (args.size() > 1 && !args[1].is_null()) {
+      auto ms = U64(args, 1);
+      if (!ms) return BadArguments(op);
+      timeout = InMillis(*ms);
+    }
+    auto received = run_.Receive(*channel, timeout);
+    if (!received) return Abort();
+    if (!*received) {
+      if (received->error().kind == wf::ReceiveError::Kind::kCancelled) {
+        return HostReply::Throw("Cancelled", "the workflow is being cancelled", Json());
+      }
+      return HostReply::Value(nullptr);  // timed out
+    }
+    return HostReply::Value(message_json(**received));
+  }
+  if (op == "publish") {
+    auto key = Str(args, 0);
+    if (!key || args.size() < 2) return BadArguments(op);
+    if (!run_.PublishValue(*key, args[1])) return Abort();
+    return HostReply::Value(nullptr);
+  }
+  if (op == "send") {
+    auto target_text = Str(args, 0);
+    auto channel = Str(args, 1);
+    if (!target_text || !channel || args.size() < 3) return BadArguments(op);
+    auto target = core::ExecutionId::Parse(*target_text);
+    if (!target)
+      return HostReply::Throw("TypeError", "send: `" + *target_text + "` is not an execution id");
+    auto sent = run_.SendMessage(*target, *channel, args[2]);
+    if (!sent) return Abort();
+    if (!*sent) {
+      return HostReply::Throw(
+          "Error", "send: execution " + *target_text +
+                       (sent->error().kind == wf::SendError::Kind::kNotFound ? " not found"
+                                                                             : " has finished"));
+    }
+    return HostReply::Value(nullptr);
+  }
   if (op == "randomU64" || op == "randomU64Inclusive") {
     auto min = U64(args, 0);
     auto max = U64(args, 1);

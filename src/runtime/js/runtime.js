@@ -257,6 +257,23 @@
         return call("stub", [text(ffqn, "stub: ffqn"), text(executionId, "stub: execution id"),
                              outcomeArg(result, "stub: the result")]);
       },
+      // Messages and published values (docs/js.md, "Messages").
+      receive: settled(function (channel, options) {
+        const timeout = options?.timeoutMs === undefined ? null
+          : millis(options.timeoutMs, "receive: timeoutMs");
+        return call("receive", [text(channel, "receive: channel"), timeout]);
+      }),
+      tryReceive(channel) {
+        const got = call("tryReceive", [text(channel, "tryReceive: channel")]);
+        return got === null ? undefined : got;
+      },
+      publish(key, value) {
+        call("publish", [text(key, "publish: key"), value === undefined ? null : value]);
+      },
+      send(executionId, channel, body) {
+        call("send", [text(executionId, "send: execution id"), text(channel, "send: channel"),
+                      body === undefined ? null : body]);
+      },
       get(ffqn, childId) {
         return call("get", [text(ffqn, "get: ffqn"), text(childId, "get: child id")]);
       },

@@ -261,6 +261,89 @@ Op<bool> WorkflowContext::sleep(std::chrono::milliseconds duration, SourceLocati
   });
 }
 
+namespace {
+
+Result<ReceivedMessage, ReceiveError> PublicReceived(
+    Result<wf::Message, wf::ReceiveError> received) {
+  if (received) {
+    return ReceivedMessage{std::move(received->message_id), std::move(received->channel),
+                           std::move(received->body)};
+  }
+  if (received.error().kind == wf::ReceiveError::Kind::kCancelled) {
+    return Unexpected(ReceiveError{ReceiveError::Kind::kCancelled, kCancelledMessage});
+  }
+  return Unexpected(ReceiveError{ReceiveError::Kind::kTimedOut, "no message before the timeout"});
+}
+
+}  // namespace
+
+Op<Result<ReceivedMessage, ReceiveError>> WorkflowContext::receive(std::string_view channel,
+                                                                   SourceLocation where) {
+  using R = Result<ReceivedMessage, ReceiveError>;
+  return Op<R>([run = &run_, channel = std::string(channel), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto received = run->run().Receive(channel);
+    if (!received) return std::nullopt;
+    return PublicReceived(*std::move(received));
+  });
+}
+
+Op<Result<ReceivedMessage, ReceiveError>> WorkflowContext::receive(
+    std::string_view channel, std::chrono::milliseconds timeout, SourceLocation where) {
+  using R = Result<ReceivedMessage, ReceiveError>;
+  return Op<R>([run = &run_, channel = std::string(channel), timeout, where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto received = run->run().Receive(channel, InIntent(timeout));
+    if (!received) return std::nullopt;
+    return PublicReceived(*std::move(received));
+  });
+}
+
+Op<Result<std::optional<ReceivedMessage>, ReceiveError>> WorkflowContext::try_receive(
+    std::string_view channel, SourceLocation where) {
+  using R = Result<std::optional<ReceivedMessage>, ReceiveError>;
+  return Op<R>([run = &run_, channel = std::string(channel), where]() -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto received = run->run().TryReceive(channel);
+    if (!received) return std::nullopt;
+    if (!*received)
+      return R(Unexpected(ReceiveError{ReceiveError::Kind::kCancelled, kCancelledMessage}));
+    if (!**received) return R(std::optional<ReceivedMessage>());
+    auto got = PublicReceived(***std::move(received));
+    return R(std::optional<ReceivedMessage>(*std::move(got)));
+  });
+}
+
+Op<Done> WorkflowContext::publish(std::string_view key, Json value, SourceLocation where) {
+  return Op<Done>([run = &run_, key = std::string(key), value = std::move(value),
+                   where]() mutable -> std::optional<Done> {
+    NativeRun::CallScope scope(*run, where);
+    if (!run->run().PublishValue(key, std::move(value))) return std::nullopt;
+    return Done{};
+  });
+}
+
+Op<Result<void, std::string>> WorkflowContext::send(std::string_view execution_id,
+                                                    std::string_view channel, Json body,
+                                                    SourceLocation where) {
+  using R = Result<void, std::string>;
+  return Op<R>([run = &run_, target_text = std::string(execution_id),
+                channel = std::string(channel), body = std::move(body),
+                where]() mutable -> std::optional<R> {
+    NativeRun::CallScope scope(*run, where);
+    auto target = core::ExecutionId::Parse(target_text);
+    if (!target) return R(Unexpected("invalid execution id `" + target_text + "`"));
+    auto sent = run->run().SendMessage(*target, channel, std::move(body));
+    if (!sent) return std::nullopt;
+    if (!*sent) {
+      return R(Unexpected(sent->error().kind == wf::SendError::Kind::kNotFound
+                              ? "execution " + target_text + " not found"
+                              : "execution " + target_text + " has finished"));
+    }
+    return R();
+  });
+}
+
 Op<std::string> WorkflowContext::schedule(std::string_view ffqn_text, Json params,
                                           std::chrono::milliseconds delay, SourceLocation where) {
   return Op<std::string>([run = &run_, text = std::string(ffqn_text), params = std::move(params),

@@ -154,5 +154,30 @@ TEST_P(WasmExamplesByLanguageTest, HumanApprovalUnderBothStrategies) {
   });
 }
 
+// docs/model.md §8.6 from a wasm guest: receive with a timeout, both ways,
+// and publish, read back through the Engine.
+TEST_F(WasmExamplesTest, AwaitApprovalReceivesAMessageOrTimesOut) {
+  EnvConfig config;
+  config.workflows = Load("await_approval", GuestKind::kWorkflow);
+  env_ = std::make_unique<Env>(dir_, std::move(config));
+  const core::ExecutionId approved = core::ExecutionId::Generate();
+  env_->Submit("demo:approvals/api.await-approval", Json::array({3'600'000}), approved);
+  auto waiting =
+      env_->engine().GetValue(approved.ToString(), "stage", std::nullopt, std::chrono::seconds(30));
+  ASSERT_TRUE(waiting) << waiting.error().ToString();
+  EXPECT_EQ(waiting->value, Json("waiting"));
+  ASSERT_TRUE(env_->engine().SendMessage(approved.ToString(), "approvals", Json{{"by", "ann"}}));
+  EXPECT_EQ(env_->Await(approved), core::SupportedFunctionReturnValue(
+                                       core::ReturnValueOk{Json(R"(approved: {"by":"ann"})")}));
+  auto stage = env_->engine().GetValue(approved.ToString(), "stage");
+  ASSERT_TRUE(stage);
+  EXPECT_EQ(stage->value, Json("approved"));
+
+  const core::ExecutionId late = core::ExecutionId::Generate();
+  env_->Submit("demo:approvals/api.await-approval", Json::array({10}), late);
+  EXPECT_EQ(env_->Await(late),
+            core::SupportedFunctionReturnValue(core::ReturnValueOk{Json("nobody approved")}));
+}
+
 }  // namespace
 }  // namespace stele::runtime::wasm_host::testing

@@ -288,6 +288,79 @@ HostResult Stub(WorkflowHost& host, HostCall& c, Args a) {
   return StatusResult(*stubbed ? Status::kOk : Status::kErr);
 }
 
+// --- Messages and published values (docs/guest_abi.md §3) ---------------
+
+// A JSON value the guest passes (a body, a published value); malformed
+// JSON ends the workflow like malformed params.
+Result<core::Json, WasmError> ParseJsonValue(WorkflowHost& host, const std::string& text,
+                                             const char* what) {
+  core::Json value = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    host.Interrupt(Kind::kImportedFunctionCallError,
+                   std::string(what) + " must be JSON, got `" + text.substr(0, 200) + "`");
+    return Unexpected(host.Abort());
+  }
+  return value;
+}
+
+// receive(channel, timeout_millis | u64::MAX, id_out, out): STELE_OK with
+// the message id and body; STELE_FAILED when the timeout came first;
+// STELE_CANCELLED.
+HostResult Receive(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(channel, c, a[0], a[1]);
+  std::optional<core::HistoryEventScheduleAt> timeout;
+  if (U64(a[2]) != UINT64_MAX) timeout = InMillis(U64(a[2]));
+  auto received = host.run().Receive(channel, timeout);
+  if (!received) return Unexpected(host.Abort());
+  if (!*received) {
+    return StatusResult(received->error().kind == wf::ReceiveError::Kind::kCancelled
+                            ? Status::kCancelled
+                            : Status::kFailed);
+  }
+  STELE_TRY(WriteOut(c, U32(a[3]), (*received)->message_id));
+  STELE_TRY(WriteOut(c, U32(a[4]), (*received)->body.dump()));
+  return StatusResult(Status::kOk);
+}
+
+// receive_try(channel, id_out, out): as receive, STELE_PENDING when no
+// message has arrived.
+HostResult ReceiveTry(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(channel, c, a[0], a[1]);
+  auto tried = host.run().TryReceive(channel);
+  if (!tried) return Unexpected(host.Abort());
+  if (!*tried) return StatusResult(Status::kCancelled);
+  if (!**tried) return StatusResult(Status::kPending);
+  STELE_TRY(WriteOut(c, U32(a[2]), (**tried)->message_id));
+  STELE_TRY(WriteOut(c, U32(a[3]), (**tried)->body.dump()));
+  return StatusResult(Status::kOk);
+}
+
+HostResult Publish(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(key, c, a[0], a[1]);
+  STELE_READ(value_text, c, a[2], a[3]);
+  STELE_ASSIGN_OR_RETURN(auto value, ParseJsonValue(host, value_text, "a published value"));
+  if (!host.run().PublishValue(key, std::move(value))) return Unexpected(host.Abort());
+  return StatusResult(Status::kOk);
+}
+
+// send(execution_id, channel, body): STELE_OK, STELE_NOT_FOUND, or
+// STELE_FAILED when the execution has finished.
+HostResult Send(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_READ(target_text, c, a[0], a[1]);
+  STELE_READ(channel, c, a[2], a[3]);
+  STELE_READ(body_text, c, a[4], a[5]);
+  auto target = core::ExecutionId::Parse(target_text);
+  if (!target) return StatusResult(Status::kNotFound);
+  STELE_ASSIGN_OR_RETURN(auto body, ParseJsonValue(host, body_text, "a message body"));
+  auto sent = host.run().SendMessage(*target, channel, std::move(body));
+  if (!sent) return Unexpected(host.Abort());
+  if (!*sent) {
+    return StatusResult(sent->error().kind == wf::SendError::Kind::kNotFound ? Status::kNotFound
+                                                                             : Status::kFailed);
+  }
+  return StatusResult(Status::kOk);
+}
+
 HostResult RandomU64(WorkflowHost& host, HostCall&, Args a) {
   STELE_ASSIGN_OR_RETURN(uint64_t v, Take(host, host.run().RandomU64(U64(a[0]), U64(a[1]))));
   return std::vector<Value>{Value::I64(static_cast<int64_t>(v))};
@@ -333,6 +406,10 @@ std::shared_ptr<const wasm::ImportTable> WorkflowHost::Imports() {
   add("sleep", {{L}, {I}}, Sleep);
   add("schedule", {{I, I, I, I, L, I}, {I}}, Schedule);
   add("stub", {{I, I, I, I, I, I, I}, {I}}, Stub);
+  add("receive", {{I, I, L, I, I}, {I}}, Receive);
+  add("receive_try", {{I, I, I, I}, {I}}, ReceiveTry);
+  add("publish", {{I, I, I, I}, {I}}, Publish);
+  add("send", {{I, I, I, I, I, I}, {I}}, Send);
   add("random_u64", {{L, L}, {L}}, RandomU64);
   add("random_u64_inclusive", {{L, L}, {L}}, RandomU64Inclusive);
   add("random_string", {{I, I, I}, {I}}, RandomString);

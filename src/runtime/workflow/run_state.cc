@@ -60,6 +60,12 @@ bool KeyMatches(const core::HistoryEvent& key, const core::HistoryEvent& recorde
           [&](const core::HistoryStep& k) {
             return k.name == std::get<core::HistoryStep>(recorded).name;
           },
+          // What delivery answered is read back, not predicted.
+          [&](const core::HistorySendMessage& k) {
+            const auto& r = std::get<core::HistorySendMessage>(recorded);
+            return k.target_execution_id == r.target_execution_id && k.channel == r.channel &&
+                   k.message_id == r.message_id && k.body == r.body;
+          },
           [&](const auto& k) { return k == std::get<std::decay_t<decltype(k)>>(recorded); },
       },
       key);
@@ -394,6 +400,11 @@ const JoinSetState* RunState::FindJoinSet(const core::JoinSetId& id) const {
 Result<JoinSetState*, Interruption> RunState::OpenJoinSet(const core::JoinSetId& id,
                                                           std::string_view what) {
   JoinSetState* state = FindJoinSet(id);
+  if (id.kind() == core::JoinSetKind::kMessages) {
+    return Interrupt(
+        Interruption::Kind::kConstraintViolation,
+        std::string(what) + ": join set " + id.ToString() + " is a channel's: receive from it");
+  }
   if (state == nullptr || id.kind() == core::JoinSetKind::kOneOff) {
     return Interrupt(Interruption::Kind::kConstraintViolation,
                      std::string(what) + ": join set " + id.ToString() + " was not created");
@@ -413,8 +424,21 @@ uint64_t RunState::JoinSetCount(core::JoinSetKind kind) const {
       return generated_count_;
     case core::JoinSetKind::kNamed:
       return named_.size();
+    case core::JoinSetKind::kMessages:
+      return 0;  // never created by an event
   }
   return 0;
+}
+
+JoinSetState& RunState::ChannelJoinSet(const core::JoinSetId& id) {
+  auto [it, inserted] = join_sets_.try_emplace(id, JoinSetState{id});
+  // Known from the first receive on, in replay and new territory alike
+  // (CancelOpenSubtree cancels its timeouts).
+  if (std::find(all_join_sets_.begin(), all_join_sets_.end(), id) == all_join_sets_.end()) {
+    all_join_sets_.push_back(id);
+  }
+  (void)inserted;
+  return it->second;
 }
 
 void RunState::Apply(const core::HistoryEvent& event) {
@@ -437,6 +461,8 @@ void RunState::Apply(const core::HistoryEvent& event) {
                 named_.insert(create.join_set_id.name());
                 created_order_.push_back(create.join_set_id);
                 break;
+              case core::JoinSetKind::kMessages:
+                break;  // never written (a replayed log holding one is not ours)
             }
           },
           [&](const core::HistoryJoinSetRequest& request) {
@@ -464,6 +490,7 @@ void RunState::Apply(const core::HistoryEvent& event) {
             join_sets_.try_emplace(join_next.join_set_id, JoinSetState{join_next.join_set_id})
                 .first->second.join_nexts++;
           },
+          [&](const core::HistorySendMessage&) { ++sends_; },
           [&](const core::HistoryCancelRequest& request) {
             if (!cancel_request_) cancel_request_ = request;
             if (request.terminate && !terminate_requested_) {
@@ -645,6 +672,8 @@ Result<void, Interruption> RunState::WaitForResponses(const core::JoinSetId& joi
 
 bool RunState::OnlyDelaysBeyondLease(const JoinSetState* state) const {
   if (state == nullptr || state->unconsumed.empty()) return false;
+  // A message may come any moment: a receive waits warm.
+  if (state->id.kind() == core::JoinSetKind::kMessages) return false;
   for (const auto& [id, submission] : state->unconsumed) {
     if (!submission.delay_expires_at || *submission.delay_expires_at <= lock_expires_at_)
       return false;
@@ -671,6 +700,9 @@ JoinSetResponseValue RunState::Consume(JoinSetState& state, size_t response_idx)
               ffqn = ctx.ffqn;
             }
             return ChildResponse{child.child_execution_id, *std::move(ffqn), child.result};
+          },
+          [&](const core::MessageReceived& message) -> JoinSetResponseValue {
+            return MessageResponse{message.message_id, message.body};
           },
       },
       response.event.event);

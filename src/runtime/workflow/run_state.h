@@ -110,6 +110,12 @@ class RunState {
   // An open named or generated join set, else kConstraintViolation.
   Result<JoinSetState*, Interruption> OpenJoinSet(const core::JoinSetId& id, std::string_view what);
   uint64_t JoinSetCount(core::JoinSetKind kind) const;
+  // The join set of a channel (`m:<channel>`), made known to the run at the
+  // first receive of the channel (no event: a channel's join set is never
+  // created). REQUIRES: a kMessages join set id.
+  JoinSetState& ChannelJoinSet(const core::JoinSetId& id);
+  // Sends processed so far (the index of the next send's message id).
+  uint64_t sends() const { return sends_; }
   bool NamedJoinSetExists(const std::string& name) const { return named_.contains(name); }
   // Named and generated join sets in creation order.
   const std::vector<core::JoinSetId>& created_join_sets() const { return created_order_; }
@@ -261,6 +267,7 @@ class RunState {
   std::unordered_map<std::string, core::FunctionFqn> child_ffqn_;
   std::unordered_map<std::string, size_t> processed_child_responses_;
   bool failure_cancels_done_ = false;
+  uint64_t sends_ = 0;
 
   // Every join set (one-off ones included) in creation order.
   std::vector<core::JoinSetId> all_join_sets_;

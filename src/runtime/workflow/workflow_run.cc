@@ -204,6 +204,12 @@ Result<void, Interruption> EndCancelled(RunState& state) {
   const std::vector<core::JoinSetId> join_sets = state.all_join_sets();
   for (const core::JoinSetId& id : join_sets) {
     internal::JoinSetState* join_set = state.FindJoinSet(id);
+    // A channel's timeouts were cancelled above; its JoinNexts consume
+    // messages, which answer no submission: nothing to drain.
+    if (id.kind() == core::JoinSetKind::kMessages) {
+      join_set->closed = true;
+      continue;
+    }
     const uint64_t unawaited =
         join_set->submissions > join_set->join_nexts ? join_set->submissions - join_set->join_nexts
                                                      : 0;

@@ -113,6 +113,7 @@
 // caller.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -177,6 +178,13 @@ struct WorkflowRunOptions {
   // creates; the same default as EngineOptions::max_params_bytes for
   // top-level submissions.
   uint64_t max_params_bytes = 1u << 20;
+  // Counts the messages the run consumes in new territory (a replay
+  // counts nothing): the service's stele_messages_consumed_total. nullptr:
+  // not counted.
+  std::shared_ptr<std::atomic<uint64_t>> messages_consumed;
+  // Counts the messages the run delivers with SendMessage (the service's
+  // stele_messages_sent_total). nullptr: not counted.
+  std::shared_ptr<std::atomic<uint64_t>> messages_sent;
   // Stamped on the Finished the run writes itself (Finish): the engine
   // that ran the guest (wasm runs), as the executor stamps the events it
   // writes from WorkerResult::engine.
@@ -260,7 +268,22 @@ struct DelayResponse {
   bool ok = true;  // true: expired; false: cancelled
   friend bool operator==(const DelayResponse&, const DelayResponse&) = default;
 };
-using JoinSetResponseValue = std::variant<ChildResponse, DelayResponse>;
+// A message of a channel's join set; only Receive and TryReceive see one
+// (a JoinNext on a channel's join set is a constraint violation).
+struct MessageResponse {
+  std::string message_id;
+  core::Json body;
+  friend bool operator==(const MessageResponse&, const MessageResponse&) = default;
+};
+using JoinSetResponseValue = std::variant<ChildResponse, DelayResponse, MessageResponse>;
+
+// A message received on a channel (WorkflowRun::Receive).
+struct Message {
+  std::string message_id;
+  std::string channel;
+  core::Json body;
+  friend bool operator==(const Message&, const Message&) = default;
+};
 
 // --- Business errors --------------------------------------------------------------
 
@@ -296,6 +319,24 @@ struct StubError {
   enum class Kind { kConflict };  // the target holds a different result
   Kind kind = Kind::kConflict;
   friend bool operator==(const StubError&, const StubError&) = default;
+};
+
+struct ReceiveError {
+  enum class Kind {
+    kTimedOut,   // the receive's timeout came first
+    kCancelled,  // the workflow is asked to cancel (see Cancellation above)
+  };
+  Kind kind = Kind::kTimedOut;
+  friend bool operator==(const ReceiveError&, const ReceiveError&) = default;
+};
+
+struct SendError {
+  enum class Kind {
+    kNotFound,         // no such execution
+    kAlreadyFinished,  // the target has finished
+  };
+  Kind kind = Kind::kNotFound;
+  friend bool operator==(const SendError&, const SendError&) = default;
 };
 
 // The delay behind a sleep was cancelled (CancelDelay).
@@ -414,6 +455,35 @@ class WorkflowRun {
   CallResult<void, StubError> Stub(const core::FunctionFqn& ffqn,
                                    const core::ExecutionIdDerived& target,
                                    core::SupportedFunctionReturnValue value);
+
+  // --- Messages and published values (docs/model.md §8.6) ------------------------
+  // The next message of `channel` (arrival order), consumed: recorded as a
+  // JoinNext of the channel's join set `m:<channel>`, so a replay gets the
+  // same messages in the same order. Messages sent before the workflow
+  // asks are kept. Blocks (per the blocking strategy) until one arrives;
+  // with `timeout`, a delay submitted into the same join set first, at
+  // most until it expires (kTimedOut) — a message that wins cancels it.
+  // A channel is a join set name of at most core::kMaxChannelLength
+  // characters; an invalid one is kTrap.
+  CallResult<Message, ReceiveError> Receive(
+      std::string_view channel,
+      const std::optional<core::HistoryEventScheduleAt>& timeout = std::nullopt);
+  // Receive without waiting: nullopt when no message has arrived (recorded
+  // as JoinNextTry, so a replay answers nullopt too).
+  CallResult<std::optional<Message>, ReceiveError> TryReceive(std::string_view channel);
+  // Publishes `value` under `key` (a channel's rules), readable from
+  // outside (last write wins): a Publish event, written before the call
+  // returns with the events batched before it. Over max_params_bytes is
+  // kConstraintViolation.
+  Result<void, Interruption> PublishValue(std::string_view key, core::Json value);
+  // Sends `body` to `channel` of execution `target`. In new territory the
+  // message is delivered first (DbConnection::AppendMessage, message id
+  // `<this id>@<k>`, k = sends processed so far + 1, so a retry after a
+  // crash delivers it once), then SendMessage records what delivery
+  // answered; a replay returns the recorded answer and sends nothing.
+  // kNotFound / kAlreadyFinished are the workflow's to handle.
+  CallResult<void, SendError> SendMessage(const core::ExecutionId& target, std::string_view channel,
+                                          core::Json body);
 
   // --- Durable steps -----------------------------------------------------------------
   // A step's function: its ok or err value, or why it failed (an error

@@ -50,6 +50,7 @@ export const api = {
   responses: (id, cursor) =>
     request('GET', `/v1/executions/${enc(id)}/responses?length=1000` +
       (cursor === undefined ? '' : `&cursor=${cursor}`)),
+  values: (id) => request('GET', `/v1/executions/${enc(id)}/values`),
   backtrace: (id, version) => request('GET', `/v1/executions/${enc(id)}/backtrace?version=${enc(version)}`),
   cancel: (id) => request('PUT', `/v1/executions/${enc(id)}/cancel`, {}),
   terminate: (id) => request('PUT', `/v1/executions/${enc(id)}/terminate`, {}),

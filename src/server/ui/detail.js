@@ -1,5 +1,6 @@
 // Execution detail: state, params, result, the event log as a timeline,
-// responses linked to their requests, children as a tree, backtraces, and
+// responses linked to their requests, children as a tree, the messages it
+// received and the values it published, backtraces, and
 // the cancel/stub actions. Follows the execution live while it runs.
 import { api, allEvents, descendants, follow } from './api.js';
 import {
@@ -64,6 +65,7 @@ export async function detailPage(root, id) {
   const resultBox = el('div', { id: 'result' });
   const timeline = el('ol', { class: 'timeline', id: 'timeline' });
   const childrenBox = el('div', { id: 'children' });
+  const messagesBox = el('div', { id: 'messages' });
   const btBox = el('div', { id: 'backtrace' });
   let params = null;
 
@@ -81,6 +83,7 @@ export async function detailPage(root, id) {
     el('h2', {}, 'Parameters'), el('div', { id: 'params' }),
     el('h2', {}, 'Result'), resultBox,
     el('h2', {}, 'Children'), childrenBox,
+    el('h2', {}, 'Messages and published values'), messagesBox,
     el('h2', {}, 'Event log'), timeline,
     btBox);
 
@@ -317,6 +320,37 @@ export async function detailPage(root, id) {
     }
   }
 
+  // docs/model.md §8.6: the values the workflow published (the last of each
+  // key) and the messages sent to it, in arrival order, by channel.
+  async function renderMessages() {
+    let values;
+    let responses;
+    try {
+      [values, responses] = await Promise.all([api.values(id), api.responses(id)]);
+    } catch (e) { clear(messagesBox).append(errorBox(e)); return; }
+    const messages = (responses.responses || []).filter((r) =>
+      ((r.response && r.response.event && r.response.event.event) || {}).type === 'message_received');
+    clear(messagesBox);
+    const rows = values.values || [];
+    messagesBox.append(rows.length
+      ? el('table', { class: 'values', id: 'values' },
+        el('tr', {}, el('th', {}, 'Key'), el('th', {}, 'Value'), el('th', {}, 'Version'), el('th', {}, 'Published')),
+        rows.map((v) => el('tr', { 'data-key': v.key }, el('td', { class: 'mono' }, v.key),
+          el('td', {}, jsonView(v.value, 'json inline')), el('td', {}, '#' + v.version),
+          el('td', {}, fmtTime(v.published_at)))))
+      : el('p', { class: 'muted' }, 'No published values.'));
+    messagesBox.append(messages.length
+      ? el('ol', { class: 'messages', id: 'received-messages' }, messages.map((r) => {
+        const e = r.response.event || {};
+        const m = e.event || {};
+        return el('li', { 'data-message-id': m.message_id },
+          el('span', { class: 'mono' }, String(e.join_set_id || '').replace(/^m:/, '')), ' ',
+          el('span', { class: 'mono muted' }, m.message_id || ''), ' ', fmtTime(r.response.created_at), ' ',
+          jsonView(m.body, 'json inline'));
+      }))
+      : el('p', { class: 'muted' }, 'No messages.'));
+  }
+
   async function renderChildren() {
     clear(childrenBox);
     let rows;
@@ -346,12 +380,12 @@ export async function detailPage(root, id) {
   async function refresh() {
     const cur = await api.get(id);
     renderState(cur.pending_state, cur.result);
-    await Promise.all([renderTimeline(), renderChildren()]);
+    await Promise.all([renderTimeline(), renderChildren(), renderMessages()]);
     return cur;
   }
 
   renderState(ex.pending_state, ex.result);
-  await Promise.all([renderTimeline(), renderChildren()]);
+  await Promise.all([renderTimeline(), renderChildren(), renderMessages()]);
 
   let stop = null;
   if (!ex.result) {
@@ -360,7 +394,7 @@ export async function detailPage(root, id) {
       renderState(ps, null);
       if (busy) return;
       busy = true;
-      try { await Promise.all([renderTimeline(), renderChildren()]); } catch { /* next time */ }
+      try { await Promise.all([renderTimeline(), renderChildren(), renderMessages()]); } catch { /* next time */ }
       busy = false;
     }, async () => {
       try { await refresh(); } catch { /* ignore */ }

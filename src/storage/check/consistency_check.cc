@@ -191,7 +191,8 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
       }
     } else if (const auto* request = HistoryAs<core::HistoryJoinSetRequest>(event)) {
       const auto& js = request->join_set_id;
-      if (created_sets.count(js) == 0) {
+      // A channel's join set is never created (docs/model.md §2.2).
+      if (created_sets.count(js) == 0 && js.kind() != core::JoinSetKind::kMessages) {
         out.push_back("request at version " + event.version.ToString() +
                       " in join set " + js.ToString() + ", which was not created before");
       }
@@ -210,6 +211,8 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
     }
   }
   for (const auto& [js, count] : join_nexts) {
+    // A channel's JoinNexts consume messages, which answer no request.
+    if (js.kind() == core::JoinSetKind::kMessages) continue;
     if (count > requests[js]) {
       out.push_back("join set " + js.ToString() + " has " + std::to_string(count) +
                     " JoinNext event(s) but only " + std::to_string(requests[js]) +
@@ -220,8 +223,21 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
   std::map<core::JoinSetId, size_t> responses_per_set;
   std::set<std::string> responded_children;
   std::set<std::string> responded_delays;
+  std::set<std::string> message_ids;
   for (const auto& response : snap.responses) {
     const auto& js = response.event.join_set_id;
+    // A message answers no request: only the others are counted against
+    // the requests of their join set.
+    if (const auto* message = std::get_if<core::MessageReceived>(&response.event.event)) {
+      if (!message_ids.insert(message->message_id).second) {
+        out.push_back("message " + message->message_id + " was delivered more than once");
+      }
+      if (js.kind() != core::JoinSetKind::kMessages) {
+        out.push_back("message " + message->message_id + " in join set " + js.ToString() +
+                      ", which is not a channel's");
+      }
+      continue;
+    }
     ++responses_per_set[js];
     if (const auto* delay = std::get_if<core::DelayFinished>(&response.event.event)) {
       const std::string delay_id = delay->delay_id.ToString();

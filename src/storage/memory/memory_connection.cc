@@ -26,17 +26,14 @@ Result<void, DbErrorWrite> RejectInvalid(const ExecutionId& execution_id,
 // The reference model's own check that `response` answers a request of
 // `journal`: its log requested that child or delay in that join set
 // (NotFound otherwise; request_rules.h).
+// REQUIRES: a delay's or a child's response.
 Result<void, DbErrorWrite> CheckRequested(const ExecutionJournal& journal,
                                           const core::JoinSetResponseEvent& response) {
-  const std::string id = std::visit(
-      [](const auto& r) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, core::DelayFinished>) {
-          return r.delay_id.ToString();
-        } else {
-          return r.child_execution_id.ToString();
-        }
-      },
-      response.event);
+  const auto* delay = std::get_if<core::DelayFinished>(&response.event);
+  const std::string id =
+      delay != nullptr
+          ? delay->delay_id.ToString()
+          : std::get<core::ChildExecutionFinished>(response.event).child_execution_id.ToString();
   if (journal.RequestJoinSet(id) != response.join_set_id) {
     return Unexpected(DbErrorWrite::NotFound());
   }
@@ -267,10 +264,48 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> MemoryConnection::AppendDelayRe
   return AppendDelayResponseOutcome::kSuccess;
 }
 
+Result<AppendMessageOutcome, DbErrorWrite> MemoryConnection::AppendMessage(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  std::lock_guard lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  return AppendMessageLocked(created_at, execution_id, join_set_id, message);
+}
+
+Result<AppendMessageOutcome, DbErrorWrite> MemoryConnection::AppendMessageLocked(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  STELE_TRY(ValidateMessage(join_set_id, message));
+  ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
+  for (const core::JoinSetResponseEventOuter& response : journal->responses()) {
+    const auto* before = std::get_if<core::MessageReceived>(&response.event.event);
+    if (before != nullptr && before->message_id == message.message_id) {
+      return RedeliveryOutcome(response.event, join_set_id, message);
+    }
+  }
+  if (std::holds_alternative<core::PendingStateFinished>(journal->pending_state().value)) {
+    return Unexpected(FinishedRefusesMessage());
+  }
+  journal->AddResponse(created_at, core::JoinSetResponseEvent{join_set_id, message});
+  NotifyChanged();
+  return AppendMessageOutcome::kDelivered;
+}
+
 Result<void, DbErrorWrite> MemoryConnection::AppendResponse(
     DateTime created_at, const ExecutionId& execution_id,
     const core::JoinSetResponseEvent& response) {
   std::lock_guard lock(state_->mu);
+  if (const auto* message = std::get_if<core::MessageReceived>(&response.event)) {
+    if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+    STELE_ASSIGN_OR_RETURN(
+        AppendMessageOutcome outcome,
+        AppendMessageLocked(created_at, execution_id, response.join_set_id, *message));
+    if (outcome == AppendMessageOutcome::kAlreadyDelivered) {
+      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    }
+    return {};
+  }
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(CheckResponseAddressee(execution_id, response));
   ExecutionJournal* journal = FindJournal(execution_id);

@@ -54,6 +54,9 @@ class MemoryConnection final : public DbConnectionTest {
       const ExecutionId& execution_id) override;
 
   // DbConnection
+  Result<AppendMessageOutcome, DbErrorWrite> AppendMessage(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::MessageReceived& message) override;
   Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::DelayId& delay_id, bool ok) override;
@@ -123,6 +126,10 @@ class MemoryConnection final : public DbConnectionTest {
 
   // REQUIRES: state_->mu held. nullptr when absent.
   ExecutionJournal* FindJournal(const ExecutionId& execution_id);
+  // AppendMessage. REQUIRES: state_->mu held.
+  Result<AppendMessageOutcome, DbErrorWrite> AppendMessageLocked(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::MessageReceived& message);
   // REQUIRES: state_->mu held. Wakes every waiter to re-check.
   void NotifyChanged();
   // Locks up to batch_size PendingAt executions accepted by `selected`.

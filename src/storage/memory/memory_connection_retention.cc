@@ -69,11 +69,12 @@ Result<DeletedExecutions, DbErrorWrite> MemoryConnection::DeleteFinishedExecutio
       for (const core::JoinSetResponseEventOuter& response : it->second.responses()) {
         std::visit(
             [&](const auto& r) {
-              if constexpr (std::is_same_v<std::decay_t<decltype(r)>, core::DelayFinished>) {
+              using R = std::decay_t<decltype(r)>;
+              if constexpr (std::is_same_v<R, core::DelayFinished>) {
                 state_->delay_responses.erase(r.delay_id.ToString());
-              } else {
+              } else if constexpr (std::is_same_v<R, core::ChildExecutionFinished>) {
                 state_->child_responses.erase(r.child_execution_id.ToString());
-              }
+              }  // a message's id is unique within its execution only
             },
             response.event.event);
       }

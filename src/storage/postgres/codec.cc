@@ -174,6 +174,10 @@ Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res
   if (auto delay_id = res.OptStr(row, c + 3)) {
     STELE_ASSIGN_OR_RETURN(auto delay, ParseColumn<core::DelayId>(*delay_id, "delay_id"));
     event = core::DelayFinished{std::move(delay), res.Bool(row, c + 4)};
+  } else if (auto message_id = res.OptStr(row, c + 9)) {
+    STELE_ASSIGN_OR_RETURN(core::Json body,
+                           DecodeRawJson(res.Str(row, c + 10), "t_join_set_response.message_body"));
+    event = core::MessageReceived{std::move(*message_id), std::move(body)};
   } else {
     const std::string child_text = res.Str(row, c + 5);
     STELE_ASSIGN_OR_RETURN(auto child,

@@ -61,19 +61,22 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int r
 // The JSON columns' codec is shared by both SQL backends (storage/row_json.h).
 using storage::DecodeEvent;
 using storage::DecodeJson;
+using storage::DecodeRawJson;
 using storage::EncodeEvent;
 using storage::EncodeJson;
+using storage::EncodeRawJson;
 
-// SELECT list + FROM of responses (9 columns) for DecodeResponseRow;
+// SELECT list + FROM of responses (11 columns) for DecodeResponseRow;
 // callers append WHERE/ORDER BY on alias `r`.
 inline constexpr std::string_view kResponseSelect =
     "SELECT r.idx, r.created_at, r.join_set_id, r.delay_id, r.delay_success, "
-    "r.child_execution_id, r.finished_version, r.child_result::text, l.json_value::text "
+    "r.child_execution_id, r.finished_version, r.child_result::text, l.json_value::text, "
+    "r.message_id, r.message_body::text "
     "FROM t_join_set_response r LEFT JOIN t_execution_log l "
     "ON r.child_result IS NULL AND l.execution_id = r.child_execution_id "
     "AND l.version = r.finished_version AND l.variant = 'finished' ";
 
-// The 9 columns start at `col0`.
+// The 11 columns start at `col0`.
 Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res, int row,
                                                              std::string_view execution_id,
                                                              int col0 = 0);

@@ -53,6 +53,9 @@ class PostgresConnection final : public DbConnectionTest {
       const ExecutionId& execution_id) override;
 
   // DbConnection
+  Result<AppendMessageOutcome, DbErrorWrite> AppendMessage(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::MessageReceived& message) override;
   Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::DelayId& delay_id, bool ok) override;

@@ -91,8 +91,12 @@ const std::string kDelayStatus =
 
 const std::string kInsertResponse =
     "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
-    "delay_success, child_execution_id, finished_version, child_result) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json)";
+    "delay_success, child_execution_id, finished_version, child_result, message_id, "
+    "message_body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json, $10, $11::json)";
+
+const std::string kSelectMessage =
+    "SELECT join_set_id, message_body::text FROM t_join_set_response "
+    "WHERE execution_id = $1 AND message_id = $2";
 
 // The t_state columns a state implies (codec.h has the rules DecodeStateRow
 // enforces).
@@ -551,6 +555,20 @@ Result<bool, DbErrorWrite> Journal::Create(const CreateRequest& req, DateTime cu
   return false;
 }
 
+Result<std::optional<core::JoinSetResponseEvent>, DbErrorWrite> Journal::FindMessage(
+    const ExecutionId& execution_id, const std::string& message_id) {
+  STELE_ASSIGN_OR_RETURN(
+      const PgResult* res,
+      tx_.Q(kSelectMessage, Params().Text(execution_id.ToString()).Text(message_id)));
+  if (res->rows() == 0) return std::optional<core::JoinSetResponseEvent>();
+  STELE_ASSIGN_OR_RETURN(auto join_set_id,
+                         ParseColumn<core::JoinSetId>(res->Str(0, 0), "response join_set_id"));
+  STELE_ASSIGN_OR_RETURN(core::Json body,
+                         DecodeRawJson(res->Str(0, 1), "t_join_set_response.message_body"));
+  return std::optional<core::JoinSetResponseEvent>(core::JoinSetResponseEvent{
+      std::move(join_set_id), core::MessageReceived{message_id, std::move(body)}});
+}
+
 Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_id,
                                                    const core::JoinSetResponseEventOuter& response,
                                                    DateTime current_time) {
@@ -558,7 +576,8 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
   const core::JoinSetResponseEvent& event = response.event;
   STELE_TRY(CheckResponseAddressee(execution_id, event));
   const auto* delay = std::get_if<core::DelayFinished>(&event.event);
-  if (delay == nullptr) {
+  const auto* message = std::get_if<core::MessageReceived>(&event.event);
+  if (delay == nullptr && message == nullptr) {
     // A child exists only with its parent's request (ValidateChildCreation).
     // Its row first: children lock before their parent.
     STELE_TRY(
@@ -580,7 +599,11 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
       .Int(TimeColumn(response.created_at))
       .Text(event.join_set_id.ToString());
   if (delay != nullptr) {
-    params.Text(delay->delay_id.ToString()).Bool(delay->ok).Null().Null().Null();
+    params.Text(delay->delay_id.ToString()).Bool(delay->ok).Null().Null().Null().Null().Null();
+  } else if (message != nullptr) {
+    // AppendMessage checked the rules; the unique index is the last guard.
+    STELE_ASSIGN_OR_RETURN(std::string body, EncodeRawJson(message->body));
+    params.Null().Null().Null().Null().Null().Text(message->message_id).Text(body);
   } else {
     const auto& child = std::get<core::ChildExecutionFinished>(event.event);
     const std::string child_id = child.child_execution_id.ToString();
@@ -608,7 +631,13 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
     if (!*same) {
       STELE_ASSIGN_OR_RETURN(inline_result, EncodeJson(child.result));
     }
-    params.Null().Null().Text(child_id).Int(child.finished_version.value()).OptText(inline_result);
+    params.Null()
+        .Null()
+        .Text(child_id)
+        .Int(child.finished_version.value())
+        .OptText(inline_result)
+        .Null()
+        .Null();
   }
   // A duplicate child or delay id violates a unique index → Conflict.
   tx_.Write(kInsertResponse, std::move(params), [](const PgError& error) -> DbErrorWrite {

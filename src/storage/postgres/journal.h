@@ -91,6 +91,10 @@ class Journal {
   Result<void, DbErrorWrite> InsertResponse(const ExecutionId& execution_id,
                                             const core::JoinSetResponseEventOuter& response,
                                             DateTime current_time);
+  // The message `message_id` delivered to `execution_id` before (its join
+  // set and body), if any. Call after the row is locked (State).
+  Result<std::optional<core::JoinSetResponseEvent>, DbErrorWrite> FindMessage(
+      const ExecutionId& execution_id, const std::string& message_id);
   // Queues every write of the transaction. Call once, last.
   Result<void, DbErrorWrite> Flush();
 

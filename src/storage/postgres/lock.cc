@@ -22,7 +22,7 @@ namespace {
 
 // What a LockedExecution is made of, gathered from the rows of one query:
 // kind 1 = a Created or history event (version in column 2, its json in
-// column 5), kind 2 = a response (its 9 columns from column 6 on, as
+// column 5), kind 2 = a response (its 11 columns from column 6 on, as
 // kResponseSelect). Columns 0 (kind) and 1 (execution id) lead every row.
 constexpr int kEventJson = 5;
 constexpr int kResponseCol0 = 6;
@@ -32,13 +32,14 @@ const std::string kHistoryOfOk =
     "SELECT 1 AS k, l.execution_id::text AS id, l.version AS a, NULL::bigint AS b, "
     "NULL::bigint AS c, l.json_value::text AS j, NULL::bigint AS r0, NULL::bigint AS r1, "
     "NULL::text AS r2, NULL::text AS r3, NULL::boolean AS r4, NULL::text AS r5, "
-    "NULL::bigint AS r6, NULL::text AS r7, NULL::text AS r8 "
+    "NULL::bigint AS r6, NULL::text AS r7, NULL::text AS r8, NULL::text AS r9, "
+    "NULL::text AS r10 "
     "FROM ok JOIN t_execution_log l ON l.execution_id = ok.execution_id "
     "WHERE l.variant IN ('created', 'history_event') "
     "UNION ALL "
     "SELECT 2, r.execution_id, r.idx, NULL, NULL, NULL, r.idx, r.created_at, r.join_set_id, "
     "r.delay_id, r.delay_success, r.child_execution_id, r.finished_version, "
-    "r.child_result::text, f.json_value::text "
+    "r.child_result::text, f.json_value::text, r.message_id, r.message_body::text "
     "FROM ok JOIN t_join_set_response r ON r.execution_id = ok.execution_id "
     "LEFT JOIN t_execution_log f ON r.child_result IS NULL AND "
     "f.execution_id = r.child_execution_id AND f.version = r.finished_version AND "
@@ -87,7 +88,7 @@ std::string LockStatement(const char* filter) {
          "ok.corresponding_version AS b, ok.intermittent_event_count AS c, NULL::text AS j, "
          "NULL::bigint AS r0, NULL::bigint AS r1, NULL::text AS r2, NULL::text AS r3, "
          "NULL::boolean AS r4, NULL::text AS r5, NULL::bigint AS r6, NULL::text AS r7, "
-         "NULL::text AS r8 FROM ok UNION ALL " +
+         "NULL::text AS r8, NULL::text AS r9, NULL::text AS r10 FROM ok UNION ALL " +
          kHistoryOfOk + "ORDER BY 1, 3, 2";
 }
 

@@ -271,6 +271,28 @@ CREATE TABLE t_deadline (
 CREATE INDEX idx_t_deadline_deadline ON t_deadline (deadline);
 )sql";
 
+// V7: messages (docs/model.md §3.5) are responses too, as in the SQLite
+// backend's V6: message_id and message_body, a third kind of row in the
+// row CHECK (V1's unnamed table CHECK, named t_join_set_response_check by
+// PostgreSQL), and a message id unique per execution.
+constexpr std::string_view kMigrationV7 = R"sql(
+ALTER TABLE t_join_set_response
+  ADD COLUMN message_id text,
+  ADD COLUMN message_body json,
+  DROP CONSTRAINT t_join_set_response_check,
+  ADD CONSTRAINT t_join_set_response_kind CHECK (
+    (delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL
+       AND finished_version IS NULL AND child_result IS NULL AND message_id IS NULL
+       AND message_body IS NULL)
+    OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL
+       AND finished_version IS NOT NULL AND message_id IS NULL AND message_body IS NULL)
+    OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NULL
+       AND finished_version IS NULL AND child_result IS NULL AND message_id IS NOT NULL
+       AND message_body IS NOT NULL));
+CREATE UNIQUE INDEX idx_t_join_set_response_message
+  ON t_join_set_response (execution_id, message_id) WHERE message_id IS NOT NULL;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -287,6 +309,7 @@ constexpr Migration kMigrations[] = {
     {4, kMigrationV4},
     {5, kMigrationV5},
     {6, kMigrationV6},
+    {7, kMigrationV7},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

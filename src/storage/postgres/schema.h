@@ -24,7 +24,7 @@
 
 namespace stele::storage::postgres::internal {
 
-inline constexpr int64_t kLatestSchemaVersion = 6;
+inline constexpr int64_t kLatestSchemaVersion = 7;
 
 // Brings the database to `target` (kLatestSchemaVersion; tests pass an
 // older one to make a database as an older build left it) in one

@@ -320,6 +320,30 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> PostgresConnection::AppendDelay
   return outcome;
 }
 
+Result<AppendMessageOutcome, DbErrorWrite> PostgresConnection::AppendMessage(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  return store_->Write<AppendMessageOutcome, DbErrorWrite>(
+      [&](Tx& tx) -> Result<AppendMessageOutcome, DbErrorWrite> {
+        // The order of request_rules.h, "Messages". The row lock orders
+        // two deliveries of one id: the second sees the first.
+        STELE_TRY(ValidateMessage(join_set_id, message));
+        Journal journal(tx);
+        STELE_ASSIGN_OR_RETURN(const ExecutionState* state, journal.State(execution_id.ToString()));
+        STELE_ASSIGN_OR_RETURN(auto existing,
+                               journal.FindMessage(execution_id, message.message_id));
+        if (existing) return RedeliveryOutcome(*existing, join_set_id, message);
+        if (state->pending_state.IsFinished()) return Unexpected(FinishedRefusesMessage());
+        STELE_TRY(journal.InsertResponse(
+            execution_id,
+            core::JoinSetResponseEventOuter{created_at,
+                                            core::JoinSetResponseEvent{join_set_id, message}},
+            created_at));
+        STELE_TRY(journal.Flush());
+        return AppendMessageOutcome::kDelivered;
+      });
+}
+
 Result<void, DbErrorWrite> PostgresConnection::AppendResponse(
     DateTime created_at, const ExecutionId& execution_id,
     const core::JoinSetResponseEvent& response) {

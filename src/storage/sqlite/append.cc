@@ -207,6 +207,28 @@ Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayRe
       });
 }
 
+Result<AppendMessageOutcome, DbErrorWrite> SqliteConnection::AppendMessage(
+    DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+    const core::MessageReceived& message) {
+  return store_->Write<AppendMessageOutcome, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<AppendMessageOutcome, DbErrorWrite> {
+        // The order of request_rules.h, "Messages".
+        STELE_TRY(ValidateMessage(join_set_id, message));
+        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, execution_id.ToString()));
+        if (!state) return Unexpected(DbErrorWrite::NotFound());
+        STELE_ASSIGN_OR_RETURN(
+            auto existing, FindMessage(tx.connection, execution_id.ToString(), message.message_id));
+        if (existing) return RedeliveryOutcome(*existing, join_set_id, message);
+        if (state->pending_state.IsFinished()) return Unexpected(FinishedRefusesMessage());
+        STELE_TRY(
+            InsertResponseTx(tx, execution_id,
+                             core::JoinSetResponseEventOuter{
+                                 created_at, core::JoinSetResponseEvent{join_set_id, message}},
+                             created_at));
+        return AppendMessageOutcome::kDelivered;
+      });
+}
+
 Result<void, DbErrorWrite> SqliteConnection::AppendResponse(
     DateTime created_at, const ExecutionId& execution_id,
     const core::JoinSetResponseEvent& response) {

@@ -407,6 +407,23 @@ Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
   return std::optional<bool>(stmt.Int64(0) != 0);
 }
 
+Result<std::optional<core::JoinSetResponseEvent>, DbErrorGeneric> FindMessage(
+    Connection& db, std::string_view id, const std::string& message_id) {
+  STELE_ASSIGN_OR_RETURN(Statement stmt,
+                         db.Prepare("SELECT join_set_id, message_body FROM t_join_set_response "
+                                    "WHERE execution_id = ? AND message_id = ?"));
+  stmt.BindText(1, id);
+  stmt.BindText(2, message_id);
+  STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::optional<core::JoinSetResponseEvent>();
+  STELE_ASSIGN_OR_RETURN(auto join_set_id,
+                         ParseColumn<core::JoinSetId>(stmt.Text(0), "response join_set_id"));
+  STELE_ASSIGN_OR_RETURN(core::Json body,
+                         DecodeRawJson(stmt.Text(1), "t_join_set_response.message_body"));
+  return std::optional<core::JoinSetResponseEvent>(core::JoinSetResponseEvent{
+      std::move(join_set_id), core::MessageReceived{message_id, std::move(body)}});
+}
+
 namespace {
 
 Result<bool, DbErrorGeneric> ChildResponseExists(Connection& db, const std::string& child_id) {
@@ -471,8 +488,8 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   STELE_ASSIGN_OR_RETURN(
       Statement insert,
       db.Prepare("INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, "
-                 "delay_id, delay_success, child_execution_id, finished_version, child_result) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                 "delay_id, delay_success, child_execution_id, finished_version, child_result, "
+                 "message_id, message_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.BindText(1, id);
   insert.BindInt64(2, cursor);
   insert.BindInt64(3, TimeColumn(response.created_at));
@@ -488,6 +505,14 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
     insert.BindNull(7);
     insert.BindNull(8);
     insert.BindNull(9);
+    insert.BindNull(10);
+    insert.BindNull(11);
+  } else if (const auto* message = std::get_if<core::MessageReceived>(&event.event)) {
+    // AppendMessage checked the rules; the unique index is the last guard.
+    for (int column = 5; column <= 9; ++column) insert.BindNull(column);
+    insert.BindText(10, message->message_id);
+    STELE_ASSIGN_OR_RETURN(std::string body, EncodeRawJson(message->body));
+    insert.BindText(11, body);
   } else {
     const auto& child = std::get<core::ChildExecutionFinished>(event.event);
     const std::string child_id = child.child_execution_id.ToString();
@@ -509,6 +534,8 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
       STELE_ASSIGN_OR_RETURN(std::string result, EncodeJson(child.result));
       insert.BindText(9, result);
     }
+    insert.BindNull(10);
+    insert.BindNull(11);
   }
   STELE_TRY(insert.Run());
 

@@ -49,6 +49,11 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
                                             DateTime current_time);
 
 // The index the next response of `id` gets (its response count).
+// The message `message_id` delivered to `id` before (its join set and
+// body), if any.
+Result<std::optional<core::JoinSetResponseEvent>, DbErrorGeneric> FindMessage(
+    Connection& db, std::string_view id, const std::string& message_id);
+
 Result<uint32_t, DbErrorGeneric> NextCursor(Connection& db, std::string_view id);
 
 // The outcome recorded for `delay_id` (true = expired), if any.

@@ -145,6 +145,10 @@ Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const Statement& st
   if (auto delay_id = stmt.OptionalText(3)) {
     STELE_ASSIGN_OR_RETURN(auto delay, ParseColumn<core::DelayId>(*delay_id, "delay_id"));
     event = core::DelayFinished{std::move(delay), stmt.Int64(4) != 0};
+  } else if (auto message_id = stmt.OptionalText(9)) {
+    STELE_ASSIGN_OR_RETURN(core::Json body,
+                           DecodeRawJson(stmt.Text(10), "t_join_set_response.message_body"));
+    event = core::MessageReceived{std::move(*message_id), std::move(body)};
   } else {
     STELE_ASSIGN_OR_RETURN(
         auto child, ParseColumn<core::ExecutionIdDerived>(stmt.Text(5), "child_execution_id"));

@@ -84,17 +84,20 @@ Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const Statement& stmt);
 // The JSON columns' codec is shared by both SQL backends (storage/row_json.h).
 using storage::DecodeEvent;
 using storage::DecodeJson;
+using storage::DecodeRawJson;
 using storage::EncodeEvent;
 using storage::EncodeJson;
+using storage::EncodeRawJson;
 
 // Responses ------------------------------------------------------------------
 
-// SELECT list + FROM clause of responses (9 columns) matching
+// SELECT list + FROM clause of responses (11 columns) matching
 // DecodeResponseRow; callers append WHERE/ORDER BY on alias `r`. A child's
 // result comes from its Finished row unless it was stored inline.
 inline constexpr std::string_view kResponseSelect =
     "SELECT r.idx, r.created_at, r.join_set_id, r.delay_id, r.delay_success, "
-    "r.child_execution_id, r.finished_version, r.child_result, l.json_value "
+    "r.child_execution_id, r.finished_version, r.child_result, l.json_value, r.message_id, "
+    "r.message_body "
     "FROM t_join_set_response r LEFT JOIN t_execution_log l "
     "ON r.child_result IS NULL AND l.execution_id = r.child_execution_id "
     "AND l.version = r.finished_version AND l.variant = 'finished' ";

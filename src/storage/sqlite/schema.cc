@@ -249,6 +249,50 @@ CREATE TABLE t_deadline (
 CREATE INDEX idx_t_deadline_deadline ON t_deadline (deadline);
 )sql";
 
+// V6: messages (docs/model.md §3.5) are responses too, in arrival order
+// with the others: t_join_set_response gets message_id and message_body,
+// the row CHECK a third kind of row, and a message id is unique per
+// execution. SQLite cannot alter a CHECK, so the table is rebuilt (copy,
+// drop, rename) with its indexes, in the migration's transaction.
+constexpr std::string_view kMigrationV6 = R"sql(
+CREATE TABLE t_join_set_response_v6 (
+  execution_id TEXT NOT NULL,
+  idx INTEGER NOT NULL CHECK (idx >= 0),
+  created_at INTEGER NOT NULL,
+  join_set_id TEXT NOT NULL,
+  delay_id TEXT,
+  delay_success INTEGER,
+  child_execution_id TEXT,
+  finished_version INTEGER CHECK (finished_version >= 0),
+  child_result TEXT,
+  message_id TEXT,
+  message_body TEXT,
+  CHECK ((delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL AND message_id IS NULL
+          AND message_body IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL
+          AND finished_version IS NOT NULL AND message_id IS NULL AND message_body IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL AND message_id IS NOT NULL
+          AND message_body IS NOT NULL)),
+  PRIMARY KEY (execution_id, idx)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_join_set_response_v6 (execution_id, idx, created_at, join_set_id, delay_id,
+    delay_success, child_execution_id, finished_version, child_result)
+  SELECT execution_id, idx, created_at, join_set_id, delay_id, delay_success,
+         child_execution_id, finished_version, child_result FROM t_join_set_response;
+DROP TABLE t_join_set_response;
+ALTER TABLE t_join_set_response_v6 RENAME TO t_join_set_response;
+CREATE INDEX idx_t_join_set_response_join_set
+  ON t_join_set_response (execution_id, join_set_id, idx);
+CREATE UNIQUE INDEX idx_t_join_set_response_child
+  ON t_join_set_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_delay
+  ON t_join_set_response (delay_id) WHERE delay_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_message
+  ON t_join_set_response (execution_id, message_id) WHERE message_id IS NOT NULL;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -264,6 +308,7 @@ constexpr Migration kMigrations[] = {
     {3, kMigrationV3},
     {4, kMigrationV4},
     {5, kMigrationV5},
+    {6, kMigrationV6},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -32,7 +32,7 @@
 namespace stele::storage::sqlite::internal {
 
 // The newest schema version this code knows (and migrates to).
-inline constexpr int64_t kLatestSchemaVersion = 5;
+inline constexpr int64_t kLatestSchemaVersion = 6;
 
 // What a connection is for; decides its PRAGMAs.
 enum class ConnectionRole {

@@ -230,6 +230,13 @@ class FaultyConnectionT : public FaultyExecutorT<Iface> {
       return inner_->AppendDelayResponse(created_at, execution_id, join_set_id, delay_id, ok);
     });
   }
+  Result<AppendMessageOutcome, DbErrorWrite> AppendMessage(
+      DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
+      const core::MessageReceived& message) override {
+    return Guarded(*plan_, FaultyMethod::kAppendMessage, std::nullopt, [&] {
+      return inner_->AppendMessage(created_at, execution_id, join_set_id, message);
+    });
+  }
   Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
                                             const std::vector<AppendRequest>& batch,
                                             const ExecutionId& execution_id,
@@ -438,6 +445,8 @@ std::string_view FaultyMethodName(FaultyMethod method) {
       return "AppendBatchCreateNewExecution";
     case FaultyMethod::kAppendDelayResponse:
       return "AppendDelayResponse";
+    case FaultyMethod::kAppendMessage:
+      return "AppendMessage";
     case FaultyMethod::kCreate:
       return "Create";
     case FaultyMethod::kGetLastExecutionEvent:
@@ -479,6 +488,7 @@ bool IsWrite(FaultyMethod method) {
     case FaultyMethod::kAppendBatch:
     case FaultyMethod::kAppendBatchCreateNewExecution:
     case FaultyMethod::kAppendDelayResponse:
+    case FaultyMethod::kAppendMessage:
     case FaultyMethod::kCreate:
     case FaultyMethod::kAppendBacktrace:
     case FaultyMethod::kUpgradeExecutionComponent:

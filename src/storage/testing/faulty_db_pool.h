@@ -58,6 +58,7 @@ enum class FaultyMethod {
   kAppendBatch,
   kAppendBatchCreateNewExecution,
   kAppendDelayResponse,
+  kAppendMessage,
   kCreate,
   kGetLastExecutionEvent,
   kGetExecutionEvent,

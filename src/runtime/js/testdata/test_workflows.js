@@ -16,6 +16,25 @@ function deepThrow(depth) {
 }
 
 export const functions = {
+  "testing:js/wf.messages": {
+    params: [],
+    returns: "string",
+    run: async (ctx) => {
+      ctx.publish("stage", "waiting");
+      const late = await ctx.receive("orders", { timeoutMs: 10 });
+      const early = ctx.tryReceive("orders");
+      ctx.send(ctx.executionId, "orders", { n: 1 });
+      const got = await ctx.receive("orders");
+      ctx.publish("stage", got.body);
+      let missing = "sent";
+      try {
+        ctx.send("E_01KBNHM5FQW81KP5Y3XMNX31K4", "orders", 1);
+      } catch (e) {
+        missing = e.message;
+      }
+      return JSON.stringify([late, early === undefined, got.channel, got.body, missing]);
+    },
+  },
   "testing:js/wf.hello": {
     params: [["name", "string"]],
     returns: "string",

@@ -175,6 +175,12 @@ TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
         "ALTER TABLE t_state DROP COLUMN list_key;"
         "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
         "DROP TABLE t_schedule;"
+        "DROP INDEX idx_t_state_pending_ffqn; DROP INDEX idx_t_state_pending_digest;"
+        "ALTER TABLE t_state DROP COLUMN paused, DROP COLUMN cancelling;"
+        "CREATE INDEX idx_t_state_pending_ffqn ON t_state (ffqn, pending_expires_finished, "
+        "execution_id) WHERE state = 'pending_at';"
+        "CREATE INDEX idx_t_state_pending_digest ON t_state (component_id_input_digest, "
+        "pending_expires_finished, execution_id) WHERE state = 'pending_at';"
         "DELETE FROM t_metadata WHERE schema_version > 2;");
     ASSERT_TRUE(downgraded.has_value()) << downgraded.error().message;
     ASSERT_EQ(Must(internal::ReadSchemaVersion(*conn)), 2);

@@ -176,6 +176,20 @@ TEST_F(PostgresPoolTest, MigrationToV3GivesExistingRowsTheirListKeys) {
         "CREATE INDEX idx_t_state_ffqn_id ON t_state (ffqn, execution_id);"
         "DROP TABLE t_schedule;"
         "DROP TABLE t_deadline;"
+        "DROP INDEX idx_t_state_pending_ffqn; DROP INDEX idx_t_state_pending_digest;"
+        "ALTER TABLE t_state DROP COLUMN paused, DROP COLUMN cancelling;"
+        "CREATE INDEX idx_t_state_pending_ffqn ON t_state (ffqn, pending_expires_finished, "
+        "execution_id) WHERE state = 'pending_at';"
+        "CREATE INDEX idx_t_state_pending_digest ON t_state (component_id_input_digest, "
+        "pending_expires_finished, execution_id) WHERE state = 'pending_at';"
+        "DROP INDEX idx_t_join_set_response_message;"
+        "ALTER TABLE t_join_set_response DROP CONSTRAINT t_join_set_response_kind,"
+        " DROP COLUMN message_id, DROP COLUMN message_body,"
+        " ADD CONSTRAINT t_join_set_response_check CHECK ("
+        "(delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL"
+        " AND finished_version IS NULL AND child_result IS NULL)"
+        " OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL"
+        " AND finished_version IS NOT NULL));"
         "DELETE FROM t_metadata WHERE schema_version > 2;");
     ASSERT_TRUE(downgraded.has_value()) << downgraded.error().message;
     ASSERT_EQ(Must(internal::ReadSchemaVersion(*conn)), 2);

@@ -337,8 +337,10 @@ class Scenario {
                 return "lock " + v.execution_id.ToString() + "@" + v.next_version.ToString() +
                        "/" + v.locked_at_version.ToString() + " n=" +
                        std::to_string(v.intermittent_event_count);
-              } else {
+              } else if constexpr (std::is_same_v<V, ExpiredDelay>) {
                 return "delay " + v.delay_id.ToString();
+              } else {
+                return "deadline " + v.execution_id.ToString();
               }
             },
             t);

@@ -47,8 +47,15 @@ TEST_F(ApiSchedulesTest, LifecycleThroughTheApi) {
   EXPECT_TRUE(s["next_tick"].is_string());
 
   // The server's own ticker fires it (echo finishes at once: no overlap).
+  // The ticker creates the execution first and records the tick after it,
+  // so the schedule may name it a moment later.
   EXPECT_GE(WaitForEchoExecutions(1), 1u);
-  Json got = Body(Get("/v1/schedules/every-second"));
+  Json got;
+  for (int i = 0; i < 200; ++i) {
+    got = Body(Get("/v1/schedules/every-second"));
+    if (got["last_execution_id"].is_string()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_TRUE(got["last_execution_id"].is_string()) << got.dump();
 
   Json paused = Body(Put("/v1/schedules/every-second/pause", Json::object()));

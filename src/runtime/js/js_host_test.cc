@@ -77,7 +77,7 @@ TEST_F(JsHostTest, HelloCallsANativeActivityAndSleepsWithABacktraceOfTheSource) 
   const core::FrameInfo& frame = trace->wasm_backtrace.frames[0];
   ASSERT_EQ(frame.symbols.size(), 1u);
   EXPECT_EQ(frame.symbols[0].file, "test_workflows.js");
-  EXPECT_EQ(frame.symbols[0].line, 24u);  // `await ctx.sleep(1);`
+  EXPECT_EQ(frame.symbols[0].line, 43u);  // `await ctx.sleep(1);`
   EXPECT_EQ(frame.symbols[0].col, 17u);  // `sleep`
   EXPECT_EQ(trace->wasm_backtrace.engine, CreateV8JsEngine()->EngineId());
 }

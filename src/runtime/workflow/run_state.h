@@ -170,6 +170,11 @@ class RunState {
   Result<void, Interruption> PollResponses();
   // Whether the k-th response of `join_set` (arrival order) is known.
   bool ResponseKnown(const core::JoinSetId& join_set, uint64_t k) const;
+  // A non-blocking JoinNext's first half: when no response is there for
+  // `join_set`'s next JoinNext (as recorded, or as polled now in new
+  // territory), steps HistoryJoinNextTry and returns true; else false, and
+  // the caller steps the JoinNext.
+  Result<bool, Interruption> StepJoinNextTryIfNothing(const JoinSetState& join_set);
 
   // Child results consumed by processed JoinNexts.
   std::optional<std::pair<core::FunctionFqn, const core::SupportedFunctionReturnValue*>>

@@ -33,6 +33,22 @@ bool RunState::ResponseKnown(const core::JoinSetId& join_set, uint64_t k) const 
   return it != responses_by_join_set_.end() && it->second.size() >= k;
 }
 
+Result<bool, Interruption> RunState::StepJoinNextTryIfNothing(const JoinSetState& join_set) {
+  // What the first run found decides, as recorded; in new territory, what
+  // has arrived by now.
+  bool nothing = false;
+  if (const core::HistoryEvent* recorded = Recorded()) {
+    nothing = std::holds_alternative<core::HistoryJoinNextTry>(*recorded);
+  } else {
+    STELE_TRY(PollResponses());
+    nothing = !ResponseKnown(join_set.id, join_set.join_nexts + 1);
+  }
+  if (!nothing) return false;
+  STELE_TRY(Step(core::HistoryJoinNextTry{join_set.id}));
+  STELE_TRY(MaybeFlush());
+  return true;
+}
+
 void RunState::SkipCancelRequests() {
   while (cursor_ < history_.size() &&
          std::holds_alternative<core::HistoryCancelRequest>(history_[cursor_].first)) {

@@ -379,20 +379,8 @@ CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::Join
   if (all_processed) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
-  // What the first run found decides, as recorded; in new territory, what
-  // has arrived by now.
-  bool nothing = false;
-  if (const core::HistoryEvent* recorded = state_->Recorded()) {
-    nothing = std::holds_alternative<core::HistoryJoinNextTry>(*recorded);
-  } else {
-    STELE_TRY(state_->PollResponses());
-    nothing = !state_->ResponseKnown(join_set, found->join_nexts + 1);
-  }
-  if (nothing) {
-    STELE_TRY(state_->Step(core::HistoryJoinNextTry{join_set}));
-    STELE_TRY(state_->MaybeFlush());
-    return Inner(std::nullopt);
-  }
+  STELE_ASSIGN_OR_RETURN(bool nothing, state_->StepJoinNextTryIfNothing(*found));
+  if (nothing) return Inner(std::nullopt);
   STELE_ASSIGN_OR_RETURN(auto next, StepAndAwait(*state_, join_set, requested_ffqn));
   if (!next) return Inner(Unexpected(std::move(next).error()));
   return Inner(*std::move(next));

@@ -130,20 +130,8 @@ CallResult<std::optional<Message>, ReceiveError> WorkflowRun::TryReceive(std::st
                          ChannelState(*state_, "try receive", channel));
   const core::JoinSetId join_set = found->id;
   for (;;) {
-    // What the first run found decides, as recorded; in new territory,
-    // what has arrived by now (as JoinNextTry).
-    bool nothing = false;
-    if (const core::HistoryEvent* recorded = state_->Recorded()) {
-      nothing = std::holds_alternative<core::HistoryJoinNextTry>(*recorded);
-    } else {
-      STELE_TRY(state_->PollResponses());
-      nothing = !state_->ResponseKnown(join_set, found->join_nexts + 1);
-    }
-    if (nothing) {
-      STELE_TRY(state_->Step(core::HistoryJoinNextTry{join_set}));
-      STELE_TRY(state_->MaybeFlush());
-      return Inner(std::nullopt);
-    }
+    STELE_ASSIGN_OR_RETURN(bool nothing, state_->StepJoinNextTryIfNothing(*found));
+    if (nothing) return Inner(std::nullopt);
     STELE_ASSIGN_OR_RETURN(
         const core::HistoryEvent* recorded,
         state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));

@@ -259,29 +259,22 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
       return Code(ExitCode::kOk);
     }
     case CommandKind::kExecutionCancel:
-    case CommandKind::kExecutionTerminate: {
-      const bool terminate = cmd.kind == CommandKind::kExecutionTerminate;
-      std::string path = cmd.cancel_is_delay ? "/v1/delays/" + ApiClient::EncodeSegment(id) + "/cancel"
-                                             : ExecPath(id) + (terminate ? "/terminate" : "/cancel");
+    case CommandKind::kExecutionTerminate:
+    case CommandKind::kExecutionPause:
+    case CommandKind::kExecutionResume: {
+      std::string path;
+      switch (cmd.kind) {
+        case CommandKind::kExecutionTerminate: path = ExecPath(id) + "/terminate"; break;
+        case CommandKind::kExecutionPause: path = ExecPath(id) + "/pause"; break;
+        case CommandKind::kExecutionResume: path = ExecPath(id) + "/resume"; break;
+        default:
+          path = cmd.cancel_is_delay ? "/v1/delays/" + ApiClient::EncodeSegment(id) + "/cancel"
+                                     : ExecPath(id) + "/cancel";
+      }
       Json body = Json::object();
       if (cmd.cancel_grace) body["grace"] = *cmd.cancel_grace;
       if (cmd.cancel_reason) body["reason"] = *cmd.cancel_reason;
       auto res = api.Put(path, body);
-      if (!res) return fail(res.error());
-      if (cmd.global.json) {
-        emit_json(res->body);
-      } else {
-        std::string outcome = Field(res->body, "outcome");
-        out << (outcome.empty() ? "ok" : outcome) << "\n";
-      }
-      return Code(ExitCode::kOk);
-    }
-    case CommandKind::kExecutionPause:
-    case CommandKind::kExecutionResume: {
-      const bool pause = cmd.kind == CommandKind::kExecutionPause;
-      Json body = Json::object();
-      if (cmd.cancel_reason) body["reason"] = *cmd.cancel_reason;
-      auto res = api.Put(ExecPath(id) + (pause ? "/pause" : "/resume"), body);
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);

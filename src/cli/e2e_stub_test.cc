@@ -6,6 +6,8 @@
 // delay the workflow never requested (nothing written). Skipped when the
 // wasm guests were not built.
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "e2e_fixture.h"
 
@@ -163,7 +165,15 @@ TEST_F(E2eStubTest, CancellingADelayThatWasNeverRequestedChangesNothing) {
     }
     return out;
   };
-  const json before = snapshot();
+  // The workflow's last step may still be writing its backtrace after the
+  // child shows up: take the snapshot once two in a row agree.
+  json before = snapshot();
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    json again = snapshot();
+    if (again == before) break;
+    before = std::move(again);
+  }
   const std::string made_up = "Delay_" + id.substr(std::string("E_").size()) + ".o:1-sleep_9";
   CliRun cancel = Cli({"execution", "cancel", made_up});
   EXPECT_EQ(cancel.code, 3) << cancel.out << cancel.err;

@@ -43,10 +43,9 @@ Result<Version, storage::DbErrorWrite> TimedDbConnection::Append(
   return Timed([&] { return inner_->Append(execution_id, version, req); });
 }
 
-Result<Version, storage::DbErrorWrite> TimedDbConnection::AppendBatchRespondToParent(
-    const storage::AppendEventsToExecution& events,
-    const storage::AppendResponseToExecution& response, DateTime current_time) {
-  return Timed([&] { return inner_->AppendBatchRespondToParent(events, response, current_time); });
+Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite> TimedDbConnection::WriteStep(
+    const storage::StepWrite& write) {
+  return Timed([&] { return inner_->WriteStep(write); });
 }
 
 void TimedDbConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
@@ -85,47 +84,6 @@ Result<storage::AppendMessageOutcome, storage::DbErrorWrite> TimedDbConnection::
     const core::MessageReceived& message) {
   return Timed(
       [&] { return inner_->AppendMessage(created_at, execution_id, join_set_id, message); });
-}
-
-Result<Version, storage::DbErrorWrite> TimedDbConnection::AppendBatch(
-    DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version) {
-  return Timed([&] { return inner_->AppendBatch(current_time, batch, execution_id, version); });
-}
-
-Result<Version, storage::DbErrorWrite> TimedDbConnection::AppendBatchCreateNewExecution(
-    DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version,
-    const std::vector<storage::CreateRequest>& child_requests) {
-  return Timed([&] {
-    return inner_->AppendBatchCreateNewExecution(current_time, batch, execution_id, version,
-                                                 child_requests);
-  });
-}
-
-Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite>
-TimedDbConnection::AppendBatchCreateAndLockChildren(
-    DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version,
-    const std::vector<storage::CreateRequest>& child_requests,
-    const std::vector<storage::ChildLock>& locks) {
-  return Timed([&] {
-    return inner_->AppendBatchCreateAndLockChildren(current_time, batch, execution_id, version,
-                                                    child_requests, locks);
-  });
-}
-
-Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite>
-TimedDbConnection::AppendOutcomesAndBatch(DateTime current_time,
-                                          const std::vector<storage::ChildOutcome>& outcomes,
-                                          const std::vector<storage::AppendRequest>& batch,
-                                          const ExecutionId& execution_id, Version version,
-                                          const std::vector<storage::CreateRequest>& child_requests,
-                                          const std::vector<storage::ChildLock>& locks) {
-  return Timed([&] {
-    return inner_->AppendOutcomesAndBatch(current_time, outcomes, batch, execution_id, version,
-                                          child_requests, locks);
-  });
 }
 
 Result<core::ExecutionEvent, storage::DbErrorRead> TimedDbConnection::GetExecutionEvent(

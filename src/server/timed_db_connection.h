@@ -47,9 +47,8 @@ class TimedDbConnection final : public storage::DbConnection {
   Result<storage::Version, storage::DbErrorWrite> Append(
       const storage::ExecutionId& execution_id, storage::Version version,
       const storage::AppendRequest& req) override;
-  Result<storage::Version, storage::DbErrorWrite> AppendBatchRespondToParent(
-      const storage::AppendEventsToExecution& events,
-      const storage::AppendResponseToExecution& response, DateTime current_time) override;
+  Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite> WriteStep(
+      const storage::StepWrite& write) override;
   void WaitForPendingByFfqn(DateTime pending_at_or_sooner,
                             const std::vector<core::FunctionFqn>& ffqns,
                             const storage::WaitOptions& wait) override;
@@ -68,24 +67,6 @@ class TimedDbConnection final : public storage::DbConnection {
   Result<storage::AppendDelayResponseOutcome, storage::DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const storage::ExecutionId& execution_id,
       const core::JoinSetId& join_set_id, const core::DelayId& delay_id, bool ok) override;
-  Result<storage::Version, storage::DbErrorWrite> AppendBatch(
-      DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-      const storage::ExecutionId& execution_id, storage::Version version) override;
-  Result<storage::Version, storage::DbErrorWrite> AppendBatchCreateNewExecution(
-      DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-      const storage::ExecutionId& execution_id, storage::Version version,
-      const std::vector<storage::CreateRequest>& child_requests) override;
-  Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite> AppendBatchCreateAndLockChildren(
-      DateTime current_time, const std::vector<storage::AppendRequest>& batch,
-      const storage::ExecutionId& execution_id, storage::Version version,
-      const std::vector<storage::CreateRequest>& child_requests,
-      const std::vector<storage::ChildLock>& locks) override;
-  bool SupportsOutcomesWithBatch() const override { return inner_->SupportsOutcomesWithBatch(); }
-  Result<storage::CreatedAndLockedChildren, storage::DbErrorWrite> AppendOutcomesAndBatch(
-      DateTime current_time, const std::vector<storage::ChildOutcome>& outcomes,
-      const std::vector<storage::AppendRequest>& batch, const storage::ExecutionId& execution_id,
-      storage::Version version, const std::vector<storage::CreateRequest>& child_requests,
-      const std::vector<storage::ChildLock>& locks) override;
   Result<core::ExecutionEvent, storage::DbErrorRead> GetExecutionEvent(
       const storage::ExecutionId& execution_id, storage::Version version) override;
   Result<storage::CreateRequest, storage::DbErrorRead> GetCreateRequest(

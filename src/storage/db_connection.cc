@@ -21,34 +21,39 @@ Result<CreateRequest, DbErrorRead> DbConnection::GetCreateRequest(
                        std::move(created->policy)};
 }
 
+Result<Version, DbErrorWrite> DbConnection::AppendBatch(DateTime current_time,
+                                                        const std::vector<AppendRequest>& batch,
+                                                        const ExecutionId& execution_id,
+                                                        Version version) {
+  STELE_ASSIGN_OR_RETURN(CreatedAndLockedChildren written,
+                         WriteStep(StepWrite{current_time, execution_id, version, batch, {}, {}, {}}));
+  return written.next_version;
+}
+
+Result<Version, DbErrorWrite> DbConnection::AppendBatchCreateNewExecution(
+    DateTime current_time, const std::vector<AppendRequest>& batch,
+    const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests) {
+  STELE_ASSIGN_OR_RETURN(
+      CreatedAndLockedChildren written,
+      WriteStep(StepWrite{current_time, execution_id, version, batch, child_requests, {}, {}}));
+  return written.next_version;
+}
+
 Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendBatchCreateAndLockChildren(
     DateTime current_time, const std::vector<AppendRequest>& batch,
     const ExecutionId& execution_id, Version version,
     const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
-  STELE_ASSIGN_OR_RETURN(Version next, AppendBatchCreateNewExecution(current_time, batch,
-                                                                     execution_id, version,
-                                                                     child_requests));
-  CreatedAndLockedChildren result{next, {}};
-  for (const ChildLock& lock : locks) {
-    const core::Locked& l = lock.locked;
-    auto locked = LockOne(current_time, l.component_id, lock.child_id, l.run_id, Version(1),
-                          l.executor_id, l.lock_expires_at, l.retry_config);
-    if (locked) {
-      result.locked.push_back(*std::move(locked));
-    } else {
-      // Someone else was quicker, or the rules refuse it: it stays pending.
-      STELE_LOG(kDebug, lock.child_id.ToString()
-                            << ": not locked after creation: " << locked.error().ToString());
-    }
-  }
-  return result;
+  return WriteStep(
+      StepWrite{current_time, execution_id, version, batch, child_requests, locks, {}});
 }
 
 Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendOutcomesAndBatch(
-    DateTime, const std::vector<ChildOutcome>&, const std::vector<AppendRequest>&,
-    const ExecutionId&, Version, const std::vector<CreateRequest>&, const std::vector<ChildLock>&) {
-  return Unexpected(DbErrorWriteNonRetriable::ValidationFailed(
-      "AppendOutcomesAndBatch is not supported by this backend"));
+    DateTime current_time, const std::vector<ChildOutcome>& outcomes,
+    const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
+    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+  return WriteStep(
+      StepWrite{current_time, execution_id, version, batch, child_requests, locks, outcomes});
 }
 
 }  // namespace stele::storage

@@ -44,62 +44,27 @@ class DbConnection : public DbExecutor {
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::MessageReceived& message) = 0;
 
-  // Appends events at `version`, `version+1`, ... in one transaction; all
-  // or nothing. Returns the next version. Errors as Append, plus
-  // ValidationFailed("empty batch") for an empty `batch` (nothing is
-  // written) and ValidationFailed for a Created event in it.
-  virtual Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
-                                                    const std::vector<AppendRequest>& batch,
-                                                    const ExecutionId& execution_id,
-                                                    Version version) = 0;
-
-  // AppendBatch plus creation of child executions, in one transaction.
-  // A child id that exists already fails the whole call (IllegalState); an
-  // empty `batch` fails with ValidationFailed("empty batch"), even when
-  // `child_requests` is not empty; a child (a request with a parent) that
-  // `batch` does not request fails with ValidationFailed
-  // (ValidateChildCreation).
-  virtual Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
+  // Convenience forms of WriteStep (db_executor.h), for callers with less
+  // to write; each is exactly that StepWrite.
+  //
+  // The events of `batch` at `version`, `version+1`, ...; returns the next
+  // version.
+  Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
+                                            const std::vector<AppendRequest>& batch,
+                                            const ExecutionId& execution_id, Version version);
+  // ... and the children they request created.
+  Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,
-      const std::vector<CreateRequest>& child_requests) = 0;
-
-  // AppendBatchCreateNewExecution, then each child named in `locks` locked
-  // as LockOne(current_time, ..., child, Version(1), ...) would lock it: a
-  // workflow hands children that an executor of its own process serves
-  // straight to that executor, without a pending round trip (no wake-up, no
-  // lock transaction). Returns the parent's next version and the children
-  // that were locked, in `locks` order.
-  // Atomicity: the creation is all or nothing, with the errors of
-  // AppendBatchCreateNewExecution (then nothing is written or locked). A
-  // child that cannot be locked (the lock rules refuse it, or, where the
-  // backend locks in a second step, someone else locked it first) is left
-  // pending and missing from the result: never an error. The default
-  // implementation takes the two steps one after the other; SQLite
-  // overrides it with one transaction.
-  // REQUIRES: every locks[i].child_id names an entry of child_requests.
-  virtual Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
+      const std::vector<CreateRequest>& child_requests);
+  // ... and those named in `locks` locked as LockOne(current_time, ...,
+  // child, Version(1), ...) would lock them.
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
       DateTime current_time, const std::vector<AppendRequest>& batch,
       const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks);
-
-  // Whether AppendOutcomesAndBatch is available.
-  virtual bool SupportsOutcomesWithBatch() const { return false; }
-  // One transaction: each outcome, in order, as AppendBatchRespondToParent
-  // writes it — the child's events at their version, then its response to
-  // the parent, which must land at the parent's `response_index` when set
-  // (the response count the parent's run has seen; otherwise Conflict) —
-  // then, when `batch` is not empty, AppendBatchCreateAndLockChildren of the
-  // parent. A warm workflow that received its child's result in memory
-  // (executor/response_handoff.h) makes it durable with its own next step:
-  // one commit per sequential step instead of two. A finishing child
-  // workflow holding such results passes no batch and appends its own
-  // events and Finished as a last outcome (no response_index) responding to
-  // its parent: its whole end is one commit. All or nothing, with the
-  // errors of both calls. Where !SupportsOutcomesWithBatch():
-  // ValidationFailed("not supported"), nothing written.
-  // REQUIRES: every outcome's response names `execution_id` as the parent.
-  virtual Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
+  // ... with `outcomes` written first.
+  Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
       DateTime current_time, const std::vector<ChildOutcome>& outcomes,
       const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
       const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks);

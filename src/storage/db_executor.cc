@@ -4,6 +4,19 @@
 
 namespace stele::storage {
 
+Result<Version, DbErrorWrite> DbExecutor::AppendBatchRespondToParent(
+    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+    DateTime current_time) {
+  STELE_TRY(WriteStep(StepWrite{current_time,
+                                events.execution_id,
+                                events.version,
+                                {},
+                                {},
+                                {},
+                                {ChildOutcome{events, response, std::nullopt}}}));
+  return Version(events.version.value() + events.batch.size());
+}
+
 Result<CancelOutcome, DbErrorWrite> DbExecutor::CancelActivity(const ExecutionId& execution_id,
                                                                DateTime cancelled_at) {
   auto last_event = GetLastExecutionEvent(execution_id);

@@ -57,17 +57,30 @@ class DbExecutor {
   virtual Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
                                                const AppendRequest& req) = 0;
 
-  // Appends `events` to a child and the child's response to its parent in
-  // one transaction (at most one response per child id: a duplicate fails
-  // with Conflict and writes nothing). May unblock the parent. An empty
-  // `events.batch` fails with ValidationFailed("empty batch"), a response
-  // naming another child than `events.execution_id` with ValidationFailed;
-  // a child its parent did not request in that join set (request_rules.h)
-  // with NotFound. Nothing is written on any error.
-  // `current_time` is not persisted; it only decides wake-ups.
-  virtual Result<Version, DbErrorWrite> AppendBatchRespondToParent(
-      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-      DateTime current_time) = 0;
+  // The one write of a step (StepWrite; docs/storage_contract.md, "The step
+  // write"), all or nothing. Returns the writer's next version (`version`
+  // when `batch` is empty) and the children locked, in `locks` order.
+  // Errors, with nothing written:
+  //  - ValidateStepWrite's (request_rules.h);
+  //  - per outcome: those of Append for the child's events; Conflict for
+  //    a second response of one child id, and when the parent's response
+  //    count is not the outcome's response_index; NotFound for a child its
+  //    parent did not request in that join set;
+  //  - for `batch`: those of Append (NotFound, VersionConflict, IllegalState
+  //    "already finished", lock-rule errors), ValidationFailed for a Created
+  //    event; IllegalState when a child exists already.
+  // A child named in `locks` that the lock rules refuse is left pending and
+  // missing from the result: never an error.
+  // REQUIRES: every locks[i].child_id names an entry of `children`.
+  virtual Result<CreatedAndLockedChildren, DbErrorWrite> WriteStep(const StepWrite& write) = 0;
+
+  // A child's end and its response to its parent: WriteStep with that one
+  // outcome, wherever the response lands (at most one response per child
+  // id: a duplicate is Conflict). May unblock the parent. Returns the
+  // child's next version.
+  Result<Version, DbErrorWrite> AppendBatchRespondToParent(const AppendEventsToExecution& events,
+                                                           const AppendResponseToExecution& response,
+                                                           DateTime current_time);
 
   // Returns at once when something of `ffqns` is pending at
   // `pending_at_or_sooner`; otherwise blocks until a new pending execution

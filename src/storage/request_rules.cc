@@ -137,6 +137,22 @@ Result<void, DbErrorWrite> CheckChildResponse(const AppendEventsToExecution& eve
   return {};
 }
 
+Result<void, DbErrorWrite> ValidateStepWrite(const StepWrite& write) {
+  const auto empty = [] {
+    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
+  };
+  if (write.batch.empty() &&
+      (write.outcomes.empty() || !write.children.empty() || !write.locks.empty())) {
+    return empty();
+  }
+  for (const ChildOutcome& outcome : write.outcomes) {
+    if (outcome.child.batch.empty()) return empty();
+    STELE_TRY(CheckChildResponse(outcome.child, outcome.response));
+  }
+  STELE_TRY(ValidateChildCreation(write.execution_id, write.batch, write.children));
+  return {};
+}
+
 Result<void, DbErrorWriteNonRetriable> ValidateMessage(const core::JoinSetId& join_set_id,
                                                        const core::MessageReceived& message) {
   if (join_set_id.kind() != core::JoinSetKind::kMessages ||

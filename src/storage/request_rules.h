@@ -85,6 +85,15 @@ DbErrorWrite FinishedRefusesMessage();
 Result<void, DbErrorWrite> CheckChildResponse(const AppendEventsToExecution& events,
                                               const AppendResponseToExecution& response);
 
+// The shape of a StepWrite, checked before anything is read: something to
+// write (ValidationFailed "empty batch": no event and no outcome, or
+// children or locks without the events that request them), each outcome's
+// events non-empty ("empty batch") and its response its own
+// (CheckChildResponse), the children requested by `batch`
+// (ValidateChildCreation). The backends check the rest (versions, states,
+// the requests a response answers) as they write.
+Result<void, DbErrorWrite> ValidateStepWrite(const StepWrite& write);
+
 // The response AppendBatchRespondToParent records for `response`.
 core::JoinSetResponseEventOuter ChildFinishedResponse(const AppendResponseToExecution& response);
 

@@ -106,9 +106,8 @@ struct AppendResponseToExecution {
   core::SupportedFunctionReturnValue result;
 };
 
-// A child's outcome recorded in its parent's next transaction
-// (DbConnection::AppendOutcomesAndBatch): what AppendBatchRespondToParent
-// would write, plus where the parent expects the response.
+// A child's outcome: its events, ending with Finished, and its response to
+// its parent, written together (StepWrite::outcomes).
 struct ChildOutcome {
   AppendEventsToExecution child;       // the child's events, ending with Finished
   AppendResponseToExecution response;  // to the parent
@@ -117,6 +116,28 @@ struct ChildOutcome {
   // (a finishing workflow's own response, in the transaction that also
   // records its children's outcomes).
   std::optional<uint32_t> response_index = 0;
+};
+
+// Everything one step of an execution commits, in one transaction
+// (DbExecutor::WriteStep; docs/storage_contract.md, "The step write"):
+//  1. `outcomes`, in order: each child's events and its response to its
+//     parent. A warm workflow that took its children's results in memory
+//     (executor/response_handoff.h) makes them durable with its own next
+//     step; an execution ending as a child writes its own end as the last
+//     outcome (no response_index), responding to its parent.
+//  2. when `batch` is not empty: the writer's events from `version`, the
+//     `children` they request created, and those named in `locks` locked
+//     for this process (handed straight to its executor).
+// The convenience forms (DbExecutor::AppendBatchRespondToParent,
+// DbConnection::AppendBatch ...) are writes of this one shape.
+struct StepWrite {
+  DateTime current_time;  // not persisted; decides wake-ups and lock times
+  ExecutionId execution_id;  // the writer
+  Version version;           // of batch[0]
+  std::vector<AppendRequest> batch;
+  std::vector<CreateRequest> children;
+  std::vector<ChildLock> locks;
+  std::vector<ChildOutcome> outcomes;
 };
 
 struct ExpiredLock {

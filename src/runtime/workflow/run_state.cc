@@ -101,7 +101,7 @@ RunState::~RunState() {
   std::vector<storage::ChildOutcome> outcomes;
   for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
   auto written =
-      deps.db->AppendOutcomesAndBatch(Now(), outcomes, {}, ctx.execution_id, version_, {}, {});
+      deps.db->WriteStep(storage::StepWrite{Now(), ctx.execution_id, version_, {}, {}, {}, outcomes});
   ResolveTaken(written.has_value());
 }
 
@@ -279,40 +279,16 @@ Result<void, Interruption> RunState::WriteStep(const std::vector<storage::Append
       slots.push_back(*std::move(slot));
     }
   }
-  Result<core::Version, storage::DbErrorWrite> next = core::Version(0);
-  std::vector<storage::LockedExecution> locked;
-  if (!taken_.empty()) {
-    // Children's results this run took in memory commit with its step.
-    std::vector<storage::ChildOutcome> outcomes;
-    for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
-    auto written = deps.db->AppendOutcomesAndBatch(now, outcomes, batch, ctx.execution_id, version_,
-                                                   cache_children_, locks);
-    ResolveTaken(written.has_value());
-    if (written) {
-      next = written->next_version;
-      locked = std::move(written->locked);
-    } else {
-      next = Unexpected(std::move(written).error());
-    }
-  } else if (!locks.empty()) {
-    auto created = deps.db->AppendBatchCreateAndLockChildren(now, batch, ctx.execution_id, version_,
-                                                             cache_children_, locks);
-    if (created) {
-      next = created->next_version;
-      locked = std::move(created->locked);
-    } else {
-      next = Unexpected(std::move(created).error());
-    }
-  } else if (cache_children_.empty()) {
-    next = deps.db->AppendBatch(now, batch, ctx.execution_id, version_);
-  } else {
-    next = deps.db->AppendBatchCreateNewExecution(now, batch, ctx.execution_id, version_,
-                                                  cache_children_);
-  }
+  // Children's results this run took in memory commit with its step.
+  storage::StepWrite write{now, ctx.execution_id, version_, batch, cache_children_, locks, {}};
+  for (const TakenOutcome& taken : taken_) write.outcomes.push_back(taken.outcome);
+  auto written = deps.db->WriteStep(write);
+  if (!taken_.empty()) ResolveTaken(written.has_value());
   // Unused reservations (a failed write, a lock the rules refused) release
   // their permits when `slots` goes.
-  if (!next) return DbFailure("appending history events", std::move(next).error());
-  for (storage::LockedExecution& child : locked) {
+  if (!written) return DbFailure("appending history events", std::move(written).error());
+  const core::Version next = written->next_version;
+  for (storage::LockedExecution& child : written->locked) {
     for (executor::LocalDispatch::Slot& slot : slots) {
       if (slot.task != nullptr && slot.reservation.locked == child.locked_event) {
         executor::ExecTask* task = std::exchange(slot.task, nullptr);
@@ -322,7 +298,7 @@ Result<void, Interruption> RunState::WriteStep(const std::vector<storage::Append
     }
   }
   events_written_ += cache_.size();
-  version_ = *next;
+  version_ = next;
   cache_.clear();
   cache_children_.clear();
   return {};
@@ -355,8 +331,9 @@ Result<bool, Interruption> RunState::WriteFinished(
     return true;
   }
   // A child: its response to its parent commits with its Finished.
-  if (!cache_children_.empty() || (!taken_.empty() && !deps.db->SupportsOutcomesWithBatch())) {
-    // No single call creates children and responds to a parent: two commits.
+  if (!cache_children_.empty()) {
+    // No single write creates children and responds to a parent (children
+    // are created after the outcomes): two commits.
     STELE_TRY(Flush());
     return false;
   }
@@ -371,8 +348,8 @@ Result<bool, Interruption> RunState::WriteFinished(
     std::vector<storage::ChildOutcome> outcomes;
     for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
     outcomes.push_back(storage::ChildOutcome{own, *finish->parent_response, std::nullopt});
-    auto appended =
-        deps.db->AppendOutcomesAndBatch(now, outcomes, {}, ctx.execution_id, version_, {}, {});
+    auto appended = deps.db->WriteStep(
+        storage::StepWrite{now, ctx.execution_id, version_, {}, {}, {}, std::move(outcomes)});
     ResolveTaken(appended.has_value());
     if (!appended) written = Unexpected(std::move(appended).error());
   }
@@ -567,7 +544,7 @@ Result<std::optional<JoinSetResponseValue>, Interruption> RunState::AwaitJoinNex
 std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(
     const JoinSetState& state, const CancellationToken& wake) {
   if (deps.handoff == nullptr || options.blocking_strategy != BlockingStrategy::kAwait ||
-      !deps.db->SupportsOutcomesWithBatch() || state.unconsumed.size() != 1 ||
+      state.unconsumed.size() != 1 ||
       unconsumed_total_ != 1) {
     return nullptr;
   }

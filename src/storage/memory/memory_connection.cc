@@ -4,6 +4,7 @@
 #include "storage/memory/memory_connection.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -40,13 +41,6 @@ Result<void, DbErrorWrite> CheckRequested(const ExecutionJournal& journal,
   return {};
 }
 
-Result<void, DbErrorWrite> RejectEmpty(const std::vector<AppendRequest>& batch) {
-  if (batch.empty()) {
-    return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
-  }
-  return {};
-}
-
 // Applies `batch` at consecutive versions from `version` to `journal`.
 Result<void, DbErrorWrite> AppendAll(ExecutionJournal& journal, Version version,
                                      const std::vector<AppendRequest>& batch) {
@@ -55,6 +49,12 @@ Result<void, DbErrorWrite> AppendAll(ExecutionJournal& journal, Version version,
     version = version.Increment();
   }
   return {};
+}
+
+// Whether `id` is among the children a write creates.
+bool CreatedHere(const std::vector<CreateRequest>& children, const ExecutionId& id) {
+  return std::any_of(children.begin(), children.end(),
+                     [&](const CreateRequest& child) { return child.execution_id == id; });
 }
 
 AppendRequest LockRequest(DateTime created_at, const core::ComponentId& component_id,
@@ -168,78 +168,72 @@ Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execut
   return journal->next_version();
 }
 
-Result<Version, DbErrorWrite> MemoryConnection::AppendBatch(DateTime /*current_time*/,
-                                                            const std::vector<AppendRequest>& batch,
-                                                            const ExecutionId& execution_id,
-                                                            Version version) {
+Result<CreatedAndLockedChildren, DbErrorWrite> MemoryConnection::WriteStep(
+    const StepWrite& write) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-  STELE_TRY(RejectEmpty(batch));
-  STELE_TRY(RejectInvalid(execution_id, batch));
-  ExecutionJournal* journal = FindJournal(execution_id);
-  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
-  ExecutionJournal updated = *journal;
-  STELE_TRY(AppendAll(updated, version, batch));
-  *journal = std::move(updated);
-  NotifyChanged();
-  return journal->next_version();
-}
-
-Result<Version, DbErrorWrite> MemoryConnection::AppendBatchCreateNewExecution(
-    DateTime /*current_time*/, const std::vector<AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version,
-    const std::vector<CreateRequest>& child_requests) {
-  std::lock_guard lock(state_->mu);
-  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-  STELE_TRY(RejectEmpty(batch));
-  STELE_TRY(RejectInvalid(execution_id, batch));
-  ExecutionJournal* journal = FindJournal(execution_id);
-  if (journal == nullptr) return Unexpected(DbErrorWrite::NotFound());
-  ExecutionJournal updated = *journal;
-  STELE_TRY(AppendAll(updated, version, batch));
-  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
-  std::set<ExecutionId> new_ids;
-  for (const CreateRequest& child : child_requests) {
-    if (state_->journals.contains(child.execution_id) ||
-        !new_ids.insert(child.execution_id).second) {
-      return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
+  STELE_TRY(ValidateStepWrite(write));
+  // Every part goes to copies of the journals it touches; they replace the
+  // originals only once all parts succeeded.
+  std::map<ExecutionId, ExecutionJournal> copies;
+  auto copy_of = [&](const ExecutionId& id) -> ExecutionJournal* {
+    if (auto it = copies.find(id); it != copies.end()) return &it->second;
+    const ExecutionJournal* original = FindJournal(id);
+    return original == nullptr ? nullptr : &copies.emplace(id, *original).first->second;
+  };
+  std::set<std::string> responded;
+  for (const ChildOutcome& outcome : write.outcomes) {
+    const AppendEventsToExecution& events = outcome.child;
+    STELE_TRY(RejectInvalid(events.execution_id, events.batch));
+    ExecutionJournal* child = copy_of(events.execution_id);
+    if (child == nullptr) return Unexpected(DbErrorWrite::NotFound());
+    STELE_TRY(AppendAll(*child, events.version, events.batch));
+    ExecutionJournal* parent = copy_of(outcome.response.parent_execution_id);
+    if (parent == nullptr) return Unexpected(DbErrorWrite::NotFound());
+    std::string child_key = outcome.response.child_execution_id.ToString();
+    if (state_->child_responses.contains(child_key) || !responded.insert(child_key).second) {
+      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    }
+    // The parent's run consumed the response as its response number
+    // `response_index`.
+    if (outcome.response_index && parent->responses().size() != *outcome.response_index) {
+      return Unexpected(DbErrorWriteNonRetriable::Conflict());
+    }
+    core::JoinSetResponseEventOuter outer = ChildFinishedResponse(outcome.response);
+    STELE_TRY(CheckRequested(*parent, outer.event));
+    parent->AddResponse(outer.created_at, outer.event);
+  }
+  CreatedAndLockedChildren result{write.version, {}};
+  if (!write.batch.empty()) {
+    STELE_TRY(RejectInvalid(write.execution_id, write.batch));
+    ExecutionJournal* writer = copy_of(write.execution_id);
+    if (writer == nullptr) return Unexpected(DbErrorWrite::NotFound());
+    STELE_TRY(AppendAll(*writer, write.version, write.batch));
+    result.next_version = writer->next_version();
+    std::set<ExecutionId> new_ids;
+    for (const CreateRequest& child : write.children) {
+      if (state_->journals.contains(child.execution_id) ||
+          !new_ids.insert(child.execution_id).second) {
+        return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
+      }
     }
   }
   // Everything validated: commit.
-  *journal = std::move(updated);
-  for (const CreateRequest& child : child_requests) {
+  for (auto& [id, journal] : copies) state_->journals.at(id) = std::move(journal);
+  state_->child_responses.merge(responded);
+  for (const CreateRequest& child : write.children) {
     state_->journals.emplace(child.execution_id, ExecutionJournal(child));
   }
-  NotifyChanged();
-  return journal->next_version();
-}
-
-Result<Version, DbErrorWrite> MemoryConnection::AppendBatchRespondToParent(
-    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-    DateTime /*current_time*/) {
-  std::lock_guard lock(state_->mu);
-  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
-  STELE_TRY(RejectEmpty(events.batch));
-  STELE_TRY(RejectInvalid(events.execution_id, events.batch));
-  STELE_TRY(CheckChildResponse(events, response));
-  ExecutionJournal* child = FindJournal(events.execution_id);
-  if (child == nullptr) return Unexpected(DbErrorWrite::NotFound());
-  ExecutionJournal updated_child = *child;
-  STELE_TRY(AppendAll(updated_child, events.version, events.batch));
-  ExecutionJournal* parent = FindJournal(response.parent_execution_id);
-  if (parent == nullptr) return Unexpected(DbErrorWrite::NotFound());
-  std::string child_key = response.child_execution_id.ToString();
-  if (state_->child_responses.contains(child_key)) {
-    return Unexpected(DbErrorWriteNonRetriable::Conflict());
+  // A lock the rules refuse leaves that child pending, and only it.
+  for (const ChildLock& child_lock : write.locks) {
+    ExecutionJournal* child = FindJournal(child_lock.child_id);
+    if (child == nullptr || !CreatedHere(write.children, child_lock.child_id)) continue;
+    if (child->Append(Version(1), AppendRequest{write.current_time, child_lock.locked})) {
+      result.locked.push_back(child->ToLockedExecution());
+    }
   }
-  core::JoinSetResponseEventOuter outer = ChildFinishedResponse(response);
-  STELE_TRY(CheckRequested(*parent, outer.event));
-  // Everything validated: commit both sides.
-  *child = std::move(updated_child);
-  state_->child_responses.insert(std::move(child_key));
-  parent->AddResponse(outer.created_at, outer.event);
   NotifyChanged();
-  return child->next_version();
+  return result;
 }
 
 Result<AppendDelayResponseOutcome, DbErrorWrite> MemoryConnection::AppendDelayResponse(

@@ -41,9 +41,7 @@ class MemoryConnection final : public DbConnectionTest {
       DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) override;
   Result<Version, DbErrorWrite> Append(const ExecutionId& execution_id, Version version,
                                        const AppendRequest& req) override;
-  Result<Version, DbErrorWrite> AppendBatchRespondToParent(
-      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-      DateTime current_time) override;
+  Result<CreatedAndLockedChildren, DbErrorWrite> WriteStep(const StepWrite& write) override;
   void WaitForPendingByFfqn(DateTime pending_at_or_sooner,
                             const std::vector<core::FunctionFqn>& ffqns,
                             const WaitOptions& wait) override;
@@ -60,14 +58,6 @@ class MemoryConnection final : public DbConnectionTest {
   Result<AppendDelayResponseOutcome, DbErrorWrite> AppendDelayResponse(
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::DelayId& delay_id, bool ok) override;
-  Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
-                                            const std::vector<AppendRequest>& batch,
-                                            const ExecutionId& execution_id,
-                                            Version version) override;
-  Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
-      DateTime current_time, const std::vector<AppendRequest>& batch,
-      const ExecutionId& execution_id, Version version,
-      const std::vector<CreateRequest>& child_requests) override;
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,
                                                               Version version) override;
   Result<core::PendingState, DbErrorRead> GetPendingState(const ExecutionId& execution_id) override;

@@ -35,35 +35,6 @@ Result<Version, DbErrorWrite> PostgresConnection::Append(const ExecutionId& exec
   });
 }
 
-Result<Version, DbErrorWrite> PostgresConnection::AppendBatch(
-    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
-    Version version) {
-  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
-    Journal journal(tx);
-    STELE_ASSIGN_OR_RETURN(Version next,
-                           journal.AppendBatch(execution_id, version, batch, current_time));
-    STELE_TRY(journal.Flush());
-    return next;
-  });
-}
-
-Result<Version, DbErrorWrite> PostgresConnection::AppendBatchCreateNewExecution(
-    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
-    Version version, const std::vector<CreateRequest>& child_requests) {
-  return store_->Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
-    STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
-    Journal journal(tx);
-    STELE_ASSIGN_OR_RETURN(Version next,
-                           journal.AppendBatch(execution_id, version, batch, current_time));
-    // Any child that exists already rolls back the whole transaction.
-    for (const CreateRequest& child : child_requests) {
-      STELE_TRY(journal.Create(child, current_time));
-    }
-    STELE_TRY(journal.Flush());
-    return next;
-  });
-}
-
 namespace {
 
 // AppendBatch of the parent, then each child created in its final state:
@@ -74,7 +45,6 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
     Journal& journal, DateTime current_time, const std::vector<AppendRequest>& batch,
     const ExecutionId& execution_id, Version version,
     const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
-  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
   STELE_ASSIGN_OR_RETURN(Version next,
                          journal.AppendBatch(execution_id, version, batch, current_time));
   std::vector<const CreateRequest*> locked_children;
@@ -127,27 +97,20 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockChildren(
   return result;
 }
 
-}  // namespace
-
-Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendBatchCreateAndLockChildren(
-    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
-    Version version, const std::vector<CreateRequest>& child_requests,
-    const std::vector<ChildLock>& locks) {
-  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
+// A StepWrite in one transaction.
+Result<CreatedAndLockedChildren, DbErrorWrite> WriteStepTx(Store& store, const StepWrite& write) {
+  const DateTime current_time = write.current_time;
+  const std::vector<ChildOutcome>& outcomes = write.outcomes;
+  const std::vector<AppendRequest>& batch = write.batch;
+  const ExecutionId& execution_id = write.execution_id;
+  const Version version = write.version;
+  return store.Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
         Journal journal(tx);
-        return CreateAndLockChildren(journal, current_time, batch, execution_id, version,
-                                     child_requests, locks);
-      });
-}
-
-Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcomesAndBatch(
-    DateTime current_time, const std::vector<ChildOutcome>& outcomes,
-    const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
-    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
-  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
-      [&](Tx& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
-        Journal journal(tx);
+        if (outcomes.empty()) {
+          return CreateAndLockChildren(journal, current_time, batch, execution_id, version,
+                                       write.children, write.locks);
+        }
         // Every row locked in the first round trip, children before their
         // parent (the order AppendBatchRespondToParent locks them in), with
         // the responses the parent's JoinNexts look for.
@@ -161,9 +124,6 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
           if (!outcome.response_index) {
             journal.Prefetch(outcome.response.parent_execution_id.ToString());
           }
-        }
-        for (const ChildOutcome& outcome : outcomes) {
-          STELE_TRY(CheckChildResponse(outcome.child, outcome.response));
         }
         for (const ChildOutcome& outcome : outcomes) {
           const AppendResponseToExecution& response = outcome.response;
@@ -187,15 +147,12 @@ Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::AppendOutcome
           return CreatedAndLockedChildren{version, {}};
         }
         return CreateAndLockChildren(journal, current_time, batch, execution_id, version,
-                                     child_requests, locks);
+                                     write.children, write.locks);
       });
 }
 
-namespace {
-
 Result<Version, DbErrorWrite> WriteChildResponse(Store& store, const ChildResponseWrite& request) {
   return store.Write<Version, DbErrorWrite>([&](Tx& tx) -> Result<Version, DbErrorWrite> {
-    STELE_TRY(CheckChildResponse(*request.events, *request.response));
     Journal journal(tx);
     // Both rows locked in one round trip, the child's first (as a child's
     // own appends and then its response always lock them).
@@ -222,9 +179,6 @@ Result<std::vector<Version>, DbErrorWrite> WriteChildResponses(
     Store& store, const std::vector<const ChildResponseWrite*>& group) {
   return store.Write<std::vector<Version>, DbErrorWrite>(
       [&](Tx& tx) -> Result<std::vector<Version>, DbErrorWrite> {
-        for (const ChildResponseWrite* request : group) {
-          STELE_TRY(CheckChildResponse(*request->events, *request->response));
-        }
         Journal journal(tx);
         std::vector<const ChildResponseWrite*> by_id = group;
         std::sort(by_id.begin(), by_id.end(), [](const auto* a, const auto* b) {
@@ -253,16 +207,21 @@ Result<std::vector<Version>, DbErrorWrite> WriteChildResponses(
 
 }  // namespace
 
-Result<Version, DbErrorWrite> PostgresConnection::AppendBatchRespondToParent(
-    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-    DateTime current_time) {
+Result<CreatedAndLockedChildren, DbErrorWrite> PostgresConnection::WriteStep(
+    const StepWrite& write) {
+  STELE_TRY(ValidateStepWrite(write));
   Store& store = *store_;
-  return store.response_batcher().Run(
-      ChildResponseWrite{&events, &response, current_time},
+  if (!write.batch.empty() || write.outcomes.size() != 1 || write.outcomes[0].response_index) {
+    return WriteStepTx(store, write);
+  }
+  const ChildOutcome& end = write.outcomes[0];
+  STELE_TRY(store.response_batcher().Run(
+      ChildResponseWrite{&end.child, &end.response, write.current_time},
       [&](const std::vector<const ChildResponseWrite*>& group) {
         return WriteChildResponses(store, group);
       },
-      [&](const ChildResponseWrite& request) { return WriteChildResponse(store, request); });
+      [&](const ChildResponseWrite& request) { return WriteChildResponse(store, request); }));
+  return CreatedAndLockedChildren{write.version, {}};
 }
 
 Result<Version, DbErrorWrite> PostgresConnection::Create(const CreateRequest& req) {

@@ -25,40 +25,15 @@ Result<Version, DbErrorWrite> SqliteConnection::Append(const ExecutionId& execut
   });
 }
 
-Result<Version, DbErrorWrite> SqliteConnection::AppendBatch(DateTime current_time,
-                                                            const std::vector<AppendRequest>& batch,
-                                                            const ExecutionId& execution_id,
-                                                            Version version) {
-  return store_->Write<Version, DbErrorWrite>([&](WriteContext& tx) {
-    return AppendBatchTx(tx, execution_id, version, batch, current_time);
-  });
-}
-
-Result<Version, DbErrorWrite> SqliteConnection::AppendBatchCreateNewExecution(
-    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
-    Version version, const std::vector<CreateRequest>& child_requests) {
-  return store_->Write<Version, DbErrorWrite>(
-      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
-        STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
-        STELE_ASSIGN_OR_RETURN(Version next,
-                               AppendBatchTx(tx, execution_id, version, batch, current_time));
-        // Any child that exists already fails the whole operation (its
-        // savepoint discards the parent's events too).
-        for (const CreateRequest& child : child_requests) {
-          STELE_TRY(CreateTx(tx, child, current_time));
-        }
-        return next;
-      });
-}
-
 namespace {
 
-// AppendBatchCreateAndLockChildren inside the caller's transaction.
+// The writer's part of a StepWrite inside the caller's transaction: its
+// events, then its children, each locked when named in `locks` and the
+// rules allow it.
 Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
     WriteContext& tx, DateTime current_time, const std::vector<AppendRequest>& batch,
     const ExecutionId& execution_id, Version version,
     const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
-  STELE_TRY(ValidateChildCreation(execution_id, batch, child_requests));
   STELE_ASSIGN_OR_RETURN(Version next,
                          AppendBatchTx(tx, execution_id, version, batch, current_time));
   // Each child's "became pending" notice, to withdraw for the children
@@ -117,12 +92,12 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
   return result;
 }
 
-// AppendBatchRespondToParent inside the caller's transaction.
+// A child's events and its response to its parent inside the caller's
+// transaction.
 Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
                                                 const AppendEventsToExecution& events,
                                                 const AppendResponseToExecution& response,
                                                 DateTime current_time) {
-  STELE_TRY(CheckChildResponse(events, response));
   STELE_ASSIGN_OR_RETURN(Version next, AppendBatchTx(tx, events.execution_id, events.version,
                                                      events.batch, current_time));
   // A second response for the same child is Conflict, and the child's
@@ -134,22 +109,12 @@ Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
 
 }  // namespace
 
-Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendBatchCreateAndLockChildren(
-    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
-    Version version, const std::vector<CreateRequest>& child_requests,
-    const std::vector<ChildLock>& locks) {
-  return store_->Write<CreatedAndLockedChildren, DbErrorWrite>([&](WriteContext& tx) {
-    return CreateAndLockTx(tx, current_time, batch, execution_id, version, child_requests, locks);
-  });
-}
-
-Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendOutcomesAndBatch(
-    DateTime current_time, const std::vector<ChildOutcome>& outcomes,
-    const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
-    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::WriteStep(
+    const StepWrite& write) {
+  STELE_TRY(ValidateStepWrite(write));
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
-        for (const ChildOutcome& outcome : outcomes) {
+        for (const ChildOutcome& outcome : write.outcomes) {
           // The parent's run consumed the response as its response number
           // `response_index`; anything that landed first would reorder what
           // a replay sees.
@@ -161,19 +126,12 @@ Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::AppendOutcomesA
               return Unexpected(DbErrorWriteNonRetriable::Conflict());
             }
           }
-          STELE_TRY(RespondToParentTx(tx, outcome.child, outcome.response, current_time));
+          STELE_TRY(RespondToParentTx(tx, outcome.child, outcome.response, write.current_time));
         }
-        if (batch.empty()) return CreatedAndLockedChildren{version, {}};
-        return CreateAndLockTx(tx, current_time, batch, execution_id, version, child_requests,
-                               locks);
+        if (write.batch.empty()) return CreatedAndLockedChildren{write.version, {}};
+        return CreateAndLockTx(tx, write.current_time, write.batch, write.execution_id,
+                               write.version, write.children, write.locks);
       });
-}
-
-Result<Version, DbErrorWrite> SqliteConnection::AppendBatchRespondToParent(
-    const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-    DateTime current_time) {
-  return store_->Write<Version, DbErrorWrite>(
-      [&](WriteContext& tx) { return RespondToParentTx(tx, events, response, current_time); });
 }
 
 Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req) {

@@ -437,7 +437,6 @@ ChildOutcome OutcomeOf(const core::ExecutionIdDerived& child, uint32_t index) {
 }
 
 TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
   ExecutionId parent = NewId();
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
@@ -454,7 +453,6 @@ TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
 }
 
 TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
   ExecutionId parent = NewId();
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
@@ -481,7 +479,6 @@ TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
 // transaction: the JoinNext consumes the second response, written by that
 // same transaction, so the parent does not block on it.
 TEST_P(AppendTest, AJoinNextSeesAnOutcomeOfTheSameTransaction) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off is an optimisation it does not model)";
   ExecutionId parent = NewId();
   core::JoinSetId join_set = NamedJoinSet("js");
   core::ExecutionIdDerived first = ChildId(parent, join_set, 1);
@@ -516,9 +513,6 @@ TEST_P(AppendTest, AJoinNextSeesAnOutcomeOfTheSameTransaction) {
 // the workflow's last events and Finished with its response to its parent
 // (no response index: wherever it lands). All or nothing.
 TEST_P(AppendTest, AFinishingChildWorkflowRecordsItsChildsOutcomeAndItsOwnEndTogether) {
-  if (!db().SupportsOutcomesWithBatch())
-    GTEST_SKIP() << "no AppendOutcomesAndBatch in this backend (the memory model: result hand-off "
-                    "is an optimisation it does not model)";
   ExecutionId grandparent = NewId();
   core::JoinSetId outer = NamedJoinSet("outer");
   core::ExecutionIdDerived parent = ChildId(grandparent, outer, 1);
@@ -561,10 +555,17 @@ TEST_P(AppendTest, AFinishingChildWorkflowRecordsItsChildsOutcomeAndItsOwnEndTog
       std::holds_alternative<core::PendingStateBlockedByJoinSet>(above.pending_state.value));
 }
 
-TEST_P(AppendTest, OutcomesWithBatchIsRefusedCleanlyWhereUnsupported) {
-  if (db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "supported by this backend";
-  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0, {}, {}, NewId(), Version(1), {}, {}),
+// A step write with nothing to write, or children without the events that
+// request them, is refused before anything is read.
+TEST_P(AppendTest, AnEmptyStepWriteIsRefused) {
+  ExecutionId id = NewId();
+  Must(db().Create(CreateReq(id, kT0)));
+  const ExecutionLog before = Must(db().Get(id));
+  EXPECT_THAT(db().WriteStep(StepWrite{kT0, id, Version(1), {}, {}, {}, {}}),
               IsNonRetriable(kValidationFailed));
+  EXPECT_THAT(db().WriteStep(StepWrite{kT0, id, Version(1), {}, {CreateReq(NewId(), kT0)}, {}, {}}),
+              IsNonRetriable(kValidationFailed));
+  EXPECT_EQ(Must(db().Get(id)), before);
 }
 
 TEST_P(AppendTest, GetExecutionEventReturnsEachVersion) {

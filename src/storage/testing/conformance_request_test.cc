@@ -145,7 +145,6 @@ TEST_P(RequestTest, StubbingAChildItsParentDidNotRequestIsNotFound) {
 }
 
 TEST_P(RequestTest, AnOutcomeForNothingRequestedIsNotFound) {
-  if (!db().SupportsOutcomesWithBatch()) GTEST_SKIP() << "no AppendOutcomesAndBatch here";
   const Snapshot before = Take();
   AppendResponseToExecution elsewhere = ChildResponse(child_, kT0 + 2s, Version(1), OkResult());
   elsewhere.join_set_id = timers_;

@@ -176,12 +176,19 @@ class FaultyExecutorT : public Iface {
     return Guarded(*plan_, FaultyMethod::kAppend, version,
                    [&] { return inner_->Append(execution_id, version, req); });
   }
-  Result<Version, DbErrorWrite> AppendBatchRespondToParent(
-      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
-      DateTime current_time) override {
-    return Guarded(*plan_, FaultyMethod::kAppendBatchRespondToParent, events.version, [&] {
-      return inner_->AppendBatchRespondToParent(events, response, current_time);
-    });
+  // A plan names a step write by its shape, as the convenience forms
+  // (db_connection.h) write it: a child's end alone; events alone; the rest
+  // (children, locks, children's outcomes: the step writes of a workflow).
+  Result<CreatedAndLockedChildren, DbErrorWrite> WriteStep(const StepWrite& write) override {
+    FaultyMethod method = FaultyMethod::kAppendBatchCreateNewExecution;
+    Version version = write.version;
+    if (write.batch.empty() && write.outcomes.size() == 1 && !write.outcomes[0].response_index) {
+      method = FaultyMethod::kAppendBatchRespondToParent;
+      version = write.outcomes[0].child.version;
+    } else if (write.outcomes.empty() && write.children.empty() && write.locks.empty()) {
+      method = FaultyMethod::kAppendBatch;
+    }
+    return Guarded(*plan_, method, version, [&] { return inner_->WriteStep(write); });
   }
   void WaitForPendingByFfqn(DateTime pending_at_or_sooner,
                             const std::vector<core::FunctionFqn>& ffqns,
@@ -235,44 +242,6 @@ class FaultyConnectionT : public FaultyExecutorT<Iface> {
       const core::MessageReceived& message) override {
     return Guarded(*plan_, FaultyMethod::kAppendMessage, std::nullopt, [&] {
       return inner_->AppendMessage(created_at, execution_id, join_set_id, message);
-    });
-  }
-  Result<Version, DbErrorWrite> AppendBatch(DateTime current_time,
-                                            const std::vector<AppendRequest>& batch,
-                                            const ExecutionId& execution_id,
-                                            Version version) override {
-    return Guarded(*plan_, FaultyMethod::kAppendBatch, version,
-                   [&] { return inner_->AppendBatch(current_time, batch, execution_id, version); });
-  }
-  Result<Version, DbErrorWrite> AppendBatchCreateNewExecution(
-      DateTime current_time, const std::vector<AppendRequest>& batch,
-      const ExecutionId& execution_id, Version version,
-      const std::vector<CreateRequest>& child_requests) override {
-    return Guarded(*plan_, FaultyMethod::kAppendBatchCreateNewExecution, version, [&] {
-      return inner_->AppendBatchCreateNewExecution(current_time, batch, execution_id, version,
-                                                   child_requests);
-    });
-  }
-  // The step writes of a workflow that creates children share its faults.
-  Result<CreatedAndLockedChildren, DbErrorWrite> AppendBatchCreateAndLockChildren(
-      DateTime current_time, const std::vector<AppendRequest>& batch,
-      const ExecutionId& execution_id, Version version,
-      const std::vector<CreateRequest>& child_requests,
-      const std::vector<ChildLock>& locks) override {
-    return Guarded(*plan_, FaultyMethod::kAppendBatchCreateNewExecution, version, [&] {
-      return inner_->AppendBatchCreateAndLockChildren(current_time, batch, execution_id, version,
-                                                      child_requests, locks);
-    });
-  }
-  bool SupportsOutcomesWithBatch() const override { return inner_->SupportsOutcomesWithBatch(); }
-  Result<CreatedAndLockedChildren, DbErrorWrite> AppendOutcomesAndBatch(
-      DateTime current_time, const std::vector<ChildOutcome>& outcomes,
-      const std::vector<AppendRequest>& batch, const ExecutionId& execution_id, Version version,
-      const std::vector<CreateRequest>& child_requests,
-      const std::vector<ChildLock>& locks) override {
-    return Guarded(*plan_, FaultyMethod::kAppendBatchCreateNewExecution, version, [&] {
-      return inner_->AppendOutcomesAndBatch(current_time, outcomes, batch, execution_id, version,
-                                            child_requests, locks);
     });
   }
   Result<core::ExecutionEvent, DbErrorRead> GetExecutionEvent(const ExecutionId& execution_id,

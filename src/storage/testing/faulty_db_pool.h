@@ -54,9 +54,10 @@ enum class FaultyMethod {
   kLockPending,  // LockPendingByFfqns, LockPendingByComponentId
   kLockOne,
   kAppend,
-  kAppendBatchRespondToParent,
-  kAppendBatch,
-  kAppendBatchCreateNewExecution,
+  // WriteStep, by the shape of the write:
+  kAppendBatchRespondToParent,     // a child's end alone
+  kAppendBatch,                    // events alone
+  kAppendBatchCreateNewExecution,  // children, locks or children's outcomes
   kAppendDelayResponse,
   kAppendMessage,
   kCreate,

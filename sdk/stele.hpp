@@ -64,6 +64,11 @@ class JoinSet {
   stele_str submit(const char* ffqn, stele_str params_json) const {
     return stele_submit(id_, ffqn, params_json);
   }
+  // `options_json`: the child's own timeout and retry policy
+  // (stele_submit_with_options).
+  stele_str submit(const char* ffqn, stele_str params_json, stele_str options_json) const {
+    return stele_submit_with_options(id_, ffqn, params_json, options_json);
+  }
   stele_str submit_delay_ms(uint64_t millis) const { return stele_submit_delay(id_, millis); }
   Response join_next() const {
     stele_str child = {nullptr, 0}, value = {nullptr, 0};
@@ -81,6 +86,13 @@ class JoinSet {
 inline Response call(const char* ffqn, stele_str params_json) {
   stele_str value = {nullptr, 0};
   int status = stele_call(ffqn, params_json, &value);
+  return Response{status, {nullptr, 0}, Json(value)};
+}
+// A direct durable call with the child's own timeout and retry policy
+// (stele_call_with_options).
+inline Response call(const char* ffqn, stele_str params_json, stele_str options_json) {
+  stele_str value = {nullptr, 0};
+  int status = stele_call_with_options(ffqn, params_json, options_json, &value);
   return Response{status, {nullptr, 0}, Json(value)};
 }
 inline bool sleep_ms(uint64_t millis) { return stele_sleep_ms(millis) != 0; }

@@ -36,12 +36,20 @@ extern "C" {
 STELE_IMPORT("call")
 int32_t stele__call(const char* ffqn, uint32_t ffqn_len, const char* params, uint32_t params_len,
                     stele_out* out);
+STELE_IMPORT("call_with_options")
+int32_t stele__call_with_options(const char* ffqn, uint32_t ffqn_len, const char* params,
+                                 uint32_t params_len, const char* options, uint32_t options_len,
+                                 stele_out* out);
 STELE_IMPORT("join_set_create") int32_t stele__join_set_create(stele_out* out);
 STELE_IMPORT("join_set_create_named")
 int32_t stele__join_set_create_named(const char* name, uint32_t name_len, stele_out* out);
 STELE_IMPORT("submit")
 int32_t stele__submit(const char* js, uint32_t js_len, const char* ffqn, uint32_t ffqn_len,
                       const char* params, uint32_t params_len, stele_out* out);
+STELE_IMPORT("submit_with_options")
+int32_t stele__submit_with_options(const char* js, uint32_t js_len, const char* ffqn,
+                                   uint32_t ffqn_len, const char* params, uint32_t params_len,
+                                   const char* options, uint32_t options_len, stele_out* out);
 STELE_IMPORT("submit_delay")
 int32_t stele__submit_delay(const char* js, uint32_t js_len, uint64_t millis, stele_out* out);
 STELE_IMPORT("join_next")
@@ -91,6 +99,20 @@ static inline int stele_call(const char* ffqn, stele_str params_json, stele_str*
   if (result) *result = stele_out_str(out);
   return status;
 }
+/* stele_call with the child's own deadline and retry policy: `options_json`
+ * is a JSON object with any of "timeout_ms" (from the workflow's current
+ * time; clamped to this workflow's own deadline), "max_retries",
+ * "backoff_ms", "max_backoff_ms", "jitter_percent" (docs/guest_abi.md §3).
+ * Malformed options, a timeout that is not positive or a jitter over 100
+ * end the workflow. */
+static inline int stele_call_with_options(const char* ffqn, stele_str params_json,
+                                          stele_str options_json, stele_str* result) {
+  stele_out out = {0, 0};
+  int status = stele__call_with_options(ffqn, stele_strlen(ffqn), params_json.ptr, params_json.len,
+                                        options_json.ptr, options_json.len, &out);
+  if (result) *result = stele_out_str(out);
+  return status;
+}
 /* A generated join set; the returned handle (e.g. "g:1") is passed back. */
 static inline stele_str stele_join_set_create(void) {
   stele_out out = {0, 0};
@@ -109,6 +131,15 @@ static inline int stele_join_set_create_named(const char* name, stele_str* js) {
 static inline stele_str stele_submit(stele_str js, const char* ffqn, stele_str params_json) {
   stele_out out = {0, 0};
   stele__submit(js.ptr, js.len, ffqn, stele_strlen(ffqn), params_json.ptr, params_json.len, &out);
+  return stele_out_str(out);
+}
+/* stele_submit with the child's own deadline and retry policy
+ * (`options_json` as for stele_call_with_options). */
+static inline stele_str stele_submit_with_options(stele_str js, const char* ffqn,
+                                                  stele_str params_json, stele_str options_json) {
+  stele_out out = {0, 0};
+  stele__submit_with_options(js.ptr, js.len, ffqn, stele_strlen(ffqn), params_json.ptr,
+                             params_json.len, options_json.ptr, options_json.len, &out);
   return stele_out_str(out);
 }
 /* Submits a durable timer into `js`; returns its delay id. */

@@ -74,12 +74,28 @@ declare module "stele" {
   }
   export type JoinSetResponse = ChildResponse | DelayResponse;
 
+  /**
+   * One child's own deadline and retry policy (docs/js.md, "Deadlines"), in
+   * milliseconds: `timeout` from the workflow's current time (never past
+   * the workflow's own deadline, which the child inherits anyway), and
+   * overrides of the child function's retry policy. A timeout that is not
+   * positive or a jitter over 100 fails the workflow; an unknown key or a
+   * value that is not a whole number throws a TypeError.
+   */
+  export interface ChildOptions {
+    timeout?: number;
+    maxRetries?: number;
+    backoff?: number;
+    maxBackoff?: number;
+    jitterPercent?: number;
+  }
+
   /** A join set: submissions run concurrently, `next` awaits them in arrival order. */
   export interface JoinSet extends AsyncIterable<JoinSetResponse> {
     /** "g:1", "n:orders", ... */
     readonly id: string;
     /** Submits a child execution; returns its id. */
-    submit(ffqn: string, params?: Json[]): string;
+    submit(ffqn: string, params?: Json[], options?: ChildOptions): string;
     /** Submits a durable timer; returns its delay id. */
     submitDelay(ms: number): string;
     /**
@@ -116,7 +132,7 @@ declare module "stele" {
     readonly executionId: string;
     readonly ffqn: string;
     /** A durable direct call; resolves to the child's ok value, throws Err / ExecutionFailure. */
-    call<T = Json>(ffqn: string, params?: Json[]): Promise<T>;
+    call<T = Json>(ffqn: string, params?: Json[], options?: ChildOptions): Promise<T>;
     /** A generated join set (`g:N`), or a named one (`n:name`; throws when taken or invalid). */
     joinSet(name?: string): JoinSet;
     /** A durable sleep; resolves true when it expired, false when the delay was cancelled. */

@@ -11,7 +11,10 @@
 //             (CancelRegistry); a run elsewhere loses its write and stops
 //             at its own lock deadline.
 // Both disarm the deadline (the storage contract clears it with the
-// terminate request or the Finished), so a deadline is acted on once.
+// terminate request or the Finished), so a deadline is acted on once —
+// also when two watchers (two servers on one database) read it before
+// either wrote: the activity's Finished is fenced, and a workflow gets no
+// second request once its log holds a timed-out one.
 //
 // Threading: thread-safe (uses only the thread-safe connection and
 // registry). Ownership: borrows its arguments for the call.
@@ -30,7 +33,8 @@ namespace stele::executor {
 enum class DeadlineOutcome {
   kTerminateRequested,  // a workflow: the terminate request was written
   kTimedOut,            // an activity: Finished(timed_out) was written
-  kAlreadyFinished,     // nothing to do
+  kAlreadyFinished,     // nothing to do: finished, or (a workflow) another watcher
+                        // wrote the timed-out terminate request already
 };
 
 // The reason recorded: "the execution's deadline 2026-01-01T00:00:00Z

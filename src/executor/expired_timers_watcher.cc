@@ -186,9 +186,11 @@ void ExpiredTimersWatcher::Stop() {
 
 Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickForTest(
     DateTime now) {
-  return HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
-                             options_.activity_lock_expiry_setting,
-                             options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
+  auto progress = HandleExpiredTimers(
+      *db_, now, options_.leeway, options_.parallel_writes, options_.activity_lock_expiry_setting,
+      options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
+  if (progress) expired_deadlines_ += progress->expired_deadlines;
+  return progress;
 }
 
 void ExpiredTimersWatcher::LoopMain() {
@@ -203,6 +205,7 @@ void ExpiredTimersWatcher::LoopMain() {
                                         options_.activity_lock_expiry_setting,
                                         options_.workflow_lock_expiry_setting,
                                         options_.cancel_registry.get());
+    if (progress) expired_deadlines_ += progress->expired_deadlines;
     // Delays due before the next tick are fired when they are due rather
     // than up to a tick late: one look-ahead query per tick.
     std::vector<storage::ExpiredDelay> upcoming;

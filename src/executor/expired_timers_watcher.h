@@ -29,6 +29,7 @@
 // Stop (or destroy) it before closing the pool.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -109,6 +110,11 @@ class ExpiredTimersWatcher {
   // Exactly one tick of the loop, at `now` (timers expired at now - leeway).
   Result<WatcherTickProgress, storage::DbErrorGeneric> TickForTest(DateTime now);
 
+  // Executions this watcher ended at their deadline since it was made
+  // (WatcherTickProgress::expired_deadlines summed: each deadline is acted
+  // on once, by one watcher). Thread-safe.
+  uint64_t expired_deadlines() const { return expired_deadlines_.load(); }
+
  private:
   void LoopMain();
 
@@ -117,6 +123,7 @@ class ExpiredTimersWatcher {
   const Clock& clock_;  // *clock_owner_
   const ExpiredTimersWatcherOptions options_;
 
+  std::atomic<uint64_t> expired_deadlines_{0};
   std::mutex mu_;
   std::condition_variable wakeup_;
   bool stop_ = false;  // guarded by mu_

@@ -252,6 +252,29 @@ TEST_P(WatcherTest, ExecutionsPastTheirDeadlineAreEndedOnce) {
   EXPECT_EQ(Must(watcher.TickForTest(kT0 + 20s)).expired_deadlines, 0u) << "acted on once";
 }
 
+// Two watchers (two servers on one database) that both read a workflow's
+// expired deadline before either wrote: the second writes no second
+// terminate request, and counts nothing.
+TEST_P(WatcherTest, ADeadlineTwoWatchersReadIsRequestedOnce) {
+  const ExecutionId workflow = ExecutionId::Generate();
+  storage::CreateRequest req =
+      CreateReq(workflow, kT0, WorkflowFfqn(), core::ComponentId::DummyWorkflow());
+  req.policy.deadline = kT0 + 10s;
+  Must(db().Create(req));
+  const storage::ExpiredDeadline expired{workflow, kT0 + 10s};
+  EXPECT_EQ(Must(ExpireDeadline(db(), nullptr, expired, kT0 + 10s)),
+            DeadlineOutcome::kTerminateRequested);
+  EXPECT_EQ(Must(ExpireDeadline(db(), nullptr, expired, kT0 + 11s)),
+            DeadlineOutcome::kAlreadyFinished);
+  size_t requests = 0;
+  for (const auto& e : Log(workflow).events) {
+    if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+      requests += std::holds_alternative<core::HistoryCancelRequest>(h->event) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(requests, 1u);
+}
+
 // A burst of due timers is handled by concurrent writes (they share
 // commits); each is still answered exactly once.
 TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {

@@ -71,5 +71,22 @@ TEST_F(ApiPolicyTest, TheDeadlineAndRetryPolicyAreStoredWithTheExecution) {
       << timed_events.dump();
 }
 
+// An execution past its deadline ends `timed_out`, and
+// stele_deadlines_expired_total counts it once (docs/api.md, "Metrics").
+TEST_F(ApiPolicyTest, AnExpiredDeadlineEndsTheExecutionAndMovesTheDeadlineCounter) {
+  EXPECT_NE(Get("/metrics")->body.find("stele_deadlines_expired_total 0\n"), std::string::npos);
+  // Scheduled far ahead, so only its deadline can end it.
+  const std::string id = Submit({{"ffqn", kEcho},
+                                 {"params", {"late"}},
+                                 {"scheduled_at", "2999-01-01T00:00:00Z"},
+                                 {"timeout", "200ms"}});
+  ASSERT_FALSE(id.empty());
+  auto result = Get("/v1/executions/" + id + "/result?timeout=30");
+  ASSERT_EQ(result->status, 200) << result->body;
+  EXPECT_EQ(Body(result)["result"]["execution_error"]["kind"], "timed_out") << result->body;
+  EXPECT_NE(Get("/metrics")->body.find("stele_deadlines_expired_total 1\n"), std::string::npos)
+      << Get("/metrics")->body;
+}
+
 }  // namespace
 }  // namespace stele::server::testing

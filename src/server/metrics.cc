@@ -166,6 +166,10 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       << "# TYPE stele_pauses_total counter\n"
       << "stele_pauses_total{kind=\"pause\"} " << cancels.pauses << "\n"
       << "stele_pauses_total{kind=\"resume\"} " << cancels.resumes << "\n";
+  out << "# HELP stele_deadlines_expired_total Executions this server ended at their deadline: "
+         "activities finished timed_out, workflows terminated timed_out (docs/model.md §9.7).\n"
+      << "# TYPE stele_deadlines_expired_total counter\n"
+      << "stele_deadlines_expired_total " << d.service->expired_deadlines() << "\n";
   const service::ExecutionService::MessageCounts messages = d.service->message_counts();
   out << "# HELP stele_messages_sent_total Messages this server delivered to executions "
          "(docs/model.md §8.6; idempotent repeats not counted).\n"

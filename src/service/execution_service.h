@@ -390,6 +390,10 @@ class ExecutionService {
     return {cancelled_activities_.load(), workflow_cancels_.load(), workflow_terminates_.load(),
             pauses_.load(), resumes_.load()};
   }
+  // Executions this service's watcher ended at their deadline (docs/model.md
+  // §9.7): activities finished `timed_out`, workflows' terminate requests
+  // marked timed_out. 0 before Start.
+  uint64_t expired_deadlines() const { return watcher_ ? watcher_->expired_deadlines() : 0; }
   // The write latencies of each workflow component's runs, by name.
   const std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>&
   workflow_writes() const {

@@ -18,11 +18,18 @@
 #     it `cancelled`, with one request in its log;
 #   - one in ten, a 20 s sleep, gets a pause: every acknowledged pause holds
 #     (no Locked event after it, not finished) until the run resumes it once
-#     the rest is done; then it finishes with its expected result.
+#     the rest is done; then it finishes with its expected result;
+#   - one more per ten is submitted with a deadline (`--timeout`): half are
+#     year-long sleeps with 1-5 s, which must end `timed_out` once — one
+#     timed-out terminate request, one Finished, the last event, not before
+#     the deadline; half are 1 s sleeps with 60 s, which must finish first,
+#     with their result (see "deadlines" below).
 #
 # Environment:
 #   CHAOS_KILLS=10        SIGKILL + restart cycles (50 for the long run)
 #   CHAOS_EXECUTIONS=200  top-level executions submitted
+#   CHAOS_DEADLINES=N     executions with a deadline, submitted on top
+#                         (default CHAOS_EXECUTIONS / 10)
 #   CHAOS_SEED=N          seeds $RANDOM (kill moments, ids); printed
 #   CHAOS_TIME_LIMIT=300  seconds before the run gives up (fails)
 #   CHAOS_MIN_GAP_MS=300 CHAOS_MAX_GAP_MS=2500  time between kills
@@ -89,10 +96,12 @@ fi
 work=$(mktemp -d /tmp/stele-chaos.XXXXXX)
 server_pids=()
 submitter_pid=""
+deadline_submitter_pid=""
 controller_pid=""
 pg_db=""
 cleanup() {
   [ -n "$submitter_pid" ] && kill "$submitter_pid" 2>/dev/null
+  [ -n "$deadline_submitter_pid" ] && kill "$deadline_submitter_pid" 2>/dev/null
   [ -n "$controller_pid" ] && kill "$controller_pid" 2>/dev/null
   local pid
   for pid in "${server_pids[@]}"; do
@@ -269,6 +278,29 @@ for ((i = 0; i < total; i++)); do
   esac
 done >"$load"
 
+# --- deadlines: executions submitted with `--timeout` ----------------------
+# Appended to the load with the control `deadline:DURATION`, submitted by
+# their own submitter (submit_deadlines) and checked by check_deadline.
+deadline_total=${CHAOS_DEADLINES:-$((total / 10))}
+deadline_timed_out=0
+deadline_broken=0
+add_deadline_load() {
+  local i id
+  for ((i = 0; i < deadline_total; i++)); do
+    id=$(new_id)
+    if ((i % 2 == 0)); then
+      # Only its deadline can end it.
+      printf '%s\t%s\t%s\t%s\tdeadline:%ss\n' "$id" demo:reminder/api.remind \
+        "[31536000,\"d$i\"]" timed_out $((1 + RANDOM % 5))
+    else
+      # Finishes long before its deadline.
+      printf '%s\t%s\t%s\t%s\tdeadline:60s\n' "$id" demo:reminder/api.remind "[1,\"d$i\"]" \
+        "{\"ok\":\"time to stretch, d$i\"}"
+    fi
+  done
+}
+add_deadline_load >>"$load"
+
 # --- the server ------------------------------------------------------------
 # Server i listens on a free port, published in $work/url.i; clients pick
 # any published server (a stale one answers exit 4 and is retried).
@@ -305,6 +337,7 @@ log "seed $seed; $backend, $servers server(s); $total executions, $kills kills"
 submit_all() {
   local id ffqn params expected control rc tries
   while IFS=$'\t' read -r id ffqn params expected control; do
+    case $control in deadline:*) continue ;; esac  # submit_deadlines
     tries=0
     while :; do
       cli execution submit "$ffqn" "$params" --id "$id" >/dev/null 2>>"$work/submit.err"
@@ -320,6 +353,28 @@ submit_all() {
 submit_all &
 submitter_pid=$!
 
+# The executions with a deadline, retried like submit_all: a resubmission
+# after a kill is the same execution, its deadline the first one stored.
+submit_deadlines() {
+  local id ffqn params expected control rc tries
+  while IFS=$'\t' read -r id ffqn params expected control; do
+    case $control in deadline:*) ;; *) continue ;; esac
+    tries=0
+    while :; do
+      cli execution submit "$ffqn" "$params" --id "$id" --timeout "${control#deadline:}" \
+        >/dev/null 2>>"$work/submit.err"
+      rc=$?
+      [ $rc -eq 0 ] && break
+      [ $rc -eq 4 ] || { echo "submit $id: exit $rc" >>"$work/submit.fatal"; break; }
+      tries=$((tries + 1))
+      [ $tries -lt 600 ] || { echo "submit $id: gave up" >>"$work/submit.fatal"; break; }
+      sleep 0.05
+    done
+  done <"$load"
+}
+submit_deadlines &
+deadline_submitter_pid=$!
+
 # Controller: cancels (every other one a terminate) and pauses while the
 # kills go on, each retried until acknowledged; an unknown id (not
 # submitted yet) is retried too. Acknowledged ones go to $work/acked.
@@ -327,7 +382,7 @@ submitter_pid=$!
 control_all() {
   local id ffqn params expected control rc tries verb n=0
   while IFS=$'\t' read -r id ffqn params expected control; do
-    [ "$control" = - ] && continue
+    case $control in - | deadline:*) continue ;; esac
     n=$((n + 1))
     verb=$control
     [ "$control" = cancel ] && [ $((n % 2)) -eq 0 ] && verb=terminate
@@ -362,6 +417,8 @@ done
 log "$kills kills done"
 wait "$submitter_pid"
 submitter_pid=""
+wait "$deadline_submitter_pid"
+deadline_submitter_pid=""
 [ -s "$work/submit.fatal" ] && fail "submission failed: $(head -n 3 "$work/submit.fatal")"
 log "all $total submitted"
 wait "$controller_pid"
@@ -400,6 +457,44 @@ check_paused() {
     return 1
   fi
 }
+# check_deadline ID EXPECTED OUT: an execution submitted with a deadline.
+# Ended `timed_out`: not before its deadline, by exactly one timed-out
+# terminate request, finished once and nothing after (its sleep's delay
+# and the rest of its subtree are cancelled by that one run). Otherwise it
+# must have finished first, with its expected result.
+check_deadline() {
+  local id=$1 expected=$2 out=$3 events kind
+  kind=$(printf '%s' "$out" | jq -r '.execution_error.kind // "none"' 2>/dev/null)
+  events=$(cli --json execution events "$id" --length 1000) || {
+    echo "deadline: cannot read the events of $id" >>"$work/problems.log"
+    return 1
+  }
+  if [ "$kind" = timed_out ]; then
+    deadline_timed_out=$((deadline_timed_out + 1))
+    local verdict
+    verdict=$(printf '%s' "$events" | jq -c '
+      def t: capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$")
+        | ((.s + "Z") | fromdateiso8601) + (("0" + (.f // ".0")) | tonumber);
+      .events as $e
+      | [$e[] | select(.event | has("finished"))] as $fin
+      | [$e[] | select(.event.history_event.event.type == "cancel_request")] as $req
+      | {finished: ($fin | length), last_is_finished: ($e[-1].event | has("finished")),
+         requests: ($req | length), timed_out: ($req[0].event.history_event.event.timed_out // false),
+         deadline: $e[0].event.created.policy.deadline, finished_at: $fin[0].created_at,
+         not_early: (($fin[0].created_at | t) >= ($e[0].event.created.policy.deadline | t))}
+      | . + {ok: (.finished == 1 and .last_is_finished and .requests == 1 and .timed_out
+                  and .not_early)}')
+    case $verdict in *'"ok":true'*) return 0 ;; esac
+    echo "deadline: timed out wrongly: $id $verdict" >>"$work/problems.log"
+    return 1
+  fi
+  if [ "$expected" = timed_out ] ||
+    [ "$(printf '%s' "$out" | jq -cS .)" != "$(printf '%s' "$expected" | jq -cS .)" ]; then
+    echo "deadline: wrong result: $id: got $out, want $expected" >>"$work/problems.log"
+    return 1
+  fi
+}
+
 sorted_load="$work/load.sorted.tsv"
 { grep -v $'\tpause$' "$load"; grep $'\tpause$' "$load"; } >"$sorted_load"
 resumed_pauses=0
@@ -429,6 +524,11 @@ while IFS=$'\t' read -r id ffqn params expected control; do
     continue
   fi
   finished=$((finished + 1))
+  case $control in
+    deadline:*)
+      check_deadline "$id" "$expected" "$out" || deadline_broken=$((deadline_broken + 1))
+      continue ;;
+  esac
   if [ "$control" = cancel ]; then
     got=$(printf '%s' "$out" | jq -r '.execution_error.kind // "not an execution error"' 2>/dev/null)
     requests=$(cli --json execution events "$id" --length 1000 |
@@ -448,6 +548,7 @@ while IFS=$'\t' read -r id ffqn params expected control; do
   fi
 done <"$sorted_load"
 log "finished $finished, lost $lost, wrong $wrong; pauses held $paused_held, broken $pause_broken"
+log "deadlines: $deadline_total submitted, $deadline_timed_out timed out, $deadline_broken broken"
 
 # Every top-level execution the server knows is one we submitted.
 listed=$(cli --json execution list --length 1000 | jq '.executions | length')
@@ -469,17 +570,17 @@ check_rc=$?
 check_summary=$(tail -n 1 "$work/db_check.out")
 
 controls=$(wc -l <"$work/acked")
-figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong cancels_and_pauses=$controls pauses_held=$paused_held pauses_broken=$pause_broken listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc seconds=$(elapsed)"
+figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong cancels_and_pauses=$controls pauses_held=$paused_held pauses_broken=$pause_broken listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc deadlines=$deadline_total deadlines_timed_out=$deadline_timed_out deadlines_broken=$deadline_broken seconds=$(elapsed)"
 echo "$figures"
 [ -n "${CHAOS_REPORT:-}" ] && echo "$figures" >>"$CHAOS_REPORT"
 
 status=0
-if [ $lost -ne 0 ] || [ $wrong -ne 0 ] || [ $pause_broken -ne 0 ]; then
+if [ $lost -ne 0 ] || [ $wrong -ne 0 ] || [ $pause_broken -ne 0 ] || [ $deadline_broken -ne 0 ]; then
   head -n 10 "$work/problems.log"
   status=1
 fi
-if [ "$listed" != "$total" ]; then
-  echo "chaos: the server lists $listed top-level executions, $total were submitted"
+if [ "$listed" != "$((total + deadline_total))" ]; then
+  echo "chaos: the server lists $listed top-level executions, $((total + deadline_total)) were submitted"
   status=1
 fi
 if [ "$unique" -ne "$expected_activities" ]; then

@@ -510,5 +510,121 @@ TEST_F(JsHostTest, EmptyRandomRangeIsAWorkflowTrap) {
   EXPECT_THAT(Reason(env.Await(id)), HasSubstr("empty range"));
 }
 
+// --- Per-child options (docs/js.md, "Deadlines") ------------------------------------
+
+std::vector<core::ExecutionId> JsChildrenOf(Env& env, const core::ExecutionId& id) {
+  std::vector<core::ExecutionId> children;
+  for (const auto& e : env.Events(id)) {
+    if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
+      if (const auto* req = std::get_if<core::HistoryJoinSetRequest>(&h->event)) {
+        if (const auto* c = std::get_if<core::ChildExecutionRequest>(&req->request)) {
+          children.push_back(core::ExecutionId(c->child_execution_id));
+        }
+      }
+    }
+  }
+  return children;
+}
+
+// The Created event of `id` (its version 0) and when it was written.
+std::pair<core::Created, DateTime> JsCreatedOf(Env& env, const core::ExecutionId& id) {
+  auto events = env.Events(id);
+  EXPECT_FALSE(events.empty());
+  return {std::get<core::Created>(events.at(0).event), events.at(0).created_at};
+}
+
+Json ChildOptionsParams(const char* options, const char* ffqn, uint64_t x) {
+  return Json::array({options, ffqn, x});
+}
+
+TEST_F(JsHostTest, ChildOptionsGiveEachChildItsDeadlineAndRetryPolicy) {
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  auto id = env.Submit(
+      "testing:js/wf.child-options",
+      ChildOptionsParams(
+          R"({"timeout": 60000, "maxRetries": 2, "backoff": 50, "maxBackoff": 500, "jitterPercent": 10})",
+          "testing:js/act.square", 3));
+  EXPECT_EQ(OkJson(env.Await(id)), Json(R"([9,{"ok":9}])"));
+  const auto children = JsChildrenOf(env, id);
+  ASSERT_EQ(children.size(), 2u);
+  for (const auto& child : children) {
+    SCOPED_TRACE(child.ToString());
+    const auto [created, at] = JsCreatedOf(env, child);
+    // From the workflow's time at the call (read again for the policy,
+    // microseconds after the child's creation time).
+    ASSERT_TRUE(created.policy.deadline);
+    const auto from_creation = *created.policy.deadline - at;
+    EXPECT_GT(from_creation, std::chrono::seconds(59));
+    EXPECT_LT(from_creation, std::chrono::seconds(61));
+    EXPECT_EQ(created.policy.retry.max_retries, 2u);
+    EXPECT_EQ(created.policy.retry.retry_exp_backoff, core::Duration::FromMillis(50));
+    EXPECT_EQ(created.policy.retry.max_backoff, core::Duration::FromMillis(500));
+    EXPECT_EQ(created.policy.retry.jitter_percent, 10u);
+  }
+}
+
+TEST_F(JsHostTest, ChildTimeoutIsClampedToTheParentsDeadline) {
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  core::ExecutionPolicy parent;
+  parent.deadline = SystemClock::Instance().Now() + std::chrono::hours(1);
+  auto id = env.Submit("testing:js/wf.child-options",
+                       ChildOptionsParams(R"({"timeout": 36000000})", "testing:js/act.square", 4),
+                       std::nullopt, parent);
+  EXPECT_EQ(OkJson(env.Await(id)), Json(R"([16,{"ok":16}])"));
+  const auto children = JsChildrenOf(env, id);
+  ASSERT_EQ(children.size(), 2u);
+  for (const auto& child : children) {
+    EXPECT_EQ(JsCreatedOf(env, child).first.policy.deadline, parent.deadline);
+  }
+}
+
+TEST_F(JsHostTest, ChildPastItsTimeoutEndsTimedOut) {
+  Env& env = Start(EnvConfig{});
+  // Each child sleeps ten minutes; its own 200 ms deadline ends it.
+  auto id = env.Submit("testing:js/wf.child-options",
+                       ChildOptionsParams(R"({"timeout": 200})", "testing:js/wf.sleep", 600000));
+  const Json seen = Json::parse(OkJson(env.Await(id)).get<std::string>());
+  ASSERT_EQ(seen.size(), 2u) << seen;
+  EXPECT_EQ(seen[0], "ExecutionFailure: timed_out");
+  EXPECT_EQ(seen[1]["failure"]["kind"], "timed_out") << seen;
+}
+
+TEST_F(JsHostTest, MalformedChildOptionsAreATypeErrorTheWorkflowCatches) {
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  auto id = env.Submit("testing:js/wf.child-options",
+                       ChildOptionsParams(R"({"retries": 1})", "testing:js/act.square", 3));
+  const Json seen = Json::parse(OkJson(env.Await(id)).get<std::string>());
+  ASSERT_EQ(seen.size(), 2u) << seen;
+  EXPECT_THAT(seen[0].get<std::string>(), HasSubstr("TypeError: call: unknown option retries"));
+  EXPECT_THAT(seen[1].get<std::string>(), HasSubstr("TypeError: submit: unknown option retries"));
+  EXPECT_TRUE(JsChildrenOf(env, id).empty());
+}
+
+TEST_F(JsHostTest, NonPositiveTimeoutOrJitterOver100FailsTheWorkflow) {
+  const struct {
+    const char* options;
+    const char* reason;
+  } cases[] = {
+      {R"({"timeout": 0})", "a child's timeout must be positive"},
+      {R"({"jitterPercent": 101})", "a child's retry jitter must be 0 to 100 %"},
+  };
+  EnvConfig config;
+  config.activities = Activities();
+  Env& env = Start(std::move(config));
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.options);
+    auto id = env.Submit("testing:js/wf.child-options",
+                         ChildOptionsParams(c.options, "testing:js/act.square", 3));
+    EXPECT_THAT(Reason(env.Await(id)), HasSubstr(c.reason));
+    EXPECT_TRUE(JsChildrenOf(env, id).empty());
+  }
+}
+
 }  // namespace
 }  // namespace stele::runtime::js::testing

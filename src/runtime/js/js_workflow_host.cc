@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/duration.h"
+#include "runtime/workflow/child_options.h"
 
 namespace stele::runtime::js {
 
@@ -149,6 +150,15 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (i >= args.size() || !args[i].is_array()) return Unexpected(BadArguments(op));
     return args[i];
   };
+  // A child's options (runtime.js: null or an object of the host's keys);
+  // their values are the run's to check (WorkflowRun::ChildPolicy).
+  auto child_options_at = [&](size_t i) -> Result<wf::ChildOptions, HostReply> {
+    if (i >= args.size() || args[i].is_null()) return wf::ChildOptions{};
+    auto options = wf::ChildOptionsFromJson(args[i]);
+    if (!options)
+      return Unexpected(HostReply::Throw("TypeError", std::string(op) + ": " + options.error()));
+    return *std::move(options);
+  };
 #define JS_TRY(var, expr)                    \
   auto var##_r = (expr);                     \
   if (!var##_r) return std::move(var##_r).error(); \
@@ -162,7 +172,9 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
   if (op == "call") {
     JS_TRY(ffqn, ffqn_at(0));
     JS_TRY(params, params_at(1));
-    return value(run_.Call(ffqn, std::move(params)), [](const auto& v) { return OutcomeJson(v); });
+    JS_TRY(own, child_options_at(2));
+    return value(run_.Call(ffqn, std::move(params), own),
+                 [](const auto& v) { return OutcomeJson(v); });
   }
   if (op == "joinSet") {
     if (args.empty()) return value(run_.CreateJoinSet(), text);
@@ -182,7 +194,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     JS_TRY(join_set, join_set_at(0));
     JS_TRY(ffqn, ffqn_at(1));
     JS_TRY(params, params_at(2));
-    return value(run_.SubmitChild(join_set, ffqn, std::move(params)), text);
+    JS_TRY(own, child_options_at(3));
+    return value(run_.SubmitChild(join_set, ffqn, std::move(params), own), text);
   }
   if (op == "submitDelay") {
     JS_TRY(join_set, join_set_at(0));

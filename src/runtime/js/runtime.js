@@ -171,6 +171,43 @@
     }
     return StringCtor(v);
   }
+  // The options of one child (docs/js.md, "Deadlines"), in the host's
+  // keys (runtime::workflow::ChildOptionsFromJson); null when none. Only
+  // the shape is checked here: a timeout that is not positive or a jitter
+  // over 100 fails the workflow (a constraint violation), as on every face.
+  const childOptionKeys = ObjectFreeze({
+    timeout: "timeout_ms", maxRetries: "max_retries", backoff: "backoff_ms",
+    maxBackoff: "max_backoff_ms", jitterPercent: "jitter_percent",
+  });
+  function childOptions(options, what) {
+    if (options === undefined) return null;
+    if (options === null || typeof options !== "object" || ArrayIsArray(options)) {
+      throw new TypeError(what + ": options must be an object");
+    }
+    const out = {};
+    for (const key of ReflectOwnKeys(options)) {
+      if (typeof key !== "string" || !ObjectPrototypeHasOwnProperty.call(childOptionKeys, key)) {
+        throw new TypeError(what + ": unknown option " + StringCtor(key) +
+                            " (timeout, maxRetries, backoff, maxBackoff, jitterPercent)");
+      }
+      let value = options[key];
+      if (value === undefined) continue;
+      if (typeof value === "bigint") value = Number(value);
+      if (!NumberIsSafeInteger(value) || (key !== "timeout" && value < 0)) {
+        throw new TypeError(what + ": " + key + " must be " +
+                            (key === "timeout" ? "a whole number of milliseconds"
+                                               : "a whole number >= 0"));
+      }
+      out[childOptionKeys[key]] = value;
+    }
+    return out;
+  }
+  // `args` of a call or submit, with the child's options last when given.
+  function withChildOptions(args, options, what) {
+    const own = childOptions(options, what);
+    if (own !== null) ReflectApply(ArrayPush, args, [own]);
+    return args;
+  }
   function outcomeArg(value, what) {
     if (value === null || typeof value !== "object" ||
         (ObjectPrototypeHasOwnProperty.call(value, "ok") ===
@@ -201,8 +238,9 @@
   function makeJoinSet(id) {
     const joinSet = {
       id,
-      submit(ffqn, args) {
-        return call("submit", [id, text(ffqn, "submit: ffqn"), params(args, "submit")]);
+      submit(ffqn, args, options) {
+        return call("submit", withChildOptions(
+            [id, text(ffqn, "submit: ffqn"), params(args, "submit")], options, "submit"));
       },
       submitDelay(ms) {
         return call("submitDelay", [id, millis(ms, "submitDelay: the delay")]);
@@ -239,8 +277,9 @@
     return ObjectFreeze({
       executionId: info.executionId,
       ffqn: info.ffqn,
-      call: settled(function (ffqn, args) {
-        return unwrap(call("call", [text(ffqn, "call: ffqn"), params(args, "call")]));
+      call: settled(function (ffqn, args, options) {
+        return unwrap(call("call", withChildOptions(
+            [text(ffqn, "call: ffqn"), params(args, "call")], options, "call")));
       }),
       joinSet(name) {
         const id = call("joinSet", name === undefined ? [] : [text(name, "joinSet: name")]);

@@ -1,7 +1,8 @@
 // The host functions of the guest ABI called by a real wasm guest
 // (testdata/effect_workflows.c): schedule, get, submit_delay (expired and
 // cancelled), named join sets, join_set_close with pending submissions,
-// join_next with a mismatching ffqn, stub, empty random ranges. Each
+// join_next with a mismatching ffqn, stub, empty random ranges, per-child
+// options (call_with_options, submit_with_options). Each
 // scenario mirrors a native one of src/runtime/workflow/workflow_run_test.cc,
 // asserts what the guest observed, and runs under both blocking strategies,
 // which must write the same history (ExpectSameHistoryUnderBothStrategies).
@@ -207,6 +208,126 @@ TEST(WasmEffectsTest, EmptyRandomRangeIsAWorkflowTrap) {
           EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 0u);
         });
   }
+}
+
+// The children a workflow created, in creation order (from its requests).
+std::vector<core::ExecutionIdDerived> ChildrenOf(Env& env, const core::ExecutionId& id) {
+  std::vector<core::ExecutionIdDerived> children;
+  for (const auto& e : History(env, id)) {
+    if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&e)) {
+      if (const auto* c = std::get_if<core::ChildExecutionRequest>(&request->request)) {
+        children.push_back(c->child_execution_id);
+      }
+    }
+  }
+  return children;
+}
+
+const core::Created& CreatedOf(Env& env, const core::ExecutionId& id,
+                               std::vector<core::ExecutionEvent>& keep) {
+  keep = env.Events(id);
+  EXPECT_FALSE(keep.empty());
+  return std::get<core::Created>(keep.at(0).event);
+}
+
+TEST(WasmEffectsTest, ChildOptionsGiveEachChildItsDeadlineAndRetryPolicy) {
+  ExpectSameHistoryUnderBothStrategies(
+      WorkflowsAnd(true, false), [](Env& env, const core::ExecutionId& id) {
+        const std::string options =
+            R"({"timeout_ms": 60000, "max_retries": 2, "backoff_ms": 50, "max_backoff_ms": 500,)"
+            R"( "jitter_percent": 10})";
+        env.Submit("testing:wasm/wf.child-options",
+                   Json::array({options, "testing:wasm/act.square", 3}), id);
+        EXPECT_EQ(OkJson(env.Await(id)), Json::parse("[0, 9, 0, 9]"));
+        const auto children = ChildrenOf(env, id);
+        ASSERT_EQ(children.size(), 2u);
+        for (const auto& child : children) {
+          SCOPED_TRACE(child.ToString());
+          std::vector<core::ExecutionEvent> events;
+          const core::Created& created = CreatedOf(env, core::ExecutionId(child), events);
+          // The timeout counts from the workflow's time at the call (read
+          // again for the policy, microseconds after the child's creation
+          // time).
+          ASSERT_TRUE(created.policy.deadline);
+          const auto from_creation = *created.policy.deadline - events[0].created_at;
+          EXPECT_GT(from_creation, std::chrono::seconds(59));
+          EXPECT_LT(from_creation, std::chrono::seconds(61));
+          EXPECT_EQ(created.policy.retry.max_retries, 2u);
+          EXPECT_EQ(created.policy.retry.retry_exp_backoff, core::Duration::FromMillis(50));
+          EXPECT_EQ(created.policy.retry.max_backoff, core::Duration::FromMillis(500));
+          EXPECT_EQ(created.policy.retry.jitter_percent, 10u);
+        }
+      });
+}
+
+TEST(WasmEffectsTest, ChildTimeoutIsClampedToTheParentsDeadline) {
+  const std::filesystem::path dir = MakeTempDir();
+  Env env(dir, WorkflowsAnd(true, false));
+  core::ExecutionPolicy parent;
+  parent.deadline = SystemClock::Instance().Now() + std::chrono::hours(1);
+  auto id = env.Submit("testing:wasm/wf.child-options",
+                       Json::array({R"({"timeout_ms": 36000000})", "testing:wasm/act.square", 4}),
+                       std::nullopt, parent);
+  EXPECT_EQ(OkJson(env.Await(id)), Json::parse("[0, 16, 0, 16]"));
+  const auto children = ChildrenOf(env, id);
+  ASSERT_EQ(children.size(), 2u);
+  for (const auto& child : children) {
+    std::vector<core::ExecutionEvent> events;
+    EXPECT_EQ(CreatedOf(env, core::ExecutionId(child), events).policy.deadline, parent.deadline);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+TEST(WasmEffectsTest, ChildPastItsTimeoutEndsTimedOut) {
+  ExpectSameHistoryUnderBothStrategies(
+      WorkflowsAnd(false, false), [](Env& env, const core::ExecutionId& id) {
+        // Each child sleeps ten minutes; its own 200 ms deadline ends it.
+        env.Submit("testing:wasm/wf.child-options",
+                   Json::array({R"({"timeout_ms": 200})", "testing:wasm/wf.sleep", 600000}), id);
+        const Json seen = OkJson(env.Await(id));
+        ASSERT_TRUE(seen.is_array() && seen.size() == 4) << seen;
+        EXPECT_EQ(seen[0], 2);
+        EXPECT_EQ(seen[1]["kind"], "timed_out") << seen;
+        EXPECT_EQ(seen[2], 2);
+        EXPECT_EQ(seen[3]["kind"], "timed_out") << seen;
+      });
+}
+
+TEST(WasmEffectsTest, InvalidChildOptionsFailTheWorkflow) {
+  const struct {
+    const char* options;
+    const char* reason;
+  } cases[] = {
+      {R"({"timeout_ms": 0})", "a child's timeout must be positive"},
+      {R"({"timeout_ms": -5})", "a child's timeout must be positive"},
+      {R"({"jitter_percent": 101})", "a child's retry jitter must be 0 to 100 %"},
+      {R"({"retries": 1})", "unknown child option `retries`"},
+      {R"({"backoff_ms": -1})", "child option `backoff_ms` must be"},
+      {R"({"timeout_ms": "1s"})", "child option `timeout_ms` must be"},
+      {"[1]", "child options must be a JSON object"},
+      {"not json", "child options must be a JSON object"},
+  };
+  // The workflow fails before it writes anything: one run, no history to
+  // compare across strategies.
+  const std::filesystem::path dir = MakeTempDir();
+  {
+    Env env(dir, WorkflowsAnd(true, false));
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.options);
+      auto id = env.Submit("testing:wasm/wf.child-options",
+                           Json::array({c.options, "testing:wasm/act.square", 3}));
+      const auto result = env.Await(id);
+      const auto* failure = Failure(result);
+      ASSERT_NE(failure, nullptr);
+      EXPECT_THAT(failure->reason.value_or(""), HasSubstr(c.reason));
+      // Final at once, and nothing was created.
+      EXPECT_EQ(CountEvents<core::TemporarilyFailed>(env.Events(id)), 0u);
+      EXPECT_TRUE(ChildrenOf(env, id).empty());
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

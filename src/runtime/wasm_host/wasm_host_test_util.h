@@ -222,7 +222,8 @@ class Env {
   }
 
   core::ExecutionId Submit(const std::string& ffqn, core::Json params,
-                           std::optional<core::ExecutionId> id = std::nullopt) {
+                           std::optional<core::ExecutionId> id = std::nullopt,
+                           core::ExecutionPolicy policy = {}) {
     auto f = Ffqn(ffqn);
     core::ComponentId component = config_.workflows->component_id;
     if (config_.activities && config_.activities->Find(f)) component = config_.activities->component_id;
@@ -230,6 +231,7 @@ class Env {
     DateTime now = SystemClock::Instance().Now();
     storage::CreateRequest request{now, execution_id, f, std::move(params), std::nullopt,
                                    now, component,    {}, std::nullopt};
+    request.policy = std::move(policy);
     MustDb(api_->Create(request), "create");
     return execution_id;
   }

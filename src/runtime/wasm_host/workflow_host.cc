@@ -7,6 +7,7 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "runtime/wasm_host/guest_abi.h"
+#include "runtime/workflow/child_options.h"
 
 namespace stele::runtime::wasm_host {
 
@@ -94,15 +95,46 @@ Result<T, WasmError> Take(WorkflowHost& host, Result<T, wf::Interruption> result
   return std::move(*result);
 }
 
-HostResult Call(WorkflowHost& host, HostCall& c, Args a) {
+// The options JSON of call_with_options / submit_with_options
+// (wf::ChildOptionsFromJson); malformed options end the workflow like
+// malformed params. Their values are checked by the run (ChildPolicy).
+Result<wf::ChildOptions, WasmError> ParseChildOptions(WorkflowHost& host, const std::string& text,
+                                                      const std::string& ffqn) {
+  core::Json json = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto options =
+      json.is_discarded()
+          ? Result<wf::ChildOptions, std::string>(Unexpected(
+                "child options must be a JSON object, got `" + text.substr(0, 200) + "`"))
+          : wf::ChildOptionsFromJson(json);
+  if (options) return std::move(*options);
+  host.Interrupt(Kind::kImportedFunctionCallError,
+                 "options of a child of " + ffqn + ": " + options.error());
+  return Unexpected(host.Abort());
+}
+
+// call(ffqn, params, out) and call_with_options(ffqn, params, options, out).
+HostResult CallWith(WorkflowHost& host, HostCall& c, Args a, bool with_options) {
   STELE_READ(ffqn_text, c, a[0], a[1]);
   STELE_READ(params_text, c, a[2], a[3]);
   STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
   STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
-  STELE_ASSIGN_OR_RETURN(auto value, Take(host, host.run().Call(ffqn, std::move(params))));
+  wf::ChildOptions own;
+  if (with_options) {
+    STELE_READ(options_text, c, a[4], a[5]);
+    STELE_ASSIGN_OR_RETURN(own, ParseChildOptions(host, options_text, ffqn_text));
+  }
+  STELE_ASSIGN_OR_RETURN(auto value, Take(host, host.run().Call(ffqn, std::move(params), own)));
   auto [status, payload] = ResultPayload(value);
-  STELE_TRY(WriteOut(c, U32(a[4]), payload));
+  STELE_TRY(WriteOut(c, U32(a[with_options ? 6 : 4]), payload));
   return StatusResult(status);
+}
+
+HostResult Call(WorkflowHost& host, HostCall& c, Args a) {
+  return CallWith(host, c, a, /*with_options=*/false);
+}
+
+HostResult CallWithOptions(WorkflowHost& host, HostCall& c, Args a) {
+  return CallWith(host, c, a, /*with_options=*/true);
 }
 
 HostResult JoinSetCreate(WorkflowHost& host, HostCall& c, Args a) {
@@ -127,17 +159,32 @@ HostResult JoinSetCreateNamed(WorkflowHost& host, HostCall& c, Args a) {
   return StatusResult(Status::kOk);
 }
 
-HostResult Submit(WorkflowHost& host, HostCall& c, Args a) {
+// submit(js, ffqn, params, out) and submit_with_options(js, ffqn, params,
+// options, out).
+HostResult SubmitWith(WorkflowHost& host, HostCall& c, Args a, bool with_options) {
   STELE_READ(js_text, c, a[0], a[1]);
   STELE_READ(ffqn_text, c, a[2], a[3]);
   STELE_READ(params_text, c, a[4], a[5]);
   STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
   STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
   STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
-  STELE_ASSIGN_OR_RETURN(auto child,
-                         Take(host, host.run().SubmitChild(join_set, ffqn, std::move(params))));
-  STELE_TRY(WriteOut(c, U32(a[6]), child.ToString()));
+  wf::ChildOptions own;
+  if (with_options) {
+    STELE_READ(options_text, c, a[6], a[7]);
+    STELE_ASSIGN_OR_RETURN(own, ParseChildOptions(host, options_text, ffqn_text));
+  }
+  STELE_ASSIGN_OR_RETURN(
+      auto child, Take(host, host.run().SubmitChild(join_set, ffqn, std::move(params), own)));
+  STELE_TRY(WriteOut(c, U32(a[with_options ? 8 : 6]), child.ToString()));
   return StatusResult(Status::kOk);
+}
+
+HostResult Submit(WorkflowHost& host, HostCall& c, Args a) {
+  return SubmitWith(host, c, a, /*with_options=*/false);
+}
+
+HostResult SubmitWithOptions(WorkflowHost& host, HostCall& c, Args a) {
+  return SubmitWith(host, c, a, /*with_options=*/true);
 }
 
 HostResult SubmitDelay(WorkflowHost& host, HostCall& c, Args a) {
@@ -395,9 +442,11 @@ std::shared_ptr<const wasm::ImportTable> WorkflowHost::Imports() {
     table->Add(m, name, std::move(type), Bind(this, body));
   };
   add("call", {{I, I, I, I, I}, {I}}, Call);
+  add("call_with_options", {{I, I, I, I, I, I, I}, {I}}, CallWithOptions);
   add("join_set_create", {{I}, {I}}, JoinSetCreate);
   add("join_set_create_named", {{I, I, I}, {I}}, JoinSetCreateNamed);
   add("submit", {{I, I, I, I, I, I, I}, {I}}, Submit);
+  add("submit_with_options", {{I, I, I, I, I, I, I, I, I}, {I}}, SubmitWithOptions);
   add("submit_delay", {{I, I, L, I}, {I}}, SubmitDelay);
   add("join_next", {{I, I, I, I, I, I}, {I}}, JoinNext);
   add("join_next_try", {{I, I, I, I, I, I}, {I}}, JoinNextTry);

@@ -56,6 +56,30 @@ export const functions = {
       return sum;
     },
   },
+  // Per-child options (docs/js.md, "Deadlines"): calls `ffqn([x])`, then
+  // submits it and awaits it, both with `options` (JSON text). Returns what
+  // each saw: a value, an outcome, or the error thrown.
+  "testing:js/wf.child-options": {
+    params: [["options", "string"], ["ffqn", "string"], ["x", "u64"]],
+    returns: "string",
+    run: async (ctx, optionsText, ffqn, x) => {
+      const options = JSON.parse(optionsText);
+      const seen = [];
+      try {
+        seen.push(await ctx.call(ffqn, [x], options));
+      } catch (e) {
+        seen.push(e.name + ": " + (e.kind ?? e.message));
+      }
+      try {
+        const js = ctx.joinSet();
+        js.submit(ffqn, [x], options);
+        seen.push((await js.next()).result);
+      } catch (e) {
+        seen.push(e.name + ": " + e.message);
+      }
+      return JSON.stringify(seen);
+    },
+  },
   "testing:js/wf.sleep": {
     params: [["millis", "u64"]],
     returns: "string",

@@ -1,11 +1,11 @@
 /* Workflows for the wasm_host effect tests (wasm_host_effects_test.cc):
  * one per host function of the guest ABI that the other guests leave out
  * (schedule, get, submit_delay, named join sets, join_set_close,
- * join_next with an ffqn, stub, empty random ranges). Each mirrors a
- * native scenario of src/runtime/workflow/workflow_run_test.cc and returns
- * the statuses it saw as a JSON array, so the test asserts what the guest
- * observed and the history it wrote. Linked into the same component as
- * test_workflows.c. */
+ * join_next with an ffqn, stub, empty random ranges, per-child options).
+ * Each mirrors a native scenario of
+ * src/runtime/workflow/workflow_run_test.cc and returns the statuses it
+ * saw as a JSON array, so the test asserts what the guest observed and the
+ * history it wrote. Linked into the same component as test_workflows.c. */
 #include "stele_workflow.h"
 
 STELE_WORKFLOW("testing:wasm/wf.schedule", schedule_wf, "delay-millis: u64", "string")
@@ -16,6 +16,8 @@ STELE_WORKFLOW("testing:wasm/wf.close", close_wf, "", "string")
 STELE_WORKFLOW("testing:wasm/wf.mismatch", mismatch_wf, "", "list<string>")
 STELE_WORKFLOW("testing:wasm/wf.stub", stub_wf, "", "list<string>")
 STELE_WORKFLOW("testing:wasm/wf.empty-random", empty_random_wf, "which: u64", "string")
+STELE_WORKFLOW("testing:wasm/wf.child-options", child_options_wf,
+               "options: string, ffqn: string, x: u64", "list<string>")
 
 static int str_equal(stele_str a, stele_str b) {
   if (a.len != b.len) return 0;
@@ -204,5 +206,38 @@ int empty_random_wf(stele_str params, stele_buf* result) {
   if (which == 1) stele_random_u64_inclusive(6, 5);
   if (which == 2) stele_random_string(3, 3);
   stele_buf_addc(result, "\"a value from an empty range\"");
+  return STELE_OK;
+}
+
+/* call_with_options and submit_with_options (docs/guest_abi.md §3): calls
+ * `ffqn([x])`, then submits it into a generated join set and awaits it,
+ * both children with `options` (JSON text). Returns [call status, call
+ * value, join_next status, join_next value]. */
+int child_options_wf(stele_str params, stele_buf* result) {
+  stele_str options = stele_json_string(stele_json_at(params, 0));
+  stele_str ffqn_text = stele_json_string(stele_json_at(params, 1));
+  stele_buf ffqn = {0, 0, 0};
+  stele_buf_add(&ffqn, ffqn_text);
+  stele_buf_reserve(&ffqn, 1);
+  ffqn.ptr[ffqn.len] = '\0'; /* the wrappers take a C string */
+  stele_buf child_params = {0, 0, 0};
+  stele_buf_addc(&child_params, "[");
+  stele_buf_add_u64(&child_params, stele_json_u64(stele_json_at(params, 2)));
+  stele_buf_addc(&child_params, "]");
+  stele_str called;
+  int call = stele_call_with_options(ffqn.ptr, stele_buf_str(&child_params), options, &called);
+  stele_str js = stele_join_set_create();
+  stele_submit_with_options(js, ffqn.ptr, stele_buf_str(&child_params), options);
+  stele_str child, submitted;
+  int next = stele_join_next(js, &child, &submitted);
+  stele_buf_addc(result, "[");
+  stele_buf_add_u64(result, (uint64_t)call);
+  add_sep(result);
+  stele_buf_add(result, called);
+  add_sep(result);
+  stele_buf_add_u64(result, (uint64_t)next);
+  add_sep(result);
+  stele_buf_add(result, submitted);
+  stele_buf_addc(result, "]");
   return STELE_OK;
 }

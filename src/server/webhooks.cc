@@ -69,8 +69,8 @@ class ServiceWebhookHost final : public wh::WebhookHost {
   ServerImpl& d_;
 };
 
-ConfigError ErrorAt(const WebhookConfig& w, const std::string& file, std::string key,
-                    std::string message) {
+ConfigError WebhookErrorAt(const WebhookConfig& w, const std::string& file, std::string key,
+                           std::string message) {
   return ConfigError{file, w.line, "webhook_wasm." + key,
                      "webhook `" + w.name + "`: " + std::move(message)};
 }
@@ -79,15 +79,15 @@ Result<LoadedWebhook, ConfigError> LoadWasmWebhook(const WebhookConfig& w,
                                                    const std::string& file) {
   std::error_code ec;
   if (!fs::is_regular_file(w.location, ec)) {
-    return Unexpected(ErrorAt(w, file, "location", "no such file `" + w.location + "`"));
+    return Unexpected(WebhookErrorAt(w, file, "location", "no such file `" + w.location + "`"));
   }
   auto route = ParseRoutePattern(w.route);
-  if (!route) return Unexpected(ErrorAt(w, file, "route", route.error()));
+  if (!route) return Unexpected(WebhookErrorAt(w, file, "route", route.error()));
 #if STELE_SERVER_HAVE_WASM
   namespace rh = runtime::wasm_host;
   const uint32_t pages = w.max_memory_mib * 16;
   auto guest = rh::LoadWasmWebhookFile(SharedWasmEngine(), w.location, w.name, pages);
-  if (!guest) return Unexpected(ErrorAt(w, file, "location", guest.error()));
+  if (!guest) return Unexpected(WebhookErrorAt(w, file, "location", guest.error()));
   LoadedWebhook out;
   out.config = w;
   out.route = std::move(*route);
@@ -103,9 +103,10 @@ Result<LoadedWebhook, ConfigError> LoadWasmWebhook(const WebhookConfig& w,
   };
   return out;
 #else
-  return Unexpected(ErrorAt(w, file, "location",
-                            "[[webhook_wasm]] is not supported yet: this build has no WebAssembly "
-                            "runtime (runtime/wasm_host)"));
+  return Unexpected(
+      WebhookErrorAt(w, file, "location",
+                     "[[webhook_wasm]] is not supported yet: this build has no WebAssembly "
+                     "runtime (runtime/wasm_host)"));
 #endif
 }
 

@@ -27,17 +27,19 @@ using SteadyClock = std::chrono::steady_clock;
 // service checks params against its own limit, this only bounds the copy.
 constexpr uint32_t kMaxHostArgBytes = 16u << 20;
 
-std::string Dump(const core::Json& json) {
+std::string WebhookDump(const core::Json& json) {
   return json.dump(-1, ' ', false, core::Json::error_handler_t::replace);
 }
 
-core::Json ErrorJson(const WebhookHost::Error& e) {
+core::Json WebhookErrorJson(const WebhookHost::Error& e) {
   return core::Json{{"kind", e.kind}, {"message", e.message}};
 }
 
-HostResult StatusValue(Status s) { return std::vector<Value>{Value::I32(static_cast<int32_t>(s))}; }
+HostResult WebhookStatusValue(Status s) {
+  return std::vector<Value>{Value::I32(static_cast<int32_t>(s))};
+}
 
-uint32_t U32(const Value& v) { return static_cast<uint32_t>(v.AsI32()); }
+uint32_t WebhookU32(const Value& v) { return static_cast<uint32_t>(v.AsI32()); }
 
 // The state of one request's instance.
 struct WebhookCallState {
@@ -45,57 +47,60 @@ struct WebhookCallState {
   SteadyClock::time_point deadline;
 };
 
-HostResult Submit(WebhookCallState& state, HostCall& call, std::span<const Value> a) {
-  const uint32_t out = U32(a[4]);
+HostResult WebhookSubmit(WebhookCallState& state, HostCall& call, std::span<const Value> a) {
+  const uint32_t out = WebhookU32(a[4]);
   auto fail = [&](const WebhookHost::Error& e) -> HostResult {
-    STELE_TRY(WriteOut(call, out, Dump(ErrorJson(e))));
-    return StatusValue(Status::kErr);
+    STELE_TRY(WriteOut(call, out, WebhookDump(WebhookErrorJson(e))));
+    return WebhookStatusValue(Status::kErr);
   };
-  if (U32(a[1]) > kMaxHostArgBytes || U32(a[3]) > kMaxHostArgBytes) {
+  if (WebhookU32(a[1]) > kMaxHostArgBytes || WebhookU32(a[3]) > kMaxHostArgBytes) {
     return fail(
         {"too_large", "ffqn or params over " + std::to_string(kMaxHostArgBytes) + " bytes"});
   }
-  STELE_ASSIGN_OR_RETURN(std::string ffqn, call.ReadString(U32(a[0]), U32(a[1])));
-  STELE_ASSIGN_OR_RETURN(std::string params_text, call.ReadString(U32(a[2]), U32(a[3])));
+  STELE_ASSIGN_OR_RETURN(std::string ffqn, call.ReadString(WebhookU32(a[0]), WebhookU32(a[1])));
+  STELE_ASSIGN_OR_RETURN(std::string params_text,
+                         call.ReadString(WebhookU32(a[2]), WebhookU32(a[3])));
   auto params = core::ParseJson(params_text);
   if (!params) return fail({"validation", "params are not JSON: " + params.error().message});
   auto id = state.host->Submit(ffqn, *params);
   if (!id) return fail(id.error());
   STELE_TRY(WriteOut(call, out, *id));
-  return StatusValue(Status::kOk);
+  return WebhookStatusValue(Status::kOk);
 }
 
-HostResult AwaitResult(WebhookCallState& state, HostCall& call, std::span<const Value> a) {
-  const uint32_t out = U32(a[3]);
-  if (U32(a[1]) > kMaxHostArgBytes) return StatusValue(Status::kNotFound);
-  STELE_ASSIGN_OR_RETURN(std::string id, call.ReadString(U32(a[0]), U32(a[1])));
+HostResult WebhookAwaitResult(WebhookCallState& state, HostCall& call, std::span<const Value> a) {
+  const uint32_t out = WebhookU32(a[3]);
+  if (WebhookU32(a[1]) > kMaxHostArgBytes) return WebhookStatusValue(Status::kNotFound);
+  STELE_ASSIGN_OR_RETURN(std::string id, call.ReadString(WebhookU32(a[0]), WebhookU32(a[1])));
   auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - SteadyClock::now());
-  auto wait = std::min(std::chrono::milliseconds(U32(a[2])), left);
+  auto wait = std::min(std::chrono::milliseconds(WebhookU32(a[2])), left);
   if (wait.count() < 0) wait = std::chrono::milliseconds(0);
   auto result = state.host->AwaitResult(id, wait);
   if (!result) {
-    STELE_TRY(WriteOut(call, out, Dump(ErrorJson(result.error()))));
-    return StatusValue(Status::kNotFound);
+    STELE_TRY(WriteOut(call, out, WebhookDump(WebhookErrorJson(result.error()))));
+    return WebhookStatusValue(Status::kNotFound);
   }
-  if (!*result) return StatusValue(Status::kPending);
+  if (!*result) return WebhookStatusValue(Status::kPending);
   auto [status, payload] = ResultPayload(**result);
   STELE_TRY(WriteOut(call, out, payload));
-  return StatusValue(status);
+  return WebhookStatusValue(status);
 }
 
 void AddWebhookImports(wasm::ImportTable& table, std::shared_ptr<WebhookCallState> state) {
-  constexpr ValType I = ValType::kI32;
-  table.Add(
-      std::string(kWebhookModule), "submit", wasm::FuncType{{I, I, I, I, I}, {I}},
-      [state](HostCall& call, std::span<const Value> args) { return Submit(*state, call, args); });
-  table.Add(std::string(kWebhookModule), "await_result", wasm::FuncType{{I, I, I, I}, {I}},
+  constexpr ValType i32 = ValType::kI32;
+  table.Add(std::string(kWebhookModule), "submit", wasm::FuncType{{i32, i32, i32, i32, i32}, {i32}},
             [state](HostCall& call, std::span<const Value> args) {
-              return AwaitResult(*state, call, args);
+              return WebhookSubmit(*state, call, args);
+            });
+  table.Add(std::string(kWebhookModule), "await_result",
+            wasm::FuncType{{i32, i32, i32, i32}, {i32}},
+            [state](HostCall& call, std::span<const Value> args) {
+              return WebhookAwaitResult(*state, call, args);
             });
 }
 
-void LogOutput(const std::string& prefix, const WasiState& state) {
+void LogWebhookOutput(const std::string& prefix, const WasiState& state) {
   for (const auto& [text, stream] :
        {std::pair{&state.stdout_text, "stdout"}, std::pair{&state.stderr_text, "stderr"}}) {
     size_t pos = 0;
@@ -167,7 +172,7 @@ Result<WebhookResponse, WebhookFailure> RunWasmWebhook(
   AddWebhookImports(*table, state);
 
   auto failed = [&](const WasmError& error) -> WebhookFailure {
-    LogOutput(log_prefix, *wasi);
+    LogWebhookOutput(log_prefix, *wasi);
     if (error.kind == WasmError::Kind::kInterrupted) {
       return {WebhookFailure::Kind::kTimeout,
               "the webhook did not answer within " + std::to_string(time_limit.count()) + " ms",
@@ -197,7 +202,7 @@ Result<WebhookResponse, WebhookFailure> RunWasmWebhook(
       std::chrono::duration_cast<std::chrono::milliseconds>(state->deadline - SteadyClock::now()));
   auto called = guest.Call(kWebhookExport, args, wasm::CallBudget{left, cancel});
   if (!called) return Unexpected(failed(called.error()));
-  LogOutput(log_prefix, *wasi);
+  LogWebhookOutput(log_prefix, *wasi);
   const uint64_t packed = static_cast<uint64_t>((*called)[0].AsI64());
   auto bytes = guest.ReadBytes(PackedPtr(packed), PackedLen(packed));
   if (!bytes) {

@@ -40,8 +40,8 @@ Result<WebhookResponse, std::string> ParseWebhookResponse(std::string_view text)
     return Unexpected(std::string("the response has no integer `status`"));
   }
   const int64_t status = (*json)["status"].get<int64_t>();
-  if (status < 100 || status > 599) {
-    return Unexpected("status " + std::to_string(status) + " is not 100..599");
+  if (status < 200 || status > 599) {
+    return Unexpected("status " + std::to_string(status) + " is not 200..599");
   }
   out.status = static_cast<int>(status);
   if (json->contains("headers")) {

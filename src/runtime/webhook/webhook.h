@@ -41,9 +41,10 @@ struct WebhookResponse {
   std::string body;
 };
 
-// Parses what the guest returned: {"status": 100..599, "headers":
-// {"name": "value"}, "body": "text" or any JSON value (sent as JSON)}.
-// Only "status" is required. Errors name the problem.
+// Parses what the guest returned: {"status": 200..599 (no 1xx: the
+// server frames the exchange), "headers": {"name": "value"}, "body":
+// "text" or any JSON value (sent as JSON)}. Only "status" is required.
+// Errors name the problem.
 Result<WebhookResponse, std::string> ParseWebhookResponse(std::string_view text);
 
 // What a webhook guest may do besides answering: the server implements it

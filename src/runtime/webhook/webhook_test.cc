@@ -55,8 +55,9 @@ TEST(WebhookResponseTest, RejectsWhatMustNotReachTheClient) {
       {"[]", "not a JSON object"},
       {R"({"body": "x"})", "no integer `status`"},
       {R"({"status": "200"})", "no integer `status`"},
-      {R"({"status": 99})", "not 100..599"},
-      {R"({"status": 600})", "not 100..599"},
+      {R"({"status": 99})", "not 200..599"},
+      {R"({"status": 101})", "not 200..599"},  // no protocol switch
+      {R"({"status": 600})", "not 200..599"},
       {R"({"status": 200, "headers": []})", "`headers` is not an object"},
       {R"({"status": 200, "headers": {"a": 1}})", "is not a string"},
       {R"({"status": 200, "headers": {"a": "b\r\nSet-Cookie: x"}})", "not a valid header"},

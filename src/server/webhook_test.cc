@@ -93,6 +93,8 @@ class WebhookServerTest : public ::testing::Test {
         "location = \"" +
         wasm +
         "/webhook_test_guest.wasm\"\n"
+        "[[webhook_wasm]]\nname = \"small\"\nroute = \"POST /small/:what\"\nmax_memory_mib = 2\n"
+        "location = \"" + wasm + "/webhook_test_guest.wasm\"\n"
         "[[webhook_wasm]]\nname = \"public\"\nroute = \"GET /public/:what\"\nauth = \"none\"\n"
         "location = \"" +
         wasm + "/webhook_test_guest.wasm\"\n";
@@ -156,11 +158,11 @@ TEST_F(WebhookServerTest, OrderWebhookAnswers202WithTheIdWhileTheSagaWaits) {
               HasSubstr("stele_webhook_requests_total{webhook=\"orders\",route=\"POST "
                         "/orders/:id\",status=\"400\"} 2\n"));
   Json listing = BodyOf(Client().Get("/v1/components"));
-  ASSERT_EQ(listing["webhooks"].size(), 4u) << listing.dump();
+  ASSERT_EQ(listing["webhooks"].size(), 5u) << listing.dump();
   EXPECT_EQ(listing["webhooks"][0]["name"], "orders");
   EXPECT_EQ(listing["webhooks"][0]["route"], "POST /orders/:id");
   EXPECT_EQ(listing["webhooks"][0]["type"], "webhook_endpoint");
-  EXPECT_EQ(listing["webhooks"][3]["auth"], "none");
+  EXPECT_EQ(listing["webhooks"][4]["auth"], "none");
 }
 
 TEST_F(WebhookServerTest, OrderWebhookAnswers200WithTheResultWhenTheSagaFinishesInTime) {
@@ -220,6 +222,12 @@ TEST_F(WebhookServerTest, RoutingLimitsAndGuestFailures) {
   auto bad = Post("/t/bad", "{}");
   EXPECT_EQ(bad->status, 500) << bad->body;
   EXPECT_THAT(bad->body, HasSubstr("response is malformed"));
+  // 4 MiB fit the default memory cap; over max_memory_mib = 2 they are a
+  // trap like any other, 500.
+  EXPECT_EQ(Post("/t/big", "{}")->status, 200);
+  auto oom = Post("/small/big", "{}");
+  EXPECT_EQ(oom->status, 500) << oom->body;
+  EXPECT_EQ(BodyOf(oom)["error"]["kind"], "webhook_failed");
   // Past its time limit: 504.
   auto spin = Post("/slow/spin", "{}");
   EXPECT_EQ(spin->status, 504) << spin->body;

@@ -20,7 +20,7 @@
 // independent of wasm, so that another guest runtime can serve the same
 // routes.
 //
-// Threading: LoadWasmWebhook is pure; RunWasmWebhook runs the guest on the
+// Threading: LoadWasmWebhookFile is pure; RunWasmWebhook runs the guest on the
 // calling thread and may be called concurrently (a fresh instance each).
 // Ownership: WasmWebhook is immutable and shared; the host is borrowed for
 // the call.

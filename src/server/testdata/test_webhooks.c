@@ -1,6 +1,7 @@
 /* A webhook guest for the server's tests (webhook_test.cc), one behaviour
  * per route param `what`: echo (answers 200 with the request it got as the
- * body), trap, spin (never returns: the time limit), bad (a malformed
+ * body), trap, spin (never returns: the time limit), big (allocates
+ * 4 MiB, then echoes), bad (a malformed
  * response), submit (starts the order saga with params from the body and
  * answers its id without waiting). */
 #include "stele_webhook.h"
@@ -13,6 +14,14 @@ void handle(stele_str request, stele_buf* response) {
   if (stele_str_eq(what, "spin")) {
     volatile uint64_t n = 0;
     for (;;) ++n;
+  }
+  if (stele_str_eq(what, "big")) {
+    /* 4 MiB: within the default memory cap, a trap under a smaller one. */
+    for (int i = 0; i < 4; ++i) {
+      volatile char* p = (volatile char*)stele_malloc(1u << 20);
+      if (!p) __builtin_trap();
+      p[0] = 1;
+    }
   }
   if (stele_str_eq(what, "bad")) {
     stele_buf_addc(response, "this is not JSON");

@@ -28,11 +28,11 @@ void handle(stele_str request, stele_buf* response) {
   stele_str item = stele_json_get(body, "item");
   stele_str address = stele_json_get(body, "address");
   if (!amount.len || !item.len || !address.len) {
-    stele_webhook_reply(response, 400,
-                        error_body("validation",
-                                   stele_cstr("\"expected a JSON body {\\\"amount\\\": 4999, "
-                                              "\\\"item\\\": \\\"teapot\\\", \\\"address\\\": "
-                                              "\\\"Baker St\\\"}\"")));
+    stele_webhook_reply(
+        response, 400,
+        error_body("validation", stele_cstr("\"expected a JSON body {\\\"amount\\\": 4999, "
+                                            "\\\"item\\\": \\\"teapot\\\", \\\"address\\\": "
+                                            "\\\"Baker St\\\"}\"")));
     return;
   }
   stele_buf params = {0, 0, 0};

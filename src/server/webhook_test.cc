@@ -94,7 +94,9 @@ class WebhookServerTest : public ::testing::Test {
         wasm +
         "/webhook_test_guest.wasm\"\n"
         "[[webhook_wasm]]\nname = \"small\"\nroute = \"POST /small/:what\"\nmax_memory_mib = 2\n"
-        "location = \"" + wasm + "/webhook_test_guest.wasm\"\n"
+        "location = \"" +
+        wasm +
+        "/webhook_test_guest.wasm\"\n"
         "[[webhook_wasm]]\nname = \"public\"\nroute = \"GET /public/:what\"\nauth = \"none\"\n"
         "location = \"" +
         wasm + "/webhook_test_guest.wasm\"\n";

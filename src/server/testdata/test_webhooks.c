@@ -33,8 +33,10 @@ void handle(stele_str request, stele_buf* response) {
                                       stele_json_string(stele_json_get(request, "body")), &id);
     stele_buf b = {0, 0, 0};
     stele_buf_addc(&b, status == STELE_OK ? "{\"execution_id\":" : "{\"error\":");
-    if (status == STELE_OK) stele_buf_add_json_string(&b, id);
-    else stele_buf_add(&b, id);
+    if (status == STELE_OK)
+      stele_buf_add_json_string(&b, id);
+    else
+      stele_buf_add(&b, id);
     stele_buf_addc(&b, "}");
     stele_webhook_reply(response, status == STELE_OK ? 201 : 400, stele_buf_str(&b));
     return;

@@ -262,6 +262,10 @@ TEST_F(WebhookServerTest, TheApiTokenGuardsWebhooksUnlessAuthIsNone) {
   // auth = "none": no token needed for its route and method only.
   auto open = Client().Get("/public/echo");
   EXPECT_EQ(open->status, 200) << open->body;
+  // HEAD is served by the GET route (the guest sees HEAD), without a body.
+  auto head = Client().Head("/public/echo");
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
   auto other_method = Post("/public/echo", "{}");
   EXPECT_EQ(other_method->status, 401);
 }

@@ -110,6 +110,12 @@ Result<LoadedWebhook, ConfigError> LoadWasmWebhook(const WebhookConfig& w,
 #endif
 }
 
+// The method a route is matched with: HEAD is a GET without the body
+// (httplib sends the head only).
+std::string_view RouteMethod(const httplib::Request& req) {
+  return req.method == "HEAD" ? std::string_view("GET") : std::string_view(req.method);
+}
+
 void Count(ServerImpl& d, size_t index, int status) {
   std::lock_guard lock(d.metrics_mu);
   ++d.webhook_responses[{index, status}];
@@ -117,7 +123,7 @@ void Count(ServerImpl& d, size_t index, int status) {
 
 void ServeWebhook(ServerImpl& d, const httplib::Request& req, httplib::Response& res) {
   bool path_matched = false;
-  auto match = MatchRoute(d.webhook_routes, req.method, req.path, &path_matched);
+  auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path, &path_matched);
   if (!match) {
     if (!path_matched) {
       return ReplyError(res,
@@ -241,7 +247,7 @@ void InstallWebhookRoutes(ServerImpl& d, httplib::Server& http) {
 
 bool IsPublicWebhookRequest(const ServerImpl& d, const httplib::Request& req) {
   if (d.webhook_routes.empty()) return false;
-  auto match = MatchRoute(d.webhook_routes, req.method, req.path);
+  auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path);
   return match && d.webhooks[match->index].config.auth_none;
 }
 

@@ -66,13 +66,15 @@ BEGIN {
   allow["runtime/native"] = "base core storage executor runtime/workflow"
   allow["runtime/wasm"] = "base"
   allow["runtime/http"] = "base core"
-  allow["runtime/wasm_host"] = "base core storage executor runtime/workflow runtime/wasm runtime/http"
+  allow["runtime/webhook"] = "base core"
+  allow["runtime/wasm_host"] = "base core storage executor runtime/workflow runtime/wasm runtime/http runtime/webhook"
   allow["runtime/exec"] = "base core storage executor"
   allow["runtime/js"] = "base core storage executor runtime/workflow runtime/wasm runtime/http"
   allow["service"] = "base core storage executor runtime/workflow"
   allow["engine"] = "base core storage executor runtime/workflow runtime/native service"
   allow["server"] = "base core storage executor runtime/workflow runtime/native runtime/wasm " \
-                    "runtime/wasm_host runtime/exec runtime/js runtime/http service storage/check"
+                    "runtime/wasm_host runtime/exec runtime/js runtime/http runtime/webhook service " \
+                    "storage/check"
   allow["cli"] = "base core server"
   for (m in allow) {
     n = split(allow[m], list, " ")

@@ -17,7 +17,7 @@ bash scripts/install_deps.sh
 build="${STELE_BUILD_DIR:-build/release}"
 STELE_TARGETS="stele stele_wasm_hello_workflow stele_wasm_hello_activity stele_wasm_order_saga \
 stele_wasm_fan_out stele_wasm_square_activity stele_wasm_durable_sleep stele_wasm_human_approval \
-stele_js_examples" \
+stele_wasm_order_webhook stele_js_examples" \
   bash scripts/build.sh "$build" -DCMAKE_BUILD_TYPE=Release -DSTELE_BUILD_BENCH=OFF
 
 export STELE_WASM_DIR="$root/$build/examples/wasm"
@@ -70,6 +70,14 @@ echo "  $stele execution result $expense --timeout 10"
 if [ -n "${STELE_DEMO_EXIT:-}" ] && [ -n "$approval" ]; then
   "$stele" execution stub "$approval" '{"ok": true}'
   "$stele" execution result "$expense" --timeout 10 || true
+fi
+echo
+echo "--- a webhook (examples/wasm/order_webhook.c): POST /orders/:id starts the saga"
+webhook_call="curl -s -X POST http://127.0.0.1:5005/orders/A-3 -d '{\"amount\": 4999, \"item\": \"teapot\", \"address\": \"Baker St\"}'"
+echo "  $webhook_call"
+if command -v curl >/dev/null; then
+  eval "$webhook_call" || true
+  echo
 fi
 echo
 echo "The server is at http://127.0.0.1:5005: web UI at http://127.0.0.1:5005/ui/,"

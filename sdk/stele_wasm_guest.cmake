@@ -50,7 +50,8 @@ function(stele_add_wasm_guest name)
       COMMAND ${STELE_WASM_CLANG} ${cflags} ${lang_flags} -Wall -Wextra -I${STELE_SDK_DIR}
               -c ${src_abs} -o ${obj}
       DEPENDS ${src_abs} ${STELE_SDK_DIR}/stele_guest.h ${STELE_SDK_DIR}/stele_workflow.h
-              ${STELE_SDK_DIR}/stele_activity.h ${STELE_SDK_DIR}/stele.hpp
+              ${STELE_SDK_DIR}/stele_activity.h ${STELE_SDK_DIR}/stele_webhook.h
+              ${STELE_SDK_DIR}/stele.hpp
       COMMENT "wasm guest ${name}: compiling ${base}"
       VERBATIM)
     list(APPEND objects ${obj})

@@ -117,6 +117,27 @@ TEST(CliCommands, SubmitSendsTheRequestAndPrintsTheId) {
   EXPECT_EQ(rec[0].authorization, "Bearer s3cret");
 }
 
+TEST(CliCommands, ComponentListShowsWebhooksWithTheirRoutes) {
+  FakeApi api;
+  json doc = {{"components",
+               {{{"name", "saga"},
+                 {"type", "workflow"},
+                 {"digest", "sha256:aa"},
+                 {"functions", {{{"ffqn", "shop:orders/saga.place-order"}}}}}}},
+              {"webhooks",
+               {{{"name", "orders"},
+                 {"type", "webhook_endpoint"},
+                 {"digest", "sha256:bb"},
+                 {"route", "POST /orders/:id"},
+                 {"auth", "none"}}}}};
+  api.Answer("GET", "/v1/components", 200, doc);
+  CliRun r = Cli(api, {"component", "list"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "saga  workflow  sha256:aa\n  shop:orders/saga.place-order\n"
+            "orders  webhook_endpoint  sha256:bb\n  POST /orders/:id  (auth none)\n");
+}
+
 TEST(CliCommands, JsonOutputIsTheServersDocument) {
   FakeApi api;
   json doc = {{"execution_id", kId},

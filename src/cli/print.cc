@@ -323,6 +323,14 @@ void PrintComponents(const Json& body, std::ostream& out) {
       out << "\n";
     }
   }
+  // [[webhook_wasm]] endpoints: their route instead of functions.
+  for (const Json& w : ArrayAt(body, "webhooks")) {
+    out << Field(w, "name") << "  " << Field(w, "type");
+    if (std::string digest = Field(w, "digest"); !digest.empty()) out << "  " << digest;
+    out << "\n  " << Field(w, "route");
+    if (Field(w, "auth") == "none") out << "  (auth none)";
+    out << "\n";
+  }
 }
 
 void PrintSchedules(const Json& body, std::ostream& out) {

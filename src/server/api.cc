@@ -317,7 +317,7 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
                                    " bytes; the limit is " + std::to_string(kMaxPathBytes) + ")"});
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.path == "/healthz" || IsUiPath(d, http, req.path)) {
+    if (req.path == "/healthz" || IsUiPath(d, http, req.path) || IsPublicWebhookRequest(d, req)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (!Authorized(d, req)) {
@@ -367,6 +367,7 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
   api::InstallMessageRoutes(d, http, kIdPath);
   api::InstallScheduleRoutes(d, http);
   InstallUiRoutes(d, http);
+  InstallWebhookRoutes(d, http);
 }
 
 }  // namespace stele::server

@@ -198,7 +198,15 @@ Result<core::Json, ApiError> Components(ServerImpl& d, const httplib::Request&) 
                     {"digest", c.component_id.input_digest.ToString()},
                     {"functions", functions}});
   }
-  return core::Json{{"components", list}};
+  core::Json webhooks = core::Json::array();
+  for (const auto& w : d.webhooks) {
+    webhooks.push_back({{"name", w.config.name},
+                        {"type", std::string(core::ComponentTypeName(w.component_id.component_type))},
+                        {"digest", w.component_id.input_digest.ToString()},
+                        {"route", w.config.route},
+                        {"auth", w.config.auth_none ? "none" : "api"}});
+  }
+  return core::Json{{"components", list}, {"webhooks", webhooks}};
 }
 
 // Server-Sent Events: `event: state` with the pending state on every change,

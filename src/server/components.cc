@@ -182,11 +182,7 @@ runtime::workflow::WorkflowRunOptions RunOptions(const WorkerEnv& env, const Com
 }
 
 #if STELE_SERVER_HAVE_WASM
-// One engine per process (the adapter keeps compiled modules for it).
-std::shared_ptr<wasm::WasmEngine> Engine() {
-  static std::shared_ptr<wasm::WasmEngine> engine = wasm::CreateV8Engine();
-  return engine;
-}
+std::shared_ptr<wasm::WasmEngine> Engine() { return SharedWasmEngine(); }
 
 std::vector<GuestDeclaration> Declarations(const runtime::wasm_host::WasmComponent& component) {
   std::vector<GuestDeclaration> out;
@@ -312,6 +308,13 @@ Result<LoadedComponent, ConfigError> LoadJs(const ComponentConfig& c, const std:
 }
 
 }  // namespace
+
+#if STELE_SERVER_HAVE_WASM
+std::shared_ptr<wasm::WasmEngine> SharedWasmEngine() {
+  static std::shared_ptr<wasm::WasmEngine> engine = wasm::CreateV8Engine();
+  return engine;
+}
+#endif
 
 core::InputContentDigest Sha256Digest(std::string_view bytes) {
   core::InputContentDigest::Bytes digest{};

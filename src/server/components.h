@@ -24,6 +24,10 @@
 #include "server/config.h"
 #include "service/component.h"
 
+namespace stele::wasm {
+class WasmEngine;
+}  // namespace stele::wasm
+
 namespace stele::server {
 
 using service::WorkerEnv;
@@ -40,6 +44,10 @@ struct LoadedComponent {
 // Loads every component of `config`; collects all errors.
 Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerConfig& config,
                                                                   const std::string& file);
+
+// The process's one wasm engine (it keeps the compiled modules), shared by
+// components and webhooks. Only in builds with the wasm runtime.
+std::shared_ptr<wasm::WasmEngine> SharedWasmEngine();
 
 // sha256 of `bytes` as a digest.
 core::InputContentDigest Sha256Digest(std::string_view bytes);

@@ -320,6 +320,7 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
     return Unexpected(std::move(errors));
   }
   ServerConfig config;
+  config.config_file = file;
   config.config_dir = config_dir;
   config.data_dir = Resolve(config_dir, ".stele");
   {
@@ -342,6 +343,7 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
       ReadComponents(root, kind, config);
     }
     ReadCron(root, config);
+    config_internal::ReadWebhooks(root, config);
   }  // ~TableReader reports unknown top-level keys
   if (!config.database.sqlite && !config.database.postgres) {
     config.database.sqlite = (fs::path(config.data_dir) / "stele.sqlite").string();

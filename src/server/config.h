@@ -176,7 +176,28 @@ struct CronConfig {
   uint32_t catch_up_limit = 10;
 };
 
+// A [[webhook_wasm]] endpoint (docs/config.md, "[[webhook_wasm]]"): an
+// HTTP route on the API's listener served by a wasm guest
+// (docs/guest_abi.md §6). The route is checked at parse time
+// (server/webhook_routes.h): malformed, reserved, duplicate.
+struct WebhookConfig {
+  int line = 0;  // of the [[webhook_wasm]] header
+  std::string name;
+  std::string location;  // the .wasm file, absolute after loading
+  std::string route;     // "POST /orders/:id" as written
+  // auth = "api" (the default: [api] token, when set, is required) or
+  // "none" (anyone who reaches the listener; the guest checks what it
+  // needs, e.g. a signature header).
+  bool auth_none = false;
+  // The request's time limit: guest code and its waits (504 beyond it).
+  std::chrono::milliseconds timeout{10000};
+  // Linear memory of the guest, in MiB (as activities: 64).
+  uint32_t max_memory_mib = 64;
+  std::map<std::string, std::string> env;  // the guest's WASI environment
+};
+
 struct ServerConfig {
+  std::string config_file;  // as given to ParseConfig (named in errors found later)
   std::string config_dir;  // absolute folder relative paths were resolved against
   std::string data_dir;    // absolute
   ApiConfig api;
@@ -186,6 +207,7 @@ struct ServerConfig {
   RetentionConfig retention;
   std::vector<ComponentConfig> components;
   std::vector<CronConfig> cron;
+  std::vector<WebhookConfig> webhooks;
 };
 
 // One problem, located: "stele.toml:12: [[activity_exec]].command: expected

@@ -233,6 +233,9 @@ inline const toml::table* TableAt(TableReader& parent, std::string_view key) {
 void ReadComponents(TableReader& root, ComponentKind kind, ServerConfig& config);
 // [[cron]].
 void ReadCron(TableReader& root, ServerConfig& config);
+// [[webhook_wasm]], with its checks across webhooks (names, routes) and
+// against component names (config_webhooks.cc).
+void ReadWebhooks(TableReader& root, ServerConfig& config);
 // Checks across components: unique names and ffqns.
 void CheckComponents(const ServerConfig& config, const std::string& file, ConfigErrors& errors);
 

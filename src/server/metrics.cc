@@ -187,6 +187,17 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
       out << "stele_http_responses_total{code=\"" << status << "\"} " << count << "\n";
     }
   }
+  out << "# HELP stele_webhook_requests_total Requests a webhook answered, by webhook, route "
+         "and status (docs/api.md, \"Webhooks\").\n"
+      << "# TYPE stele_webhook_requests_total counter\n";
+  {
+    std::lock_guard lock(d.metrics_mu);
+    for (const auto& [key, count] : d.webhook_responses) {
+      const LoadedWebhook& w = d.webhooks[key.first];
+      out << "stele_webhook_requests_total{webhook=\"" << w.config.name << "\",route=\""
+          << w.config.route << "\",status=\"" << key.second << "\"} " << count << "\n";
+    }
+  }
   const auto& api = d.config.api;
   out << "# HELP stele_http_connections Connections being served.\n"
       << "# TYPE stele_http_connections gauge\nstele_http_connections " << d.http_stats->open.load()

@@ -256,6 +256,16 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
     }
   }
   d.components = std::move(components);
+  // [[webhook_wasm]]: compiled before anything listens (their routes are
+  // checked by the config's parse).
+  auto webhooks = LoadWebhooks(d.config, d.config.config_file);
+  if (!webhooks) {
+    d.service.reset();
+    d.pool->Close();
+    return Unexpected(FormatErrors(webhooks.error()));
+  }
+  d.webhooks = std::move(*webhooks);
+  for (const auto& w : d.webhooks) d.webhook_routes.push_back(w.route);
   // stele.toml's [[cron]] schedules, upserted before anything ticks.
   std::vector<service::ScheduleSpec> schedules;
   for (const CronConfig& c : d.config.cron) {
@@ -291,7 +301,8 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   StartListening(d.http, d.http_thread);
   if (d.ui_http) StartListening(*d.ui_http, d.ui_http_thread);
   STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.port << " with "
-                                                << d.components.size() << " component(s)");
+                                                << d.components.size() << " component(s) and "
+                                                << d.webhooks.size() << " webhook(s)");
   if (d.ui_http)
     STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_port << "/ui/");
   WarnAboutUnservedDigests(*d.service);

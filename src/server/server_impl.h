@@ -23,6 +23,7 @@
 #include "server/components.h"
 #include "server/config.h"
 #include "server/http_pool.h"
+#include "server/webhooks.h"
 #include "service/execution_service.h"
 
 namespace stele::server {
@@ -38,6 +39,10 @@ class ServerImpl {
   // The loaded components, as configured (for GET /v1/components and
   // /metrics).
   std::vector<LoadedComponent> components;
+  // [[webhook_wasm]] endpoints and their routes, index for index
+  // (webhooks.h).
+  std::vector<LoadedWebhook> webhooks;
+  std::vector<RoutePattern> webhook_routes;
 
   httplib::Server http;
   std::thread http_thread;
@@ -63,6 +68,8 @@ class ServerImpl {
   // Counters for /metrics.
   std::mutex metrics_mu;
   std::map<int, uint64_t> responses_by_status;  // guarded by metrics_mu
+  // Webhook responses by (index into webhooks, status); guarded by metrics_mu.
+  std::map<std::pair<size_t, int>, uint64_t> webhook_responses;
   std::atomic<uint64_t> follow_streams{0};
 
   // Database snapshots for /metrics, re-read at most every few seconds

@@ -12,6 +12,7 @@
 #include "base/log_config.h"
 #include "server/components.h"
 #include "server/config.h"
+#include "server/webhooks.h"
 #include "server/server.h"
 
 namespace stele::server {
@@ -55,10 +56,17 @@ int Verify(const std::string& path) {
     std::fprintf(stderr, "%s: invalid configuration\n", path.c_str());
     return 1;
   }
+  // Webhooks compile at start too; verify says what start would.
+  auto webhooks = LoadWebhooks(loaded->config, path);
+  if (!webhooks) {
+    std::fputs(FormatErrors(webhooks.error()).c_str(), stderr);
+    std::fprintf(stderr, "%s: invalid configuration\n", path.c_str());
+    return 1;
+  }
   size_t functions = 0;
   for (const auto& c : loaded->components) functions += c.functions.size();
-  std::printf("%s: OK (%zu component(s), %zu function(s))\n", path.c_str(),
-              loaded->components.size(), functions);
+  std::printf("%s: OK (%zu component(s), %zu function(s), %zu webhook(s))\n", path.c_str(),
+              loaded->components.size(), functions, webhooks->size());
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // Components: each loaded component, its digest and functions, and a submit
-// form per function generated from the declared parameter types.
+// form per function generated from the declared parameter types; then the
+// webhook endpoints with their routes.
 import { api } from './api.js';
 import { el, clear, flash, idLink, errorBox } from './util.js';
 
@@ -111,6 +112,16 @@ export async function componentsPage(root) {
       sec.append(fsec);
     }
     root.append(sec);
+  }
+  // [[webhook_wasm]] endpoints: a route each, called with any HTTP client.
+  for (const w of res.webhooks || []) {
+    root.append(el('section', { class: 'component webhook', 'data-name': w.name },
+      el('h2', {}, w.name, ' ', el('span', { class: 'badge type' }, w.type)),
+      el('p', { class: 'mono small' }, 'digest ', w.digest),
+      el('h3', { class: 'mono route' }, w.route),
+      el('p', { class: 'muted' }, w.auth === 'none'
+        ? 'Webhook: anyone who reaches the server may call this route.'
+        : 'Webhook: calls need the API token when one is configured.')));
   }
   return null;
 }

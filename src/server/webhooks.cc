@@ -1,0 +1,254 @@
+#include "server/webhooks.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "base/log.h"
+#include "server/api_util.h"
+#include "server/server_impl.h"
+#if STELE_SERVER_HAVE_WASM
+#include "runtime/wasm_host/webhook_guest.h"
+#endif
+
+namespace stele::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace wh = runtime::webhook;
+using api::ApiError;
+using api::ReplyError;
+
+std::string Lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The guest's doors into the service: exactly what POST /v1/executions and
+// GET /v1/executions/{id}/result do (ffqn and params checked by the
+// service, errors mapped as the API maps them).
+class ServiceWebhookHost final : public wh::WebhookHost {
+ public:
+  explicit ServiceWebhookHost(ServerImpl& d) : d_(d) {}
+
+  Result<std::string, Error> Submit(const std::string& ffqn, const core::Json& params) override {
+    service::SubmitRequest request;
+    request.ffqn = ffqn;
+    request.params = params;
+    auto submitted = d_.service->Submit(request);
+    if (!submitted) {
+      ApiError e = api::FromService(submitted.error());
+      return Unexpected(Error{e.kind, e.message});
+    }
+    return submitted->execution_id.ToString();
+  }
+
+  Result<std::optional<core::SupportedFunctionReturnValue>, Error> AwaitResult(
+      const std::string& execution_id, std::chrono::milliseconds timeout) override {
+    using Kind = service::ServiceError::Kind;
+    // A wait holds the connection's thread like GET .../result?timeout=
+    // does: it takes a slot of [api] max_waiters, and without a free one
+    // it only looks (timeout 0).
+    bool slot = timeout.count() > 0 && TryAcquireWaiter(d_);
+    auto result = d_.service->WaitForResult(
+        execution_id, slot ? timeout : std::chrono::milliseconds(0), d_.stop_wait);
+    if (slot) ReleaseWaiter(d_);
+    if (result) return std::optional<core::SupportedFunctionReturnValue>(std::move(*result));
+    if (result.error().kind == Kind::kTimeout || result.error().kind == Kind::kCancelled) {
+      return std::optional<core::SupportedFunctionReturnValue>();
+    }
+    ApiError e = api::FromService(result.error());
+    return Unexpected(Error{e.kind, e.message});
+  }
+
+ private:
+  ServerImpl& d_;
+};
+
+ConfigError WebhookErrorAt(const WebhookConfig& w, const std::string& file, std::string key,
+                           std::string message) {
+  return ConfigError{file, w.line, "webhook_wasm." + key,
+                     "webhook `" + w.name + "`: " + std::move(message)};
+}
+
+Result<LoadedWebhook, ConfigError> LoadWasmWebhook(const WebhookConfig& w,
+                                                   const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(w.location, ec)) {
+    return Unexpected(WebhookErrorAt(w, file, "location", "no such file `" + w.location + "`"));
+  }
+  auto route = ParseRoutePattern(w.route);
+  if (!route) return Unexpected(WebhookErrorAt(w, file, "route", route.error()));
+#if STELE_SERVER_HAVE_WASM
+  namespace rh = runtime::wasm_host;
+  const uint32_t pages = w.max_memory_mib * 16;
+  auto guest = rh::LoadWasmWebhookFile(SharedWasmEngine(), w.location, w.name, pages);
+  if (!guest) return Unexpected(WebhookErrorAt(w, file, "location", guest.error()));
+  LoadedWebhook out;
+  out.config = w;
+  out.route = std::move(*route);
+  out.component_id = (*guest)->component_id;
+  std::shared_ptr<const rh::WasmWebhook> loaded = *guest;
+  rh::WasiConfig wasi;
+  wasi.env.assign(w.env.begin(), w.env.end());
+  const std::string prefix = "webhook " + w.name;
+  out.serve = [loaded, wasi, prefix, timeout = w.timeout](const wh::WebhookRequest& request,
+                                                          wh::WebhookHost& host,
+                                                          const CancellationToken& cancel) {
+    return rh::RunWasmWebhook(*loaded, request, host, timeout, cancel, prefix, wasi);
+  };
+  return out;
+#else
+  return Unexpected(
+      WebhookErrorAt(w, file, "location",
+                     "[[webhook_wasm]] is not supported yet: this build has no WebAssembly "
+                     "runtime (runtime/wasm_host)"));
+#endif
+}
+
+// The method a route is matched with: HEAD is a GET without the body
+// (httplib sends the head only).
+std::string_view RouteMethod(const httplib::Request& req) {
+  return req.method == "HEAD" ? std::string_view("GET") : std::string_view(req.method);
+}
+
+void Count(ServerImpl& d, size_t index, int status) {
+  std::lock_guard lock(d.metrics_mu);
+  ++d.webhook_responses[{index, status}];
+}
+
+void ServeWebhook(ServerImpl& d, const httplib::Request& req, httplib::Response& res) {
+  bool path_matched = false;
+  auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path, &path_matched);
+  if (!match) {
+    if (!path_matched) {
+      return ReplyError(res,
+                        {404, "not_found", "no such endpoint: " + req.method + " " + req.path});
+    }
+    std::string allow;
+    for (const auto& route : d.webhook_routes) {
+      if (MatchPath(route, req.path) && allow.find(route.method) == std::string::npos) {
+        allow += (allow.empty() ? "" : ", ") + route.method;
+      }
+    }
+    res.set_header("Allow", allow);
+    return ReplyError(
+        res, {405, "method_not_allowed",
+              req.method + " is not allowed on " + req.path + " (allowed: " + allow + ")"});
+  }
+  const LoadedWebhook& webhook = d.webhooks[match->index];
+  wh::WebhookRequest request;
+  request.method = req.method;
+  request.path = req.path;
+  request.params = std::move(match->params);
+  // From the target, not req.params: httplib also parses a form-encoded
+  // body into those, and the body is the guest's to read.
+  if (size_t q = req.target.find('?'); q != std::string::npos) {
+    httplib::Params query;
+    httplib::detail::parse_query_text(req.target.substr(q + 1), query);
+    for (const auto& [name, value] : query) request.query.emplace_back(name, value);
+  }
+  for (const auto& [name, value] : req.headers) {
+    // httplib's own bookkeeping headers are not the client's.
+    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
+        name == "LOCAL_PORT") {
+      continue;
+    }
+    std::string lower = Lower(name);
+    // The API token the server checked is not the guest's to see (or log).
+    if (lower == "authorization" && !webhook.config.auth_none) continue;
+    request.headers.emplace_back(std::move(lower), value);
+  }
+  request.body = req.body;
+  ServiceWebhookHost host(d);
+  auto out = webhook.serve(request, host, d.stop_wait);
+  if (!out) {
+    const wh::WebhookFailure& f = out.error();
+    const bool timeout = f.kind == wh::WebhookFailure::Kind::kTimeout;
+    STELE_LOG(kWarn, "webhook `" << webhook.config.name << "` (" << webhook.config.route << ") "
+                                 << req.method << " " << req.path << ": " << f.message
+                                 << (f.detail.empty() ? "" : "\n") << f.detail);
+    ReplyError(res,
+               {timeout ? 504 : 500, timeout ? "webhook_timeout" : "webhook_failed", f.message});
+  } else {
+    std::string content_type = "text/plain; charset=utf-8";
+    for (const auto& [name, value] : out->headers) {
+      const std::string lower = Lower(name);
+      // httplib frames the response itself.
+      if (lower == "content-length" || lower == "transfer-encoding" || lower == "connection") {
+        continue;
+      }
+      if (lower == "content-type") {
+        content_type = value;
+      } else {
+        res.set_header(name, value);
+      }
+    }
+    res.status = out->status;
+    res.set_content(out->body, content_type);
+  }
+  Count(d, match->index, res.status);
+}
+
+// "/(?:orders|hooks)(?:/.*)?": every path under the first segment of some
+// route, so that a wrong method or a path under a webhook's prefix gets
+// the webhook's 405 or 404 (literals are [A-Za-z0-9._~-]: only '.' needs
+// escaping).
+std::string PrefixRegex(const std::vector<RoutePattern>& routes) {
+  std::string alternatives;
+  std::vector<std::string> seen;
+  for (const auto& route : routes) {
+    const std::string& first = route.segments[0].text;
+    if (std::find(seen.begin(), seen.end(), first) != seen.end()) continue;
+    seen.push_back(first);
+    if (!alternatives.empty()) alternatives += '|';
+    for (char c : first) {
+      if (c == '.') alternatives += '\\';
+      alternatives += c;
+    }
+  }
+  return "/(?:" + alternatives + ")(?:/.*)?";
+}
+
+}  // namespace
+
+Result<std::vector<LoadedWebhook>, ConfigErrors> LoadWebhooks(const ServerConfig& config,
+                                                              const std::string& file) {
+  std::vector<LoadedWebhook> out;
+  ConfigErrors errors;
+  for (const auto& w : config.webhooks) {
+    auto loaded = LoadWasmWebhook(w, file);
+    if (loaded) {
+      out.push_back(std::move(*loaded));
+    } else {
+      errors.push_back(std::move(loaded.error()));
+    }
+  }
+  if (!errors.empty()) return Unexpected(std::move(errors));
+  return out;
+}
+
+void InstallWebhookRoutes(ServerImpl& d, httplib::Server& http) {
+  if (d.webhook_routes.empty()) return;
+  const std::string pattern = PrefixRegex(d.webhook_routes);
+  auto handler = [&d](const httplib::Request& req, httplib::Response& res) {
+    ServeWebhook(d, req, res);
+  };
+  http.Get(pattern, handler);
+  http.Post(pattern, handler);
+  http.Put(pattern, handler);
+  http.Patch(pattern, handler);
+  http.Delete(pattern, handler);
+}
+
+bool IsPublicWebhookRequest(const ServerImpl& d, const httplib::Request& req) {
+  if (d.webhook_routes.empty()) return false;
+  auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path);
+  return match && d.webhooks[match->index].config.auth_none;
+}
+
+}  // namespace stele::server

@@ -96,6 +96,43 @@ inline Response call(const char* ffqn, stele_str params_json, stele_str options_
   return Response{status, {nullptr, 0}, Json(value)};
 }
 inline bool sleep_ms(uint64_t millis) { return stele_sleep_ms(millis) != 0; }
+
+// Messages in, values out (docs/model.md §8.6, docs/guest_abi.md §3).
+// A received message: status STELE_OK with its id and JSON body; otherwise
+// STELE_FAILED (receive_for_ms ran out), STELE_PENDING (receive_try found
+// none) or STELE_CANCELLED (the workflow is being cancelled: clean up and
+// return).
+struct Message {
+  int status;
+  stele_str id;
+  Json body;
+};
+// The next message of `channel`, in arrival order, waiting for it.
+inline Message receive(const char* channel) {
+  stele_str id = {nullptr, 0}, body = {nullptr, 0};
+  int status = stele_receive(channel, &id, &body);
+  return Message{status, id, Json(body)};
+}
+// receive, waiting at most `millis`.
+inline Message receive_for_ms(const char* channel, uint64_t millis) {
+  stele_str id = {nullptr, 0}, body = {nullptr, 0};
+  int status = stele_receive_ms(channel, millis, &id, &body);
+  return Message{status, id, Json(body)};
+}
+// receive without waiting.
+inline Message receive_try(const char* channel) {
+  stele_str id = {nullptr, 0}, body = {nullptr, 0};
+  int status = stele_receive_try(channel, &id, &body);
+  return Message{status, id, Json(body)};
+}
+// Publishes a JSON value under `key` (last write wins) for readers outside.
+inline void publish(const char* key, stele_str value_json) { stele_publish(key, value_json); }
+inline void publish(const char* key, const Builder& value) { stele_publish(key, value.str()); }
+// Sends a JSON body to `channel` of execution `id`, once: STELE_OK,
+// STELE_NOT_FOUND, or STELE_FAILED when that execution has finished.
+inline int send(stele_str id, const char* channel, stele_str body_json) {
+  return stele_send(id, channel, body_json);
+}
 inline void log(const char* message) { stele_log_c(STELE_LOG_INFO, message); }
 
 }  // namespace stele

@@ -282,6 +282,7 @@ struct Options {
   bool wasm = false;      // durable_sleep (WasmDir() must hold it)
   bool approval = false;  // human_approval, its stub kApprove and the exec activity kPay
   bool sleeper = false;   // the exec activity kSleeper (lock_expiry 3 s, no retries)
+  bool await_approval = false;  // await_approval: receives on "approvals", publishes "stage"
 };
 // A server with only the stub component: runs whatever the server supports.
 [[maybe_unused]] Options NoExec(std::optional<std::string> token = std::nullopt) {
@@ -388,6 +389,10 @@ class E2eTest : public ::testing::Test {
           "[{ name = \"amount\", type = \"u64\" }, { name = \"payee\", type = \"string\" }]",
           "max_retries = 0\n");
     }
+    if (options.await_approval) {
+      toml += "[[workflow_wasm]]\nname = \"await_approval\"\nlocation = \"" + WasmDir() +
+              "/e2e_await_approval.wasm\"\n\n";
+    }
     toml += "[[activity_stub]]\nname = \"approvals\"\n[[activity_stub.functions]]\n"
             "ffqn = \"e2e:test/stub.approve\"\nparams = []\nreturn_type = \"result<bool, string>\"\n";
     if (options.approval) {
@@ -403,7 +408,7 @@ class E2eTest : public ::testing::Test {
   void StartServer(const Options& options = {}) {
     // CI sets STELE_REQUIRE_WASM=1: there the wasm tests must run, not skip.
     const char* required = std::getenv("STELE_REQUIRE_WASM");
-    const bool wants_wasm = options.wasm || options.approval;
+    const bool wants_wasm = options.wasm || options.approval || options.await_approval;
     const bool require_wasm = wants_wasm && required != nullptr && std::string(required) == "1";
     if (wants_wasm && !HaveWasmGuests()) {
       if (require_wasm) {
@@ -488,7 +493,7 @@ class E2eTest : public ::testing::Test {
   static bool HaveWasmGuests() {
     const std::string d = WasmDir();
     return !d.empty() && fs::exists(d + "/e2e_durable_sleep.wasm") &&
-           fs::exists(d + "/e2e_human_approval.wasm");
+           fs::exists(d + "/e2e_human_approval.wasm") && fs::exists(d + "/e2e_await_approval.wasm");
   }
 
   // `stele db check` of the server's SQLite file (it may run while the

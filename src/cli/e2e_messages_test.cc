@@ -60,4 +60,60 @@ TEST_F(E2eMessagesTest, SendDeliversOnceAndRefusesWhatItMust) {
             0);
 }
 
+// The value of the sample `name` (the whole series name with its labels)
+// in a /metrics page; -1 when absent.
+double MetricOf(const std::string& page, const std::string& name) {
+  const std::string line = "\n" + name + " ";
+  const size_t at = page.find(line);
+  if (at == std::string::npos) return -1;
+  return std::stod(page.substr(at + line.size()));
+}
+
+// await_approval publishes "waiting", takes one message on "approvals" and
+// publishes "approved": a value wait wakes on the publish, and the
+// counters of messages sent and consumed, and of cron ticks, move.
+TEST_F(E2eMessagesTest, AValueWaitEndsOnThePublishAndTheCountersMove) {
+  Options options = NoExec();
+  options.await_approval = true;
+  START_SERVER(options);
+  auto metrics = [&] {
+    auto page = Http().Get("/metrics");
+    return page && page->status == 200 ? page->body : std::string();
+  };
+  const std::string before = metrics();
+  EXPECT_EQ(MetricOf(before, "stele_messages_sent_total"), 0) << before;
+  EXPECT_EQ(MetricOf(before, "stele_messages_consumed_total"), 0) << before;
+
+  const std::string id = Submit("demo:approvals/api.await-approval", "[600000]");
+  json waiting = CliJson({"execution", "value", id, "stage", "--timeout", "30"});
+  EXPECT_EQ(waiting["value"], "waiting") << waiting.dump();
+  // Nothing newer yet: a short wait answers 408 (exit 7, docs/cli.md).
+  const std::string after = std::to_string(waiting["version"].get<int64_t>());
+  CliRun none =
+      Cli({"execution", "value", id, "stage", "--after-version", after, "--timeout", "1"});
+  EXPECT_EQ(none.code, 7) << none.out << none.err;
+
+  ASSERT_EQ(Cli({"execution", "send", id, "approvals", R"({"by": "ann"})"}).code, 0);
+  json approved =
+      CliJson({"execution", "value", id, "stage", "--after-version", after, "--timeout", "30"});
+  EXPECT_EQ(approved["value"], "approved") << approved.dump();
+  ASSERT_EQ(Cli({"execution", "result", id, "--timeout", "30"}).code, 0) << server_.Log();
+  const std::string page = metrics();
+  EXPECT_EQ(MetricOf(page, "stele_messages_sent_total"), 1) << page;
+  EXPECT_EQ(MetricOf(page, "stele_messages_consumed_total"), 1) << page;
+
+  // A schedule of every second fires (the ticker's counter moves).
+  EXPECT_EQ(MetricOf(page, "stele_cron_ticks_total{outcome=\"fired\"}"), 0) << page;
+  ASSERT_EQ(Cli({"schedule", "create", "each-second", "* * * * * *",
+                 "demo:approvals/api.await-approval", "[0]"})
+                .code,
+            0);
+  bool fired = false;
+  for (int i = 0; i < 300 && !fired; ++i) {
+    fired = MetricOf(metrics(), "stele_cron_ticks_total{outcome=\"fired\"}") >= 1;
+    if (!fired) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(fired) << metrics();
+}
+
 }  // namespace

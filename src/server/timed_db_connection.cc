@@ -123,6 +123,11 @@ TimedDbConnection::WaitForFinishedResult(const ExecutionId& execution_id,
   return inner_->WaitForFinishedResult(execution_id, wait);
 }
 
+Result<void, storage::DbErrorReadWithTimeout> TimedDbConnection::WaitForPublish(
+    const ExecutionId& execution_id, storage::Version since, const storage::WaitOptions& wait) {
+  return inner_->WaitForPublish(execution_id, since, wait);
+}
+
 Result<void, storage::DbErrorWrite> TimedDbConnection::AppendBacktrace(
     const core::BacktraceInfo& info) {
   return Timed([&] { return inner_->AppendBacktrace(info); });

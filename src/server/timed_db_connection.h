@@ -83,6 +83,9 @@ class TimedDbConnection final : public storage::DbConnection {
   Result<core::SupportedFunctionReturnValue, storage::DbErrorReadWithTimeout> WaitForFinishedResult(
       const storage::ExecutionId& execution_id,
       const std::optional<storage::WaitOptions>& wait) override;
+  Result<void, storage::DbErrorReadWithTimeout> WaitForPublish(
+      const storage::ExecutionId& execution_id, storage::Version since,
+      const storage::WaitOptions& wait) override;
   Result<void, storage::DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, storage::DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;

@@ -59,14 +59,6 @@ Result<void, ServiceError> CheckValueKey(std::string_view key) {
   return {};
 }
 
-// How long a value wait sleeps between reads of the log: published values
-// have no notification of their own, so a wait polls — from 1 ms, doubling
-// up to 10 ms, since a value often follows a message at once — woken
-// early when the execution finishes (no value can come after that). Each
-// read starts where the last one ended.
-constexpr std::chrono::milliseconds kValuePollFirst{1};
-constexpr std::chrono::milliseconds kValuePollInterval{10};
-
 }  // namespace
 
 Result<MessageSent, ServiceError> ExecutionService::SendMessage(const SendMessageRequest& request) {
@@ -131,7 +123,6 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
   };
   const auto deadline = std::chrono::steady_clock::now() + wait.timeout;
   ValuesSoFar values;
-  std::chrono::milliseconds poll = kValuePollFirst;
   // Only a value published after `after_version` can answer: the log is
   // read from there (a reader following a long-running workflow does not
   // read its whole log again at every value).
@@ -159,14 +150,17 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
       return Unexpected(ServiceError::Timeout("no value `" + name + "` of " + what + " within " +
                                               std::to_string(wait.timeout.count()) + " ms"));
     }
-    // A bounded sleep that a finish (or `cancel`) ends early.
-    const auto nap = std::min<std::chrono::steady_clock::duration>(poll, deadline - now);
-    poll = std::min(poll * 2, kValuePollInterval);
-    auto finished = api_->WaitForFinishedResult(id, storage::WaitOptions{now + nap, cancel});
-    if (!finished && finished.error().IsTimeout() &&
-        finished.error().timeout() == storage::TimeoutOutcome::kCancel) {
+    // Sleeps until a Publish after what was read (of any key: the loop
+    // reads on from there) or the end commits; a timeout is answered by
+    // the deadline check above. Each read starts where the last one ended.
+    auto woken = api_->WaitForPublish(id, values.next, storage::WaitOptions{deadline, cancel});
+    if (!woken && woken.error().IsTimeout() &&
+        woken.error().timeout() == storage::TimeoutOutcome::kCancel) {
       return Unexpected(
           ServiceError::Cancelled("the wait for `" + name + "` of " + what + " was cancelled"));
+    }
+    if (!woken && !woken.error().IsTimeout()) {
+      return Unexpected(FromRead(woken.error().read(), what));
     }
   }
 }

@@ -104,6 +104,17 @@ class DbConnection : public DbExecutor {
   WaitForFinishedResult(const ExecutionId& execution_id,
                         const std::optional<WaitOptions>& wait) = 0;
 
+  // Returns once the log of `execution_id` holds a Publish event
+  // (HistoryPublish, docs/model.md §8.6) at version >= `since`, or the
+  // execution is finished (no value can come after that); at once when
+  // either holds already. Woken after the commit that writes a Publish or
+  // a Finished event; bounded by `wait` like every wait. The caller reads
+  // the log to learn what was published.
+  // Errors: Timeout(kTimeout | kCancel), NotFound, Generic.
+  virtual Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
+                                                              Version since,
+                                                              const WaitOptions& wait) = 0;
+
   virtual Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) = 0;
   virtual Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) = 0;

@@ -24,6 +24,16 @@
 #     timed-out terminate request, one Finished, the last event, not before
 #     the deadline; half are 1 s sleeps with 60 s, which must finish first,
 #     with their result (see "deadlines" below).
+#   - messages: CHAOS_INBOXES JavaScript workflows each receive
+#     CHAOS_INBOX_MESSAGES messages, sent with ids while the kills go on
+#     (each retried until acknowledged, then sent once more): every
+#     workflow ends with exactly its messages, each once, in send order, and
+#     holds exactly that many message_received responses (a duplicate id is
+#     delivered once);
+#   - cron: a schedule (every 5 s, overlap allow, catch_up all) ticks
+#     through the kills: its executions' ids (whose time part is the tick)
+#     are exactly every tick from the first to the last, each once, the last
+#     is the schedule's last execution, and each finishes.
 #
 # Environment:
 #   CHAOS_KILLS=10        SIGKILL + restart cycles (50 for the long run)
@@ -31,10 +41,12 @@
 #   CHAOS_DEADLINES=N     executions with a deadline, submitted on top
 #                         (default CHAOS_EXECUTIONS / 10)
 #   CHAOS_SEED=N          seeds $RANDOM (kill moments, ids); printed
-#   CHAOS_TIME_LIMIT=300  seconds before the run gives up (fails)
+#   CHAOS_TIME_LIMIT=600  seconds before the run gives up (fails); below
+#                         ctest's 900 s timeout
 #   CHAOS_MIN_GAP_MS=300 CHAOS_MAX_GAP_MS=2500  time between kills
 #   CHAOS_KEEP=1          keep the work directory (logs, database)
 #   CHAOS_REPORT=FILE     append the figures line to FILE
+#   CHAOS_INBOXES=10 CHAOS_INBOX_MESSAGES=5  the message workflows
 #   CHAOS_POSTGRES_URL=URL  run on PostgreSQL instead (a role that may CREATE
 #                         DATABASE, e.g. $STELE_TEST_POSTGRES_URL of
 #                         scripts/with_postgres.sh): a fresh database, dropped
@@ -74,7 +86,7 @@ wasm_dir=$(cd "$wasm_dir" && pwd)
 
 kills=${CHAOS_KILLS:-10}
 total=${CHAOS_EXECUTIONS:-200}
-time_limit=${CHAOS_TIME_LIMIT:-300}
+time_limit=${CHAOS_TIME_LIMIT:-600}
 min_gap=${CHAOS_MIN_GAP_MS:-300}
 max_gap=${CHAOS_MAX_GAP_MS:-2500}
 seed=${CHAOS_SEED:-$(( $(date +%s%N) % 1000000 ))}
@@ -103,6 +115,7 @@ cleanup() {
   [ -n "$submitter_pid" ] && kill "$submitter_pid" 2>/dev/null
   [ -n "$deadline_submitter_pid" ] && kill "$deadline_submitter_pid" 2>/dev/null
   [ -n "$controller_pid" ] && kill "$controller_pid" 2>/dev/null
+  [ -n "${messenger_pid:-}" ] && kill "$messenger_pid" 2>/dev/null
   local pid
   for pid in "${server_pids[@]}"; do
     [ -n "$pid" ] || continue
@@ -235,6 +248,39 @@ return_type = "result<bool, string>"
 ffqn = "shop:shipping/parcels.ship"
 params = [{ name = "order", type = "string" }, { name = "address", type = "string" }]
 return_type = "result<record { tracking: string }, string>"
+TOML
+
+# --- messages and cron: their components ------------------------------------
+# A JavaScript workflow that receives `n` messages on channel "inbox" and
+# returns their bodies joined with ","; a schedule of its `tick` (no
+# activity; its own ffqn, so its executions are told apart) every 5 s.
+cat >"$work/inbox.js" <<'JS'
+export const functions = {
+  "chaos:inbox/wf.collect": {
+    params: [["n", "u64"]],
+    returns: "string",
+    run: async (ctx, n) => {
+      const bodies = [];
+      for (let i = 0; i < n; i++) bodies.push((await ctx.receive("inbox")).body);
+      return bodies.join(",");
+    },
+  },
+  "chaos:inbox/wf.tick": { returns: "string", run: () => "tick" },
+};
+JS
+cat >>"$cfg" <<TOML
+
+[[workflow_js]]
+name = "inbox"
+location = "$work/inbox.js"
+
+[[cron]]
+name = "chaos-tick"
+schedule = "*/5 * * * * *"
+ffqn = "chaos:inbox/wf.tick"
+overlap = "allow"
+catch_up = "all"
+catch_up_limit = 1000
 TOML
 
 # --- the load: ids, functions, params and expected results -----------------
@@ -404,6 +450,50 @@ control_all() {
 control_all &
 controller_pid=$!
 
+# Messages: each inbox workflow is submitted, then sent its messages with
+# ids, each retried until acknowledged (a kill mid-request is retried with
+# the same id) and then sent again: a duplicate, which must answer 0 and
+# deliver nothing. An unknown id (exit 3) cannot happen: the submission
+# was acknowledged first.
+inboxes=${CHAOS_INBOXES:-10}
+inbox_messages=${CHAOS_INBOX_MESSAGES:-5}
+inbox_load="$work/inbox.tsv"  # id \t expected result
+for ((i = 0; i < inboxes; i++)); do
+  want=""
+  for ((j = 1; j <= inbox_messages; j++)); do want+="${want:+,}b$i-$j"; done
+  printf '%s\t%s\n' "$(new_id)" "$want"
+done >"$inbox_load"
+: >"$work/messages.acked"
+inbox_retry() {  # inbox_retry WHAT CMD...: until exit 0; exit 4 is retried
+  local what=$1 rc tries=0
+  shift
+  while :; do
+    cli "$@" >/dev/null 2>>"$work/messages.err"
+    rc=$?
+    [ $rc -eq 0 ] && return 0
+    [ $rc -eq 4 ] || { echo "$what: exit $rc" >>"$work/messages.fatal"; return 1; }
+    tries=$((tries + 1))
+    [ $tries -lt 1200 ] || { echo "$what: gave up" >>"$work/messages.fatal"; return 1; }
+    sleep 0.05
+  done
+}
+send_messages_all() {
+  local id want j copy bodies
+  while IFS=$'\t' read -r id want; do
+    inbox_retry "submit $id" execution submit chaos:inbox/wf.collect "[$inbox_messages]" --id "$id" ||
+      continue
+    IFS=, read -ra bodies <<<"$want"
+    for ((j = 1; j <= inbox_messages; j++)); do
+      for copy in 1 2; do
+        inbox_retry "send $id m$j" execution send "$id" inbox "\"${bodies[j - 1]}\"" \
+          --message-id "m$j" && echo "$id m$j $copy" >>"$work/messages.acked"
+      done
+    done
+  done <"$inbox_load"
+}
+send_messages_all &
+messenger_pid=$!
+
 # Killer: SIGKILL at random moments while the load is submitted and runs.
 for ((k = 1; k <= kills; k++)); do
   gap=$((min_gap + RANDOM % (max_gap - min_gap + 1)))
@@ -424,6 +514,10 @@ log "all $total submitted"
 wait "$controller_pid"
 [ -s "$work/control.fatal" ] && fail "cancel/pause failed: $(head -n 3 "$work/control.fatal")"
 log "$(wc -l <"$work/acked") cancels and pauses acknowledged"
+wait "$messenger_pid"
+messenger_pid=""
+[ -s "$work/messages.fatal" ] && fail "messages failed: $(head -n 3 "$work/messages.fatal")"
+log "$(wc -l <"$work/messages.acked") message sends acknowledged (each message twice)"
 
 # A check beside the live servers while the load still runs: reported, not
 # asserted (an execution that keeps changing for three reads in a row is
@@ -550,8 +644,73 @@ done <"$sorted_load"
 log "finished $finished, lost $lost, wrong $wrong; pauses held $paused_held, broken $pause_broken"
 log "deadlines: $deadline_total submitted, $deadline_timed_out timed out, $deadline_broken broken"
 
-# Every top-level execution the server knows is one we submitted.
+# --- messages: each consumed exactly once, none lost -------------------------
+inbox_wrong=0
+while IFS=$'\t' read -r id want; do
+  got=""
+  while :; do
+    out=$(cli --json execution result "$id" --timeout 10 2>>"$work/result.err")
+    rc=$?
+    [ $rc -eq 0 ] && { got=$(printf '%s' "$out" | jq -r '.ok'); break; }
+    [ $rc -eq 1 ] && { got="error: $out"; break; }
+    [ "$(elapsed)" -ge "$time_limit" ] && { got="not finished"; break; }
+    sleep 0.1
+  done
+  received=$(cli --json execution responses "$id" --length 1000 |
+    jq '[.responses[] | select(.response.event.event.type == "message_received")] | length')
+  if [ "$got" != "$want" ] || [ "$received" != "$inbox_messages" ]; then
+    inbox_wrong=$((inbox_wrong + 1))
+    echo "inbox $id: got $got ($received messages), want $want" >>"$work/problems.log"
+  fi
+done <"$inbox_load"
+log "inboxes $inboxes x $inbox_messages messages: wrong $inbox_wrong"
+
+# --- cron: every tick from the first to the last, each once ------------------
+until cli schedule pause chaos-tick >/dev/null 2>>"$work/control.err"; do sleep 0.1; done
+tick_ids="$work/ticks.txt"
+cli --json execution list --ffqn-prefix chaos:inbox/wf.tick --length 1000 |
+  jq -r '.executions[].execution_id' | sort >"$tick_ids"
+ticks=$(wc -l <"$tick_ids")
+cron_wrong=0
+# The time part of an E_<ULID>: its first 10 Crockford characters, in ms.
+tick_ms() {
+  local s=${1:2:10} t=0 i before
+  for ((i = 0; i < 10; i++)); do
+    before=${crockford%%"${s:i:1}"*}
+    t=$((t * 32 + ${#before}))
+  done
+  echo $t
+}
+prev=""
+while read -r id; do
+  ms=$(tick_ms "$id")
+  if [ $((ms % 5000)) -ne 0 ] || { [ -n "$prev" ] && [ "$ms" -ne $((prev + 5000)) ]; }; then
+    cron_wrong=$((cron_wrong + 1))
+    echo "cron: tick $id at $ms ms after $prev" >>"$work/problems.log"
+  fi
+  prev=$ms
+  while :; do
+    out=$(cli --json execution result "$id" --timeout 10 2>>"$work/result.err")
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 1 ] || [ "$(elapsed)" -ge "$time_limit" ] && break
+    sleep 0.1
+  done
+  [ "$(printf '%s' "$out" | jq -r '.ok' 2>/dev/null)" = tick ] || {
+    cron_wrong=$((cron_wrong + 1))
+    echo "cron: $id ended $out" >>"$work/problems.log"
+  }
+done <"$tick_ids"
+last_fired=$(cli --json schedule get chaos-tick | jq -r '.last_execution_id')
+if [ "$ticks" -eq 0 ] || [ "$last_fired" != "$(tail -n 1 "$tick_ids")" ]; then
+  cron_wrong=$((cron_wrong + 1))
+  echo "cron: $ticks ticks, the last $(tail -n 1 "$tick_ids"), the schedule's last $last_fired" \
+    >>"$work/problems.log"
+fi
+log "cron: $ticks ticks, wrong $cron_wrong"
+
+# Every top-level execution the server knows is one we submitted (or a tick).
 listed=$(cli --json execution list --length 1000 | jq '.executions | length')
+listed=$((listed - inboxes - ticks))
 
 for ((s = 0; s < servers; s++)); do
   kill -TERM "${server_pids[s]}"
@@ -570,12 +729,13 @@ check_rc=$?
 check_summary=$(tail -n 1 "$work/db_check.out")
 
 controls=$(wc -l <"$work/acked")
-figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong cancels_and_pauses=$controls pauses_held=$paused_held pauses_broken=$pause_broken listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc deadlines=$deadline_total deadlines_timed_out=$deadline_timed_out deadlines_broken=$deadline_broken seconds=$(elapsed)"
+figures="chaos: backend=$backend servers=$servers seed=$seed kills=$kills server_starts=$starts executions=$total finished=$finished lost=$lost wrong=$wrong cancels_and_pauses=$controls pauses_held=$paused_held pauses_broken=$pause_broken inboxes=$inboxes inbox_messages=$inbox_messages inbox_wrong=$inbox_wrong cron_ticks=$ticks cron_wrong=$cron_wrong listed=$listed activity_calls=$expected_activities activity_runs=$runs unique=$unique reruns=$reruns db_check_exit=$check_rc ($check_summary) live_db_check_exit=$live_rc deadlines=$deadline_total deadlines_timed_out=$deadline_timed_out deadlines_broken=$deadline_broken seconds=$(elapsed)"
 echo "$figures"
 [ -n "${CHAOS_REPORT:-}" ] && echo "$figures" >>"$CHAOS_REPORT"
 
 status=0
-if [ $lost -ne 0 ] || [ $wrong -ne 0 ] || [ $pause_broken -ne 0 ] || [ $deadline_broken -ne 0 ]; then
+if [ $lost -ne 0 ] || [ $wrong -ne 0 ] || [ $pause_broken -ne 0 ] || [ $deadline_broken -ne 0 ] ||
+  [ $inbox_wrong -ne 0 ] || [ $cron_wrong -ne 0 ]; then
   head -n 10 "$work/problems.log"
   status=1
 fi

@@ -56,7 +56,7 @@ export async function loadPlaywright() {
 
 export function wasmAvailable(dir) {
   return !!dir && ['durable_sleep', 'human_approval', 'hello_workflow', 'hello_activity', 'fan_out',
-    'square_activity']
+    'square_activity', 'await_approval']
     .every((n) => fs.existsSync(path.join(dir, n + '.wasm')));
 }
 
@@ -123,6 +123,9 @@ location = "${wasmDir}/durable_sleep.wasm"
 [[workflow_wasm]]
 name = "human_approval"
 location = "${wasmDir}/human_approval.wasm"
+[[workflow_wasm]]
+name = "await_approval"
+location = "${wasmDir}/await_approval.wasm"
 [[workflow_wasm]]
 name = "fan_out"
 location = "${wasmDir}/fan_out.wasm"

@@ -379,7 +379,7 @@ test('list: refreshes by itself', async ({ srv, page }) => {
     'the new submission at the top', 12000);
 });
 
-test('schedules: list, pause and trigger with confirmation', async ({ srv, page }) => {
+test('schedules: list, pause, trigger and resume with confirmation', async ({ srv, page }) => {
   await srv.request('POST', '/v1/schedules', {
     name: 'ui-yearly', schedule: '0 0 0 1 1 *', time_zone: 'Europe/Berlin',
     ffqn: 'demo:greet/api.hello', params: ['cron-ui'],
@@ -403,7 +403,54 @@ test('schedules: list, pause and trigger with confirmation', async ({ srv, page 
   await until(async () => (await page.textContent('#flash')).includes('Triggered ui-yearly: E_'), 'the trigger');
   const id = (await page.textContent('#flash')).split(': ')[1].trim();
   await finished(srv, id);
+  // A trigger leaves the pause alone (docs/api.md); resuming ends it.
+  assert.equal((await srv.request('GET', '/v1/schedules/ui-yearly')).paused, true);
+  await page.locator('tr[data-name="ui-yearly"] button[data-action=resume]').click();
+  await page.click('dialog.confirm [data-confirm=yes]');
+  await until(async () => !(await srv.request('GET', '/v1/schedules/ui-yearly')).paused, 'the resume');
+  await until(async () => (await page.locator('tr[data-name="ui-yearly"]').textContent()).includes('active'),
+    'the row to show active');
 });
+
+test('messages: send from the execution page, see it consumed and the value it published', async ({ srv, page }) => {
+  const id = await submit(srv, 'demo:approvals/api.await-approval', [600000]);
+  await page.goto(srv.base + '/ui/#/execution/' + id);
+  // The text of the first match of `sel`, '' while there is none.
+  const textOf = async (sel) => ((await page.locator(sel).count()) ? page.locator(sel).first().textContent() : '');
+  await until(async () => (await textOf('#values tr[data-key=stage]')).includes('waiting'),
+    'the published stage "waiting"');
+  assert.ok(await page.isVisible('#message-form'));
+  const inbox = async () => (await srv.request('GET', `/v1/executions/${encodeURIComponent(id)}/responses`))
+    .responses.filter((r) => r.response?.event?.event?.type === 'message_received');
+  // Malformed input is refused before any request: nothing reaches the execution.
+  await page.fill('#message-channel', 'not a channel');
+  await page.fill('#message-body', '{"by": "ann"}');
+  await page.click('#message-form button[type=submit]');
+  await until(async () => (await page.textContent('#flash')).includes('Channel:'), 'the channel error');
+  await page.fill('#message-channel', 'approvals');
+  await page.fill('#message-body', '{by: ann}');
+  await page.click('#message-form button[type=submit]');
+  await until(async () => (await page.textContent('#flash')).includes('Body: not JSON'), 'the body error');
+  assert.deepEqual(await inbox(), []);
+  // A well-formed one is delivered (no confirmation), consumed by the
+  // workflow, which publishes its next stage and finishes.
+  await page.fill('#message-body', '{"by": "ann"}');
+  await page.fill('#message-id', 'ui-approval-1');
+  await page.click('#message-form button[type=submit]');
+  await until(async () => (await page.textContent('#flash')).includes('Message ui-approval-1: delivered'),
+    'the delivery');
+  const ex = await finished(srv, id);
+  assert.deepEqual(ex.result, { ok: 'approved: {"by":"ann"}' });
+  await until(async () => {
+    const item = page.locator('#received-messages li[data-message-id="ui-approval-1"]');
+    return (await item.count()) === 1 && (await item.textContent()).includes('approvals');
+  }, 'the received message on the page');
+  await until(async () => (await textOf('#values tr[data-key=stage]')).includes('approved'),
+    'the published stage "approved"');
+  // Finished: nothing more to send.
+  await until(async () => !(await page.isVisible('#message-form')), 'the form to go');
+  assert.equal((await inbox()).length, 1);
+}, { wasm: true });
 
 test('components: parameter and return types', async ({ page, srv }) => {
   await page.goto(srv.base + '/ui/#/components');

@@ -156,9 +156,9 @@ TEST_P(WasmExamplesByLanguageTest, HumanApprovalUnderBothStrategies) {
 
 // docs/model.md §8.6 from a wasm guest: receive with a timeout, both ways,
 // and publish, read back through the Engine.
-TEST_F(WasmExamplesTest, AwaitApprovalReceivesAMessageOrTimesOut) {
+TEST_P(WasmExamplesByLanguageTest, AwaitApprovalReceivesAMessageOrTimesOut) {
   EnvConfig config;
-  config.workflows = Load("await_approval", GuestKind::kWorkflow);
+  config.workflows = LoadIn("await_approval", GuestKind::kWorkflow);
   env_ = std::make_unique<Env>(dir_, std::move(config));
   const core::ExecutionId approved = core::ExecutionId::Generate();
   env_->Submit("demo:approvals/api.await-approval", Json::array({3'600'000}), approved);

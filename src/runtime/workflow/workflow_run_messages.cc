@@ -60,10 +60,20 @@ ChannelConsumed ClassifyChannelResponse(JoinSetResponseValue response,
   return ChannelConsumed{std::nullopt, delay != nullptr && timer && delay->delay_id == *timer};
 }
 
-// A message consumed by a JoinNext written now (`recorded` null), not by
-// a replayed one.
-void CountConsumed(internal::RunState& state, const core::HistoryEvent* recorded) {
-  if (recorded == nullptr && state.options.messages_consumed != nullptr) {
+// Whether a JoinNext just stepped (`recorded` null: written now) takes
+// its message for the first time: it is new, or the log ends with it (an
+// earlier run blocked on it and unloaded before the message came). A
+// JoinNext that later events follow was consumed by an earlier run.
+bool ConsumesFirst(const internal::RunState& state, const core::HistoryEvent* recorded) {
+  return recorded == nullptr || !state.replaying();
+}
+
+// Counts a message consumed for the first time (ConsumesFirst). A run that
+// dies after it took a message and before it wrote its next step counts
+// it again in the run that takes it over: the counter is a rate, not a
+// ledger.
+void CountConsumed(internal::RunState& state, bool first) {
+  if (first && state.options.messages_consumed != nullptr) {
     state.options.messages_consumed->fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -100,13 +110,14 @@ CallResult<Message, ReceiveError> WorkflowRun::Receive(
     STELE_ASSIGN_OR_RETURN(
         const core::HistoryEvent* recorded,
         state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));
+    const bool first = ConsumesFirst(*state_, recorded);
     STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
                            state_->AwaitJoinNextResponse(join_set));
     if (!awaited) return Inner(Unexpected(ReceiveError{ReceiveError::Kind::kCancelled}));
     ChannelConsumed consumed = ClassifyChannelResponse(*std::move(awaited), timer);
     if (consumed.timed_out) return Inner(Unexpected(ReceiveError{ReceiveError::Kind::kTimedOut}));
     if (!consumed.message) continue;
-    CountConsumed(*state_, recorded);
+    CountConsumed(*state_, first);
     if (timer && !state_->replaying()) {
       // The message won: its timer goes now rather than firing later into
       // the channel (a later receive would skip its response). The request
@@ -135,12 +146,13 @@ CallResult<std::optional<Message>, ReceiveError> WorkflowRun::TryReceive(std::st
     STELE_ASSIGN_OR_RETURN(
         const core::HistoryEvent* recorded,
         state_->Step(state_->JoinNextKey(join_set, std::nullopt, /*closing=*/false)));
+    const bool first = ConsumesFirst(*state_, recorded);
     STELE_ASSIGN_OR_RETURN(std::optional<JoinSetResponseValue> awaited,
                            state_->AwaitJoinNextResponse(join_set));
     if (!awaited) return Inner(Unexpected(ReceiveError{ReceiveError::Kind::kCancelled}));
     ChannelConsumed consumed = ClassifyChannelResponse(*std::move(awaited), std::nullopt);
     if (!consumed.message) continue;  // an earlier receive's timer
-    CountConsumed(*state_, recorded);
+    CountConsumed(*state_, first);
     return Inner(Message{std::move(consumed.message->message_id), join_set.name(),
                          std::move(consumed.message->body)});
   }

@@ -51,6 +51,10 @@ export const api = {
     request('GET', `/v1/executions/${enc(id)}/responses?length=1000` +
       (cursor === undefined ? '' : `&cursor=${cursor}`)),
   values: (id) => request('GET', `/v1/executions/${enc(id)}/values`),
+  // The channel keeps its `/`s: they are part of the path (docs/api.md).
+  sendMessage: (id, channel, body, messageId) =>
+    request('POST', `/v1/executions/${enc(id)}/messages/${channel.split('/').map(enc).join('/')}`,
+      messageId ? { body, message_id: messageId } : { body }),
   backtrace: (id, version) => request('GET', `/v1/executions/${enc(id)}/backtrace?version=${enc(version)}`),
   cancel: (id) => request('PUT', `/v1/executions/${enc(id)}/cancel`, {}),
   terminate: (id) => request('PUT', `/v1/executions/${enc(id)}/terminate`, {}),

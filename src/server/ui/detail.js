@@ -66,6 +66,7 @@ export async function detailPage(root, id) {
   const timeline = el('ol', { class: 'timeline', id: 'timeline' });
   const childrenBox = el('div', { id: 'children' });
   const messagesBox = el('div', { id: 'messages' });
+  const sendBox = messageForm();
   const btBox = el('div', { id: 'backtrace' });
   let params = null;
 
@@ -83,7 +84,7 @@ export async function detailPage(root, id) {
     el('h2', {}, 'Parameters'), el('div', { id: 'params' }),
     el('h2', {}, 'Result'), resultBox,
     el('h2', {}, 'Children'), childrenBox,
-    el('h2', {}, 'Messages and published values'), messagesBox,
+    el('h2', {}, 'Messages and published values'), sendBox, messagesBox,
     el('h2', {}, 'Event log'), timeline,
     btBox);
 
@@ -109,6 +110,9 @@ export async function detailPage(root, id) {
     if (!finished && info.type === 'activity_stub' && parent) {
       actions.append(stubForm());
     }
+    // Only a workflow receives messages; the form is made once so that a
+    // refresh keeps what is being typed.
+    sendBox.hidden = finished || !(info.type && info.type.startsWith('workflow'));
   }
 
   function stateText(ps) {
@@ -190,6 +194,41 @@ export async function detailPage(root, id) {
       try {
         await api.stub(id, result);
         flash('Stubbed', 'info');
+        await refresh();
+      } catch (e) { flash(e.message); }
+    });
+    return form;
+  }
+
+  // Sends a message (docs/api.md, "send a message"): no confirmation (a
+  // message only adds to the execution's inbox), but the input is checked
+  // first, so a malformed one sends nothing.
+  function messageForm() {
+    const channel = el('input', { id: 'message-channel', placeholder: 'channel', size: 16 });
+    const body = el('textarea', { id: 'message-body', rows: 2, placeholder: 'JSON body, e.g. {"by": "ann"}' });
+    const messageId = el('input', { id: 'message-id', placeholder: 'message id (optional)', size: 20 });
+    const form = el('form', { class: 'send-message', id: 'message-form' },
+      el('strong', {}, 'Send a message'),
+      el('div', {}, channel, ' ', messageId, ' ', body, ' ', el('button', { type: 'submit' }, 'Send')));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const ch = channel.value.trim();
+      if (!/^[A-Za-z0-9/-]{1,128}$/.test(ch)) {
+        flash('Channel: 1 to 128 ASCII letters, digits, - or /');
+        return;
+      }
+      const mid = messageId.value.trim();
+      if (mid && !/^[A-Za-z0-9_.:@/-]{1,128}$/.test(mid)) {
+        flash('Message id: 1 to 128 ASCII letters, digits, _ . : @ / or -');
+        return;
+      }
+      let v;
+      try { v = JSON.parse(body.value); } catch (e) { flash('Body: not JSON: ' + e.message); return; }
+      try {
+        const r = await api.sendMessage(id, ch, v, mid || undefined);
+        flash(`Message ${r.message_id}: ` + (r.delivered_now ? 'delivered' : 'delivered before'), 'info');
+        body.value = '';
+        messageId.value = '';
         await refresh();
       } catch (e) { flash(e.message); }
     });

@@ -68,6 +68,9 @@ class MemoryConnection final : public DbConnectionTest {
                            const WaitOptions& wait) override;
   Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout> WaitForFinishedResult(
       const ExecutionId& execution_id, const std::optional<WaitOptions>& wait) override;
+  Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
+                                                      Version since,
+                                                      const WaitOptions& wait) override;
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;

@@ -133,4 +133,36 @@ MemoryConnection::WaitForFinishedResult(const ExecutionId& execution_id,
   return Unexpected(DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kTimeout));
 }
 
+Result<void, DbErrorReadWithTimeout> MemoryConnection::WaitForPublish(
+    const ExecutionId& execution_id, Version since, const WaitOptions& wait) {
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+    if (FindJournal(execution_id) == nullptr) return Unexpected(DbErrorRead::NotFound());
+  }
+  WaitEnd end = BlockUntil(wait, [&] {
+    const ExecutionJournal& journal = *FindJournal(execution_id);
+    if (journal.pending_state().IsFinished()) return true;
+    const auto& events = journal.events();
+    for (size_t v = since.value(); v < events.size(); ++v) {
+      const auto* history = std::get_if<core::HistoryEventRequest>(&events[v].event);
+      if (history != nullptr && std::holds_alternative<core::HistoryPublish>(history->event)) {
+        return true;
+      }
+    }
+    return false;
+  });
+  switch (end) {
+    case WaitEnd::kReady:
+      return {};
+    case WaitEnd::kClosed:
+      return Unexpected(DbErrorGeneric::Close());
+    case WaitEnd::kCancelled:
+      return Unexpected(DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kCancel));
+    case WaitEnd::kTimeout:
+      break;
+  }
+  return Unexpected(DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kTimeout));
+}
+
 }  // namespace stele::storage::memory::internal

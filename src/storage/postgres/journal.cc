@@ -18,6 +18,7 @@ std::string PendingDigestKey(const core::InputContentDigest& digest) {
 }
 std::string ResponseKey(std::string_view execution_id) { return "r:" + std::string(execution_id); }
 std::string FinishedKey(std::string_view execution_id) { return "x:" + std::string(execution_id); }
+std::string PublishKey(std::string_view execution_id) { return "p:" + std::string(execution_id); }
 
 // The execution finished, or a terminate request disarmed its deadline.
 constexpr const char* kDisarmDeadline = "DELETE FROM t_deadline WHERE execution_id = $1";
@@ -429,6 +430,9 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
     tx_.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
     tx_.Write(kDisarmDeadline, Params().Text(id));
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
+    if (std::holds_alternative<core::HistoryPublish>(history->event)) {
+      tx_.notices.push_back(Notice{PublishKey(id), req.created_at, current_time});
+    }
     if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history->event)) {
       if (const auto* timer = std::get_if<core::DelayRequest>(&request->request)) {
         // A repeated DelayRequest replaces the timer (as in the reference

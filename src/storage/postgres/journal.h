@@ -172,5 +172,6 @@ std::string PendingFfqnKey(std::string_view ffqn);
 std::string PendingDigestKey(const core::InputContentDigest& digest);
 std::string ResponseKey(std::string_view execution_id);
 std::string FinishedKey(std::string_view execution_id);
+std::string PublishKey(std::string_view execution_id);
 
 }  // namespace stele::storage::postgres::internal

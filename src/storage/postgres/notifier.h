@@ -43,7 +43,8 @@ namespace stele::storage::postgres::internal {
 
 // One notice. Keys: "f:<ffqn>" and "d:<digest hex>" (pending work; carry
 // scheduled_at and the writer's current_time), "r:<execution id>" (new
-// response), "x:<execution id>" (finished).
+// response), "x:<execution id>" (finished), "p:<execution id>" (a value
+// published, docs/model.md §8.6).
 struct Notice {
   std::string key;
   DateTime scheduled_at;

@@ -173,4 +173,34 @@ PostgresConnection::WaitForFinishedResult(const ExecutionId& execution_id,
       });
 }
 
+Result<void, DbErrorReadWithTimeout> PostgresConnection::WaitForPublish(
+    const ExecutionId& execution_id, Version since, const WaitOptions& wait) {
+  const std::string id = execution_id.ToString();
+  // A value waiter wakes on a Publish and on the end (no value follows it).
+  Registration registration(store_->notifier(), {PublishKey(id), FinishedKey(id)}, std::nullopt,
+                            wait.cancel);
+  auto done = WaitLoop<bool>(
+      *store_, registration, wait, [&]() -> Result<std::optional<bool>, DbErrorReadWithTimeout> {
+        return store_->Read<std::optional<bool>, DbErrorReadWithTimeout>(
+            [&](PgConn& db) -> Result<std::optional<bool>, DbErrorReadWithTimeout> {
+              // One statement: finished (no row: no such execution) and
+              // whether a Publish lies at or after `since` (a range of the
+              // log's primary key).
+              auto res = db.Exec(
+                  "SELECT s.state = 'finished', EXISTS (SELECT 1 FROM t_execution_log l "
+                  "WHERE l.execution_id = $1 AND l.version >= $2 AND "
+                  "l.history_event_type = 'publish') FROM t_state s WHERE s.execution_id = $1",
+                  Params().Text(id).Int(static_cast<int64_t>(since.value())));
+              if (!res) return Unexpected(DbErrorReadWithTimeout(res.error().ToGeneric()));
+              if (res->rows() == 0) return Unexpected(DbErrorRead::NotFound());
+              if (res->Bool(0, 0) || res->Bool(0, 1)) {
+                return std::optional<bool>(true);
+              }
+              return std::optional<bool>();
+            });
+      });
+  if (!done) return Unexpected(std::move(done).error());
+  return {};
+}
+
 }  // namespace stele::storage::postgres::internal

@@ -328,6 +328,9 @@ Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const Execu
     tx.notes.finished.push_back(FinishedNotice{id, finished->result});
   } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
     STELE_TRY(ApplyHistoryEvent(tx, state, version, req, history->event, current_time));
+    if (std::holds_alternative<core::HistoryPublish>(history->event)) {
+      tx.notes.published.push_back(id);
+    }
   } else if (std::holds_alternative<core::Paused>(req.event)) {
     // A run holding the lock is fenced out by the version; the execution
     // waits, pending, for the resume (docs/model.md §9.6).
@@ -375,6 +378,7 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
       STELE_TRY(CheckAppendable(*state, version));
       STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
       const auto& history = std::get<core::HistoryEventRequest>(req.event).event;
+      if (std::holds_alternative<core::HistoryPublish>(history)) tx.notes.published.push_back(id);
       if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history)) {
         if (const auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
           STELE_TRY(UpsertDelay(db, id, request->join_set_id, *delay));

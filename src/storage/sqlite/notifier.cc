@@ -14,9 +14,11 @@ void Notifications::Append(Notifications&& other) {
   std::move(other.pending.begin(), other.pending.end(), std::back_inserter(pending));
   std::move(other.responses.begin(), other.responses.end(), std::back_inserter(responses));
   std::move(other.finished.begin(), other.finished.end(), std::back_inserter(finished));
+  std::move(other.published.begin(), other.published.end(), std::back_inserter(published));
   other.pending.clear();
   other.responses.clear();
   other.finished.clear();
+  other.published.clear();
 }
 
 // --- Waiter ------------------------------------------------------------------
@@ -78,6 +80,8 @@ Notifier::Registry& Notifier::RegistryFor(Waiter::Kind kind) {
       return by_digest_;
     case Waiter::Kind::kResponses:
       return responses_;
+    case Waiter::Kind::kPublished:
+      return published_;
     case Waiter::Kind::kFinished:
       break;
   }
@@ -130,6 +134,10 @@ Notifier::WaiterPtr Notifier::ForFinished(const core::ExecutionId& execution_id)
   return Make(Waiter::Kind::kFinished, {execution_id.ToString()}, DateTime{});
 }
 
+Notifier::WaiterPtr Notifier::ForPublished(const core::ExecutionId& execution_id) {
+  return Make(Waiter::Kind::kPublished, {execution_id.ToString()}, DateTime{});
+}
+
 void Notifier::Unregister(const WaiterPtr& waiter) {
   std::lock_guard lock(mu_);
   Registry& registry = RegistryFor(waiter->kind_);
@@ -175,7 +183,20 @@ void Notifier::Notify(const Notifications& notes) {
       waiter->cv_.notify_all();
     }
   }
+  // A value waiter wakes on a Publish and on the end (no value follows it);
+  // it re-reads the log either way.
+  auto wake_published = [&](const std::string& execution_id) {
+    auto it = published_.find(execution_id);
+    if (it == published_.end()) return;
+    for (const WaiterPtr& waiter : it->second) {
+      std::lock_guard waiter_lock(waiter->mu_);
+      waiter->notified_ = true;
+      waiter->cv_.notify_all();
+    }
+  };
+  for (const std::string& execution_id : notes.published) wake_published(execution_id);
   for (const FinishedNotice& notice : notes.finished) {
+    wake_published(notice.execution_id);
     auto it = finished_.find(notice.execution_id);
     if (it == finished_.end()) continue;
     for (const WaiterPtr& waiter : it->second) {
@@ -193,7 +214,7 @@ void Notifier::Close() {
   std::lock_guard lock(mu_);
   if (closed_) return;
   closed_ = true;
-  for (Registry* registry : {&by_ffqn_, &by_digest_, &responses_, &finished_}) {
+  for (Registry* registry : {&by_ffqn_, &by_digest_, &responses_, &finished_, &published_}) {
     for (auto& [key, waiters] : *registry) {
       for (const WaiterPtr& waiter : waiters) {
         std::lock_guard waiter_lock(waiter->mu_);

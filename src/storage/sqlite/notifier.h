@@ -58,9 +58,12 @@ struct Notifications {
   std::vector<PendingNotice> pending;
   std::vector<ResponseNotice> responses;  // in commit (= cursor) order
   std::vector<FinishedNotice> finished;
+  std::vector<std::string> published;  // ids of executions that wrote a Publish
 
   void Append(Notifications&& other);
-  bool empty() const { return pending.empty() && responses.empty() && finished.empty(); }
+  bool empty() const {
+    return pending.empty() && responses.empty() && finished.empty() && published.empty();
+  }
 };
 
 enum class WaitEnd { kNotified, kTimeout, kCancelled, kClosed };
@@ -78,7 +81,7 @@ class Waiter : public std::enable_shared_from_this<Waiter> {
 
  private:
   friend class Notifier;
-  enum class Kind { kPendingByFfqn, kPendingByDigest, kResponses, kFinished };
+  enum class Kind { kPendingByFfqn, kPendingByDigest, kResponses, kFinished, kPublished };
   Waiter(Kind kind, std::vector<std::string> keys, DateTime pending_at_or_sooner,
          uint32_t from_cursor)
       : kind_(kind),
@@ -119,6 +122,8 @@ class Notifier {
   static WaiterPtr ForResponses(const core::ExecutionId& execution_id, uint32_t from_cursor);
   // Receives the result when `execution_id` finishes.
   static WaiterPtr ForFinished(const core::ExecutionId& execution_id);
+  // Woken when `execution_id` commits a Publish event or finishes.
+  static WaiterPtr ForPublished(const core::ExecutionId& execution_id);
 
   // After Close the waiter is released at once instead (kClosed).
   void Register(const WaiterPtr& waiter);
@@ -142,6 +147,7 @@ class Notifier {
   Registry by_digest_;   // guarded by mu_
   Registry responses_;   // guarded by mu_
   Registry finished_;    // guarded by mu_
+  Registry published_;   // guarded by mu_
 };
 
 // Registry key of a component digest.

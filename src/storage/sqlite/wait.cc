@@ -165,4 +165,31 @@ SqliteConnection::WaitForFinishedResult(const ExecutionId& execution_id,
   return Unexpected(WaitError(end));
 }
 
+Result<void, DbErrorReadWithTimeout> SqliteConnection::WaitForPublish(
+    const ExecutionId& execution_id, Version since, const WaitOptions& wait) {
+  Registration registration(store_->notifier(), Notifier::ForPublished(execution_id));
+  registration.Arm();  // register-then-check, as for responses
+  // One statement: whether the execution is finished (NULL: no such
+  // execution) and whether a Publish lies at or after `since` (a range of
+  // the log's primary key).
+  auto found = store_->Read([&](Connection& db) -> Result<bool, DbErrorReadWithTimeout> {
+    STELE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare("SELECT (SELECT state = 'finished' FROM t_state WHERE execution_id = ?1), "
+                   "EXISTS (SELECT 1 FROM t_execution_log WHERE execution_id = ?1 AND "
+                   "version >= ?2 AND history_event_type = 'publish')"));
+    stmt.BindText(1, execution_id.ToString());
+    stmt.BindInt64(2, static_cast<int64_t>(since.value()));
+    STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row || stmt.IsNull(0)) return Unexpected(DbErrorRead::NotFound());
+    return stmt.Int64(0) != 0 || stmt.Int64(1) != 0;
+  });
+  if (!found) return Unexpected(std::move(found).error());
+  if (*found) return {};
+  // A notification is a hint: the caller re-reads the log either way.
+  WaitEnd end = registration.waiter()->Wait(wait);
+  if (end == WaitEnd::kNotified) return {};
+  return Unexpected(WaitError(end));
+}
+
 }  // namespace stele::storage::sqlite::internal

@@ -1,8 +1,9 @@
-// Notifications: WaitForFinishedResult, SubscribeToNextResponses and
-// WaitForPending*. Every wait is bounded (deadline or cancellation token).
-// Writers on other threads pause briefly before writing so that the waiter
-// is most likely already blocked; the pause is not what the assertions rely
-// on — the results hold whichever thread wins.
+// Notifications: WaitForFinishedResult, WaitForPublish,
+// SubscribeToNextResponses and WaitForPending*. Every wait is bounded
+// (deadline or cancellation token). Writers on other threads pause briefly
+// before writing so that the waiter is most likely already blocked; the
+// pause is not what the assertions rely on — the results hold whichever
+// thread wins.
 #include <chrono>
 #include <thread>
 
@@ -97,6 +98,77 @@ TEST_P(WaitTest, WaitForFinishedResultCanBeCancelled) {
 
 TEST_P(WaitTest, WaitForFinishedResultOfAnUnknownExecutionIsNotFound) {
   auto result = db().WaitForFinishedResult(NewId(), WaitOptions::For(kShortWait));
+  ASSERT_FALSE(result.has_value());
+  ASSERT_FALSE(result.error().IsTimeout()) << ErrorText(result.error());
+  EXPECT_TRUE(result.error().read().IsNotFound());
+}
+
+// WaitForPublish: the wait of a published value's reader (docs/model.md
+// §8.6).
+AppendRequest WaitPublishReq(DateTime at, const std::string& key, int value) {
+  return HistoryReq(at, core::HistoryPublish{key, core::Json(value)});
+}
+
+TEST_P(WaitTest, WaitForPublishReturnsAtOnceForAPublishSinceTheVersion) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  const Version published = v;
+  v = Must(db().AppendBatch(kT0 + 1s, {WaitPublishReq(kT0 + 1s, "k", 1)}, id, v));
+  // Even with a deadline already in the past.
+  EXPECT_THAT(db().WaitForPublish(id, published, WaitOptions{Clock::now() - 1s, std::nullopt}),
+              IsOk());
+  EXPECT_THAT(db().WaitForPublish(id, Version(0), WaitOptions::For(kShortWait)), IsOk());
+  // Events that publish nothing do not count: after the Publish there is none.
+  v = Must(db().AppendBatch(kT0 + 2s, {PersistReq(kT0 + 2s)}, id, v));
+  EXPECT_THAT(db().WaitForPublish(id, published.Increment(), WaitOptions::For(kShortWait)),
+              IsTimeout(TimeoutOutcome::kTimeout));
+}
+
+TEST_P(WaitTest, WaitForPublishWakesOnAPublishOfAnotherThread) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  WriteLater([id, v](DbConnection& db) {
+    EXPECT_THAT(
+        db.AppendBatch(kT0 + 1s, {PersistReq(kT0 + 1s), WaitPublishReq(kT0 + 1s, "k", 2)}, id, v),
+        IsOk());
+  });
+  EXPECT_THAT(db().WaitForPublish(id, v, WaitOptions::For(kLongWait)), IsOk());
+  // The log holds what woke the waiter.
+  ExecutionLog log = Must(db().Get(id));
+  ASSERT_THAT(log.events, SizeIs(v.value() + 2));
+  EXPECT_EQ(
+      log.events.back().event,
+      core::ExecutionRequest(core::HistoryEventRequest{core::HistoryPublish{"k", core::Json(2)}}));
+}
+
+TEST_P(WaitTest, WaitForPublishWakesWhenTheExecutionFinishes) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  WriteLater([id, v](DbConnection& db) {
+    EXPECT_THAT(db.Append(id, v, FinishedReq(kT0 + 1s, OkResult(core::Json(5)))), IsOk());
+  });
+  // No value can follow the end: the waiter returns, and finds it finished.
+  EXPECT_THAT(db().WaitForPublish(id, v, WaitOptions::For(kLongWait)), IsOk());
+  EXPECT_TRUE(Must(db().GetPendingState(id)).IsFinished());
+  // A finished execution answers at once.
+  EXPECT_THAT(db().WaitForPublish(id, v.Increment(), WaitOptions::For(kShortWait)), IsOk());
+}
+
+TEST_P(WaitTest, WaitForPublishCanBeCancelled) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  CancellationToken cancelled;
+  cancelled.Cancel();
+  EXPECT_THAT(db().WaitForPublish(id, v, WaitOptions::For(kLongWait, cancelled)),
+              IsTimeout(TimeoutOutcome::kCancel));
+  CancellationToken token;
+  WriteLater([token](DbConnection&) { token.Cancel(); });
+  EXPECT_THAT(db().WaitForPublish(id, v, WaitOptions::For(kLongWait, token)),
+              IsTimeout(TimeoutOutcome::kCancel));
+}
+
+TEST_P(WaitTest, WaitForPublishOfAnUnknownExecutionIsNotFound) {
+  auto result = db().WaitForPublish(NewId(), Version(0), WaitOptions::For(kShortWait));
   ASSERT_FALSE(result.has_value());
   ASSERT_FALSE(result.error().IsTimeout()) << ErrorText(result.error());
   EXPECT_TRUE(result.error().read().IsNotFound());

@@ -277,6 +277,12 @@ class FaultyConnectionT : public FaultyExecutorT<Iface> {
     return Guarded(*plan_, FaultyMethod::kWaitForFinishedResult, std::nullopt,
                    [&] { return inner_->WaitForFinishedResult(execution_id, wait); });
   }
+  Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
+                                                      Version since,
+                                                      const WaitOptions& wait) override {
+    return Guarded(*plan_, FaultyMethod::kWaitForFinishedResult, std::nullopt,
+                   [&] { return inner_->WaitForPublish(execution_id, since, wait); });
+  }
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override {
     return Guarded(*plan_, FaultyMethod::kAppendBacktrace, std::nullopt,
                    [&] { return inner_->AppendBacktrace(info); });

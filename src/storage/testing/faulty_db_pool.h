@@ -12,7 +12,8 @@
 //                     name a version, Conflict on other writes, Generic on
 //                     calls that return only generic errors;
 //   kTimeout          Timeout(kTimeout) on the waiting reads
-//                     (SubscribeToNextResponses, WaitForFinishedResult), a
+//                     (SubscribeToNextResponses, WaitForFinishedResult,
+//                     WaitForPublish), a
 //                     wait that returns at once (WaitForPending*), and
 //                     Generic("injected timeout") elsewhere, as a driver's
 //                     statement timeout would be.
@@ -66,6 +67,7 @@ enum class FaultyMethod {
   kGetPendingState,
   kGetExpiredTimers,
   kSubscribeToNextResponses,
+  // WaitForFinishedResult, WaitForPublish
   kWaitForFinishedResult,
   kWaitForPending,   // WaitForPendingByFfqn, WaitForPendingByComponentId
   kAppendBacktrace,  // AppendBacktrace, AppendBacktraceBatch

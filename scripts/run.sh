@@ -17,7 +17,7 @@ bash scripts/install_deps.sh
 build="${STELE_BUILD_DIR:-build/release}"
 STELE_TARGETS="stele stele_wasm_hello_workflow stele_wasm_hello_activity stele_wasm_order_saga \
 stele_wasm_fan_out stele_wasm_square_activity stele_wasm_durable_sleep stele_wasm_human_approval \
-stele_wasm_order_webhook stele_js_examples" \
+stele_wasm_order_webhook stele_wasm_await_approval stele_js_examples" \
   bash scripts/build.sh "$build" -DCMAKE_BUILD_TYPE=Release -DSTELE_BUILD_BENCH=OFF
 
 export STELE_WASM_DIR="$root/$build/examples/wasm"
@@ -70,6 +70,17 @@ echo "  $stele execution result $expense --timeout 10"
 if [ -n "${STELE_DEMO_EXIT:-}" ] && [ -n "$approval" ]; then
   "$stele" execution stub "$approval" '{"ok": true}'
   "$stele" execution result "$expense" --timeout 10 || true
+fi
+echo
+echo "--- messages in, values out: the workflow waits up to an hour for a message"
+waiting=$("$stele" execution submit demo:approvals/api.await-approval '[3600000]')
+"$stele" execution value "$waiting" stage --timeout 10 || true
+echo "$waiting waits for a message on channel \"approvals\". Send it and see the result:"
+echo "  $stele execution send $waiting approvals '{\"by\": \"ann\"}'"
+echo "  $stele execution result $waiting --timeout 10"
+if [ -n "${STELE_DEMO_EXIT:-}" ]; then
+  "$stele" execution send "$waiting" approvals '{"by": "ann"}'
+  "$stele" execution result "$waiting" --timeout 10 || true
 fi
 echo
 echo "--- a webhook (examples/wasm/order_webhook.c): POST /orders/:id starts the saga"

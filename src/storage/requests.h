@@ -104,6 +104,8 @@ struct AppendResponseToExecution {
   core::ExecutionIdDerived child_execution_id;
   Version finished_version;
   core::SupportedFunctionReturnValue result;
+  friend bool operator==(const AppendResponseToExecution&,
+                         const AppendResponseToExecution&) = default;
 };
 
 // A child's outcome: its events, ending with Finished, and its response to

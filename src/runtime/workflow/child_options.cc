@@ -40,7 +40,11 @@ Result<ChildOptions, std::string> ChildOptionsFromJson(const core::Json& options
   // of a deadline.
   constexpr int64_t kMaxMillis = 100LL * 366 * 24 * 3600 * 1000;
   ChildOptions out;
-  for (const auto& [key, value] : options.items()) {
+  for (const auto& item : options.items()) {
+    // Named, not structured, bindings: clang 14 does not let a lambda
+    // capture a structured binding.
+    const std::string& key = item.key();
+    const core::Json& value = item.value();
     auto bad = [&](const char* expected) {
       return Unexpected("child option `" + key + "` must be " + expected + ", got " +
                         value.dump().substr(0, 100));

@@ -165,17 +165,7 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
   }
   if (kind == ComponentKind::kActivityExec || kind == ComponentKind::kActivityWasm ||
       kind == ComponentKind::kActivityJs) {
-    if (const toml::node* env = r.Get("env")) {
-      if (const auto* et = env->as_table()) {
-        TableReader er(*et, prefix + ".env", root.file(), root.errors(), root.env());
-        for (auto&& [key, node] : *et) {
-          std::string k(key.str());
-          if (auto v = er.String(k)) c.env[k] = *v;
-        }
-      } else {
-        r.Error(TableReader::Line(*env), "env", "expected a table of NAME = \"value\"");
-      }
-    }
+    if (auto env = r.StringTable("env")) c.env = std::move(*env);
     if (auto v = r.Bool("retry_on_err")) c.retry_on_err = *v;
   }
   if (kind == ComponentKind::kActivityWasm) {

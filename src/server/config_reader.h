@@ -13,6 +13,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -104,6 +105,25 @@ class TableReader {
       return std::nullopt;
     }
     return *parsed;
+  }
+
+  // A table of NAME = "value" (each interpolated as String), e.g. `env`;
+  // nullopt when absent or not a table (reported).
+  std::optional<std::map<std::string, std::string>> StringTable(std::string_view key) {
+    const toml::node* node = Get(key);
+    if (!node) return std::nullopt;
+    const auto* table = node->as_table();
+    if (!table) {
+      Error(Line(*node), std::string(key), "expected a table of NAME = \"value\"");
+      return std::nullopt;
+    }
+    TableReader inner(*table, prefix_ + "." + std::string(key), file_, errors_, env_);
+    std::map<std::string, std::string> out;
+    for (auto&& [name, value] : *table) {
+      std::string k(name.str());
+      if (auto v = inner.String(k)) out[k] = *v;
+    }
+    return out;
   }
 
   std::optional<std::vector<std::string>> StringArray(std::string_view key) {

@@ -63,17 +63,7 @@ bool ReadWebhook(const toml::table& table, size_t index, TableReader& root, Serv
     }
   }
   if (auto v = r.Integer("max_memory_mib", 1, 4096)) out.max_memory_mib = static_cast<uint32_t>(*v);
-  if (const toml::node* env = r.Get("env")) {
-    if (const auto* et = env->as_table()) {
-      TableReader er(*et, prefix + ".env", root.file(), root.errors(), root.env());
-      for (auto&& [key, node] : *et) {
-        std::string k(key.str());
-        if (auto v = er.String(k)) out.env[k] = *v;
-      }
-    } else {
-      r.Error(TableReader::Line(*env), "env", "expected a table of NAME = \"value\"");
-    }
-  }
+  if (auto env = r.StringTable("env")) out.env = std::move(*env);
   return root.errors().size() == errors_before;
 }
 

@@ -105,7 +105,9 @@ Result<std::shared_ptr<const JsWebhook>, std::string> LoadJsWebhook(
   core::InputContentDigest::Bytes digest{};
   SHA256(reinterpret_cast<const unsigned char*>(source.data()), source.size(), digest.data());
   auto module = engine->Load(std::move(file_name), std::move(source), JsFlavor::kWebhook, limits);
-  if (!module) return Unexpected(what + ": " + module.error().message);
+  // The engine's message names the file (and line); the server names the
+  // webhook.
+  if (!module) return Unexpected(module.error().message);
   auto webhook = std::make_shared<JsWebhook>();
   webhook->component_id = core::ComponentId{core::ComponentType::kWebhookEndpoint, std::move(name),
                                             core::InputContentDigest(digest)};

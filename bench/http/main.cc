@@ -1,8 +1,9 @@
 // stele_http_bench [--stele PATH] [--guests DIR] [warmup] [W1] ... [W5] [idle]:
 // the workloads of bench/README.md through the HTTP API of the `stele`
 // server (all by default). Knobs are the environment variables named there,
-// plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch) and
-// STELE_HTTP_CONNECTIONS (8). Run through `scripts/bench.sh http`.
+// plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch),
+// STELE_HTTP_CONNECTIONS (8) and STELE_HTTP_GUESTS (wasm, or js: the same
+// workflows and activities in JavaScript, guests/*.js). Run through `scripts/bench.sh http`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,9 @@
 #endif
 #ifndef STELE_HTTP_BENCH_GUESTS
 #define STELE_HTTP_BENCH_GUESTS ""
+#endif
+#ifndef STELE_HTTP_BENCH_JS_GUESTS
+#define STELE_HTTP_BENCH_JS_GUESTS ""
 #endif
 
 namespace stele::http_bench {
@@ -67,6 +71,9 @@ Knobs Knobs::FromEnv() {
   k.dir = std::filesystem::absolute(k.dir).string();
   k.stele = STELE_HTTP_BENCH_STELE;
   k.guests = STELE_HTTP_BENCH_GUESTS;
+  k.js_guests = STELE_HTTP_BENCH_JS_GUESTS;
+  const char* kind = std::getenv("STELE_HTTP_GUESTS");
+  k.js = kind != nullptr && std::string(kind) == "js";
   return k;
 }
 
@@ -133,7 +140,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("# stele-http connections=%u repeat=%u\n", knobs.connections, knobs.repeat);
+  std::printf("# stele-http connections=%u repeat=%u guests=%s\n", knobs.connections, knobs.repeat,
+              knobs.js ? "js" : "wasm");
   for (const auto& name : selected) {
     if (name == "warmup") {
       RunWarmup(knobs);  // not reported

@@ -61,16 +61,21 @@ void ServerProcess::WriteFiles() const {
     out << kEffectScript;
   }
   fs::permissions(script, fs::perms::owner_all);
+  const char* kind = knobs_.js ? "js" : "wasm";
+  const std::string workflows =
+      knobs_.js ? knobs_.js_guests + "/workflows.js" : knobs_.guests + "/http_bench_workflows.wasm";
+  const std::string activities = knobs_.js ? knobs_.js_guests + "/activities.js"
+                                           : knobs_.guests + "/http_bench_activities.wasm";
   std::ofstream toml(run_dir_ + "/stele.toml", std::ios::trunc);
   toml << "data_dir = \"" << run_dir_ << "/data\"\n"
        << "\n[api]\nlisten = \"127.0.0.1:0\"\nui = false\n"
        << "\n[executor]\nbatch_size = 256\nmax_concurrency = 4096\n"
        << "max_workflow_concurrency = 256\n"
-       << "\n[[workflow_wasm]]\nname = \"bench_workflows\"\n"
-       << "location = \"" << knobs_.guests << "/http_bench_workflows.wasm\"\n"
+       << "\n[[workflow_" << kind << "]]\nname = \"bench_workflows\"\n"
+       << "location = \"" << workflows << "\"\n"
        << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n"
-       << "\n[[activity_wasm]]\nname = \"bench_activities\"\n"
-       << "location = \"" << knobs_.guests << "/http_bench_activities.wasm\"\n"
+       << "\n[[activity_" << kind << "]]\nname = \"bench_activities\"\n"
+       << "location = \"" << activities << "\"\n"
        << "\n[[activity_exec]]\nname = \"bench_effects\"\n"
        << "command = [\"" << script << "\"]\n"
        << "env = { EFFECTS_FILE = \"" << effects_path() << "\" }\n"

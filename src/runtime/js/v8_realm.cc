@@ -350,7 +350,9 @@ Result<void, JsError> Realm::Init(const std::string& source) {
     return fail("compiling the runtime");
   }
   v8::Local<v8::Value> args[] = {
-      natives, V8String(isolate_, flavor_ == JsFlavor::kWorkflow ? "workflow" : "activity")};
+      natives, V8String(isolate_, flavor_ == JsFlavor::kWorkflow   ? "workflow"
+                                  : flavor_ == JsFlavor::kActivity ? "activity"
+                                                                   : "webhook")};
   v8::Local<v8::Value> internals;
   if (!factory.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 2, args).ToLocal(&internals) ||
       !internals->IsObject()) {
@@ -460,12 +462,18 @@ Result<v8::Local<v8::Object>, JsError> Realm::Instantiate(v8::Local<v8::Context>
       return Unexpected(JsError::Make(kind, name_ + ": top-level code awaits a promise that nothing settles"));
     }
   }
+  // A webhook module exports its handler; the others their declarations.
+  const bool webhook = flavor_ == JsFlavor::kWebhook;
+  const char* export_name = webhook ? "webhook" : "functions";
   v8::Local<v8::Value> functions;
   if (!module->GetModuleNamespace()
            .As<v8::Object>()
-           ->Get(context, V8String(isolate_, "functions"))
+           ->Get(context, V8String(isolate_, export_name))
            .ToLocal(&functions)) {
-    return Unexpected(Failure(try_catch, kind, "reading `functions`"));
+    return Unexpected(Failure(try_catch, kind, std::string("reading `") + export_name + "`"));
+  }
+  if (webhook && !functions->IsFunction()) {
+    return Unexpected(JsError::Make(kind, name_ + ": the module must export `webhook`, a function (ctx, request) => response (docs/js.md, \"Webhooks\")"));
   }
   if (!functions->IsObject()) {
     return Unexpected(JsError::Make(kind, name_ + ": the module must export `functions`, an object keyed by ffqn (docs/js.md)"));

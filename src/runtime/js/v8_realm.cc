@@ -103,14 +103,9 @@ struct ActiveRun {
   // The guest computes from now on, until its slice or the host's deadline.
   void Arm() {
     if (!watch) return;
-    const auto now = std::chrono::steady_clock::now();
-    auto deadline = now + slice;
-    int why = kSlice;
-    if (auto host_deadline = host->GuestDeadline(); host_deadline && *host_deadline < deadline) {
-      deadline = *host_deadline;
-      why = kDeadline;
-    }
-    watch->Arm(deadline, why);
+    auto deadline = JsWatchdog::SteadyTime::max();
+    if (auto host_deadline = host->GuestDeadline()) deadline = *host_deadline;
+    watch->Arm(slice, kSlice, deadline, kDeadline);
   }
   void Pause() {
     if (watch) watch->Pause();
@@ -284,7 +279,7 @@ std::string Describe(int why, std::chrono::milliseconds slice) {
            "operation";
   }
   return "the guest computed for " + std::to_string(slice.count()) +
-         " ms without a Stele operation (an endless loop?)";
+         " ms of CPU time without a Stele operation (an endless loop?)";
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ packages=(
   libbenchmark-dev                               # bench/
   sqlite3                                        # inspecting databases in docs and tests
   jq                                             # the chaos run (tests/chaos) reads API responses
-  libcpp-httplib-dev libssl-dev                  # HTTP/JSON API server and CLI client
+  libcpp-httplib-dev libssl-dev                  # HTTP client of the CLI, tests and bench; token hashes
+  libboost1.81-dev                               # the server's HTTP layer (Boost.Beast/Asio, header only; src/http)
   libtomlplusplus-dev                            # stele.toml config
   libhowardhinnant-date-dev                      # time zones of cron schedules (date/tz on the OS tzdata; src/service/cron)
   tzdata                                         # the OS time zone database it reads

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/json_codec.h"
+#include "http/server.h"
 #include "server/api_ops.h"
 #include "server/api_util.h"
 #include "server/http_protocol.h"
@@ -31,7 +32,7 @@ constexpr size_t kMaxPathBytes = 1024;
 // Ids and ffqns in paths: anything but '/'; parsing does the validation.
 constexpr const char* kIdPath = "/v1/executions/([^/]+)";
 
-bool Authorized(const ServerImpl& d, const httplib::Request& req) {
+bool Authorized(const ServerImpl& d, const http::Request& req) {
   const auto& api = d.config.api;
   if (!api.token && !api.token_sha256) return true;
   const std::string header = req.get_header_value("Authorization");
@@ -91,8 +92,8 @@ core::Json api::PendingStateToJson(const core::PendingState& state) {
   return out;
 }
 
-httplib::Server::Handler api::Wrap(ServerImpl& d, api::Handler h) {
-  return [&d, h](const httplib::Request& req, httplib::Response& res) {
+http::Router::Handler api::Wrap(ServerImpl& d, api::Handler h) {
+  return [&d, h](const http::Request& req, http::Response& res) {
     auto out = h(d, req);
     if (out) {
       ReplyJson(res, 200, *out);
@@ -160,7 +161,7 @@ Result<void, ApiError> ReadPolicy(const core::Json& body, service::SubmitRequest
   return {};
 }
 
-Result<core::Json, ApiError> Submit(ServerImpl& d, const httplib::Request& req, int& status) {
+Result<core::Json, ApiError> Submit(ServerImpl& d, const http::Request& req, int& status) {
   STELE_ASSIGN_OR_RETURN(core::Json body, api::ParseBodyObject(req));
   STELE_TRY(api::CheckKeys(body, {"ffqn", "params", "execution_id", "scheduled_at", "deadline",
                                   "timeout", "retry"}));
@@ -192,7 +193,7 @@ Result<core::Json, ApiError> Submit(ServerImpl& d, const httplib::Request& req, 
 
 // ---- GET /v1/executions/{id} -------------------------------------------------
 
-Result<core::Json, ApiError> GetExecution(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> GetExecution(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto info, api::FromService(d.service->Get(api::PathSegment(req))));
   core::Json out = {{"execution_id", info.execution_id.ToString()},
                     {"ffqn", info.ffqn.ToString()},
@@ -206,7 +207,7 @@ Result<core::Json, ApiError> GetExecution(ServerImpl& d, const httplib::Request&
 
 // ---- GET /v1/executions/{id}/result ------------------------------------------
 
-Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> GetResult(ServerImpl& d, const http::Request& req) {
   const std::string id = api::PathSegment(req);
   auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
   STELE_ASSIGN_OR_RETURN(auto timeout, api::QueryUint(req, "timeout", 0, max));
@@ -242,7 +243,7 @@ Result<core::Json, ApiError> GetResult(ServerImpl& d, const httplib::Request& re
 
 // ---- GET /v1/executions ------------------------------------------------------
 
-Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const http::Request& req) {
   service::ListQuery query;
   query.ffqn_prefix = req.get_param_value("ffqn_prefix");
   query.execution_id_prefix = req.get_param_value("execution_id_prefix");
@@ -279,79 +280,105 @@ Result<core::Json, ApiError> ListExecutions(ServerImpl& d, const httplib::Reques
 
 }  // namespace
 
-void InstallRoutes(ServerImpl& d, httplib::Server& http) {
-  http.set_payload_max_length(d.config.api.max_body_bytes);
-  // A thread per connection up to [api] max_connections (http_pool.h),
-  // instead of httplib's fixed pool of 8.
-  http.new_task_queue = [&d] { return new HttpPool(d.config.api.max_connections, d.http_stats); };
-  // httplib closes a keep-alive connection after 5 requests by default:
-  // scripted clients would reconnect every 5th call.
-  http.set_keep_alive_max_count(100);
-  // httplib writes a response's head and body separately: with Nagle's
-  // algorithm the body then waits for the client's delayed ACK (~40 ms).
-  http.set_tcp_nodelay(true);
-  http.set_pre_routing_handler([&d, &http](const httplib::Request& req, httplib::Response& res) {
-    if (HttpPool::RefusingOnThisThread()) {
-      // Answered before the body is read; the connection is closed after.
-      res.set_header("Connection", "close");
-      ReplyError(res, api::Overloaded("too many concurrent connections (the limit is " +
-                                      std::to_string(d.config.api.max_connections) +
-                                      ", [api] max_connections); retry later"));
-      return httplib::Server::HandlerResponse::Handled;
+http::Router::AsyncHandler OnWaitPool(ServerImpl& d, http::Router::Handler handler) {
+  return [&d, handler = std::move(handler)](http::RequestPtr req, http::ResponderPtr out) {
+    auto run = [handler, req, out] {
+      http::Response res;
+      try {
+        handler(*req, res);
+      } catch (...) {
+        res = http::Response();
+        ReplyError(res, {500, "internal", "internal error"});
+      }
+      out->Send(std::move(res));
+    };
+    if (!d.waits->Post(std::move(run))) {
+      http::Response res;
+      ReplyError(res, api::ShuttingDown("the server is shutting down"));
+      out->Send(std::move(res));
     }
-    TreatAbsentLengthAsEmpty(req);
-    // httplib caps each header line (8 KiB) but not their number or sum.
-    size_t header_bytes = 0;
-    for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
-    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
-      ReplyError(res, ApiError{431, "too_large",
-                               "request headers are too large (" + std::to_string(req.headers.size()) +
-                                   " headers, " + std::to_string(header_bytes) +
-                                   " bytes; the limits are " + std::to_string(kMaxHeaders) +
-                                   " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.path.size() > kMaxPathBytes) {
-      ReplyError(res, ApiError{414, "too_large",
-                               "request path is too long (" + std::to_string(req.path.size()) +
-                                   " bytes; the limit is " + std::to_string(kMaxPathBytes) + ")"});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.path == "/healthz" || IsUiPath(d, http, req.path) || IsPublicWebhookRequest(d, req)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (!Authorized(d, req)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      ReplyError(res, ApiError{401, "unauthorized",
-                               "missing or invalid bearer token (Authorization: Bearer <token>)"});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // Errors httplib produces itself (404 route, 413 body, 400 parse) get the
-  // JSON envelope too. After its 400 and 414 the request's framing is lost:
-  // the connection ends (http_protocol.h).
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    switch (res.status) {
-      case 404: ReplyError(res, {404, "not_found", "no such endpoint: " + req.method + " " + req.path}); break;
-      case 413: ReplyError(res, {413, "too_large", "request body is over the limit"}); break;
-      case 414: ReplyError(res, {414, "too_large", "request URI is too long"}); break;
-      case 431: ReplyError(res, {431, "too_large", "request headers are too large"}); break;
-      default: ReplyError(res, {res.status, "bad_request", "the request was rejected"}); break;
-    }
-    if (res.status == 400 || res.status == 414) EndConnectionAfter(res);
-  });
-  http.set_post_routing_handler(CloseWhenFramingIsLost);
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    ReplyError(res, {500, "internal", "internal error"});
-  });
-  http.set_logger([&d](const httplib::Request&, const httplib::Response& res) {
-    std::lock_guard lock(d.metrics_mu);
-    ++d.responses_by_status[res.status];
-  });
+  };
+}
 
-  http.Post("/v1/executions", [&d](const httplib::Request& req, httplib::Response& res) {
+uint64_t OpenConnections(const ServerImpl& d) {
+  uint64_t n = d.http.server ? d.http.server->stats().open.load() : 0;
+  if (d.ui_http && d.ui_http->server) n += d.ui_http->server->stats().open.load();
+  return n;
+}
+
+uint64_t RefusedConnections(const ServerImpl& d) {
+  uint64_t n = d.http.server ? d.http.server->stats().refused.load() : 0;
+  if (d.ui_http && d.ui_http->server) n += d.ui_http->server->stats().refused.load();
+  return n;
+}
+
+namespace {
+
+// Auth and the API's own limits, before the body is read (the HTTP layer
+// then ends the connection when a body was announced).
+std::optional<http::Response> Precheck(ServerImpl& d, const ServerImpl::Listener& listener,
+                                       const http::Request& req) {
+  http::Response res;
+  size_t header_bytes = 0;
+  for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
+  if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+    ReplyError(res, ApiError{431, "too_large",
+                             "request headers are too large (" + std::to_string(req.headers.size()) +
+                                 " headers, " + std::to_string(header_bytes) +
+                                 " bytes; the limits are " + std::to_string(kMaxHeaders) +
+                                 " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
+    return res;
+  }
+  if (req.path.size() > kMaxPathBytes) {
+    ReplyError(res, ApiError{414, "too_large",
+                             "request path is too long (" + std::to_string(req.path.size()) +
+                                 " bytes; the limit is " + std::to_string(kMaxPathBytes) + ")"});
+    return res;
+  }
+  if (req.path == "/healthz" || IsUiPath(d, listener, req.path) || IsPublicWebhookRequest(d, req)) {
+    return std::nullopt;
+  }
+  if (!Authorized(d, req)) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    ReplyError(res, ApiError{401, "unauthorized",
+                             "missing or invalid bearer token (Authorization: Bearer <token>)"});
+    return res;
+  }
+  return std::nullopt;
+}
+
+// Routes a complete request: a synchronous handler runs on the workers.
+void Dispatch(ServerImpl& d, const http::Router& router, http::RequestPtr req,
+              http::ResponderPtr out) {
+  const http::Router::Route* route = router.Find(*req);
+  if (route == nullptr) {
+    http::Response res;
+    ReplyError(res, {404, "not_found", "no such endpoint: " + req->method + " " + req->path});
+    return out->Send(std::move(res));
+  }
+  if (route->async) return route->async(std::move(req), std::move(out));
+  auto run = [route, req, out] {
+    http::Response res;
+    try {
+      route->handler(*req, res);
+    } catch (...) {
+      res = http::Response();
+      ReplyError(res, {500, "internal", "internal error"});
+    }
+    out->Send(std::move(res));
+  };
+  if (!d.workers->Post(std::move(run))) {
+    http::Response res;
+    ReplyError(res, api::ShuttingDown("the server is shutting down"));
+    out->Send(std::move(res));
+  }
+}
+
+}  // namespace
+
+void InstallRoutes(ServerImpl& d, ServerImpl::Listener& listener) {
+  http::Router& router = listener.router;
+  router.Post("/v1/executions", [&d](const http::Request& req, http::Response& res) {
     int status = 200;
     auto out = Submit(d, req, status);
     if (out) {
@@ -360,14 +387,37 @@ void InstallRoutes(ServerImpl& d, httplib::Server& http) {
       ReplyError(res, out.error());
     }
   });
-  http.Get("/v1/executions", api::Wrap(d, ListExecutions));
-  http.Get(kIdPath, api::Wrap(d, GetExecution));
-  http.Get(std::string(kIdPath) + "/result", api::Wrap(d, GetResult));
-  api::InstallOperationRoutes(d, http, kIdPath);
-  api::InstallMessageRoutes(d, http, kIdPath);
-  api::InstallScheduleRoutes(d, http);
-  InstallUiRoutes(d, http);
-  InstallWebhookRoutes(d, http);
+  router.Get("/v1/executions", api::Wrap(d, ListExecutions));
+  router.Get(kIdPath, api::Wrap(d, GetExecution));
+  router.AddAsync("GET", std::string(kIdPath) + "/result", OnWaitPool(d, api::Wrap(d, GetResult)));
+  api::InstallOperationRoutes(d, router, kIdPath);
+  api::InstallMessageRoutes(d, router, kIdPath);
+  api::InstallScheduleRoutes(d, router);
+  InstallUiRoutes(d, listener);
+  InstallWebhookRoutes(d, router);
+
+  http::ServerOptions o;
+  o.max_connections = d.config.api.max_connections;
+  o.max_body_bytes = d.config.api.max_body_bytes;
+  o.precheck = [&d, &listener](const http::Request& req) { return Precheck(d, listener, req); };
+  o.handler = [&d, &listener](http::RequestPtr req, http::ResponderPtr out) {
+    Dispatch(d, listener.router, std::move(req), std::move(out));
+  };
+  o.error = [&d](int status, std::string kind, std::string message) {
+    if (kind == "overloaded") {
+      message = "too many concurrent connections (the limit is " +
+                std::to_string(d.config.api.max_connections) +
+                ", [api] max_connections); retry later";
+    }
+    http::Response res;
+    ReplyError(res, ApiError{status, std::move(kind), std::move(message)});
+    return res;
+  };
+  o.on_response = [&d](int status) {
+    std::lock_guard lock(d.metrics_mu);
+    ++d.responses_by_status[status];
+  };
+  listener.server = std::make_unique<http::HttpServer>(std::move(o));
 }
 
 }  // namespace stele::server

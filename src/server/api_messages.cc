@@ -18,13 +18,13 @@ core::Json ValueToJson(const std::string& execution_id, const service::Published
                     {"published_at", FormatRfc3339(value.published_at)}};
 }
 
-std::string PathSegment2(const httplib::Request& req) {
+std::string PathSegment2(const http::Request& req) {
   return req.matches.size() > 2 ? std::string(req.matches[2]) : std::string();
 }
 
 // ---- POST /v1/executions/{id}/messages/{channel} ----------------------------
 
-Result<core::Json, ApiError> SendMessage(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> SendMessage(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
   STELE_TRY(CheckKeys(body, {"body", "message_id"}));
   if (!body.contains("body")) {
@@ -47,7 +47,7 @@ Result<core::Json, ApiError> SendMessage(ServerImpl& d, const httplib::Request& 
 
 // ---- GET /v1/executions/{id}/values -----------------------------------------
 
-Result<core::Json, ApiError> ListValues(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ListValues(ServerImpl& d, const http::Request& req) {
   const std::string id = PathSegment(req);
   STELE_ASSIGN_OR_RETURN(auto values, FromService(d.service->ListValues(id)));
   core::Json out = core::Json::array();
@@ -61,7 +61,7 @@ Result<core::Json, ApiError> ListValues(ServerImpl& d, const httplib::Request& r
 
 // ---- GET /v1/executions/{id}/values/{key} -----------------------------------
 
-Result<core::Json, ApiError> GetValue(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> GetValue(ServerImpl& d, const http::Request& req) {
   const std::string id = PathSegment(req);
   const std::string key = PathSegment2(req);
   auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
@@ -97,11 +97,11 @@ Result<core::Json, ApiError> GetValue(ServerImpl& d, const httplib::Request& req
 
 }  // namespace
 
-void InstallMessageRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path) {
+void InstallMessageRoutes(ServerImpl& d, http::Router& router, const std::string& id_path) {
   // A channel or key may hold `/`: the rest of the path is it.
-  http.Post(id_path + "/messages/(.+)", Wrap(d, SendMessage));
-  http.Get(id_path + "/values", Wrap(d, ListValues));
-  http.Get(id_path + "/values/(.+)", Wrap(d, GetValue));
+  router.Post(id_path + "/messages/(.+)", Wrap(d, SendMessage));
+  router.Get(id_path + "/values", Wrap(d, ListValues));
+  router.AddAsync("GET", id_path + "/values/(.+)", OnWaitPool(d, Wrap(d, GetValue)));
 }
 
 }  // namespace stele::server::api

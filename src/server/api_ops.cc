@@ -3,6 +3,8 @@
 #include "server/api_ops.h"
 
 #include <chrono>
+#include <future>
+#include <memory>
 #include <optional>
 
 #include "core/json_codec.h"
@@ -14,7 +16,7 @@ namespace {
 
 constexpr uint64_t kMaxEventsPage = 1000;
 
-Result<core::Json, ApiError> ListEvents(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ListEvents(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto since, QueryUint(req, "since_version", 0, UINT32_MAX));
   STELE_ASSIGN_OR_RETURN(auto length, QueryUint(req, "length", 1, kMaxEventsPage));
   STELE_ASSIGN_OR_RETURN(
@@ -28,7 +30,7 @@ Result<core::Json, ApiError> ListEvents(ServerImpl& d, const httplib::Request& r
   return out;
 }
 
-Result<core::Json, ApiError> ListResponses(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ListResponses(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto cursor, QueryUint(req, "cursor", 0, UINT32_MAX));
   STELE_ASSIGN_OR_RETURN(auto length, QueryUint(req, "length", 1, kMaxEventsPage));
   std::optional<uint32_t> after;
@@ -65,7 +67,7 @@ Result<std::string, ApiError> ReasonOf(const core::Json& body) {
 
 // The optional body of cancel and terminate: {"grace": "30s", "reason": "…"}
 // (an empty body: the defaults).
-Result<service::CancelOptions, ApiError> ParseCancelBody(const httplib::Request& req,
+Result<service::CancelOptions, ApiError> ParseCancelBody(const http::Request& req,
                                                          bool terminate) {
   service::CancelOptions options;
   options.terminate = terminate;
@@ -88,7 +90,7 @@ Result<service::CancelOptions, ApiError> ParseCancelBody(const httplib::Request&
   return options;
 }
 
-Result<core::Json, ApiError> CancelOrTerminate(ServerImpl& d, const httplib::Request& req,
+Result<core::Json, ApiError> CancelOrTerminate(ServerImpl& d, const http::Request& req,
                                                bool terminate) {
   const std::string id = PathSegment(req);
   // Delays have their own route; an execution id never starts with Delay_.
@@ -101,16 +103,16 @@ Result<core::Json, ApiError> CancelOrTerminate(ServerImpl& d, const httplib::Req
   return Outcome(outcome);
 }
 
-Result<core::Json, ApiError> CancelExecution(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> CancelExecution(ServerImpl& d, const http::Request& req) {
   return CancelOrTerminate(d, req, /*terminate=*/false);
 }
 
-Result<core::Json, ApiError> TerminateExecution(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> TerminateExecution(ServerImpl& d, const http::Request& req) {
   return CancelOrTerminate(d, req, /*terminate=*/true);
 }
 
 // PUT .../pause and .../resume, with an optional {"reason": "…"}.
-Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const httplib::Request& req,
+Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const http::Request& req,
                                            bool pause) {
   std::string reason;
   if (!req.body.empty()) {
@@ -123,20 +125,20 @@ Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const httplib::Request
   return core::Json{{"outcome", paused ? "paused" : "resumed"}};
 }
 
-Result<core::Json, ApiError> PauseExecution(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> PauseExecution(ServerImpl& d, const http::Request& req) {
   return PauseOrResume(d, req, /*pause=*/true);
 }
 
-Result<core::Json, ApiError> ResumeExecution(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ResumeExecution(ServerImpl& d, const http::Request& req) {
   return PauseOrResume(d, req, /*pause=*/false);
 }
 
-Result<core::Json, ApiError> CancelDelay(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> CancelDelay(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto outcome, FromService(d.service->CancelDelay(PathSegment(req))));
   return Outcome(outcome);
 }
 
-Result<core::Json, ApiError> Stub(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> Stub(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
   STELE_TRY(CheckKeys(body, {"result"}));
   if (!body.contains("result")) {
@@ -148,7 +150,7 @@ Result<core::Json, ApiError> Stub(ServerImpl& d, const httplib::Request& req) {
   return core::Json{{"execution_id", id}};
 }
 
-Result<core::Json, ApiError> Upgrade(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> Upgrade(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
   STELE_TRY(CheckKeys(body, {"old_digest", "new_digest", "force"}));
   bool force = false;
@@ -169,7 +171,7 @@ Result<core::Json, ApiError> Upgrade(ServerImpl& d, const httplib::Request& req)
   return core::Json{{"execution_id", id}, {"component_digest", digests[1]}};
 }
 
-Result<core::Json, ApiError> Backtrace(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> Backtrace(ServerImpl& d, const http::Request& req) {
   storage::BacktraceFilter filter = storage::BacktraceFilter::Last();
   std::string version = req.has_param("version") ? req.get_param_value("version") : "last";
   if (version == "first") {
@@ -188,7 +190,7 @@ Result<core::Json, ApiError> Backtrace(ServerImpl& d, const httplib::Request& re
                     {"wasm_backtrace", core::ToJson(bt.wasm_backtrace)}};
 }
 
-Result<core::Json, ApiError> Components(ServerImpl& d, const httplib::Request&) {
+Result<core::Json, ApiError> Components(ServerImpl& d, const http::Request&) {
   core::Json list = core::Json::array();
   for (const auto& c : d.components) {
     core::Json functions = core::Json::array();
@@ -209,85 +211,99 @@ Result<core::Json, ApiError> Components(ServerImpl& d, const httplib::Request&) 
   return core::Json{{"components", list}, {"webhooks", webhooks}};
 }
 
-// Server-Sent Events: `event: state` with the pending state on every change,
-// then `event: finished` with the result, then the stream ends.
-void Follow(ServerImpl& d, const httplib::Request& req, httplib::Response& res) {
-  auto info = d.service->Get(PathSegment(req));
-  if (!info) return ReplyError(res, FromService(info.error()));
-  // A stream holds its connection's thread: one of [api] max_waiters,
-  // released when the stream ends (the releaser below).
-  if (!TryAcquireWaiter(d)) {
-    return ReplyError(res, Overloaded("too many waiting requests (the limit is " +
-                                      std::to_string(d.config.api.max_waiters) +
-                                      ", [api] max_waiters); retry later"));
+// Writes one chunk of a stream and waits until it is written: false when
+// the client is gone or the server stops.
+bool WriteChunk(ServerImpl& d, http::Responder& out, std::string chunk) {
+  auto written = std::make_shared<std::promise<bool>>();
+  auto future = written->get_future();
+  out.Write(std::move(chunk), [written](bool ok) { written->set_value(ok); });
+  // A stopping server may drop the write unanswered.
+  while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (d.stopping) return false;
   }
-  auto deadline = std::chrono::steady_clock::now() + d.config.api.max_follow;
-  auto last = std::make_shared<std::string>();
-  const std::string eid = info->execution_id.ToString();
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [&d, eid, last, deadline](size_t, httplib::DataSink& sink) {
-        if (d.stopping || std::chrono::steady_clock::now() > deadline) {
-          sink.done();
-          return true;
-        }
-        auto current = d.service->Get(eid);
-        if (!current) {
-          std::string msg = "event: error\ndata: " +
-                            core::SerializeJson({{"message", current.error().message}}) + "\n\n";
-          sink.write(msg.data(), msg.size());
-          sink.done();
-          return true;
-        }
-        std::string text = core::SerializeJson(PendingStateToJson(current->pending_state));
-        if (text != *last) {
-          *last = text;
-          std::string msg = "event: state\ndata: " + text + "\n\n";
-          if (!sink.write(msg.data(), msg.size())) return false;
-        }
-        if (current->result) {
-          core::Json data = {{"execution_id", eid}, {"result", ResultToJson(*current->result)}};
-          std::string msg = "event: finished\ndata: " + core::SerializeJson(data) + "\n\n";
-          sink.write(msg.data(), msg.size());
-          sink.done();
-          return true;
-        }
-        // Wakes at once when the execution finishes; otherwise polls the
-        // state again after a short wait (locks and unlocks have no waiter).
-        (void)d.service->WaitForResult(eid, std::chrono::milliseconds(200), d.stop_wait);
-        return sink.is_writable();
-      },
-      [&d](bool) {
-        --d.follow_streams;
-        ReleaseWaiter(d);
-      });
-  ++d.follow_streams;
+  return future.get();
 }
 
-void Healthz(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
+// Server-Sent Events: `event: state` with the pending state on every change,
+// then `event: finished` with the result, then the stream ends. Runs on
+// ServerImpl::waits.
+void Follow(ServerImpl& d, const http::Request& req, http::Responder& out) {
+  auto info = d.service->Get(PathSegment(req));
+  http::Response res;
+  if (!info) {
+    ReplyError(res, FromService(info.error()));
+    return out.Send(std::move(res));
+  }
+  // A stream is one of [api] max_waiters, released when it ends.
+  if (!TryAcquireWaiter(d)) {
+    ReplyError(res, Overloaded("too many waiting requests (the limit is " +
+                               std::to_string(d.config.api.max_waiters) +
+                               ", [api] max_waiters); retry later"));
+    return out.Send(std::move(res));
+  }
+  ++d.follow_streams;
+  const auto deadline = std::chrono::steady_clock::now() + d.config.api.max_follow;
+  std::string last;
+  const std::string eid = info->execution_id.ToString();
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("Content-Type", "text/event-stream");
+  out.StartStream(std::move(res));
+  while (!d.stopping && std::chrono::steady_clock::now() <= deadline) {
+    auto current = d.service->Get(eid);
+    if (!current) {
+      WriteChunk(d, out, "event: error\ndata: " +
+                             core::SerializeJson({{"message", current.error().message}}) + "\n\n");
+      break;
+    }
+    std::string text = core::SerializeJson(PendingStateToJson(current->pending_state));
+    if (text != last) {
+      last = text;
+      if (!WriteChunk(d, out, "event: state\ndata: " + text + "\n\n")) break;
+    }
+    if (current->result) {
+      core::Json data = {{"execution_id", eid}, {"result", ResultToJson(*current->result)}};
+      WriteChunk(d, out, "event: finished\ndata: " + core::SerializeJson(data) + "\n\n");
+      break;
+    }
+    // Wakes at once when the execution finishes; otherwise polls the
+    // state again after a short wait (locks and unlocks have no waiter).
+    (void)d.service->WaitForResult(eid, std::chrono::milliseconds(200), d.stop_wait);
+  }
+  out.EndStream();
+  --d.follow_streams;
+  ReleaseWaiter(d);
+}
+
+void Healthz(ServerImpl& d, const http::Request&, http::Response& res) {
   if (auto ping = d.service->Ping(); !ping) return ReplyError(res, FromService(ping.error()));
   ReplyJson(res, 200, {{"status", "ok"}});
 }
 
 }  // namespace
 
-void InstallOperationRoutes(ServerImpl& d, httplib::Server& http, const std::string& id_path) {
-  http.Get(id_path + "/events", Wrap(d, ListEvents));
-  http.Get(id_path + "/responses", Wrap(d, ListResponses));
-  http.Put(id_path + "/cancel", Wrap(d, CancelExecution));
-  http.Put(id_path + "/terminate", Wrap(d, TerminateExecution));
-  http.Put(id_path + "/pause", Wrap(d, PauseExecution));
-  http.Put(id_path + "/resume", Wrap(d, ResumeExecution));
-  http.Put("/v1/delays/([^/]+)/cancel", Wrap(d, CancelDelay));
-  http.Put(id_path + "/stub", Wrap(d, Stub));
-  http.Put(id_path + "/upgrade", Wrap(d, Upgrade));
-  http.Get(id_path + "/backtrace", Wrap(d, Backtrace));
-  http.Get("/v1/components", Wrap(d, Components));
-  http.Get(id_path + "/follow",
-           [&d](const httplib::Request& req, httplib::Response& res) { Follow(d, req, res); });
-  http.Get("/healthz", [&d](const httplib::Request& req, httplib::Response& res) { Healthz(d, req, res); });
-  http.Get("/metrics", [&d](const httplib::Request& req, httplib::Response& res) { Metrics(d, req, res); });
+void InstallOperationRoutes(ServerImpl& d, http::Router& router, const std::string& id_path) {
+  router.Get(id_path + "/events", Wrap(d, ListEvents));
+  router.Get(id_path + "/responses", Wrap(d, ListResponses));
+  router.Put(id_path + "/cancel", Wrap(d, CancelExecution));
+  router.Put(id_path + "/terminate", Wrap(d, TerminateExecution));
+  router.Put(id_path + "/pause", Wrap(d, PauseExecution));
+  router.Put(id_path + "/resume", Wrap(d, ResumeExecution));
+  router.Put("/v1/delays/([^/]+)/cancel", Wrap(d, CancelDelay));
+  router.Put(id_path + "/stub", Wrap(d, Stub));
+  router.Put(id_path + "/upgrade", Wrap(d, Upgrade));
+  router.Get(id_path + "/backtrace", Wrap(d, Backtrace));
+  router.Get("/v1/components", Wrap(d, Components));
+  router.AddAsync("GET", id_path + "/follow", [&d](http::RequestPtr req, http::ResponderPtr out) {
+    auto run = [&d, req, out] { Follow(d, *req, *out); };
+    if (!d.waits->Post(std::move(run))) {
+      http::Response res;
+      ReplyError(res, ShuttingDown("the server is shutting down"));
+      out->Send(std::move(res));
+    }
+  });
+  router.Get("/healthz", [&d](const http::Request& req, http::Response& res) { Healthz(d, req, res); });
+  router.Get("/metrics", [&d](const http::Request& req, http::Response& res) { Metrics(d, req, res); });
 }
 
 }  // namespace stele::server::api

@@ -47,7 +47,7 @@ Result<std::string, ApiError> StringField(const core::Json& body, const char* ke
   return body[key].get<std::string>();
 }
 
-Result<core::Json, ApiError> CreateSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> CreateSchedule(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
   STELE_TRY(CheckKeys(body, {"name", "schedule", "time_zone", "ffqn", "params", "overlap",
                              "catch_up", "catch_up_limit"}));
@@ -76,42 +76,42 @@ Result<core::Json, ApiError> CreateSchedule(ServerImpl& d, const httplib::Reques
   return ScheduleToJson(info);
 }
 
-Result<core::Json, ApiError> ListSchedules(ServerImpl& d, const httplib::Request&) {
+Result<core::Json, ApiError> ListSchedules(ServerImpl& d, const http::Request&) {
   STELE_ASSIGN_OR_RETURN(auto infos, FromService(d.service->ListSchedules()));
   core::Json out = core::Json::array();
   for (const auto& info : infos) out.push_back(ScheduleToJson(info));
   return core::Json{{"schedules", std::move(out)}};
 }
 
-Result<core::Json, ApiError> GetSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> GetSchedule(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto info, FromService(d.service->GetSchedule(PathSegment(req))));
   return ScheduleToJson(info);
 }
 
-Result<core::Json, ApiError> PauseSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> PauseSchedule(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto info, FromService(d.service->PauseSchedule(PathSegment(req))));
   return ScheduleToJson(info);
 }
 
-Result<core::Json, ApiError> ResumeSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> ResumeSchedule(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto info, FromService(d.service->ResumeSchedule(PathSegment(req))));
   return ScheduleToJson(info);
 }
 
-Result<core::Json, ApiError> DeleteSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> DeleteSchedule(ServerImpl& d, const http::Request& req) {
   const std::string name = PathSegment(req);
   STELE_TRY(FromService(d.service->DeleteSchedule(name)));
   return core::Json{{"deleted", name}};
 }
 
-Result<core::Json, ApiError> TriggerSchedule(ServerImpl& d, const httplib::Request& req) {
+Result<core::Json, ApiError> TriggerSchedule(ServerImpl& d, const http::Request& req) {
   STELE_ASSIGN_OR_RETURN(auto submitted, FromService(d.service->TriggerSchedule(PathSegment(req))));
   return core::Json{{"execution_id", submitted.execution_id.ToString()}};
 }
 
 // Replies 201 with the handler's JSON (a resource was created).
-httplib::Server::Handler Created(ServerImpl& d, Handler h) {
-  return [&d, h](const httplib::Request& req, httplib::Response& res) {
+http::Router::Handler Created(ServerImpl& d, Handler h) {
+  return [&d, h](const http::Request& req, http::Response& res) {
     auto out = h(d, req);
     if (out) {
       ReplyJson(res, 201, *out);
@@ -123,14 +123,14 @@ httplib::Server::Handler Created(ServerImpl& d, Handler h) {
 
 }  // namespace
 
-void InstallScheduleRoutes(ServerImpl& d, httplib::Server& http) {
-  http.Get("/v1/schedules", Wrap(d, ListSchedules));
-  http.Post("/v1/schedules", Created(d, CreateSchedule));
-  http.Get(kSchedulePath, Wrap(d, GetSchedule));
-  http.Delete(kSchedulePath, Wrap(d, DeleteSchedule));
-  http.Put(std::string(kSchedulePath) + "/pause", Wrap(d, PauseSchedule));
-  http.Put(std::string(kSchedulePath) + "/resume", Wrap(d, ResumeSchedule));
-  http.Post(std::string(kSchedulePath) + "/trigger", Created(d, TriggerSchedule));
+void InstallScheduleRoutes(ServerImpl& d, http::Router& router) {
+  router.Get("/v1/schedules", Wrap(d, ListSchedules));
+  router.Post("/v1/schedules", Created(d, CreateSchedule));
+  router.Get(kSchedulePath, Wrap(d, GetSchedule));
+  router.Delete(kSchedulePath, Wrap(d, DeleteSchedule));
+  router.Put(std::string(kSchedulePath) + "/pause", Wrap(d, PauseSchedule));
+  router.Put(std::string(kSchedulePath) + "/resume", Wrap(d, ResumeSchedule));
+  router.Post(std::string(kSchedulePath) + "/trigger", Created(d, TriggerSchedule));
 }
 
 }  // namespace stele::server::api

@@ -34,12 +34,12 @@ ApiError FromService(const service::ServiceError& e) {
   return ApiError{500, "internal", e.message};
 }
 
-void ReplyJson(httplib::Response& res, int status, const core::Json& body) {
+void ReplyJson(http::Response& res, int status, const core::Json& body) {
   res.status = status;
   res.set_content(core::SerializeJson(body) + "\n", "application/json");
 }
 
-void ReplyError(httplib::Response& res, const ApiError& error) {
+void ReplyError(http::Response& res, const ApiError& error) {
   core::Json body = {{"error", {{"kind", error.kind}, {"message", error.message}}}};
   // Every 503 is transient (a database error, a limit, a restart): tell
   // clients when to try again.
@@ -47,7 +47,7 @@ void ReplyError(httplib::Response& res, const ApiError& error) {
   ReplyJson(res, error.status, body);
 }
 
-Result<core::Json, ApiError> ParseBodyObject(const httplib::Request& req) {
+Result<core::Json, ApiError> ParseBodyObject(const http::Request& req) {
   if (req.body.empty()) return Unexpected(Validation("request body is empty: expected a JSON object"));
   auto json = core::ParseJson(req.body);
   if (!json) return Unexpected(Validation("malformed JSON body: " + json.error().message));
@@ -71,11 +71,11 @@ Result<void, ApiError> CheckKeys(const core::Json& body,
   return {};
 }
 
-std::string PathSegment(const httplib::Request& req) {
+std::string PathSegment(const http::Request& req) {
   return req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
 }
 
-Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,
+Result<std::optional<uint64_t>, ApiError> QueryUint(const http::Request& req,
                                                     const std::string& name, uint64_t min,
                                                     uint64_t max) {
   if (!req.has_param(name.c_str())) return std::optional<uint64_t>();
@@ -93,7 +93,7 @@ Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,
   return std::optional<uint64_t>(value);
 }
 
-Result<bool, ApiError> QueryBool(const httplib::Request& req, const std::string& name,
+Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name,
                                  bool fallback) {
   if (!req.has_param(name.c_str())) return fallback;
   std::string text = req.get_param_value(name.c_str());

@@ -2,10 +2,8 @@
 // the error envelope of docs/api.md, storage-error mapping, parsing of
 // path and query parameters. Internal to src/server.
 //
-// Threading: stateless functions, called on httplib's worker threads.
+// Threading: stateless functions, called on ServerImpl's worker pools.
 #pragma once
-
-#include <httplib.h>
 
 #include <optional>
 #include <string>
@@ -18,6 +16,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/return_value.h"
+#include "http/message.h"
 #include "service/service_error.h"
 
 namespace stele::server::api {
@@ -49,23 +48,23 @@ Result<T, ApiError> FromService(Result<T, service::ServiceError> result) {
   }
 }
 
-void ReplyJson(httplib::Response& res, int status, const core::Json& body);
-void ReplyError(httplib::Response& res, const ApiError& error);
+void ReplyJson(http::Response& res, int status, const core::Json& body);
+void ReplyError(http::Response& res, const ApiError& error);
 
 // The request body as a JSON object (depth-limited parse); errors name the problem.
-Result<core::Json, ApiError> ParseBodyObject(const httplib::Request& req);
+Result<core::Json, ApiError> ParseBodyObject(const http::Request& req);
 // Rejects keys of `body` not in `allowed`.
 Result<void, ApiError> CheckKeys(const core::Json& body, std::initializer_list<std::string_view> allowed);
 
 // Path segment 1 (an id; the service parses it).
-std::string PathSegment(const httplib::Request& req);
+std::string PathSegment(const http::Request& req);
 
 // Query parameter as an unsigned integer within [min, max]; nullopt when absent.
-Result<std::optional<uint64_t>, ApiError> QueryUint(const httplib::Request& req,
+Result<std::optional<uint64_t>, ApiError> QueryUint(const http::Request& req,
                                                     const std::string& name, uint64_t min,
                                                     uint64_t max);
 // "true"/"false"/"1"/"0"; `fallback` when absent.
-Result<bool, ApiError> QueryBool(const httplib::Request& req, const std::string& name,
+Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name,
                                  bool fallback);
 
 // Results in the API's shape: {"ok": v} | {"err": v} | {"execution_error": {...}}.

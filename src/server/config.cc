@@ -104,7 +104,7 @@ void ReadApi(TableReader& root, ServerConfig& config) {
   if (auto v = r.Integer("max_result_wait_secs", 1, 86400)) {
     config.api.max_result_wait = std::chrono::seconds(*v);
   }
-  auto max_connections = r.Integer("max_connections", 2, 16384);
+  auto max_connections = r.Integer("max_connections", 2, 1000000);
   if (max_connections) config.api.max_connections = static_cast<size_t>(*max_connections);
   auto max_waiters = r.Integer("max_waiters", 1, 16383);
   if (max_waiters) config.api.max_waiters = static_cast<size_t>(*max_waiters);
@@ -115,6 +115,7 @@ void ReadApi(TableReader& root, ServerConfig& config) {
                 ") must be below max_connections (" + std::to_string(config.api.max_connections) +
                 "), so that waiting requests leave room for the others");
   }
+  if (auto v = r.Integer("workers", 1, 1024)) config.api.workers = static_cast<size_t>(*v);
   if (auto v = r.Bool("ui")) config.api.ui = *v;
   ReadUiListen(r, config.api);
 }

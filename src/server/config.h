@@ -40,9 +40,11 @@ struct ApiConfig {
   uint16_t max_list_length = 1000;
   std::chrono::seconds max_result_wait{60};
   std::chrono::seconds max_follow{3600};
-  // Connections served at once (each holds one thread while open, idle
-  // keep-alive included); beyond it a 503 and the connection is closed.
-  size_t max_connections = 256;
+  // Connections served at once (idle keep-alive included); beyond it a 503
+  // and the connection is closed.
+  size_t max_connections = 10000;
+  // Threads that run the requests' database work (http/worker_pool.h).
+  size_t workers = 16;
   // Of those, requests that wait (GET .../result with a timeout, follow
   // streams); beyond it a 503. Below max_connections, so that waiting
   // clients never starve the other requests.

@@ -298,12 +298,15 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
 TEST(ConfigTest, ConnectionLimits) {
   auto defaults = Parse("");
   ASSERT_TRUE(defaults.has_value());
-  EXPECT_EQ(defaults->api.max_connections, 256u);
+  EXPECT_EQ(defaults->api.max_connections, 10000u);
   EXPECT_EQ(defaults->api.max_waiters, 128u);
-  auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\n");
+  EXPECT_EQ(defaults->api.workers, 16u);
+  auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\nworkers = 3\n");
   ASSERT_TRUE(set.has_value()) << FormatErrors(set.error());
   EXPECT_EQ(set->api.max_connections, 16u);
   EXPECT_EQ(set->api.max_waiters, 4u);
+  EXPECT_EQ(set->api.workers, 3u);
+  OneError("[api]\nworkers = 0\n", "api.workers", 2);
 }
 
 TEST(ConfigTest, WasmActivityEnvArgsAndAllowedHosts) {

@@ -128,7 +128,7 @@ void WriteUnserved(ServerImpl& d, std::ostringstream& out) {
 
 }  // namespace
 
-void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
+void Metrics(ServerImpl& d, const http::Request&, http::Response& res) {
   std::ostringstream out;
   WriteExecutionCounts(d, out);
   WriteQueueDepths(d, out);
@@ -200,13 +200,13 @@ void Metrics(ServerImpl& d, const httplib::Request&, httplib::Response& res) {
   }
   const auto& api = d.config.api;
   out << "# HELP stele_http_connections Connections being served.\n"
-      << "# TYPE stele_http_connections gauge\nstele_http_connections " << d.http_stats->open.load()
+      << "# TYPE stele_http_connections gauge\nstele_http_connections " << OpenConnections(d)
       << "\n# HELP stele_http_max_connections The limit [api] max_connections.\n"
       << "# TYPE stele_http_max_connections gauge\nstele_http_max_connections "
       << api.max_connections << "\n"
       << "# HELP stele_http_connections_refused_total Connections refused with 503 (over max_connections).\n"
       << "# TYPE stele_http_connections_refused_total counter\nstele_http_connections_refused_total "
-      << d.http_stats->refused.load() << "\n"
+      << RefusedConnections(d) << "\n"
       << "# HELP stele_http_waiters Requests waiting (result waits, follow streams).\n"
       << "# TYPE stele_http_waiters gauge\nstele_http_waiters " << d.waiters.load() << "\n"
       << "# HELP stele_http_max_waiters The limit [api] max_waiters.\n"

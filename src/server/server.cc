@@ -3,11 +3,13 @@
 // listeners over it.
 #include "server/server.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -17,7 +19,6 @@
 #include <thread>
 
 #include "base/log.h"
-#include "server/http_protocol.h"
 #include "server/server_impl.h"
 #include "storage/sqlite/sqlite_pool.h"
 #if STELE_SERVER_HAVE_POSTGRES
@@ -148,47 +149,17 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
   return spec;
 }
 
-// Binds `http` to host:port (port 0: any free port), alone: an address
-// another socket listens on is an error (http_protocol.h). The bound port,
-// or an error naming `key` ("[api] listen"), the address and the cause.
-Result<int, std::string> Bind(httplib::Server& http, const std::string& host, int port,
-                              std::string_view key) {
-  http.set_socket_options(ExclusiveListenSocket);
-  errno = 0;
-  int bound = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
-  if (bound > 0) return bound;
-  std::string_view cause = ListenErrorCause(errno);
-  return Unexpected("cannot listen on " + host + ":" + std::to_string(port) + " (" +
-                    std::string(key) + "): " +
-                    std::string(cause.empty() ? "is the address one of this host?" : cause));
-}
-
 // [api] ui_listen: a second listener with the UI and every API route (the
 // pages call /v1 on their own origin, and get the same token check). An
-// error names the address. (A failure leaves the API's socket bound but
-// unused until the process exits: httplib closes a socket only once it has
-// listened.)
+// error names the address.
 Result<void, std::string> BindUiListener(ServerImpl& d) {
   const auto& ui = d.config.api.ui_listen;
   if (!ui) return {};
-  d.ui_http = std::make_unique<httplib::Server>();
+  d.ui_http = std::make_unique<ServerImpl::Listener>();
   InstallRoutes(d, *d.ui_http);
-  STELE_ASSIGN_OR_RETURN(d.ui_port, Bind(*d.ui_http, ui->host, ui->port, "[api] ui_listen"));
+  STELE_ASSIGN_OR_RETURN(d.ui_http->port,
+                         d.ui_http->server->Bind(ui->host, ui->port, "[api] ui_listen"));
   return {};
-}
-
-// Runs `http` on a new `thread` and returns once it is listening (or has
-// already returned): httplib's stop() does nothing before listen began, so
-// a Stop right after Start would leave the thread blocked in accept().
-void StartListening(httplib::Server& http, std::thread& thread) {
-  auto returned = std::make_shared<std::atomic<bool>>(false);
-  thread = std::thread([&http, returned] {
-    http.listen_after_bind();
-    *returned = true;
-  });
-  while (!http.is_running() && !*returned) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 void StopAll(ServerImpl& d) {
@@ -199,14 +170,36 @@ void StopAll(ServerImpl& d) {
   }
   d.stopping = true;
   d.stop_wait.Cancel();
-  d.http.stop();
-  if (d.http_thread.joinable()) d.http_thread.join();
-  if (d.ui_http) d.ui_http->stop();
-  if (d.ui_http_thread.joinable()) d.ui_http_thread.join();
+  // The listeners first (no new requests; open ones are abandoned), then
+  // the pools, whose waits end with stop_wait.
+  if (d.http.server) d.http.server->Stop();
+  if (d.ui_http && d.ui_http->server) d.ui_http->server->Stop();
+  if (d.waits) d.waits->Stop();
+  if (d.workers) d.workers->Stop();
   if (d.service) d.service->Stop();
   d.service.reset();
   if (d.pool) d.pool->Close();
   d.stopped_cv.notify_all();
+}
+
+// Each connection is a file descriptor: raises the soft RLIMIT_NOFILE to
+// fit [api] max_connections (on every listener) plus the database's and
+// the runtimes' own files, up to the hard limit; warns when that is lower.
+void FitOpenFileLimit(const ServerConfig& config) {
+  const rlim_t listeners = config.api.ui_listen ? 2 : 1;
+  const rlim_t wanted = static_cast<rlim_t>(config.api.max_connections) * listeners + 1024;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (limit.rlim_cur > before) (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < wanted) {
+    STELE_LOG(kWarn, "the open-file limit (RLIMIT_NOFILE, hard " << limit.rlim_max
+                         << ") is below what [api] max_connections = "
+                         << config.api.max_connections << " needs (" << wanted
+                         << "): connections beyond it are refused by the kernel until others "
+                            "close; raise `ulimit -n` or lower max_connections");
+  }
 }
 
 // Executions left on a component version this configuration no longer
@@ -278,14 +271,19 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
     return Unexpected("[[cron]]: " + declared.error().message);
   }
 
+  FitOpenFileLimit(d.config);
+  d.workers = std::make_unique<http::WorkerPool>(d.config.api.workers);
+  // One more than the waiters, so that a request over the limit is
+  // answered (503) at once instead of queueing behind the waits.
+  d.waits = std::make_unique<http::WorkerPool>(d.config.api.max_waiters + 16);
   InstallRoutes(d, d.http);
   const auto& listen = d.config.api;
   std::optional<std::string> bind_error;
-  auto port = Bind(d.http, listen.listen_host, listen.listen_port, "[api] listen");
+  auto port = d.http.server->Bind(listen.listen_host, listen.listen_port, "[api] listen");
   if (!port) {
     bind_error = port.error();
   } else {
-    d.port = *port;
+    d.http.port = *port;
     if (auto ui = BindUiListener(d); !ui) bind_error = ui.error();
   }
   if (bind_error) {
@@ -298,20 +296,20 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
     StopAll(d);
     return Unexpected(started.error().message);
   }
-  StartListening(d.http, d.http_thread);
-  if (d.ui_http) StartListening(*d.ui_http, d.ui_http_thread);
-  STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.port << " with "
+  d.http.server->Start();
+  if (d.ui_http) d.ui_http->server->Start();
+  STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.http.port << " with "
                                                 << d.components.size() << " component(s) and "
                                                 << d.webhooks.size() << " webhook(s)");
   if (d.ui_http)
-    STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_port << "/ui/");
+    STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_http->port << "/ui/");
   WarnAboutUnservedDigests(*d.service);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-int Server::port() const { return impl_->port; }
+int Server::port() const { return impl_->http.port; }
 
-int Server::ui_port() const { return impl_->ui_port; }
+int Server::ui_port() const { return impl_->ui_http ? impl_->ui_http->port : 0; }
 
 void Server::Wait() {
   std::unique_lock lock(impl_->mu);

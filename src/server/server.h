@@ -10,8 +10,8 @@
 //
 // Threading: Start/Stop/Wait from one controlling thread (Stop may also be
 // called from another thread while Wait blocks). HTTP connections are
-// served by an HttpPool (http_pool.h): a thread each, up to [api]
-// max_connections. Ownership: the Server owns everything it starts; the
+// served by the event-driven layer of src/http (no thread per
+// connection); handlers run on the worker pools of ServerImpl. Ownership: the Server owns everything it starts; the
 // Clock (ServerHooks::clock) is shared.
 #pragma once
 

@@ -6,7 +6,6 @@
 // The storage connection and the registries are thread-safe.
 #pragma once
 
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,14 +14,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "base/cancellation.h"
 #include "base/clock.h"
 #include "server/components.h"
 #include "server/config.h"
-#include "server/http_pool.h"
+#include "http/router.h"
+#include "http/server.h"
+#include "http/worker_pool.h"
 #include "server/webhooks.h"
 #include "service/execution_service.h"
 
@@ -44,14 +44,24 @@ class ServerImpl {
   std::vector<LoadedWebhook> webhooks;
   std::vector<RoutePattern> webhook_routes;
 
-  httplib::Server http;
-  std::thread http_thread;
-  int port = 0;
+  // A listening address with its routes (docs/api.md): [api] listen, and
+  // [api] ui_listen when set.
+  struct Listener {
+    http::Router router;
+    std::unique_ptr<http::HttpServer> server;
+    int port = 0;
+  };
+  Listener http;
   // The second listener of [api] ui_listen (null without it): the UI and
   // the same API routes as `http`.
-  std::unique_ptr<httplib::Server> ui_http;
-  std::thread ui_http_thread;
-  int ui_port = 0;
+  std::unique_ptr<Listener> ui_http;
+  // Requests' blocking work runs on `workers` ([api] workers), never on the
+  // HTTP layer's I/O threads; requests that wait (result and value waits,
+  // follow streams, webhooks) run on `waits`, up to [api] max_waiters of
+  // them waiting. Stopped (joined) by Stop before the listeners are
+  // destroyed: their tasks hold Responders.
+  std::unique_ptr<http::WorkerPool> workers;
+  std::unique_ptr<http::WorkerPool> waits;
   std::atomic<bool> stopping{false};  // ends follow streams
   CancellationToken stop_wait;        // cancelled by Stop: ends result waits
 
@@ -59,8 +69,6 @@ class ServerImpl {
   std::condition_variable stopped_cv;
   bool stopped = false;  // guarded by mu
 
-  // Connections served and refused by the HttpPool ([api] max_connections).
-  std::shared_ptr<HttpPoolStats> http_stats = std::make_shared<HttpPoolStats>();
   // Requests holding a slot of [api] max_waiters (TryAcquireWaiter).
   std::atomic<uint64_t> waiters{0};
   std::atomic<uint64_t> waiters_refused{0};
@@ -91,17 +99,25 @@ class ServerImpl {
 bool TryAcquireWaiter(ServerImpl& d);
 void ReleaseWaiter(ServerImpl& d);
 
-// Registers every route of docs/api.md on `http` (api.cc): `impl.http`, and
-// `impl.ui_http` too when [api] ui_listen is set. Both share the handlers
-// and state of `impl`.
-void InstallRoutes(ServerImpl& impl, httplib::Server& http);
+// Registers every route of docs/api.md on `listener` and creates its
+// HttpServer (api.cc): `impl.http`, and `impl.ui_http` too when [api]
+// ui_listen is set. Both share the handlers and state of `impl`.
+void InstallRoutes(ServerImpl& impl, ServerImpl::Listener& listener);
+
+// A route handler that runs on `impl.waits` (a request that may wait).
+http::Router::AsyncHandler OnWaitPool(ServerImpl& impl, http::Router::Handler handler);
+
+// Connections open and refused, over every listener (for /metrics).
+uint64_t OpenConnections(const ServerImpl& impl);
+uint64_t RefusedConnections(const ServerImpl& impl);
 
 // The web UI at /ui/ (ui_routes.cc), on the listener ServesUi names: with
 // `[api] ui` on, `impl.ui_http` when [api] ui_listen is set, else
 // `impl.http`. IsUiPath tells the auth check which paths of that listener
 // are the UI's static files (they need no token).
-bool ServesUi(const ServerImpl& impl, const httplib::Server& http);
-void InstallUiRoutes(ServerImpl& impl, httplib::Server& http);
-bool IsUiPath(const ServerImpl& impl, const httplib::Server& http, const std::string& path);
+bool ServesUi(const ServerImpl& impl, const ServerImpl::Listener& listener);
+void InstallUiRoutes(ServerImpl& impl, ServerImpl::Listener& listener);
+bool IsUiPath(const ServerImpl& impl, const ServerImpl::Listener& listener,
+              const std::string& path);
 
 }  // namespace stele::server

@@ -16,26 +16,27 @@
 
 namespace stele::server {
 
-bool ServesUi(const ServerImpl& d, const httplib::Server& http) {
+bool ServesUi(const ServerImpl& d, const ServerImpl::Listener& listener) {
   if (!d.config.api.ui) return false;
-  if (d.config.api.ui_listen) return &http == d.ui_http.get();
-  return &http == &d.http;
+  if (d.config.api.ui_listen) return &listener == d.ui_http.get();
+  return &listener == &d.http;
 }
 
-bool IsUiPath(const ServerImpl& d, const httplib::Server& http, const std::string& path) {
-  if (!ServesUi(d, http)) return false;
+bool IsUiPath(const ServerImpl& d, const ServerImpl::Listener& listener, const std::string& path) {
+  if (!ServesUi(d, listener)) return false;
   return path == "/" || path == "/ui" || path.starts_with("/ui/");
 }
 
-void InstallUiRoutes(ServerImpl& d, httplib::Server& http) {
-  if (!ServesUi(d, http)) return;
-  auto redirect = [](const httplib::Request&, httplib::Response& res) {
+void InstallUiRoutes(ServerImpl& d, ServerImpl::Listener& listener) {
+  if (!ServesUi(d, listener)) return;
+  http::Router& router = listener.router;
+  auto redirect = [](const http::Request&, http::Response& res) {
     res.set_redirect("/ui/", 302);
   };
-  http.Get("/", redirect);
-  http.Get("/ui", redirect);
-  http.Get("/ui/(.*)", [](const httplib::Request& req, httplib::Response& res) {
-    std::string name = req.matches[1].str();
+  router.Get("/", redirect);
+  router.Get("/ui", redirect);
+  router.Get("/ui/(.*)", [](const http::Request& req, http::Response& res) {
+    std::string name = req.matches[1];
     if (name.empty()) name = "index.html";
     for (size_t i = 0; i < ui::kAssetCount; ++i) {
       const ui::Asset& a = ui::kAssets[i];

@@ -1,12 +1,12 @@
 #include "server/webhooks.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 
 #include "base/log.h"
+#include "http/message.h"
+#include "http/router.h"
 #include "server/api_util.h"
 #include "server/server_impl.h"
 #if STELE_SERVER_HAVE_WASM
@@ -148,8 +148,8 @@ Result<LoadedWebhook, ConfigError> LoadJsWebhook(const WebhookConfig& w, const s
 }
 
 // The method a route is matched with: HEAD is a GET without the body
-// (httplib sends the head only).
-std::string_view RouteMethod(const httplib::Request& req) {
+// (the HTTP layer sends the head only).
+std::string_view RouteMethod(const http::Request& req) {
   return req.method == "HEAD" ? std::string_view("GET") : std::string_view(req.method);
 }
 
@@ -158,7 +158,7 @@ void Count(ServerImpl& d, size_t index, int status) {
   ++d.webhook_responses[{index, status}];
 }
 
-void ServeWebhook(ServerImpl& d, const httplib::Request& req, httplib::Response& res) {
+void ServeWebhook(ServerImpl& d, const http::Request& req, http::Response& res) {
   bool path_matched = false;
   auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path, &path_matched);
   if (!match) {
@@ -182,19 +182,9 @@ void ServeWebhook(ServerImpl& d, const httplib::Request& req, httplib::Response&
   request.method = req.method;
   request.path = req.path;
   request.params = std::move(match->params);
-  // From the target, not req.params: httplib also parses a form-encoded
-  // body into those, and the body is the guest's to read.
-  if (size_t q = req.target.find('?'); q != std::string::npos) {
-    httplib::Params query;
-    httplib::detail::parse_query_text(req.target.substr(q + 1), query);
-    for (const auto& [name, value] : query) request.query.emplace_back(name, value);
-  }
+  // The query only (the body is the guest's to read, form-encoded or not).
+  for (const auto& [name, value] : req.params) request.query.emplace_back(name, value);
   for (const auto& [name, value] : req.headers) {
-    // httplib's own bookkeeping headers are not the client's.
-    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-        name == "LOCAL_PORT") {
-      continue;
-    }
     std::string lower = Lower(name);
     // The API token the server checked is not the guest's to see (or log).
     if (lower == "authorization" && !webhook.config.auth_none) continue;
@@ -215,7 +205,7 @@ void ServeWebhook(ServerImpl& d, const httplib::Request& req, httplib::Response&
     std::string content_type = "text/plain; charset=utf-8";
     for (const auto& [name, value] : out->headers) {
       const std::string lower = Lower(name);
-      // httplib frames the response itself.
+      // The HTTP layer frames the response itself.
       if (lower == "content-length" || lower == "transfer-encoding" || lower == "connection") {
         continue;
       }
@@ -269,20 +259,19 @@ Result<std::vector<LoadedWebhook>, ConfigErrors> LoadWebhooks(const ServerConfig
   return out;
 }
 
-void InstallWebhookRoutes(ServerImpl& d, httplib::Server& http) {
+void InstallWebhookRoutes(ServerImpl& d, http::Router& router) {
   if (d.webhook_routes.empty()) return;
   const std::string pattern = PrefixRegex(d.webhook_routes);
-  auto handler = [&d](const httplib::Request& req, httplib::Response& res) {
+  // A guest may wait for a result (await_result): on the wait pool.
+  auto handler = OnWaitPool(d, [&d](const http::Request& req, http::Response& res) {
     ServeWebhook(d, req, res);
-  };
-  http.Get(pattern, handler);
-  http.Post(pattern, handler);
-  http.Put(pattern, handler);
-  http.Patch(pattern, handler);
-  http.Delete(pattern, handler);
+  });
+  for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE"}) {
+    router.AddAsync(method, pattern, handler);
+  }
 }
 
-bool IsPublicWebhookRequest(const ServerImpl& d, const httplib::Request& req) {
+bool IsPublicWebhookRequest(const ServerImpl& d, const http::Request& req) {
   if (d.webhook_routes.empty()) return false;
   auto match = MatchRoute(d.webhook_routes, RouteMethod(req), req.path);
   return match && d.webhooks[match->index].config.auth_none;

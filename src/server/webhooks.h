@@ -8,8 +8,8 @@
 // The guest runtime (wasm_host or js) stays behind LoadedWebhook::serve:
 // both serve routes through the same code.
 //
-// Threading: LoadWebhooks is pure; the handlers run on the connection
-// threads and share ServerImpl (webhook counters under metrics_mu).
+// Threading: LoadWebhooks is pure; the handlers run on ServerImpl::waits
+// (a guest may wait for a result) and share ServerImpl (webhook counters under metrics_mu).
 // Ownership: LoadedWebhook is a value sharing its compiled guest.
 #pragma once
 
@@ -25,10 +25,10 @@
 #include "server/config.h"
 #include "server/webhook_routes.h"
 
-namespace httplib {
-class Server;
+namespace stele::http {
+class Router;
 struct Request;
-}  // namespace httplib
+}  // namespace stele::http
 
 namespace stele::server {
 
@@ -51,9 +51,9 @@ Result<std::vector<LoadedWebhook>, ConfigErrors> LoadWebhooks(const ServerConfig
                                                               const std::string& file);
 
 // Registers the webhook routes on `http` (after the API's own routes).
-void InstallWebhookRoutes(ServerImpl& d, httplib::Server& http);
+void InstallWebhookRoutes(ServerImpl& d, http::Router& router);
 
 // Whether `req` goes to a webhook with auth = "none" (no token needed).
-bool IsPublicWebhookRequest(const ServerImpl& d, const httplib::Request& req);
+bool IsPublicWebhookRequest(const ServerImpl& d, const http::Request& req);
 
 }  // namespace stele::server

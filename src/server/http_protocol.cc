@@ -40,6 +40,8 @@ void ExclusiveListenSocket(socket_t sock) {
   ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
 }
 
+bool WidenListenBacklog(socket_t sock) { return ::listen(sock, kListenBacklog) == 0; }
+
 std::string_view ListenErrorCause(int error) {
   switch (error) {
     case EADDRINUSE:

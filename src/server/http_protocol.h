@@ -7,6 +7,13 @@
 //   between the two. ExclusiveListenSocket is the socket-options hook that
 //   sets SO_REUSEADDR only: a bind to an address any process listens on
 //   fails (EADDRINUSE), while a restart still binds past TIME_WAIT.
+// - Listen backlog: httplib listens with a backlog of 5
+//   (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's libcpp-httplib), so
+//   a burst of new connections (hundreds of clients after a restart)
+//   overflowed the accept queue: the kernel dropped their handshakes and
+//   the clients waited through SYN retransmissions (1, 3, 7, ... s) or
+//   their read timeouts. WidenListenBacklog listens again on the bound
+//   socket with kListenBacklog (capped by the kernel's somaxconn).
 // - Request bodies: httplib reads a POST/PUT/PATCH without Content-Length
 //   or Transfer-Encoding until the client closes (or its 5 s read timeout:
 //   then 400); such a request has no body (docs/api.md, Connections).
@@ -36,6 +43,14 @@ namespace stele::server {
 
 // httplib::Server::set_socket_options hook for the listening sockets.
 void ExclusiveListenSocket(socket_t sock);
+
+// The accept queue asked for by WidenListenBacklog.
+inline constexpr int kListenBacklog = 4096;
+
+// Listens again on `sock`, a listening socket, with kListenBacklog: Linux
+// updates the backlog of a socket that already listens. False (errno set)
+// when listen fails; the socket keeps listening with its old backlog.
+bool WidenListenBacklog(socket_t sock);
 
 // Why binding a listener failed, from the errno of the failed bind ("" when
 // errno names no known cause).

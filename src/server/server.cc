@@ -153,10 +153,24 @@ service::ComponentSpec ToSpec(const LoadedComponent& component) {
 // or an error naming `key` ("[api] listen"), the address and the cause.
 Result<int, std::string> Bind(httplib::Server& http, const std::string& host, int port,
                               std::string_view key) {
-  http.set_socket_options(ExclusiveListenSocket);
+  // The socket that binds is the last one created (httplib closes the
+  // ones it tried before); it is already listening when bind returns.
+  auto listening = std::make_shared<socket_t>(INVALID_SOCKET);
+  http.set_socket_options([listening](socket_t sock) {
+    ExclusiveListenSocket(sock);
+    *listening = sock;
+  });
   errno = 0;
   int bound = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
-  if (bound > 0) return bound;
+  if (bound > 0) {
+    if (!WidenListenBacklog(*listening)) {
+      STELE_LOG(kWarn, "HTTP: cannot widen the listen backlog of " << host << ":" << bound << " ("
+                                                                   << std::strerror(errno)
+                                                                   << "); bursts of connections "
+                                                                      "may wait");
+    }
+    return bound;
+  }
   std::string_view cause = ListenErrorCause(errno);
   return Unexpected("cannot listen on " + host + ":" + std::to_string(port) + " (" +
                     std::string(key) + "): " +

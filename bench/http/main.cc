@@ -2,8 +2,9 @@
 // the workloads of bench/README.md through the HTTP API of the `stele`
 // server (all by default). Knobs are the environment variables named there,
 // plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch),
-// STELE_HTTP_CONNECTIONS (all: a connection per workflow; or a number) and
-// STELE_HTTP_SETTINGS (defaults | tuned). Run through `scripts/bench.sh http`.
+// STELE_HTTP_CONNECTIONS (all: a connection per workflow; or a number),
+// STELE_HTTP_SETTINGS (defaults | tuned) and STELE_HTTP_EXECUTOR (more [executor]
+// lines, `;` between them). Run through `scripts/bench.sh http`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

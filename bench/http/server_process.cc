@@ -70,6 +70,12 @@ void ServerProcess::WriteFiles() const {
   if (knobs_.tuned) {
     toml << "batch_size = 256\nmax_concurrency = 4096\nmax_workflow_concurrency = 256\n";
   }
+  // STELE_HTTP_EXECUTOR: more [executor] lines for experiments, `;`
+  // between them ("max_workflow_concurrency = 1024;batch_size = 64").
+  if (const char* extra = std::getenv("STELE_HTTP_EXECUTOR"); extra != nullptr) {
+    for (const char* c = extra; *c != '\0'; ++c) toml << (*c == ';' ? '\n' : *c);
+    toml << "\n";
+  }
   toml << "\n[[workflow_wasm]]\nname = \"bench_workflows\"\n"
        << "location = \"" << knobs_.guests << "/http_bench_workflows.wasm\"\n";
   if (knobs_.tuned) toml << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n";

@@ -28,8 +28,8 @@ void BackOff(const httplib::Result& res) {
   ++g_refusals;
   long seconds = 1;
   if (res->has_header("Retry-After")) {
-    seconds = std::clamp(std::strtol(res->get_header_value("Retry-After").c_str(), nullptr, 10),
-                         0L, 60L);
+    seconds =
+        std::clamp(std::strtol(res->get_header_value("Retry-After").c_str(), nullptr, 10), 0L, 60L);
   }
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
 }

@@ -149,10 +149,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("# stele-http settings=%s connections=%s repeat=%u\n",
-              knobs.tuned ? "tuned" : "defaults",
-              knobs.connections == 0 ? "all" : std::to_string(knobs.connections).c_str(),
-              knobs.repeat);
+  std::printf(
+      "# stele-http settings=%s connections=%s repeat=%u\n", knobs.tuned ? "tuned" : "defaults",
+      knobs.connections == 0 ? "all" : std::to_string(knobs.connections).c_str(), knobs.repeat);
   for (const auto& name : selected) {
     if (name == "warmup") {
       RunWarmup(knobs);  // not reported

@@ -80,8 +80,8 @@ Metrics RunW5(const Knobs& knobs) {
   const auto effects_written = std::filesystem::last_write_time(server.effects_path(), ec);
   const double steps_done =
       ec ? -1
-         : std::chrono::duration<double>(
-               std::chrono::file_clock::to_sys(effects_written) - restart_wall)
+         : std::chrono::duration<double>(std::chrono::file_clock::to_sys(effects_written) -
+                                         restart_wall)
                .count();
 
   std::map<std::string, int> ran;

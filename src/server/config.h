@@ -42,11 +42,14 @@ struct ApiConfig {
   std::chrono::seconds max_follow{3600};
   // Connections served at once (each holds one thread while open, idle
   // keep-alive included); beyond it a 503 and the connection is closed.
-  size_t max_connections = 256;
+  // 2048: a client with a thousand workflows in flight (each waiting for
+  // its result) is served without refusals; a thread parked in a wait
+  // costs its touched stack only (http_pool.h releases the rest).
+  size_t max_connections = 2048;
   // Of those, requests that wait (GET .../result with a timeout, follow
   // streams); beyond it a 503. Below max_connections, so that waiting
   // clients never starve the other requests.
-  size_t max_waiters = 128;
+  size_t max_waiters = 1536;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
   // [api] ui_listen: serve the UI on this address instead of `listen`. That
   // listener also serves the same API routes (same handlers, token and

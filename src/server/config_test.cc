@@ -298,8 +298,8 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
 TEST(ConfigTest, ConnectionLimits) {
   auto defaults = Parse("");
   ASSERT_TRUE(defaults.has_value());
-  EXPECT_EQ(defaults->api.max_connections, 256u);
-  EXPECT_EQ(defaults->api.max_waiters, 128u);
+  EXPECT_EQ(defaults->api.max_connections, 2048u);
+  EXPECT_EQ(defaults->api.max_waiters, 1536u);
   auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\n");
   ASSERT_TRUE(set.has_value()) << FormatErrors(set.error());
   EXPECT_EQ(set->api.max_connections, 16u);

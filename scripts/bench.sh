@@ -12,6 +12,7 @@
 # bench.sh http [warmup] [W1] ... [W5] [idle]
 #                                        the same through the HTTP API of the
 #                                        stele server, with wasm workflows
+#                                        (STELE_HTTP_GUESTS=js: JavaScript)
 # bench.sh wasm [n...]                   WebAssembly costs (activity attempt,
 #                                        fan-out of n, replay per run)
 # bench.sh js [n...]                     the same for JavaScript (docs/js.md)

@@ -90,6 +90,13 @@ if command -v curl >/dev/null; then
   eval "$webhook_call" || true
   echo
 fi
+echo "--- the same in JavaScript (examples/js/plain/order_webhook.js): POST /js-orders/:id"
+js_webhook_call="curl -s -X POST http://127.0.0.1:5005/js-orders/A-4 -d '{\"amount\": 4999, \"item\": \"teapot\", \"address\": \"Baker St\"}'"
+echo "  $js_webhook_call"
+if command -v curl >/dev/null; then
+  eval "$js_webhook_call" || true
+  echo
+fi
 echo
 echo "The server is at http://127.0.0.1:5005: web UI at http://127.0.0.1:5005/ui/,"
 echo "API in docs/api.md, CLI in docs/cli.md, database $STELE_DATA_DIR/stele.sqlite."

@@ -60,6 +60,10 @@ struct Knobs {
   std::string dir;           // STELE_BENCH_DIR: scratch (one sub-folder per run)
   std::string stele;         // --stele PATH: the server binary
   std::string guests;        // --guests DIR: the folder holding the .wasm guests
+  // STELE_HTTP_GUESTS=js: the JavaScript twins of the guests (js_guests/
+  // workflows.js and activities.js) as [[workflow_js]] / [[activity_js]].
+  bool js = false;
+  std::string js_guests;  // the folder holding the .js guests
 
   static Knobs FromEnv();
 };

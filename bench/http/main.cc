@@ -3,8 +3,10 @@
 // server (all by default). Knobs are the environment variables named there,
 // plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch),
 // STELE_HTTP_CONNECTIONS (all: a connection per workflow; or a number),
-// STELE_HTTP_SETTINGS (defaults | tuned) and STELE_HTTP_EXECUTOR (more [executor]
-// lines, `;` between them). Run through `scripts/bench.sh http`.
+// STELE_HTTP_SETTINGS (defaults | tuned), STELE_HTTP_EXECUTOR (more [executor]
+// lines, `;` between them) and STELE_HTTP_GUESTS (wasm, or js: the same
+// workflows and activities in JavaScript, guests/*.js). Run through
+// `scripts/bench.sh http`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +24,9 @@
 #endif
 #ifndef STELE_HTTP_BENCH_GUESTS
 #define STELE_HTTP_BENCH_GUESTS ""
+#endif
+#ifndef STELE_HTTP_BENCH_JS_GUESTS
+#define STELE_HTTP_BENCH_JS_GUESTS ""
 #endif
 
 namespace stele::http_bench {
@@ -78,6 +83,9 @@ Knobs Knobs::FromEnv() {
   k.dir = std::filesystem::absolute(k.dir).string();
   k.stele = STELE_HTTP_BENCH_STELE;
   k.guests = STELE_HTTP_BENCH_GUESTS;
+  k.js_guests = STELE_HTTP_BENCH_JS_GUESTS;
+  const char* kind = std::getenv("STELE_HTTP_GUESTS");
+  k.js = kind != nullptr && std::string(kind) == "js";
   return k;
 }
 
@@ -149,9 +157,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf(
-      "# stele-http settings=%s connections=%s repeat=%u\n", knobs.tuned ? "tuned" : "defaults",
-      knobs.connections == 0 ? "all" : std::to_string(knobs.connections).c_str(), knobs.repeat);
+  std::printf("# stele-http settings=%s connections=%s repeat=%u guests=%s\n",
+              knobs.tuned ? "tuned" : "defaults",
+              knobs.connections == 0 ? "all" : std::to_string(knobs.connections).c_str(),
+              knobs.repeat, knobs.js ? "js" : "wasm");
   for (const auto& name : selected) {
     if (name == "warmup") {
       RunWarmup(knobs);  // not reported

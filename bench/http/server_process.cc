@@ -63,6 +63,11 @@ void ServerProcess::WriteFiles() const {
     out << kEffectScript;
   }
   fs::permissions(script, fs::perms::owner_all);
+  const char* kind = knobs_.js ? "js" : "wasm";
+  const std::string workflows =
+      knobs_.js ? knobs_.js_guests + "/workflows.js" : knobs_.guests + "/http_bench_workflows.wasm";
+  const std::string activities = knobs_.js ? knobs_.js_guests + "/activities.js"
+                                           : knobs_.guests + "/http_bench_activities.wasm";
   std::ofstream toml(run_dir_ + "/stele.toml", std::ios::trunc);
   toml << "data_dir = \"" << run_dir_ << "/data\"\n"
        << "\n[api]\nlisten = \"127.0.0.1:0\"\nui = false\n";
@@ -76,11 +81,11 @@ void ServerProcess::WriteFiles() const {
     for (const char* c = extra; *c != '\0'; ++c) toml << (*c == ';' ? '\n' : *c);
     toml << "\n";
   }
-  toml << "\n[[workflow_wasm]]\nname = \"bench_workflows\"\n"
-       << "location = \"" << knobs_.guests << "/http_bench_workflows.wasm\"\n";
+  toml << "\n[[workflow_" << kind << "]]\nname = \"bench_workflows\"\n"
+       << "location = \"" << workflows << "\"\n";
   if (knobs_.tuned) toml << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n";
-  toml << "\n[[activity_wasm]]\nname = \"bench_activities\"\n"
-       << "location = \"" << knobs_.guests << "/http_bench_activities.wasm\"\n"
+  toml << "\n[[activity_" << kind << "]]\nname = \"bench_activities\"\n"
+       << "location = \"" << activities << "\"\n"
        << "\n[[activity_exec]]\nname = \"bench_effects\"\n"
        << "command = [\"" << script << "\"]\n"
        << "env = { EFFECTS_FILE = \"" << effects_path() << "\" }\n";

@@ -1,5 +1,5 @@
 // TypeScript declarations of Stele's JavaScript runtime (docs/js.md): the
-// "stele" module a workflow or activity module may import, the context
+// "stele" module a workflow, activity or webhook module may import, the context
 // its functions get, and the globals of the realm they run in.
 //
 // Use: copy (or reference) this file in your project and keep "stele"
@@ -181,6 +181,57 @@ declare module "stele" {
   export type ActivitySpec<Args extends Json[] = any, R = any> = FunctionSpec<ActivityContext, Args, R>;
   /** The type of a module's `functions` export: specs keyed by ffqn. */
   export type Functions<Spec> = Record<string, Spec>;
+
+  // --- Webhooks ([[webhook_js]], docs/js.md "Webhooks") ---------------------
+
+  /** The HTTP request a webhook answers (names of headers in lowercase). */
+  export interface WebhookRequest {
+    readonly method: string;
+    readonly path: string;
+    /** The route's `:params`, e.g. { id: "A-1" } for POST /orders/:id. */
+    readonly params: Readonly<Record<string, string>>;
+    readonly query: Readonly<Record<string, string>>;
+    readonly headers: Readonly<Record<string, string>>;
+    /** The body as text (bytes that are not UTF-8 become U+FFFD). */
+    readonly body: string;
+  }
+
+  /**
+   * What a webhook returns. A string `body` is sent as is (Content-Type from
+   * `headers`, else text/plain); any other JSON value is sent as JSON.
+   */
+  export interface WebhookResponse {
+    /** 200..599 */
+    status: number;
+    headers?: Record<string, string>;
+    body?: Json;
+  }
+
+  /** What a webhook gets: the same host operations as a wasm webhook. */
+  export interface WebhookContext {
+    /** The webhook's name in the configuration. */
+    readonly name: string;
+    /** The `env` of the webhook's configuration, nothing else. */
+    readonly env: Readonly<Record<string, string>>;
+    /**
+     * Starts a new top-level execution (the checks of POST /v1/executions)
+     * and returns its id. Throws `Err` with value {kind, message} (the API's
+     * error kinds: "validation", "not_found", ...).
+     */
+    submit(ffqn: string, params?: Json[]): string;
+    /**
+     * The execution's outcome once it finished within `timeoutMs` (never past
+     * the webhook's `timeout`), else undefined. Throws `Err` with value
+     * {kind, message} for a malformed or unknown id.
+     */
+    awaitResult<T = Json, E = Json>(executionId: string,
+                                    timeoutMs: number): Promise<Outcome<T, E> | undefined>;
+    readonly log: Log;
+  }
+
+  /** The type of a webhook module's `webhook` export. */
+  export type Webhook = (ctx: WebhookContext, request: WebhookRequest) =>
+      Promise<WebhookResponse> | WebhookResponse;
 }
 
 // The realm's globals beyond ECMAScript (both kinds): console (to the

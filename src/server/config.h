@@ -179,14 +179,16 @@ struct CronConfig {
   uint32_t catch_up_limit = 10;
 };
 
-// A [[webhook_wasm]] endpoint (docs/config.md, "[[webhook_wasm]]"): an
-// HTTP route on the API's listener served by a wasm guest
-// (docs/guest_abi.md §6). The route is checked at parse time
+// A [[webhook_wasm]] or [[webhook_js]] endpoint (docs/config.md,
+// "[[webhook_wasm]]"): an HTTP route on the API's listener served by a
+// wasm guest (docs/guest_abi.md §6) or a JavaScript module (docs/js.md,
+// "Webhooks"). The route is checked at parse time
 // (server/webhook_routes.h): malformed, reserved, duplicate.
 struct WebhookConfig {
-  int line = 0;  // of the [[webhook_wasm]] header
+  int line = 0;     // of the [[webhook_wasm]] / [[webhook_js]] header
+  bool js = false;  // [[webhook_js]]
   std::string name;
-  std::string location;  // the .wasm file, absolute after loading
+  std::string location;  // the .wasm or .js file, absolute after loading
   std::string route;     // "POST /orders/:id" as written
   // auth = "api" (the default: [api] token, when set, is required) or
   // "none" (anyone who reaches the listener; the guest checks what it
@@ -194,9 +196,10 @@ struct WebhookConfig {
   bool auth_none = false;
   // The request's time limit: guest code and its waits (504 beyond it).
   std::chrono::milliseconds timeout{10000};
-  // Linear memory of the guest, in MiB (as activities: 64).
+  // Linear memory of the wasm guest, or the V8 heap of the JS one, in
+  // MiB (as activities: 64).
   uint32_t max_memory_mib = 64;
-  std::map<std::string, std::string> env;  // the guest's WASI environment
+  std::map<std::string, std::string> env;  // WASI environment / ctx.env
 };
 
 struct ServerConfig {

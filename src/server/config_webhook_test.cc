@@ -1,8 +1,10 @@
-// [[webhook_wasm]] in stele.toml and its route patterns: defaults, every
+// [[webhook_wasm]] and [[webhook_js]] in stele.toml and their route patterns: defaults, every
 // key, and malformed, reserved or conflicting routes (each error names
 // the webhook, the key and the line of the file).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "server/config.h"
 #include "server/webhook_routes.h"
@@ -140,6 +142,81 @@ TEST(ConfigWebhookTest, AMissingGuestFileIsAnErrorAtLoad) {
               HasSubstr("stele.toml:1: webhook_wasm.location: webhook `h`: no such file "
                         "`/etc/stele/hook.wasm`"));
 }
+
+std::string JsHook(const std::string& name, const std::string& route,
+                   const std::string& location = "hook.js") {
+  return "[[webhook_js]]\nname = \"" + name + "\"\nlocation = \"" + location + "\"\nroute = \"" +
+         route + "\"\n";
+}
+
+TEST(ConfigWebhookTest, JsWebhooksTakeTheSameKeys) {
+  auto config =
+      ParseWebhookToml(Hook("orders", "POST /orders/:id") + JsHook("public", "GET /orders/:id") +
+                       "auth = \"none\"\n"
+                       "timeout = \"2s\"\n"
+                       "max_memory_mib = 16\n"
+                       "env = { MODE = \"test\" }\n");
+  ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+  ASSERT_EQ(config->webhooks.size(), 2u);
+  EXPECT_FALSE(config->webhooks[0].js);
+  const WebhookConfig& b = config->webhooks[1];
+  EXPECT_TRUE(b.js);
+  EXPECT_EQ(b.line, 5);
+  EXPECT_EQ(b.location, "/etc/stele/hook.js");
+  EXPECT_EQ(b.route, "GET /orders/:id");
+  EXPECT_TRUE(b.auth_none);
+  EXPECT_EQ(b.timeout, std::chrono::seconds(2));
+  EXPECT_EQ(b.max_memory_mib, 16u);
+  EXPECT_EQ(b.env.at("MODE"), "test");
+}
+
+TEST(ConfigWebhookTest, JsWebhooksShareNamesAndRoutesWithWasmOnes) {
+  EXPECT_THAT(WebhookErrors(Hook("a", "POST /orders/:id") + JsHook("b", "POST /orders/:order")),
+              HasSubstr("stele.toml:5: webhook_js.route: webhook `b`: route `POST "
+                        "/orders/:order` matches the same requests as `POST /orders/:id` "
+                        "of webhook `a` (line 1)"));
+  EXPECT_THAT(WebhookErrors(Hook("h", "POST /x") + JsHook("h", "POST /y")),
+              HasSubstr("webhook_js[0].name: webhook `h`: the name is taken"));
+  EXPECT_THAT(WebhookErrors("[[webhook_js]]\nname = \"h\"\n"),
+              HasSubstr("webhook_js[0].location: missing (the path of the webhook's .js file)"));
+  EXPECT_THAT(WebhookErrors(JsHook("h", "POST /v1/x")), HasSubstr("webhook_js[0].route"));
+  // A V8 heap needs a few MiB.
+  EXPECT_THAT(WebhookErrors(JsHook("h", "POST /x") + "max_memory_mib = 4\n"),
+              HasSubstr("webhook_js[0].max_memory_mib"));
+  EXPECT_THAT(WebhookErrors("webhook_js = \"x\"\n"), HasSubstr("expected an array of tables"));
+  EXPECT_THAT(WebhookErrors(JsHook("h", "POST /x") + "fetch = true\n"), HasSubstr("unknown key"));
+}
+
+#if STELE_SERVER_HAVE_JS
+TEST(ConfigWebhookTest, JsWebhookLoadErrorsNameTheFileAndLine) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {write("syntax.js", "\nexport function webhook() {\n  return {;\n}\n"), "syntax.js:3:"},
+      {write("none.js", "export const functions = {};\n"), "must export `webhook`, a function"},
+      {write("top.js", "throw new Error('boom');\nexport function webhook() {}\n"), "boom"},
+      {dir + "/missing.js", "webhook_js.location: webhook `h`: no such file"},
+  };
+  for (const auto& [location, message] : cases) {
+    auto config = ParseWebhookToml(JsHook("h", "POST /x", location));
+    ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
+    auto loaded = LoadWebhooks(*config, "stele.toml");
+    ASSERT_FALSE(loaded.has_value()) << location;
+    const std::string errors = FormatErrors(loaded.error());
+    EXPECT_THAT(errors, HasSubstr("stele.toml:1: webhook_js.location: webhook `h`")) << errors;
+    EXPECT_THAT(errors, HasSubstr(message)) << errors;
+  }
+  auto config = ParseWebhookToml(JsHook(
+      "h", "POST /x", write("ok.js", "export const webhook = async () => ({status: 204});")));
+  ASSERT_TRUE(config.has_value());
+  auto loaded = LoadWebhooks(*config, "stele.toml");
+  ASSERT_TRUE(loaded.has_value()) << FormatErrors(loaded.error());
+  EXPECT_EQ((*loaded)[0].component_id.component_type, core::ComponentType::kWebhookEndpoint);
+}
+#endif
 
 RoutePattern Route(std::string_view text) {
   auto parsed = ParseRoutePattern(text);

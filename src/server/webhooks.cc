@@ -12,6 +12,9 @@
 #if STELE_SERVER_HAVE_WASM
 #include "runtime/wasm_host/webhook_guest.h"
 #endif
+#if STELE_SERVER_HAVE_JS
+#include "runtime/js/js_webhook.h"
+#endif
 
 namespace stele::server {
 
@@ -71,7 +74,7 @@ class ServiceWebhookHost final : public wh::WebhookHost {
 
 ConfigError WebhookErrorAt(const WebhookConfig& w, const std::string& file, std::string key,
                            std::string message) {
-  return ConfigError{file, w.line, "webhook_wasm." + key,
+  return ConfigError{file, w.line, std::string(w.js ? "webhook_js." : "webhook_wasm.") + key,
                      "webhook `" + w.name + "`: " + std::move(message)};
 }
 
@@ -107,6 +110,40 @@ Result<LoadedWebhook, ConfigError> LoadWasmWebhook(const WebhookConfig& w,
       WebhookErrorAt(w, file, "location",
                      "[[webhook_wasm]] is not supported yet: this build has no WebAssembly "
                      "runtime (runtime/wasm_host)"));
+#endif
+}
+
+Result<LoadedWebhook, ConfigError> LoadJsWebhook(const WebhookConfig& w, const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(w.location, ec)) {
+    return Unexpected(WebhookErrorAt(w, file, "location", "no such file `" + w.location + "`"));
+  }
+  auto route = ParseRoutePattern(w.route);
+  if (!route) return Unexpected(WebhookErrorAt(w, file, "route", route.error()));
+#if STELE_SERVER_HAVE_JS
+  namespace js = runtime::js;
+  js::JsLimits limits;
+  limits.max_heap_bytes = size_t{w.max_memory_mib} << 20;
+  auto guest = js::LoadJsWebhookFile(js::CreateV8JsEngine(), w.location, w.name, limits);
+  if (!guest) return Unexpected(WebhookErrorAt(w, file, "location", guest.error()));
+  LoadedWebhook out;
+  out.config = w;
+  out.route = std::move(*route);
+  out.component_id = (*guest)->component_id;
+  std::shared_ptr<const js::JsWebhook> loaded = *guest;
+  std::vector<std::pair<std::string, std::string>> env(w.env.begin(), w.env.end());
+  const std::string prefix = "webhook " + w.name;
+  out.serve = [loaded, env, prefix, timeout = w.timeout](const wh::WebhookRequest& request,
+                                                         wh::WebhookHost& host,
+                                                         const CancellationToken& cancel) {
+    return js::RunJsWebhook(*loaded, request, host, timeout, cancel, prefix, env);
+  };
+  return out;
+#else
+  return Unexpected(
+      WebhookErrorAt(w, file, "location",
+                     "[[webhook_js]] is not supported: this build has no JavaScript runtime "
+                     "(runtime/js)"));
 #endif
 }
 
@@ -221,7 +258,7 @@ Result<std::vector<LoadedWebhook>, ConfigErrors> LoadWebhooks(const ServerConfig
   std::vector<LoadedWebhook> out;
   ConfigErrors errors;
   for (const auto& w : config.webhooks) {
-    auto loaded = LoadWasmWebhook(w, file);
+    auto loaded = w.js ? LoadJsWebhook(w, file) : LoadWasmWebhook(w, file);
     if (loaded) {
       out.push_back(std::move(*loaded));
     } else {

@@ -1,12 +1,12 @@
 // Webhook endpoints of the server (docs/api.md, "Webhooks"): loading the
-// [[webhook_wasm]] guests, serving their routes on the API's listeners
-// (and on [api] ui_listen, which serves the same routes), their auth
-// exception, and the WebhookHost they submit and wait through — the
+// [[webhook_wasm]] and [[webhook_js]] guests, serving their routes on the
+// API's listeners (and on [api] ui_listen, which serves the same routes),
+// their auth exception, and the WebhookHost they submit and wait through — the
 // execution service's Submit and WaitForResult, as POST /v1/executions and
 // GET .../result use them.
 //
-// The guest runtime stays behind LoadedWebhook::serve, so that another
-// runtime (JavaScript) can serve routes through the same code.
+// The guest runtime (wasm_host or js) stays behind LoadedWebhook::serve:
+// both serve routes through the same code.
 //
 // Threading: LoadWebhooks is pure; the handlers run on the connection
 // threads and share ServerImpl (webhook counters under metrics_mu).

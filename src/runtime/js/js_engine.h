@@ -42,8 +42,10 @@ namespace stele::runtime::js {
 
 // What runs in the realm: workflows get deterministic Date / Math.random /
 // crypto bound to the host; activities get the real ones, fetch and
-// AbortSignal.
-enum class JsFlavor { kWorkflow, kActivity };
+// AbortSignal; webhooks (js_webhook.h) get the real ones and no fetch, and
+// their module exports one `webhook` function instead of `functions`
+// (declared as the single function "webhook").
+enum class JsFlavor { kWorkflow, kActivity, kWebhook };
 
 struct JsLimits {
   // Heap of one realm (its isolate). Reaching it stops the run (kOutOfMemory).

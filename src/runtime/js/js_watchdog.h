@@ -1,9 +1,11 @@
 // JsWatchdog: stops JavaScript guests that compute too long without asking
 // their host for anything — an infinite loop, or a workflow computing past
 // its lock. One process-wide thread polls the watched runs every few
-// milliseconds while there are any; a run publishes its current deadline
-// (steady time) in its Watch entry with one atomic store, so entering and
-// leaving host calls costs no lock and no wake-up.
+// milliseconds while there are any; a run publishes its current deadlines
+// (a budget of its thread's CPU time, and an instant on the steady clock)
+// in its Watch entry with atomic stores, so entering and leaving host calls
+// costs no lock and no wake-up. Only runs computing now have deadlines, so
+// a poll reads the CPU clocks of those threads only.
 //
 // Threading: thread-safe. The callback of an entry (its Interrupt function)
 // runs on the watchdog thread, never after Unwatch of the entry returned,
@@ -16,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <limits>
 #include <map>
@@ -36,21 +39,30 @@ class JsWatchdog {
    public:
     explicit Entry(std::function<void(const std::string&)> interrupt)
         : interrupt_(std::move(interrupt)) {}
-    // The guest runs from now on and must stop by `deadline`; `why`
-    // explains an interrupt at that deadline. Lock-free.
-    void Arm(SteadyTime deadline, int why) {
-      why_.store(why, std::memory_order_relaxed);
-      deadline_ns_.store(deadline.time_since_epoch().count(), std::memory_order_release);
-    }
+    // The guest runs from now on, on the calling thread, and must stop
+    // before it has used `cpu_budget` of that thread's CPU time (then it is
+    // interrupted with `cpu_why`) and by `deadline` on the steady clock
+    // (then with `deadline_why`). CPU time, not wall time, measures a
+    // slice: under load a run that waits for a core has computed nothing,
+    // and a correct workflow must not fail for it (BENCHMARKS.md, JS over
+    // HTTP). Lock-free; one read of the thread's CPU clock.
+    void Arm(std::chrono::nanoseconds cpu_budget, int cpu_why, SteadyTime deadline,
+             int deadline_why);
     // The guest waits for its host: no deadline. Lock-free.
-    void Pause() { deadline_ns_.store(kNever, std::memory_order_release); }
+    void Pause() {
+      cpu_deadline_ns_.store(kNever, std::memory_order_release);
+      deadline_ns_.store(kNever, std::memory_order_release);
+    }
 
    private:
     friend class JsWatchdog;
     static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
     std::function<void(const std::string&)> interrupt_;
-    std::atomic<int64_t> deadline_ns_{kNever};
-    std::atomic<int> why_{0};
+    std::atomic<int64_t> deadline_ns_{kNever};      // steady clock
+    std::atomic<int64_t> cpu_deadline_ns_{kNever};  // on cpu_clock_
+    std::atomic<clockid_t> cpu_clock_{CLOCK_THREAD_CPUTIME_ID};
+    std::atomic<int> deadline_why_{0};
+    std::atomic<int> cpu_why_{0};
   };
 
   // The process's watchdog (its thread starts with it).

@@ -405,7 +405,10 @@ std::optional<std::chrono::steady_clock::time_point> JsWorkflowHost::GuestDeadli
   if (clock_ == nullptr) return std::nullopt;
   const auto now = std::chrono::steady_clock::now();
   if (interruption()) return now;
-  auto lease_end = run_.EnsureLease(policy_.slice + policy_.margin);
+  // The slice counts CPU time, the lease wall time: twice the slice leaves
+  // a run that waits for a core (under load) room to use its slice before
+  // the lease's end stops it.
+  auto lease_end = run_.EnsureLease(2 * policy_.slice + policy_.margin);
   if (!lease_end) return now;  // recorded in the run
   const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       *lease_end - clock_->Now() -

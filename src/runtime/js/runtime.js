@@ -20,6 +20,7 @@
   "use strict";
   const { host, now, random, randomBytes } = natives;
   const workflow = flavor === "workflow";
+  const webhook = flavor === "webhook";
 
   // Intrinsics used below, captured before the guest could replace them
   // (the realm is frozen anyway; this keeps the runtime's own code
@@ -454,6 +455,31 @@
     });
   }
 
+  // --- Webhook context (docs/js.md, "Webhooks") -------------------------------------------
+
+  // The host operations of a [[webhook_js]] request: the same as the wasm
+  // guest's (docs/guest_abi.md §6). Errors of the service throw Err with
+  // {kind, message}.
+  function makeWebhookContext(info) {
+    return ObjectFreeze({
+      name: info.ffqn,
+      env: ObjectFreeze({ ...info.env }),
+      // The new top-level execution's id.
+      submit(ffqn, args) {
+        return call("submit", [text(ffqn, "submit: ffqn"), params(args, "submit")]);
+      },
+      // {ok} / {err} / {failure: {kind, reason, detail}} once finished within
+      // timeoutMs (cut to what is left of the webhook's timeout), else
+      // undefined.
+      awaitResult: settled(function (executionId, timeoutMs) {
+        const got = call("awaitResult", [text(executionId, "awaitResult: execution id"),
+                                         millis(timeoutMs, "awaitResult: timeoutMs")]);
+        return got === null ? undefined : got;
+      }),
+      log: makeLog(),
+    });
+  }
+
   // --- Deterministic time and randomness (workflows) ---------------------------------
 
   function installWorkflowClock() {
@@ -522,7 +548,7 @@
     consoleObject[method] = (...args) => log(level, args);
   }
   const globals = { crypto, console: consoleObject };
-  if (!workflow) {
+  if (!workflow && !webhook) {
     defineGlobals({ fetch, Headers, Response, AbortSignal });
   }
   defineGlobals(globals);
@@ -641,6 +667,10 @@
   // The declarations of a module's `functions` export, as JSON: throws a
   // TypeError naming what is wrong.
   function declarations(functions) {
+    if (webhook) {
+      // Realm::Instantiate checked that the export is a function.
+      return JSONstringify([{ ffqn: "webhook", params: [], returns: null }]);
+    }
     if (functions === null || typeof functions !== "object") {
       throw new TypeError("the module must export `functions`, an object keyed by ffqn");
     }
@@ -669,8 +699,9 @@
   }
 
   function start(functions, ffqn, info, paramsJson) {
-    const fn = functions[ffqn].run;
-    const ctx = workflow ? makeWorkflowContext(info) : makeActivityContext(info);
+    const fn = webhook ? functions : functions[ffqn].run;
+    const ctx = workflow ? makeWorkflowContext(info)
+                         : (webhook ? makeWebhookContext(info) : makeActivityContext(info));
     const args = JSONparse(paramsJson);
     try {
       return PromiseResolve(ReflectApply(fn, undefined, [ctx, ...args]));

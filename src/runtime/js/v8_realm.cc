@@ -103,14 +103,9 @@ struct ActiveRun {
   // The guest computes from now on, until its slice or the host's deadline.
   void Arm() {
     if (!watch) return;
-    const auto now = std::chrono::steady_clock::now();
-    auto deadline = now + slice;
-    int why = kSlice;
-    if (auto host_deadline = host->GuestDeadline(); host_deadline && *host_deadline < deadline) {
-      deadline = *host_deadline;
-      why = kDeadline;
-    }
-    watch->Arm(deadline, why);
+    auto deadline = JsWatchdog::SteadyTime::max();
+    if (auto host_deadline = host->GuestDeadline()) deadline = *host_deadline;
+    watch->Arm(slice, kSlice, deadline, kDeadline);
   }
   void Pause() {
     if (watch) watch->Pause();
@@ -284,7 +279,7 @@ std::string Describe(int why, std::chrono::milliseconds slice) {
            "operation";
   }
   return "the guest computed for " + std::to_string(slice.count()) +
-         " ms without a Stele operation (an endless loop?)";
+         " ms of CPU time without a Stele operation (an endless loop?)";
 }
 
 }  // namespace
@@ -350,7 +345,9 @@ Result<void, JsError> Realm::Init(const std::string& source) {
     return fail("compiling the runtime");
   }
   v8::Local<v8::Value> args[] = {
-      natives, V8String(isolate_, flavor_ == JsFlavor::kWorkflow ? "workflow" : "activity")};
+      natives, V8String(isolate_, flavor_ == JsFlavor::kWorkflow   ? "workflow"
+                                  : flavor_ == JsFlavor::kActivity ? "activity"
+                                                                   : "webhook")};
   v8::Local<v8::Value> internals;
   if (!factory.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 2, args).ToLocal(&internals) ||
       !internals->IsObject()) {
@@ -460,12 +457,18 @@ Result<v8::Local<v8::Object>, JsError> Realm::Instantiate(v8::Local<v8::Context>
       return Unexpected(JsError::Make(kind, name_ + ": top-level code awaits a promise that nothing settles"));
     }
   }
+  // A webhook module exports its handler; the others their declarations.
+  const bool webhook = flavor_ == JsFlavor::kWebhook;
+  const char* export_name = webhook ? "webhook" : "functions";
   v8::Local<v8::Value> functions;
   if (!module->GetModuleNamespace()
            .As<v8::Object>()
-           ->Get(context, V8String(isolate_, "functions"))
+           ->Get(context, V8String(isolate_, export_name))
            .ToLocal(&functions)) {
-    return Unexpected(Failure(try_catch, kind, "reading `functions`"));
+    return Unexpected(Failure(try_catch, kind, std::string("reading `") + export_name + "`"));
+  }
+  if (webhook && !functions->IsFunction()) {
+    return Unexpected(JsError::Make(kind, name_ + ": the module must export `webhook`, a function (ctx, request) => response (docs/js.md, \"Webhooks\")"));
   }
   if (!functions->IsObject()) {
     return Unexpected(JsError::Make(kind, name_ + ": the module must export `functions`, an object keyed by ffqn (docs/js.md)"));

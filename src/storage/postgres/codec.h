@@ -1,9 +1,8 @@
 // Row codecs of the PostgreSQL backend: how core values map to columns and
 // back (schema.h lists the column types). Results are read in text format:
 // bigint as decimal, boolean as t/f, bytea as \x-hex, json as its text.
-// t_state follows the same strict state ↔ nullable-column rules as the
-// SQLite backend (storage/sqlite/row_codec.h); the decoder rejects any
-// other combination with a DbErrorGeneric naming the row.
+// What t_state and t_join_set_response rows mean is shared with the SQLite
+// backend (storage/sql_rows.h); this file reads the columns.
 //
 // Threading: pure functions.
 #pragma once
@@ -25,6 +24,7 @@
 #include "storage/postgres/pg_conn.h"
 #include "storage/requests.h"
 #include "storage/row_json.h"
+#include "storage/sql_rows.h"
 
 namespace stele::storage::postgres::internal {
 
@@ -36,25 +36,10 @@ inline constexpr std::string_view kStateColumns =
     "retry_exp_backoff::text, created_at, first_scheduled_at, response_count, updated_at, "
     "paused, cancelling";
 
-struct ExecutionState {
-  std::string execution_id;
-  core::PendingState pending_state;
-  Version corresponding_version;
-  std::string ffqn;
-  core::InputContentDigest digest;
-  uint32_t intermittent_event_count = 0;
-  std::optional<Version> last_lock_version;
-  std::optional<core::LockedBy> last_lock;
-  std::optional<uint32_t> max_retries;
-  std::optional<core::Duration> retry_exp_backoff;
-  DateTime created_at;
-  DateTime first_scheduled_at;
-  uint64_t response_count = 0;  // the next response's cursor
-  DateTime updated_at;
-
-  bool IsFinished() const { return pending_state.IsFinished(); }
-  Version NextVersion() const { return corresponding_version.Increment(); }
-};
+using storage::ExecutionState;
+using storage::ParseColumn;
+using storage::TimeColumn;
+using storage::TimeFromColumn;
 
 Result<ExecutionState, DbErrorGeneric> DecodeStateRow(const PgResult& res, int row, int col0 = 0);
 
@@ -85,19 +70,5 @@ Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const PgResult& res
 std::string DigestParam(const core::InputContentDigest& digest);
 Result<core::InputContentDigest, DbErrorGeneric> DecodeDigest(std::string_view text,
                                                               std::string_view execution_id);
-
-inline int64_t TimeColumn(DateTime t) { return ToMicros(t); }
-inline DateTime TimeFromColumn(int64_t micros) { return DateTimeFromMicros(micros); }
-
-template <class T>
-Result<T, DbErrorGeneric> ParseColumn(std::string_view text, std::string_view what) {
-  auto parsed = T::Parse(text);
-  if (!parsed) {
-    return Unexpected(DbErrorGeneric::Uncategorized("corrupt " + std::string(what) + " `" +
-                                                    std::string(text) +
-                                                    "`: " + parsed.error().message));
-  }
-  return std::move(*parsed);
-}
 
 }  // namespace stele::storage::postgres::internal

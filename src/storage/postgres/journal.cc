@@ -9,6 +9,7 @@
 #include "core/list_key.h"
 #include "storage/pending_state_rules.h"
 #include "storage/request_rules.h"
+#include "storage/state_transition.h"
 
 namespace stele::storage::postgres::internal {
 
@@ -99,68 +100,11 @@ const std::string kSelectMessage =
     "SELECT join_set_id, message_body::text FROM t_join_set_response "
     "WHERE execution_id = $1 AND message_id = $2";
 
-// The t_state columns a state implies (codec.h has the rules DecodeStateRow
-// enforces).
-struct StateColumns {
-  std::string state;
-  int64_t pending_expires_finished = 0;
-  std::optional<int64_t> max_retries;
-  std::optional<std::string> retry_exp_backoff;
-  std::optional<int64_t> last_lock_version;
-  std::optional<std::string> executor_id;
-  std::optional<std::string> run_id;
-  std::optional<std::string> join_set_id;
-  std::optional<bool> join_set_closing;
-  std::optional<std::string> result_kind;
-};
-
-Result<StateColumns, DbErrorWrite> ColumnsOf(const ExecutionState& s) {
-  StateColumns c;
-  if (s.max_retries) c.max_retries = *s.max_retries;
-  if (s.retry_exp_backoff) {
-    STELE_ASSIGN_OR_RETURN(std::string backoff, EncodeJson(*s.retry_exp_backoff));
-    c.retry_exp_backoff = std::move(backoff);
-  }
-  if (s.last_lock) {
-    c.executor_id = s.last_lock->executor_id.ToString();
-    c.run_id = s.last_lock->run_id.ToString();
-  }
-  if (s.last_lock_version) c.last_lock_version = s.last_lock_version->value();
-  if (const auto* p = std::get_if<core::PendingStatePendingAt>(&s.pending_state.value)) {
-    c.state = "pending_at";
-    c.pending_expires_finished = TimeColumn(p->scheduled_at);
-  } else if (const auto* l = std::get_if<core::PendingStateLocked>(&s.pending_state.value)) {
-    c.state = "locked";
-    c.pending_expires_finished = TimeColumn(l->lock_expires_at);
-  } else if (const auto* b =
-                 std::get_if<core::PendingStateBlockedByJoinSet>(&s.pending_state.value)) {
-    c.state = "blocked_by_join_set";
-    c.pending_expires_finished = TimeColumn(b->lock_expires_at);
-    c.join_set_id = b->join_set_id.ToString();
-    c.join_set_closing = b->closing;
-  } else {
-    const auto& f = std::get<core::PendingStateFinished>(s.pending_state.value);
-    c.state = "finished";
-    c.pending_expires_finished = TimeColumn(f.finished_at);
-    STELE_ASSIGN_OR_RETURN(std::string kind, EncodeJson(f.result_kind));
-    c.result_kind = std::move(kind);
-  }
-  return c;
-}
-
 DbErrorWrite InvalidOr(const PgError& error, DbErrorWrite otherwise) {
   if (error.kind == PgError::Kind::kInvalidValue) {
     return DbErrorWriteNonRetriable::ValidationFailed(error.message);
   }
   return otherwise;
-}
-
-// --- In-memory transitions of a row (each leaves what codec.h prescribes) ---
-
-void SetPendingAt(ExecutionState& s, DateTime scheduled_at, bool temporary) {
-  s.pending_state.value = core::PendingStatePendingAt{scheduled_at, s.last_lock, s.digest};
-  s.last_lock_version.reset();
-  if (temporary) ++s.intermittent_event_count;
 }
 
 }  // namespace
@@ -385,17 +329,7 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
                                              DateTime current_time) {
   ExecutionState& s = row.state;
   const std::string& id = s.execution_id;
-  if (s.IsFinished()) {
-    return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
-  }
-  if (version != s.NextVersion()) {
-    return Unexpected(DbErrorWriteNonRetriable::VersionConflict(s.NextVersion(), version));
-  }
-  const auto* locked = std::get_if<core::Locked>(&req.event);
-  if (locked != nullptr) {
-    STELE_TRY(CanAppendLock(s.pending_state, req.created_at, locked->executor_id, locked->run_id,
-                            locked->lock_expires_at));
-  }
+  STELE_TRY(CheckAppend(s, version, req));
   STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(req.event));
   std::optional<std::string> join_set;
   if (auto join_set_id = core::ExecutionRequestJoinSetId(req.event)) {
@@ -403,84 +337,30 @@ Result<Version, DbErrorWrite> Journal::Apply(Row& row, Version version, const Ap
   }
   AddEvent(id, version, req.created_at, std::move(json),
            core::ExecutionRequestVariantTag(req.event), join_set);
-
-  if (locked != nullptr) {
-    const core::LockedBy by{locked->executor_id, locked->run_id};
-    s.pending_state.value = core::PendingStateLocked{by, locked->lock_expires_at, s.digest};
-    s.last_lock = by;
-    s.last_lock_version = version;
-    s.max_retries = locked->retry_config.max_retries;
-    s.retry_exp_backoff = locked->retry_config.retry_exp_backoff;
-  } else if (const auto* unlocked = std::get_if<core::Unlocked>(&req.event)) {
-    SetPendingAt(s, unlocked->backoff_expires_at, false);
-    NotifyPending(s, unlocked->backoff_expires_at, current_time);
-  } else if (const auto* failed = std::get_if<core::TemporarilyFailed>(&req.event)) {
-    SetPendingAt(s, failed->backoff_expires_at, true);
-    NotifyPending(s, failed->backoff_expires_at, current_time);
-  } else if (const auto* timed_out = std::get_if<core::TemporarilyTimedOut>(&req.event)) {
-    SetPendingAt(s, timed_out->backoff_expires_at, true);
-    NotifyPending(s, timed_out->backoff_expires_at, current_time);
-  } else if (const auto* finished = std::get_if<core::Finished>(&req.event)) {
-    s.pending_state.value = core::PendingStateFinished{
-        version.value(), req.created_at,
-        core::PendingStateFinishedResultKind::From(finished->result), s.digest};
-    s.last_lock.reset();
-    s.last_lock_version.reset();
-    finished_here_.push_back(FinishedHere{id, version, &finished->result});
-    tx_.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
-    tx_.Write(kDisarmDeadline, Params().Text(id));
-  } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
-    if (std::holds_alternative<core::HistoryPublish>(history->event)) {
-      tx_.notices.push_back(Notice{PublishKey(id), req.created_at, current_time});
-    }
-    if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history->event)) {
-      if (const auto* timer = std::get_if<core::DelayRequest>(&request->request)) {
-        // A repeated DelayRequest replaces the timer (as in the reference
-        // model), keyed by delay id within the execution.
-        tx_.Write(kUpsertDelay, Params()
-                                    .Text(id)
-                                    .Text(request->join_set_id.ToString())
-                                    .Text(timer->delay_id.ToString())
-                                    .Int(TimeColumn(timer->expires_at)));
-      }
-    } else if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&history->event)) {
-      if (cancel->terminate) tx_.Write(kDisarmDeadline, Params().Text(id));
-      // Whatever the run was doing or waiting for, a run must see the
-      // request; a paused workflow is resumed so that it can end.
-      SetPendingAt(s, req.created_at, false);
-      s.pending_state.paused = false;
-      s.pending_state.cancelling = true;
-      NotifyPending(s, req.created_at, current_time);
-    } else if (const auto* join_next = std::get_if<core::HistoryJoinNext>(&history->event)) {
-      STELE_ASSIGN_OR_RETURN(std::optional<DateTime> response,
-                             AwaitedResponse(row, join_next->join_set_id));
-      if (response) {
-        const DateTime scheduled_at = std::max(join_next->run_expires_at, *response);
-        SetPendingAt(s, scheduled_at, false);
-        NotifyPending(s, scheduled_at, current_time);
-      } else {
-        s.pending_state.value = core::PendingStateBlockedByJoinSet{
-            join_next->join_set_id, join_next->run_expires_at, join_next->closing, s.digest};
-        s.last_lock_version.reset();
-      }
-    }
-  }
-  if (std::holds_alternative<core::Paused>(req.event)) {
-    // A run holding the lock is fenced out by the version; the execution
-    // waits, pending, for the resume (docs/model.md §9.6).
-    if (std::holds_alternative<core::PendingStateLocked>(s.pending_state.value)) {
-      SetPendingAt(s, req.created_at, false);
-    }
-    s.pending_state.paused = true;
-  } else if (std::holds_alternative<core::Resumed>(req.event)) {
-    s.pending_state.paused = false;
-    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&s.pending_state.value)) {
-      NotifyPending(s, pending->scheduled_at, current_time);
-    }
-  }
-  s.corresponding_version = version;
-  s.updated_at = req.created_at;
+  STELE_ASSIGN_OR_RETURN(AppendEffects effects,
+                         ApplyAppend(s, version, req, [&](const core::JoinSetId& awaited_join_set) {
+                           return AwaitedResponse(row, awaited_join_set);
+                         }));
   row.dirty = true;
+  if (effects.timer != nullptr) {
+    // A repeated DelayRequest replaces the timer (as in the reference
+    // model), keyed by delay id within the execution.
+    const auto& timer = std::get<core::DelayRequest>(effects.timer->request);
+    tx_.Write(kUpsertDelay, Params()
+                                .Text(id)
+                                .Text(effects.timer->join_set_id.ToString())
+                                .Text(timer.delay_id.ToString())
+                                .Int(TimeColumn(timer.expires_at)));
+  }
+  if (effects.disarm_deadline) tx_.Write(kDisarmDeadline, Params().Text(id));
+  if (effects.pending_at) NotifyPending(s, *effects.pending_at, current_time);
+  if (effects.finished != nullptr) {
+    finished_here_.push_back(FinishedHere{id, version, &effects.finished->result});
+    tx_.notices.push_back(Notice{FinishedKey(id), req.created_at, current_time});
+  }
+  if (effects.published) {
+    tx_.notices.push_back(Notice{PublishKey(id), req.created_at, current_time});
+  }
   return version.Increment();
 }
 
@@ -537,16 +417,17 @@ Result<bool, DbErrorWrite> Journal::Create(const CreateRequest& req, DateTime cu
       .retry_exp_backoff = std::nullopt,
       .created_at = req.created_at,
       .first_scheduled_at = req.scheduled_at,
-      .response_count = 0,
       .updated_at = req.created_at,
+      .response_count = 0,
   };
   created_order_.push_back(id);
   if (req.policy.deadline) {
     // Live until the execution finishes or a terminate request disarms it.
     // A duplicate id is refused by t_state's key (IllegalState), not here.
-    tx_.Write("INSERT INTO t_deadline (execution_id, deadline) VALUES ($1, $2) "
-              "ON CONFLICT (execution_id) DO NOTHING",
-              Params().Text(id).Int(TimeColumn(*req.policy.deadline)));
+    tx_.Write(
+        "INSERT INTO t_deadline (execution_id, deadline) VALUES ($1, $2) "
+        "ON CONFLICT (execution_id) DO NOTHING",
+        Params().Text(id).Int(TimeColumn(*req.policy.deadline)));
   }
   // The Created row carries no join set (only JoinNext counting reads it).
   AddEvent(id, Version(0), req.created_at, std::move(json), "created", std::nullopt);
@@ -599,7 +480,7 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
   }
   Params params;
   params.Text(id)
-      .Int(static_cast<int64_t>(s.response_count))
+      .Int(static_cast<int64_t>(s.response_count.value_or(0)))
       .Int(TimeColumn(response.created_at))
       .Text(event.join_set_id.ToString());
   if (delay != nullptr) {
@@ -650,15 +531,11 @@ Result<void, DbErrorWrite> Journal::InsertResponse(const ExecutionId& execution_
     }
     return InvalidOr(error, error.ToGeneric());
   });
-  ++s.response_count;
+  s.response_count = s.response_count.value_or(0) + 1;
   row->dirty = true;
   row->inserted_responses[event.join_set_id.ToString()].push_back(response.created_at);
-  const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&s.pending_state.value);
-  if (blocked != nullptr && blocked->join_set_id == event.join_set_id) {
-    const DateTime scheduled_at = std::max(blocked->lock_expires_at, response.created_at);
-    SetPendingAt(s, scheduled_at, false);
-    s.updated_at = response.created_at;
-    NotifyPending(s, scheduled_at, current_time);
+  if (auto scheduled_at = ApplyResponse(s, event.join_set_id, response.created_at)) {
+    NotifyPending(s, *scheduled_at, current_time);
   }
   if (delay != nullptr) {
     tx_.Write("DELETE FROM t_delay WHERE execution_id = $1 AND delay_id = $2",
@@ -679,7 +556,7 @@ Result<void, DbErrorWrite> Journal::Flush() {
         kinds, responses, list_keys;
     for (const std::string& id : created_order_) {
       const ExecutionState& s = rows_.at(id).state;
-      STELE_ASSIGN_OR_RETURN(StateColumns c, ColumnsOf(s));
+      STELE_ASSIGN_OR_RETURN(StateColumns c, EncodeState(s));
       STELE_ASSIGN_OR_RETURN(auto parsed, ParseColumn<ExecutionId>(id, "execution id"));
       ids.Text(id);
       top.Bool(parsed.IsTopLevel());
@@ -704,7 +581,7 @@ Result<void, DbErrorWrite> Journal::Flush() {
         closing.Null();
       }
       kinds.OptText(c.result_kind);
-      responses.Int(static_cast<int64_t>(s.response_count));
+      responses.Int(c.response_count.value_or(0));
       list_keys.Text(core::ListKey(parsed));
     }
     Params params;
@@ -744,7 +621,7 @@ Result<void, DbErrorWrite> Journal::Flush() {
   for (const auto& [id, row] : rows_) {
     if (row.created || !row.dirty) continue;
     const ExecutionState& s = row.state;
-    STELE_ASSIGN_OR_RETURN(StateColumns c, ColumnsOf(s));
+    STELE_ASSIGN_OR_RETURN(StateColumns c, EncodeState(s));
     Params params;
     params.Text(id)
         .Text(c.state)
@@ -764,9 +641,9 @@ Result<void, DbErrorWrite> Journal::Flush() {
       params.Null();
     }
     params.OptText(c.result_kind)
-        .Int(static_cast<int64_t>(s.response_count))
-        .Bool(s.pending_state.paused)
-        .Bool(s.pending_state.cancelling);
+        .Int(c.response_count.value_or(0))
+        .Bool(c.paused)
+        .Bool(c.cancelling);
     tx_.Write(kUpdateRow, std::move(params));
   }
   return {};

@@ -133,7 +133,7 @@ Result<CreatedAndLockedChildren, DbErrorWrite> WriteStepTx(Store& store, const S
           if (outcome.response_index) {
             STELE_ASSIGN_OR_RETURN(const ExecutionState* parent,
                                    journal.State(response.parent_execution_id.ToString()));
-            if (parent->response_count != *outcome.response_index) {
+            if (parent->response_count.value_or(0) != *outcome.response_index) {
               return Unexpected(DbErrorWriteNonRetriable::Conflict());
             }
           }

@@ -1,114 +1,53 @@
 #include "storage/sqlite/journal_tx.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
 
 #include "core/list_key.h"
-#include "storage/pending_state_rules.h"
 #include "storage/request_rules.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
+#include "storage/state_transition.h"
 
 namespace stele::storage::sqlite::internal {
 
 namespace {
 
 // --- t_state updates -----------------------------------------------------------
-// Each leaves exactly the columns row_codec.h prescribes for the new state.
 
-// PendingAt(scheduled_at); the last lock holder (executor_id, run_id) is kept
-// so that it may extend its lock. `temporary` counts a retry.
-Result<void, DbErrorGeneric> SetPendingAt(Connection& db, std::string_view id, Version version,
-                                          DateTime scheduled_at, bool temporary,
-                                          DateTime updated_at) {
+// Writes the row of `s` after a transition that changed more than its
+// version (state_transition.h); EncodeState leaves exactly the columns
+// sql_rows.h prescribes for the new state.
+Result<void, DbErrorWrite> WriteStateRow(Connection& db, const ExecutionState& s) {
+  STELE_ASSIGN_OR_RETURN(StateColumns c, EncodeState(s));
   STELE_ASSIGN_OR_RETURN(
       Statement stmt,
-      db.Prepare("UPDATE t_state SET state = 'pending_at', corresponding_version = ?, "
-                 "pending_expires_finished = ?, updated_at = ?, "
-                 "intermittent_event_count = intermittent_event_count + ?, "
-                 "last_lock_version = NULL, join_set_id = NULL, join_set_closing = NULL, "
-                 "result_kind = NULL WHERE execution_id = ?"));
-  stmt.BindInt64(1, version.value());
-  stmt.BindInt64(2, TimeColumn(scheduled_at));
-  stmt.BindInt64(3, TimeColumn(updated_at));
-  stmt.BindInt64(4, temporary ? 1 : 0);
-  stmt.BindText(5, id);
-  return stmt.Run();
-}
-
-Result<void, DbErrorWrite> SetLocked(Connection& db, std::string_view id, Version version,
-                                     const core::Locked& locked, DateTime updated_at) {
-  STELE_ASSIGN_OR_RETURN(std::string backoff, EncodeJson(locked.retry_config.retry_exp_backoff));
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("UPDATE t_state SET state = 'locked', corresponding_version = ?, "
-                 "pending_expires_finished = ?, updated_at = ?, last_lock_version = ?, "
-                 "executor_id = ?, run_id = ?, max_retries = ?, retry_exp_backoff = ?, "
-                 "join_set_id = NULL, join_set_closing = NULL, result_kind = NULL "
-                 "WHERE execution_id = ?"));
-  stmt.BindInt64(1, version.value());
-  stmt.BindInt64(2, TimeColumn(locked.lock_expires_at));
-  stmt.BindInt64(3, TimeColumn(updated_at));
-  stmt.BindInt64(4, version.value());
-  stmt.BindText(5, locked.executor_id.ToString());
-  stmt.BindText(6, locked.run_id.ToString());
-  std::optional<int64_t> max_retries;
-  if (locked.retry_config.max_retries) max_retries = *locked.retry_config.max_retries;
-  stmt.BindOptionalInt64(7, max_retries);
-  stmt.BindText(8, backoff);
-  stmt.BindText(9, id);
-  STELE_TRY(stmt.Run());
-  return {};
-}
-
-// The pause and cancel flags (row_codec.h), independent of the state.
-Result<void, DbErrorGeneric> SetFlags(Connection& db, std::string_view id, bool paused,
-                                      bool cancelling) {
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("UPDATE t_state SET paused = ?, cancelling = ? WHERE execution_id = ?"));
-  stmt.BindInt64(1, paused ? 1 : 0);
-  stmt.BindInt64(2, cancelling ? 1 : 0);
-  stmt.BindText(3, id);
-  return stmt.Run();
-}
-
-Result<void, DbErrorGeneric> SetBlocked(Connection& db, std::string_view id, Version version,
-                                        const core::JoinSetId& join_set_id, DateTime lease,
-                                        bool closing, DateTime updated_at) {
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("UPDATE t_state SET state = 'blocked_by_join_set', corresponding_version = ?, "
-                 "pending_expires_finished = ?, updated_at = ?, last_lock_version = NULL, "
-                 "join_set_id = ?, join_set_closing = ?, result_kind = NULL "
-                 "WHERE execution_id = ?"));
-  stmt.BindInt64(1, version.value());
-  stmt.BindInt64(2, TimeColumn(lease));
-  stmt.BindInt64(3, TimeColumn(updated_at));
-  stmt.BindText(4, join_set_id.ToString());
-  stmt.BindInt64(5, closing ? 1 : 0);
-  stmt.BindText(6, id);
-  return stmt.Run();
-}
-
-Result<void, DbErrorWrite> SetFinished(Connection& db, std::string_view id, Version version,
-                                       DateTime finished_at,
-                                       const core::SupportedFunctionReturnValue& result) {
-  STELE_ASSIGN_OR_RETURN(std::string kind,
-                         EncodeJson(core::PendingStateFinishedResultKind::From(result)));
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("UPDATE t_state SET state = 'finished', corresponding_version = ?, "
-                 "pending_expires_finished = ?, updated_at = ?, last_lock_version = NULL, "
-                 "executor_id = NULL, run_id = NULL, join_set_id = NULL, "
-                 "join_set_closing = NULL, result_kind = ? WHERE execution_id = ?"));
-  stmt.BindInt64(1, version.value());
-  stmt.BindInt64(2, TimeColumn(finished_at));
-  stmt.BindInt64(3, TimeColumn(finished_at));
-  stmt.BindText(4, kind);
-  stmt.BindText(5, id);
+      db.Prepare("UPDATE t_state SET state = ?, corresponding_version = ?, "
+                 "pending_expires_finished = ?, updated_at = ?, intermittent_event_count = ?, "
+                 "last_lock_version = ?, executor_id = ?, run_id = ?, max_retries = ?, "
+                 "retry_exp_backoff = ?, join_set_id = ?, join_set_closing = ?, result_kind = ?, "
+                 "paused = ?, cancelling = ? WHERE execution_id = ?"));
+  stmt.BindText(1, c.state);
+  stmt.BindInt64(2, c.corresponding_version);
+  stmt.BindInt64(3, c.pending_expires_finished);
+  stmt.BindInt64(4, c.updated_at);
+  stmt.BindInt64(5, c.intermittent_event_count);
+  stmt.BindOptionalInt64(6, c.last_lock_version);
+  stmt.BindOptionalText(7, c.executor_id);
+  stmt.BindOptionalText(8, c.run_id);
+  stmt.BindOptionalInt64(9, c.max_retries);
+  stmt.BindOptionalText(10, c.retry_exp_backoff);
+  stmt.BindOptionalText(11, c.join_set_id);
+  std::optional<int64_t> closing;
+  if (c.join_set_closing) closing = *c.join_set_closing ? 1 : 0;
+  stmt.BindOptionalInt64(12, closing);
+  stmt.BindOptionalText(13, c.result_kind);
+  stmt.BindInt64(14, c.paused ? 1 : 0);
+  stmt.BindInt64(15, c.cancelling ? 1 : 0);
+  stmt.BindText(16, s.execution_id);
   STELE_TRY(stmt.Run());
   return {};
 }
@@ -212,151 +151,73 @@ void NotifyPending(WriteContext& tx, const ExecutionState& state, DateTime sched
   tx.notes.pending.push_back(PendingNotice{state.ffqn, state.digest, scheduled_at, current_time});
 }
 
-// Applies the transition of a history event appended at `version`.
-Result<void, DbErrorWrite> ApplyHistoryEvent(WriteContext& tx, const ExecutionState& state,
-                                             Version version, const AppendRequest& req,
-                                             const core::HistoryEvent& event,
-                                             DateTime current_time) {
-  Connection& db = tx.connection;
+// What an applied event asks for besides the row (state_transition.h).
+Result<void, DbErrorWrite> WriteEffects(WriteContext& tx, const ExecutionState& state,
+                                        const AppendEffects& effects, DateTime current_time) {
   const std::string& id = state.execution_id;
-  if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&event)) {
-    if (const auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
-      STELE_TRY(UpsertDelay(db, id, request->join_set_id, *delay));
+  if (effects.timer != nullptr) {
+    STELE_TRY(UpsertDelay(tx.connection, id, effects.timer->join_set_id,
+                          std::get<core::DelayRequest>(effects.timer->request)));
+  }
+  if (effects.disarm_deadline) STELE_TRY(DisarmDeadline(tx.connection, id));
+  if (effects.pending_at) NotifyPending(tx, state, *effects.pending_at, current_time);
+  if (effects.finished != nullptr) {
+    tx.notes.finished.push_back(FinishedNotice{id, effects.finished->result});
+  }
+  if (effects.published) tx.notes.published.push_back(id);
+  return {};
+}
+
+// Appends `batch` at consecutive versions. The row is read once and kept in
+// memory; an event that only moves the version (a workflow step is
+// typically JoinSetCreate, JoinSetRequest, JoinNext) does not write it: the
+// next write of the row carries the version, or one bump at the end.
+Result<Version, DbErrorWrite> AppendEventsTx(WriteContext& tx, const ExecutionId& execution_id,
+                                             Version version, std::span<const AppendRequest> batch,
+                                             DateTime current_time) {
+  for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
+  Connection& db = tx.connection;
+  const std::string id = execution_id.ToString();
+  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(db, id));
+  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
+  ExecutionState& state = *loaded;
+  // k counts the join set's JoinNexts in the log, the one just inserted
+  // included; the k-th response (arrival order) is the one it awaits.
+  const AwaitedResponse awaited =
+      [&](const core::JoinSetId& join_set) -> Result<std::optional<DateTime>, DbErrorWrite> {
+    STELE_ASSIGN_OR_RETURN(int64_t k, CountJoinNexts(db, id, join_set));
+    STELE_ASSIGN_OR_RETURN(auto response_at, KthResponseTime(db, id, join_set, k));
+    return response_at;
+  };
+  bool row_behind = false;  // the row's version and updated_at trail `state`
+  for (const AppendRequest& req : batch) {
+    STELE_TRY(CheckAppend(state, version, req));
+    STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
+    STELE_ASSIGN_OR_RETURN(AppendEffects effects, ApplyAppend(state, version, req, awaited));
+    if (effects.version_only) {
+      row_behind = true;
+    } else {
+      STELE_TRY(WriteStateRow(db, state));
+      row_behind = false;
     }
-    STELE_TRY(BumpVersion(db, id, version, req.created_at));
-    return {};
+    STELE_TRY(WriteEffects(tx, state, effects, current_time));
+    version = version.Increment();
   }
-  if (const auto* cancel = std::get_if<core::HistoryCancelRequest>(&event)) {
-    if (cancel->terminate) STELE_TRY(DisarmDeadline(db, id));
-    // Whatever the run was doing or waiting for, a run must see the
-    // request; a paused workflow is resumed so that it can end.
-    STELE_TRY(SetPendingAt(db, id, version, req.created_at, /*temporary=*/false, req.created_at));
-    STELE_TRY(SetFlags(db, id, /*paused=*/false, /*cancelling=*/true));
-    NotifyPending(tx, state, req.created_at, current_time);
-    return {};
+  if (row_behind) {
+    STELE_TRY(BumpVersion(db, id, state.corresponding_version, state.updated_at));
   }
-  const auto* join_next = std::get_if<core::HistoryJoinNext>(&event);
-  if (join_next == nullptr) {
-    // Persist, JoinSetCreate, JoinNextTooMany, Schedule, Stub, Step: version only.
-    STELE_TRY(BumpVersion(db, id, version, req.created_at));
-    return {};
-  }
-  // k counts this join set's JoinNexts including the one just inserted; the
-  // k-th response (arrival order) is the one it awaits.
-  STELE_ASSIGN_OR_RETURN(int64_t k, CountJoinNexts(db, id, join_next->join_set_id));
-  STELE_ASSIGN_OR_RETURN(auto response_at, KthResponseTime(db, id, join_next->join_set_id, k));
-  if (response_at) {
-    // The warm run keeps its lease; after it anyone may continue.
-    DateTime scheduled_at = std::max(join_next->run_expires_at, *response_at);
-    STELE_TRY(SetPendingAt(db, id, version, scheduled_at, /*temporary=*/false, req.created_at));
-    NotifyPending(tx, state, scheduled_at, current_time);
-  } else {
-    STELE_TRY(SetBlocked(db, id, version, join_next->join_set_id, join_next->run_expires_at,
-                         join_next->closing, req.created_at));
-  }
-  return {};
+  return version;
 }
-
-}  // namespace
-
-namespace {
-
-// The checks every append makes against the current state.
-Result<void, DbErrorWrite> CheckAppendable(const ExecutionState& state, Version version) {
-  if (state.IsFinished()) {
-    return Unexpected(DbErrorWriteNonRetriable::IllegalState("already finished"));
-  }
-  if (version != state.NextVersion()) {
-    return Unexpected(DbErrorWriteNonRetriable::VersionConflict(state.NextVersion(), version));
-  }
-  return {};
-}
-
-// History events whose only effect on t_state is the version (and, for a
-// DelayRequest, a live timer): everything but JoinNext and CancelRequest.
-bool ChangesOnlyTheVersion(const AppendRequest& req) {
-  const auto* history = std::get_if<core::HistoryEventRequest>(&req.event);
-  return history != nullptr && !std::holds_alternative<core::HistoryJoinNext>(history->event) &&
-         !std::holds_alternative<core::HistoryCancelRequest>(history->event);
-}
-
-// AppendEventTx on the execution's current `state` (as LoadState reads it).
-Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const ExecutionState& state,
-                                                   Version version, const AppendRequest& req,
-                                                   DateTime current_time);
 
 }  // namespace
 
 Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version, const AppendRequest& req,
                                             DateTime current_time) {
-  STELE_TRY(ValidateAppendRequest(execution_id, req));
-  STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(tx.connection, execution_id.ToString()));
-  if (!loaded) return Unexpected(DbErrorWrite::NotFound());
-  return AppendEventToStateTx(tx, *loaded, version, req, current_time);
+  return AppendEventsTx(tx, execution_id, version, std::span<const AppendRequest>(&req, 1),
+                        current_time);
 }
 
-namespace {
-
-Result<Version, DbErrorWrite> AppendEventToStateTx(WriteContext& tx, const ExecutionState& state,
-                                                   Version version, const AppendRequest& req,
-                                                   DateTime current_time) {
-  Connection& db = tx.connection;
-  const std::string& id = state.execution_id;
-  STELE_TRY(CheckAppendable(state, version));
-  if (const auto* locked = std::get_if<core::Locked>(&req.event)) {
-    STELE_TRY(CanAppendLock(state.pending_state, req.created_at, locked->executor_id,
-                            locked->run_id, locked->lock_expires_at));
-  }
-  STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
-
-  if (const auto* locked = std::get_if<core::Locked>(&req.event)) {
-    STELE_TRY(SetLocked(db, id, version, *locked, req.created_at));
-  } else if (const auto* unlocked = std::get_if<core::Unlocked>(&req.event)) {
-    // Unlocked never counts as a retry.
-    STELE_TRY(SetPendingAt(db, id, version, unlocked->backoff_expires_at, false, req.created_at));
-    NotifyPending(tx, state, unlocked->backoff_expires_at, current_time);
-  } else if (const auto* failed = std::get_if<core::TemporarilyFailed>(&req.event)) {
-    STELE_TRY(SetPendingAt(db, id, version, failed->backoff_expires_at, true, req.created_at));
-    NotifyPending(tx, state, failed->backoff_expires_at, current_time);
-  } else if (const auto* timed_out = std::get_if<core::TemporarilyTimedOut>(&req.event)) {
-    STELE_TRY(SetPendingAt(db, id, version, timed_out->backoff_expires_at, true, req.created_at));
-    NotifyPending(tx, state, timed_out->backoff_expires_at, current_time);
-  } else if (const auto* finished = std::get_if<core::Finished>(&req.event)) {
-    STELE_TRY(SetFinished(db, id, version, req.created_at, finished->result));
-    STELE_TRY(DisarmDeadline(db, id));
-    tx.notes.finished.push_back(FinishedNotice{id, finished->result});
-  } else if (const auto* history = std::get_if<core::HistoryEventRequest>(&req.event)) {
-    STELE_TRY(ApplyHistoryEvent(tx, state, version, req, history->event, current_time));
-    if (std::holds_alternative<core::HistoryPublish>(history->event)) {
-      tx.notes.published.push_back(id);
-    }
-  } else if (std::holds_alternative<core::Paused>(req.event)) {
-    // A run holding the lock is fenced out by the version; the execution
-    // waits, pending, for the resume (docs/model.md §9.6).
-    if (std::holds_alternative<core::PendingStateLocked>(state.pending_state.value)) {
-      STELE_TRY(SetPendingAt(db, id, version, req.created_at, false, req.created_at));
-    } else {
-      STELE_TRY(BumpVersion(db, id, version, req.created_at));
-    }
-    STELE_TRY(SetFlags(db, id, /*paused=*/true, state.pending_state.cancelling));
-  } else if (std::holds_alternative<core::Resumed>(req.event)) {
-    STELE_TRY(BumpVersion(db, id, version, req.created_at));
-    STELE_TRY(SetFlags(db, id, /*paused=*/false, state.pending_state.cancelling));
-    if (const auto* pending = std::get_if<core::PendingStatePendingAt>(&state.pending_state.value)) {
-      NotifyPending(tx, state, pending->scheduled_at, current_time);
-    }
-  }
-  return version.Increment();
-}
-
-}  // namespace
-
-// The state is read once and kept while the batch's events only move the
-// version (a workflow step is typically JoinSetCreate, JoinSetRequest,
-// JoinNext): their t_state update is folded into the next event that
-// writes the row anyway (every state change also sets the version), or one
-// version bump at the end. Same rows as appending one by one.
 Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version,
                                             const std::vector<AppendRequest>& batch,
@@ -364,40 +225,7 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
   if (batch.empty()) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
-  for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
-  Connection& db = tx.connection;
-  const std::string id = execution_id.ToString();
-  std::optional<ExecutionState> state;  // the row as of `version`, when known
-  std::optional<DateTime> pending_bump;  // updated_at of a version bump not yet written
-  for (const AppendRequest& req : batch) {
-    if (!state) {
-      STELE_ASSIGN_OR_RETURN(state, LoadState(db, id));
-      if (!state) return Unexpected(DbErrorWrite::NotFound());
-    }
-    if (ChangesOnlyTheVersion(req)) {
-      STELE_TRY(CheckAppendable(*state, version));
-      STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
-      const auto& history = std::get<core::HistoryEventRequest>(req.event).event;
-      if (std::holds_alternative<core::HistoryPublish>(history)) tx.notes.published.push_back(id);
-      if (const auto* request = std::get_if<core::HistoryJoinSetRequest>(&history)) {
-        if (const auto* delay = std::get_if<core::DelayRequest>(&request->request)) {
-          STELE_TRY(UpsertDelay(db, id, request->join_set_id, *delay));
-        }
-      }
-      state->corresponding_version = version;
-      pending_bump = req.created_at;
-      version = version.Increment();
-      continue;
-    }
-    // Its own update of the row sets the version too.
-    STELE_ASSIGN_OR_RETURN(version, AppendEventToStateTx(tx, *state, version, req, current_time));
-    pending_bump.reset();
-    state.reset();
-  }
-  if (pending_bump) {
-    STELE_TRY(BumpVersion(db, id, Version(version.value() - 1), *pending_bump));
-  }
-  return version;
+  return AppendEventsTx(tx, execution_id, version, batch, current_time);
 }
 
 Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
@@ -486,7 +314,7 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   STELE_TRY(CheckResponseAddressee(execution_id, event));
   STELE_ASSIGN_OR_RETURN(auto loaded, LoadState(db, id));
   if (!loaded) return Unexpected(DbErrorWrite::NotFound());
-  const ExecutionState& state = *loaded;
+  ExecutionState& state = *loaded;
 
   STELE_ASSIGN_OR_RETURN(uint32_t cursor, NextCursor(db, id));
   STELE_ASSIGN_OR_RETURN(
@@ -543,14 +371,9 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   }
   STELE_TRY(insert.Run());
 
-  // Only an execution blocked on this very join set is unblocked; in any
-  // other state the response waits for its JoinNext.
-  const auto* blocked = std::get_if<core::PendingStateBlockedByJoinSet>(&state.pending_state.value);
-  if (blocked != nullptr && blocked->join_set_id == event.join_set_id) {
-    DateTime scheduled_at = std::max(blocked->lock_expires_at, response.created_at);
-    STELE_TRY(SetPendingAt(db, id, state.corresponding_version, scheduled_at, false,
-                           response.created_at));
-    NotifyPending(tx, state, scheduled_at, current_time);
+  if (auto scheduled_at = ApplyResponse(state, event.join_set_id, response.created_at)) {
+    STELE_TRY(WriteStateRow(db, state));
+    NotifyPending(tx, state, *scheduled_at, current_time);
   }
   if (const auto* delay = std::get_if<core::DelayFinished>(&event.event)) {
     STELE_ASSIGN_OR_RETURN(

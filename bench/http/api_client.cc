@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +18,21 @@ namespace {
 
 constexpr int kResultWaitS = 30;  // per /result call; below max_result_wait_secs (60)
 constexpr double kResultLimitS = 600;
+constexpr double kSubmitLimitS = 600;
+
+std::atomic<uint64_t> g_refusals{0};
+
+// After a 503: counts it and waits what its Retry-After asks (seconds; 1 s
+// when absent or unreadable), as a well-behaved client does.
+void BackOff(const httplib::Result& res) {
+  ++g_refusals;
+  long seconds = 1;
+  if (res->has_header("Retry-After")) {
+    seconds =
+        std::clamp(std::strtol(res->get_header_value("Retry-After").c_str(), nullptr, 10), 0L, 60L);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+}
 
 }  // namespace
 
@@ -36,18 +53,61 @@ struct ApiClient::Impl {
 ApiClient::ApiClient(int port) : impl_(new Impl(port)) {}
 ApiClient::~ApiClient() { delete impl_; }
 
+namespace {
+
+// A fresh top-level id, E_<ULID>: 48 bits of milliseconds, 80 random bits,
+// in Crockford's base32. With the id chosen here a submission can be
+// retried after any failure: the server answers the same id again (200)
+// instead of creating a second execution (docs/api.md).
+std::string NewExecutionId() {
+  static constexpr char kAlphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  const auto ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count());
+  const uint64_t r1 = random(), r2 = random();
+  // 130 bits: 2 zero bits, 48 of time, 80 of randomness.
+  auto bit = [&](int i) -> unsigned {  // i in [0, 130), most significant first
+    if (i < 2) return 0;
+    if (i < 50) return (ms >> (49 - i)) & 1;
+    if (i < 114) return (r1 >> (113 - i)) & 1;
+    return (r2 >> (129 - i)) & 1;
+  };
+  std::string id = "E_";
+  for (int c = 0; c < 26; ++c) {
+    unsigned v = 0;
+    for (int b = 0; b < 5; ++b) v = (v << 1) | bit(c * 5 + b);
+    id += kAlphabet[v];
+  }
+  return id;
+}
+
+}  // namespace
+
 std::string ApiClient::Submit(const char* ffqn, const Json& params) {
-  const Json body = {{"ffqn", ffqn}, {"params", params}};
+  const std::string id = NewExecutionId();
+  const Json body = {{"ffqn", ffqn}, {"params", params}, {"execution_id", id}};
+  const double deadline = NowSeconds() + kSubmitLimitS;
   auto res = impl_->http.Post("/v1/executions", body.dump(), "application/json");
+  while (NowSeconds() < deadline) {
+    if (!res) {  // not sent, or the answer was lost: the same id is safe to send again
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } else if (res->status == 503) {
+      BackOff(res);
+    } else {
+      break;
+    }
+    res = impl_->http.Post("/v1/executions", body.dump(), "application/json");
+  }
   if (!res) Die(std::string("POST /v1/executions: ") + httplib::to_string(res.error()));
-  if (res->status != 201) {
+  if (res->status != 201 && res->status != 200) {
     Die("POST /v1/executions: " + std::to_string(res->status) + " " + res->body);
   }
   auto reply = Json::parse(res->body, nullptr, false);
-  if (reply.is_discarded() || !reply.contains("execution_id")) {
+  if (reply.is_discarded() || !reply.contains("execution_id") || reply["execution_id"] != id) {
     Die("POST /v1/executions: unexpected reply " + res->body);
   }
-  return reply["execution_id"].get<std::string>();
+  return id;
 }
 
 std::optional<Json> ApiClient::WaitResult(const std::string& id, double limit_s) {
@@ -61,6 +121,10 @@ std::optional<Json> ApiClient::WaitResult(const std::string& id, double limit_s)
       continue;
     }
     if (res->status == 408) continue;
+    if (res->status == 503) {
+      BackOff(res);
+      continue;
+    }
     if (res->status != 200) Die("GET " + path + ": " + std::to_string(res->status) + " " + res->body);
     auto reply = Json::parse(res->body, nullptr, false);
     if (reply.is_discarded() || !reply.contains("result")) {
@@ -71,9 +135,11 @@ std::optional<Json> ApiClient::WaitResult(const std::string& id, double limit_s)
   return std::nullopt;
 }
 
+uint64_t ApiClient::TakeRefusals() { return g_refusals.exchange(0); }
+
 FanOut SubmitAndWaitAll(const Knobs& knobs, int port, const char* ffqn, const Json& params,
                         uint32_t n) {
-  const uint32_t threads = std::clamp<uint32_t>(knobs.connections, 1, std::max(n, 1u));
+  const uint32_t threads = ClientThreads(knobs, n);
   FanOut out;
   out.ids.resize(n);
   out.values.resize(n);

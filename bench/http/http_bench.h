@@ -5,9 +5,16 @@
 //
 // Every run starts `stele server run` on a free 127.0.0.1 port with a
 // generated stele.toml and a fresh data dir (SQLite, synchronous=FULL as
-// shipped), submits with POST /v1/executions from `connections` client
-// threads (one keep-alive connection each) and waits for every result with
-// GET /v1/executions/{id}/result. A wrong result ends the driver with exit
+// shipped), submits with POST /v1/executions and waits for every result
+// with GET /v1/executions/{id}/result. By default every workflow has a
+// client thread and a keep-alive connection of its own, so all of them are
+// in flight at once (as a user's asynchronous client has them);
+// STELE_HTTP_CONNECTIONS=N shares N connections instead. A 503 refusal is
+// counted (metric `refused_503`) and retried after its Retry-After, as a
+// well-behaved client does. The server runs with an empty [executor]
+// section and no per-component tuning (STELE_HTTP_SETTINGS=defaults, what a
+// new user gets) or with the tuned settings of the in-process engine
+// (STELE_HTTP_SETTINGS=tuned). A wrong result ends the driver with exit
 // status 1: it is a failure, not a figure.
 //
 // Figures are printed as `stele-http <workload> <metric> <value> <unit>`
@@ -44,7 +51,12 @@ struct Knobs {
   uint32_t w5_kill_after_ms = 1500;
   uint32_t w5_down_ms = 500;
   uint32_t repeat = 3;
-  uint32_t connections = 8;  // STELE_HTTP_CONNECTIONS: client threads/connections
+  // STELE_HTTP_CONNECTIONS: client threads, one connection each; 0 ("all",
+  // the default): one per workflow, all in flight at once.
+  uint32_t connections = 0;
+  // STELE_HTTP_SETTINGS: false ("defaults"): an empty [executor] section;
+  // true ("tuned"): the in-process engine's settings (server_process.cc).
+  bool tuned = false;
   std::string dir;           // STELE_BENCH_DIR: scratch (one sub-folder per run)
   std::string stele;         // --stele PATH: the server binary
   std::string guests;        // --guests DIR: the folder holding the .wasm guests
@@ -118,12 +130,19 @@ class ApiClient {
   // time or the server did not answer.
   std::optional<Json> WaitResult(const std::string& id, double limit_s);
 
+  // 503 answers received by every ApiClient since the last call (each was
+  // retried after its Retry-After). Thread-safe.
+  static uint64_t TakeRefusals();
+
  private:
   struct Impl;
   Impl* impl_;
 };
 
-// Submits `n` executions of ffqn(params) from knobs.connections threads
+// Client threads for `n` workflows: knobs.connections, or n when it is 0.
+uint32_t ClientThreads(const Knobs& knobs, uint32_t n);
+
+// Submits `n` executions of ffqn(params) from ClientThreads threads
 // (each submits its share, then waits for its results in order) and
 // returns their ok values by submission order, for the caller to check. A
 // result that is not {"ok": ...}, or none within 600 s, exits the driver.

@@ -2,8 +2,11 @@
 // the workloads of bench/README.md through the HTTP API of the `stele`
 // server (all by default). Knobs are the environment variables named there,
 // plus STELE_BENCH_REPEAT (3), STELE_BENCH_DIR (scratch),
-// STELE_HTTP_CONNECTIONS (8) and STELE_HTTP_GUESTS (wasm, or js: the same
-// workflows and activities in JavaScript, guests/*.js). Run through `scripts/bench.sh http`.
+// STELE_HTTP_CONNECTIONS (all: a connection per workflow; or a number),
+// STELE_HTTP_SETTINGS (defaults | tuned), STELE_HTTP_EXECUTOR (more [executor]
+// lines, `;` between them) and STELE_HTTP_GUESTS (wasm, or js: the same
+// workflows and activities in JavaScript, guests/*.js). Run through
+// `scripts/bench.sh http`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -65,7 +68,16 @@ Knobs Knobs::FromEnv() {
   k.w5_kill_after_ms = EnvU32("W5_KILL_AFTER_MS", k.w5_kill_after_ms);
   k.w5_down_ms = EnvU32("W5_DOWN_MS", k.w5_down_ms);
   k.repeat = std::max(1u, EnvU32("STELE_BENCH_REPEAT", k.repeat));
-  k.connections = std::max(1u, EnvU32("STELE_HTTP_CONNECTIONS", k.connections));
+  const char* connections = std::getenv("STELE_HTTP_CONNECTIONS");
+  if (connections != nullptr && *connections != '\0' && std::string(connections) != "all") {
+    k.connections = std::max(1u, EnvU32("STELE_HTTP_CONNECTIONS", 1));
+  }
+  const char* settings = std::getenv("STELE_HTTP_SETTINGS");
+  const std::string settings_name = (settings && *settings) ? settings : "defaults";
+  if (settings_name != "defaults" && settings_name != "tuned") {
+    Die("STELE_HTTP_SETTINGS: expected defaults or tuned, got `" + settings_name + "`");
+  }
+  k.tuned = settings_name == "tuned";
   const char* dir = std::getenv("STELE_BENCH_DIR");
   k.dir = (dir && *dir) ? dir : (std::filesystem::temp_directory_path() / "stele-http-bench");
   k.dir = std::filesystem::absolute(k.dir).string();
@@ -104,6 +116,11 @@ double Percentile(std::vector<double> values, double p) {
   return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
 }
 
+uint32_t ClientThreads(const Knobs& knobs, uint32_t n) {
+  n = std::max(n, 1u);
+  return knobs.connections == 0 ? n : std::min(knobs.connections, n);
+}
+
 Json OkValue(const Json& result, const std::string& what) {
   if (!result.is_object() || !result.contains("ok")) {
     Die(what + ": expected an ok result, got " + result.dump());
@@ -140,8 +157,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("# stele-http connections=%u repeat=%u guests=%s\n", knobs.connections, knobs.repeat,
-              knobs.js ? "js" : "wasm");
+  std::printf("# stele-http settings=%s connections=%s repeat=%u guests=%s\n",
+              knobs.tuned ? "tuned" : "defaults",
+              knobs.connections == 0 ? "all" : std::to_string(knobs.connections).c_str(),
+              knobs.repeat, knobs.js ? "js" : "wasm");
   for (const auto& name : selected) {
     if (name == "warmup") {
       RunWarmup(knobs);  // not reported

@@ -51,9 +51,11 @@ ServerProcess::ServerProcess(const Knobs& knobs, std::string run_dir)
 
 ServerProcess::~ServerProcess() { Kill(); }
 
-// The options mirror the in-process engine of bench/workloads
-// (engine_setup.cc): workflows kept warm while blocked (`await`) with a 2 s
-// lease, 256 workflow slots, 4096 activity slots, batches of 256.
+// STELE_HTTP_SETTINGS=tuned mirrors the in-process engine of
+// bench/workloads (engine_setup.cc): workflows kept warm while blocked
+// (`await`) with a 2 s lease, 256 workflow slots, 4096 activity slots,
+// batches of 256. The default (`defaults`) sets nothing of the executors:
+// the figures a new user gets.
 void ServerProcess::WriteFiles() const {
   const std::string script = run_dir_ + "/effect.sh";
   {
@@ -68,19 +70,27 @@ void ServerProcess::WriteFiles() const {
                                            : knobs_.guests + "/http_bench_activities.wasm";
   std::ofstream toml(run_dir_ + "/stele.toml", std::ios::trunc);
   toml << "data_dir = \"" << run_dir_ << "/data\"\n"
-       << "\n[api]\nlisten = \"127.0.0.1:0\"\nui = false\n"
-       << "\n[executor]\nbatch_size = 256\nmax_concurrency = 4096\n"
-       << "max_workflow_concurrency = 256\n"
-       << "\n[[workflow_" << kind << "]]\nname = \"bench_workflows\"\n"
-       << "location = \"" << workflows << "\"\n"
-       << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n"
-       << "\n[[activity_" << kind << "]]\nname = \"bench_activities\"\n"
+       << "\n[api]\nlisten = \"127.0.0.1:0\"\nui = false\n";
+  toml << "\n[executor]\n";
+  if (knobs_.tuned) {
+    toml << "batch_size = 256\nmax_concurrency = 4096\nmax_workflow_concurrency = 256\n";
+  }
+  // STELE_HTTP_EXECUTOR: more [executor] lines for experiments, `;`
+  // between them ("max_workflow_concurrency = 1024;batch_size = 64").
+  if (const char* extra = std::getenv("STELE_HTTP_EXECUTOR"); extra != nullptr) {
+    for (const char* c = extra; *c != '\0'; ++c) toml << (*c == ';' ? '\n' : *c);
+    toml << "\n";
+  }
+  toml << "\n[[workflow_" << kind << "]]\nname = \"bench_workflows\"\n"
+       << "location = \"" << workflows << "\"\n";
+  if (knobs_.tuned) toml << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n";
+  toml << "\n[[activity_" << kind << "]]\nname = \"bench_activities\"\n"
        << "location = \"" << activities << "\"\n"
        << "\n[[activity_exec]]\nname = \"bench_effects\"\n"
        << "command = [\"" << script << "\"]\n"
-       << "env = { EFFECTS_FILE = \"" << effects_path() << "\" }\n"
-       << "lock_expiry = \"10s\"\n"
-       << "\n[[activity_exec.functions]]\nffqn = \"bench:http/effects.append\"\n"
+       << "env = { EFFECTS_FILE = \"" << effects_path() << "\" }\n";
+  if (knobs_.tuned) toml << "lock_expiry = \"10s\"\n";
+  toml << "\n[[activity_exec.functions]]\nffqn = \"bench:http/effects.append\"\n"
        << "params = []\nreturn_type = \"u64\"\n";
 }
 

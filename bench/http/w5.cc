@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -37,8 +38,9 @@ void OverConnections(uint32_t threads, int port, uint32_t n, F body) {
 Metrics RunW5(const Knobs& knobs) {
   ServerProcess server(knobs, FreshRunDir(knobs, "w5"));
   server.Start();
+  ApiClient::TakeRefusals();
   const uint32_t n = knobs.w5_n;
-  const uint32_t threads = std::clamp<uint32_t>(knobs.connections, 1, std::max(n, 1u));
+  const uint32_t threads = ClientThreads(knobs, n);
   std::vector<std::string> ids(n);
 
   const double first_submit = NowSeconds();
@@ -50,11 +52,13 @@ Metrics RunW5(const Knobs& knobs) {
   server.Kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(knobs.w5_down_ms));
   const double restart_at = NowSeconds();
+  const auto restart_wall = std::chrono::system_clock::now();
   server.Start();
 
   std::atomic<uint32_t> finished{0};
   std::mutex mu;
   double done_at = restart_at;
+  std::vector<double> result_at;  // seconds after the restart
   OverConnections(threads, server.port(), n, [&](uint32_t i, ApiClient& client) {
     auto result = client.WaitResult(ids[i], kResultLimitS);
     if (!result) return;  // lost
@@ -63,10 +67,22 @@ Metrics RunW5(const Knobs& knobs) {
       Die("W5 " + ids[i] + ": expected 1, got " + value.dump());
     }
     ++finished;
+    const double now = NowSeconds();
     std::lock_guard lock(mu);
-    done_at = std::max(done_at, NowSeconds());
+    done_at = std::max(done_at, now);
+    result_at.push_back(now - restart_at);
   });
   server.Stop();
+  // When the last step ran, on the server's side: the effects file's last
+  // write (each workflow finishes right after its step), whatever its
+  // client's backoffs.
+  std::error_code ec;
+  const auto effects_written = std::filesystem::last_write_time(server.effects_path(), ec);
+  const double steps_done =
+      ec ? -1
+         : std::chrono::duration<double>(std::chrono::file_clock::to_sys(effects_written) -
+                                         restart_wall)
+               .count();
 
   std::map<std::string, int> ran;
   std::ifstream effects(server.effects_path());
@@ -85,11 +101,14 @@ Metrics RunW5(const Knobs& knobs) {
   }
   return {
       {"after_restart", {done_at - restart_at, "s"}},
+      {"after_restart_p50", {Percentile(result_at, 50), "s"}},
+      {"last_step_after_restart", {steps_done, "s"}},
       {"after_kill", {done_at - kill_at, "s"}},
       {"after_first_submit", {done_at - first_submit, "s"}},
       {"lost", {static_cast<double>(n - finished.load()), "wf"}},
       {"step_ran_twice", {static_cast<double>(twice), "wf"}},
       {"step_never_ran", {static_cast<double>(never), "wf"}},
+      {"refused_503", {static_cast<double>(ApiClient::TakeRefusals()), "answers"}},
   };
 }
 

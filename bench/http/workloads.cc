@@ -46,6 +46,7 @@ Metrics RunWarmup(const Knobs& knobs) {
 Metrics RunW1(const Knobs& knobs) {
   ServerProcess server(knobs, FreshRunDir(knobs, "w1"));
   server.Start();
+  ApiClient::TakeRefusals();
   auto fan = SubmitAndWaitAll(knobs, server.port(), kW1, Json::array(), knobs.w1_n);
   for (size_t i = 0; i < fan.values.size(); ++i) ExpectU64(fan.values[i], 1, "W1 " + fan.ids[i]);
   const double elapsed = fan.last_result - fan.first_submit;
@@ -58,6 +59,7 @@ Metrics RunW1(const Knobs& knobs) {
       {"submit", {fan.all_acknowledged - fan.first_submit, "s"}},
       {"peak_rss", {peak_rss, "MiB"}},
       {"disk_per_workflow", {disk, "B"}},
+      {"refused_503", {static_cast<double>(ApiClient::TakeRefusals()), "answers"}},
   };
 }
 
@@ -83,6 +85,7 @@ Metrics RunW3(const Knobs& knobs) {
 Metrics RunW4(const Knobs& knobs) {
   ServerProcess server(knobs, FreshRunDir(knobs, "w4"));
   server.Start();
+  ApiClient::TakeRefusals();
   auto fan = SubmitAndWaitAll(knobs, server.port(), kW4, Json::array({knobs.w4_sleep_ms}),
                               knobs.w4_n);
   std::vector<double> lateness_ms;
@@ -103,6 +106,7 @@ Metrics RunW4(const Knobs& knobs) {
       {"max", {Percentile(lateness_ms, 100), "ms"}},
       {"elapsed", {elapsed, "s"}},
       {"submit", {fan.all_acknowledged - fan.first_submit, "s"}},
+      {"refused_503", {static_cast<double>(ApiClient::TakeRefusals()), "answers"}},
   };
 }
 

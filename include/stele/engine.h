@@ -42,6 +42,7 @@
 #include "stele/result.h"
 #include "stele/activity.h"
 #include "stele/clock.h"
+#include "stele/defaults.h"
 #include "stele/error.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
@@ -69,18 +70,18 @@ struct EngineOptions {
   // Largest params (serialised JSON) Submit accepts.
   size_t max_params_bytes = 1 << 20;
   // Activity attempts running at once in this process (all activities).
-  uint32_t max_concurrency = 64;
+  uint32_t max_concurrency = defaults::kMaxConcurrency;
   // Workflow runs loaded at once. Separate from the activities' limit on
   // purpose: a workflow waiting warm for a child holds its slot, and
   // sharing one limit would let waiting workflows starve the activities
   // they wait for.
-  uint32_t max_workflow_concurrency = 256;
+  uint32_t max_workflow_concurrency = defaults::kMaxWorkflowConcurrency;
   // Executions one executor locks per tick.
-  uint32_t batch_size = 32;
+  uint32_t batch_size = defaults::kBatchSize;
   // The workflow settings below are the defaults of every workflow;
   // WorkflowOptions overrides them per workflow.
   // Lease of a workflow run; a run that dies is retried after it ends.
-  std::chrono::milliseconds workflow_lock_expiry{2000};
+  std::chrono::milliseconds workflow_lock_expiry{defaults::kWorkflowLockExpiry};
   // true (BlockingStrategy::kAwait): a workflow whose awaited response is
   // not in yet stays loaded until its lease ends (short calls finish
   // without a replay); false (kInterrupt): it is unloaded at once and
@@ -91,18 +92,18 @@ struct EngineOptions {
   std::optional<std::chrono::milliseconds> max_warm_wait = std::nullopt;
   // Backoff of a workflow retried after a failed run (an inline step that
   // failed, a run that timed out without progress).
-  std::chrono::milliseconds workflow_retry_backoff{100};
+  std::chrono::milliseconds workflow_retry_backoff{defaults::kWorkflowRetryBackoff};
   // Failed runs a workflow retries before it ends with its last failure
   // (docs/sdk.md, "Retries"): nothing retries forever unless asked to
   // (nullopt). A run that made progress before its lease ended is not
   // counted.
-  std::optional<uint32_t> workflow_max_retries = 10;
+  std::optional<uint32_t> workflow_max_retries = defaults::kWorkflowMaxRetries;
   // Longest wait before a workflow retry, and its jitter (0..100 %).
-  std::chrono::milliseconds workflow_max_retry_backoff{300'000};
-  uint32_t workflow_retry_jitter_percent = 10;
+  std::chrono::milliseconds workflow_max_retry_backoff{defaults::kMaxRetryBackoff};
+  uint32_t workflow_retry_jitter_percent = defaults::kRetryJitterPercent;
   // How long a cancelled workflow may clean up before it is terminated
   // (Engine::Cancel; CancelOptions::grace overrides it per request).
-  std::chrono::milliseconds cancel_grace{60'000};
+  std::chrono::milliseconds cancel_grace{defaults::kCancelGrace};
   // Non-blocking events (join sets, submissions, random values, stubs) a
   // run keeps in memory and writes with its next blocking write (a wait, a
   // direct call, a sleep, the finish); at most this many are kept before
@@ -117,7 +118,7 @@ struct EngineOptions {
   // ends instead of growing it without bound). At least 10.
   uint32_t workflow_max_events_per_execution = 100'000;
   // Longest wait of an idle executor before it looks for work again.
-  std::chrono::milliseconds tick_sleep{200};
+  std::chrono::milliseconds tick_sleep{defaults::kTickSleep};
   // Expired-timers watcher: its tick bounds how late a durable sleep ends
   // (one indexed query per tick); the leeway is how late an expired lock
   // must be before the watcher takes it over (delays fire on time).

@@ -3,6 +3,7 @@
 
 #include "stele/activity.h"
 #include "stele/clock.h"
+#include "stele/defaults.h"
 #include "stele/engine.h"
 #include "stele/error.h"
 #include "stele/execution_result.h"

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "core/execution_event.h"
 #include "engine/sdk_test_util.h"
+#include "service/component.h"
 #include "stele/stele.h"
 
 namespace stele {
@@ -305,6 +306,23 @@ TEST_F(WorkflowOptionsTest, MaxEventsPerExecutionEndsARunawayWorkflowNamingTheLi
             std::string::npos)
       << result.failure_reason;
   EXPECT_LE(Events(id).size(), 42u);
+}
+
+// libstele and the server (which starts from ServiceOptions) run their
+// executors alike unless told otherwise: both read stele/defaults.h.
+TEST(EngineDefaultsTest, EngineOptionsStartFromTheServiceDefaults) {
+  const EngineOptions engine;
+  const service::ServiceOptions service;
+  EXPECT_EQ(engine.batch_size, service.batch_size);
+  EXPECT_EQ(engine.max_concurrency, service.max_concurrency);
+  EXPECT_EQ(engine.max_workflow_concurrency, service.max_workflow_concurrency);
+  EXPECT_EQ(engine.workflow_lock_expiry, service.workflow_lock_expiry);
+  EXPECT_EQ(engine.tick_sleep, service.tick_sleep);
+  EXPECT_EQ(engine.workflow_retry_backoff, service.workflow_retry_backoff);
+  EXPECT_EQ(engine.workflow_max_retries, service.workflow_max_retries);
+  EXPECT_EQ(engine.workflow_max_retry_backoff, service.max_retry_backoff);
+  EXPECT_EQ(engine.workflow_retry_jitter_percent, service.retry_jitter_percent);
+  EXPECT_EQ(engine.cancel_grace, service.cancel_grace);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/api_test_fixture.h"
+#include "stele/defaults.h"
 
 namespace stele::server {
 namespace {
@@ -584,6 +585,24 @@ TEST_F(ApiRetentionTest, TheCollectorDeletesFinishedExecutionsAndCountsThem) {
   EXPECT_EQ(MetricValue(text, "stele_retention_deleted_trees_total"), 1.0) << text;
   EXPECT_GT(*MetricValue(text, "stele_retention_passes_total{outcome=\"ok\"}"), 0.0) << text;
   EXPECT_EQ(MetricValue(text, "stele_retention_passes_total{outcome=\"failed\"}"), 0.0) << text;
+}
+
+// An [executor] section that sets no limit (the fixture sets only
+// tick_sleep) and an [api] section that sets none: the server runs with
+// the executor defaults shared with libstele (stele/defaults.h) and serves
+// a thousand clients waiting for results at once (issue 21: 500 clients
+// collecting W5's results after a restart got 503s with the old limits of
+// 256 connections and 128 waiters).
+TEST_F(ApiTest, UnsetLimitsAreTheSharedDefaults) {
+  auto metrics = Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  const std::string& text = metrics->body;
+  EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"activity\"} " +
+                              std::to_string(defaults::kMaxConcurrency) + "\n"));
+  EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"workflow\"} " +
+                              std::to_string(defaults::kMaxWorkflowConcurrency) + "\n"));
+  EXPECT_THAT(text, HasSubstr("stele_http_max_connections 10000\n"));
+  EXPECT_THAT(text, HasSubstr("stele_http_max_waiters 1536\n"));
 }
 
 // One activity permit: the first gate run holds it and the next two wait,

@@ -47,8 +47,10 @@ struct ApiConfig {
   size_t workers = 16;
   // Of those, requests that wait (GET .../result with a timeout, follow
   // streams); beyond it a 503. Below max_connections, so that waiting
-  // clients never starve the other requests.
-  size_t max_waiters = 128;
+  // clients never starve the other requests. A wait still holds a thread
+  // of the waits pool (started on demand); 1536 lets a client with a
+  // thousand workflows in flight wait for every result (BENCHMARKS.md).
+  size_t max_waiters = 1536;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
   // [api] ui_listen: serve the UI on this address instead of `listen`. That
   // listener also serves the same API routes (same handlers, token and

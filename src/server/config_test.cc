@@ -299,7 +299,7 @@ TEST(ConfigTest, ConnectionLimits) {
   auto defaults = Parse("");
   ASSERT_TRUE(defaults.has_value());
   EXPECT_EQ(defaults->api.max_connections, 10000u);
-  EXPECT_EQ(defaults->api.max_waiters, 128u);
+  EXPECT_EQ(defaults->api.max_waiters, 1536u);
   EXPECT_EQ(defaults->api.workers, 16u);
   auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\nworkers = 3\n");
   ASSERT_TRUE(set.has_value()) << FormatErrors(set.error());

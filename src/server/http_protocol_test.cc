@@ -8,14 +8,17 @@
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -247,6 +250,40 @@ TEST_F(HttpFramingTest, RequestAnsweredWithoutItsBodyEndsTheConnection) {
   auto next = conn.Read();
   ASSERT_TRUE(next);
   EXPECT_EQ(next->status, 200);
+}
+
+// The accept queue of this process's socket listening on 127.0.0.1:`port`
+// (TCP_INFO of a listener reports its backlog in tcpi_sacked), or -1.
+int ListenBacklogOfPort(int port) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    int listening = 0;
+    socklen_t flag_len = sizeof listening;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        addr.sin_family != AF_INET || ntohs(addr.sin_port) != port ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &flag_len) != 0 || !listening) {
+      continue;
+    }
+    tcp_info info{};
+    socklen_t info_len = sizeof info;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) != 0) return -1;
+    return static_cast<int>(info.tcpi_sacked);
+  }
+  return -1;
+}
+
+// Regression (issue 21, W5): httplib listened with a backlog of 5, so 500
+// clients reconnecting after a restart overflowed the accept queue and
+// waited through SYN retransmissions for up to a minute and a half. The
+// HTTP layer asks for SOMAXCONN (4096), which the kernel caps by its
+// net.core.somaxconn.
+TEST_F(HttpFramingTest, ListensWithAWideBacklog) {
+  int somaxconn = 0;
+  std::ifstream("/proc/sys/net/core/somaxconn") >> somaxconn;
+  ASSERT_GT(somaxconn, 0);
+  EXPECT_EQ(ListenBacklogOfPort(server_->port()), std::min(SOMAXCONN, somaxconn));
 }
 
 }  // namespace

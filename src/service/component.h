@@ -33,6 +33,7 @@
 #include "runtime/workflow/function_registry.h"
 #include "runtime/workflow/workflow_run.h"
 #include "storage/db_pool.h"
+#include "stele/defaults.h"
 
 namespace stele::service {
 
@@ -101,15 +102,14 @@ struct ComponentSpec {
 inline constexpr std::chrono::milliseconds kDefaultActivityLockExpiry{30000};
 
 // The settings of a service; each default is the one both faces use
-// unless their configuration says otherwise (docs/config.md, docs/sdk.md).
-// The grace period of a workflow cancel: long enough for compensating
-// activities with the default activity lease, short enough that a stuck
-// cleanup ends within a minute.
-inline constexpr std::chrono::milliseconds kDefaultCancelGrace{60'000};
+// unless their configuration says otherwise (docs/config.md, docs/sdk.md):
+// the executor settings come from stele/defaults.h, which libstele's
+// EngineOptions reads too.
+inline constexpr std::chrono::milliseconds kDefaultCancelGrace = defaults::kCancelGrace;
 // Retry defaults of both faces (docs/config.md, "Retries").
-inline constexpr uint32_t kDefaultWorkflowMaxRetries = 10;
-inline constexpr std::chrono::milliseconds kDefaultMaxRetryBackoff{300'000};
-inline constexpr uint32_t kDefaultRetryJitterPercent = 10;
+inline constexpr uint32_t kDefaultWorkflowMaxRetries = defaults::kWorkflowMaxRetries;
+inline constexpr std::chrono::milliseconds kDefaultMaxRetryBackoff = defaults::kMaxRetryBackoff;
+inline constexpr uint32_t kDefaultRetryJitterPercent = defaults::kRetryJitterPercent;
 
 struct ServiceOptions {
   std::shared_ptr<storage::DbPool> pool;  // REQUIRES: non-null
@@ -117,16 +117,16 @@ struct ServiceOptions {
 
   // --- Executors ---
   // Executions one executor locks per tick.
-  uint32_t batch_size = 32;
+  uint32_t batch_size = defaults::kBatchSize;
   // Longest wait of an idle executor before it looks for work again
   // (commits of this process wake it at once).
-  std::chrono::milliseconds tick_sleep{200};
+  std::chrono::milliseconds tick_sleep{defaults::kTickSleep};
   // An activity attempt's time limit (its lease): 30 s, so that the scripts
   // and HTTP calls a new user starts with do not trip over it (issue 16;
   // docs/config.md, "Time limits and leases").
   std::chrono::milliseconds activity_lock_expiry{kDefaultActivityLockExpiry};
   // Lease of a workflow run, extended while it makes progress.
-  std::chrono::milliseconds workflow_lock_expiry{2000};
+  std::chrono::milliseconds workflow_lock_expiry{defaults::kWorkflowLockExpiry};
   // Where a component's lease is set, in the face's words: named by the
   // reason of every timeout event (executor/outcome.h) and by a wasm
   // workflow's slice errors.
@@ -146,7 +146,7 @@ struct ServiceOptions {
   std::optional<uint32_t> activity_max_retries = 5;
   std::chrono::milliseconds activity_retry_backoff{100};
   std::optional<uint32_t> workflow_max_retries = kDefaultWorkflowMaxRetries;
-  std::chrono::milliseconds workflow_retry_backoff{100};
+  std::chrono::milliseconds workflow_retry_backoff{defaults::kWorkflowRetryBackoff};
   // No single wait is longer (the exponential growth stops here).
   std::chrono::milliseconds max_retry_backoff{kDefaultMaxRetryBackoff};
   // Each wait is shortened by up to this share (0..100 %), so that
@@ -156,11 +156,11 @@ struct ServiceOptions {
   // (docs/model.md §9.5), unless the request names its own.
   std::chrono::milliseconds cancel_grace{kDefaultCancelGrace};
   // Activity attempts running at once, all activities together.
-  uint32_t max_concurrency = 64;
+  uint32_t max_concurrency = defaults::kMaxConcurrency;
   // Workflow runs loaded at once. Separate from the activities' limit: a
   // workflow waiting warm for a child holds its slot, and one limit would
   // let waiting workflows starve the activities they wait for.
-  uint32_t max_workflow_concurrency = 256;
+  uint32_t max_workflow_concurrency = defaults::kMaxWorkflowConcurrency;
   // Lock a child this process serves in the step that creates it and hand
   // it to its executor (docs/sdk.md, "Eager dispatch").
   bool eager_dispatch = true;

@@ -21,6 +21,7 @@ packages=(
   libcurl4-openssl-dev                           # HTTP client host function of wasm activities
   clang lld wasi-libc libclang-rt-14-dev-wasm32  # building wasm guests (sdk/, examples/wasm)
   libclang-rt-14-dev                             # libFuzzer and the sanitizer runtimes of clang (tests/fuzz)
+  clang-format                                   # the format check of the test command (scripts/check_format.sh)
   chromium                                       # web UI browser tests (tests/ui)
 )
 # Node.js and npm for the browser tests' playwright-core (tests/ui), from

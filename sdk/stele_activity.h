@@ -32,8 +32,8 @@ extern "C" {
 #endif
 
 /* --- HTTP client (import module "stele_http", docs/guest_abi.md §5.1) ------ */
-__attribute__((import_module("stele_http"), import_name("request")))
-int32_t stele__http_request(const char* request, uint32_t request_len, stele_out* out);
+__attribute__((import_module("stele_http"), import_name("request"))) int32_t stele__http_request(
+    const char* request, uint32_t request_len, stele_out* out);
 
 /* Sends the request described by `request_json`:
  *   {"method": "GET", "url": "https://...", "headers": {"name": "value"},

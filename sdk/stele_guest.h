@@ -26,14 +26,14 @@ extern "C" {
 
 /* Status codes returned by host functions (docs/guest_abi.md §3). */
 enum {
-  STELE_OK = 0,             /* payload: the ok value (JSON) or an id (text) */
-  STELE_ERR = 1,            /* payload: the err value (JSON) */
-  STELE_FAILED = 2,         /* payload: {"kind":..,"reason":..,"detail":..} */
-  STELE_ALL_PROCESSED = 3,  /* join_next: every submission was awaited */
-  STELE_MISMATCH = 4,       /* join_next_fn / get: another function answered */
-  STELE_NOT_FOUND = 5,      /* get: the child was not among processed responses */
-  STELE_CANCELLED = 6,      /* join_next: the workflow is being cancelled; clean up */
-  STELE_PENDING = 7         /* join_next_try: nothing has arrived yet */
+  STELE_OK = 0,            /* payload: the ok value (JSON) or an id (text) */
+  STELE_ERR = 1,           /* payload: the err value (JSON) */
+  STELE_FAILED = 2,        /* payload: {"kind":..,"reason":..,"detail":..} */
+  STELE_ALL_PROCESSED = 3, /* join_next: every submission was awaited */
+  STELE_MISMATCH = 4,      /* join_next_fn / get: another function answered */
+  STELE_NOT_FOUND = 5,     /* get: the child was not among processed responses */
+  STELE_CANCELLED = 6,     /* join_next: the workflow is being cancelled; clean up */
+  STELE_PENDING = 7        /* join_next_try: nothing has arrived yet */
 };
 
 /* What an activity returns (besides STELE_OK and STELE_ERR) for a permanent
@@ -206,8 +206,10 @@ static inline uint32_t stele__json_skip(stele_str s, uint32_t i) {
   if (i >= s.len) return i;
   if (s.ptr[i] == '"') {
     for (++i; i < s.len; ++i) {
-      if (s.ptr[i] == '\\') ++i;
-      else if (s.ptr[i] == '"') return i + 1;
+      if (s.ptr[i] == '\\')
+        ++i;
+      else if (s.ptr[i] == '"')
+        return i + 1;
     }
     return i;
   }
@@ -281,21 +283,34 @@ static inline stele_str stele_json_string(stele_str v) {
     if (c == '\\' && i + 2 < v.len) {
       char e = v.ptr[++i];
       switch (e) {
-        case 'n': c = '\n'; break;
-        case 't': c = '\t'; break;
-        case 'r': c = '\r'; break;
-        case 'b': c = '\b'; break;
-        case 'f': c = '\f'; break;
+        case 'n':
+          c = '\n';
+          break;
+        case 't':
+          c = '\t';
+          break;
+        case 'r':
+          c = '\r';
+          break;
+        case 'b':
+          c = '\b';
+          break;
+        case 'f':
+          c = '\f';
+          break;
         case 'u': {
           uint32_t code = 0;
           for (int k = 0; k < 4 && i + 1 < v.len - 1; ++k) {
             char h = v.ptr[++i];
-            code = code * 16 + (uint32_t)(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
+            code = code * 16 + (uint32_t)(h >= 'a'   ? h - 'a' + 10
+                                          : h >= 'A' ? h - 'A' + 10
+                                                     : h - '0');
           }
           c = code < 0x80 ? (char)code : '?';
           break;
         }
-        default: c = e;
+        default:
+          c = e;
       }
     }
     out[n++] = c;
@@ -307,7 +322,8 @@ static inline stele_str stele_json_string(stele_str v) {
 static inline uint64_t stele_json_u64(stele_str v) {
   uint64_t r = 0;
   uint32_t i = stele__json_ws(v, 0);
-  for (; i < v.len && v.ptr[i] >= '0' && v.ptr[i] <= '9'; ++i) r = r * 10 + (uint64_t)(v.ptr[i] - '0');
+  for (; i < v.len && v.ptr[i] >= '0' && v.ptr[i] <= '9'; ++i)
+    r = r * 10 + (uint64_t)(v.ptr[i] - '0');
   return r;
 }
 
@@ -326,24 +342,27 @@ static inline uint64_t stele_json_u64(stele_str v) {
  * that places data into a wasm custom section, but the assembler's
  * ".custom_section.<name>" sections become custom sections, and wasm-ld
  * concatenates those of the same name. */
-#define STELE__DECLARE(kind, ffqn, fn, params, ret)                                        \
-  int fn(stele_str params_json, stele_buf* result_json);                                   \
-  __asm__(".section \".custom_section.stele:functions\",\"\",@\n"                         \
-          ".ascii \"{\\\"kind\\\":\\\"" kind "\\\",\\\"ffqn\\\":\\\"" ffqn                   \
-          "\\\",\\\"export\\\":\\\"" ffqn "\\\",\\\"params\\\":\\\"" params                  \
-          "\\\",\\\"return\\\":\\\"" ret "\\\"}\\n\"\n");                               \
-  STELE_EXPORT(ffqn) uint64_t STELE__CAT(stele__export_, fn)(uint32_t ptr, uint32_t len) { \
-    stele_str params_json = {(const char*)(uintptr_t)ptr, len};                            \
-    stele_buf value = {0, 0, 0};                                                           \
-    int status = fn(params_json, &value);                                                  \
-    stele_buf out = {0, 0, 0};                                                             \
+#define STELE__DECLARE(kind, ffqn, fn, params, ret)                                            \
+  int fn(stele_str params_json, stele_buf* result_json);                                       \
+  __asm__(                                                                                     \
+      ".section \".custom_section.stele:functions\",\"\",@\n"                                  \
+      ".ascii \"{\\\"kind\\\":\\\"" kind "\\\",\\\"ffqn\\\":\\\"" ffqn                         \
+      "\\\",\\\"export\\\":\\\"" ffqn "\\\",\\\"params\\\":\\\"" params                        \
+      "\\\",\\\"return\\\":\\\"" ret "\\\"}\\n\"\n");                                          \
+  STELE_EXPORT(ffqn) uint64_t STELE__CAT(stele__export_, fn)(uint32_t ptr, uint32_t len) {     \
+    stele_str params_json = {(const char*)(uintptr_t)ptr, len};                                \
+    stele_buf value = {0, 0, 0};                                                               \
+    int status = fn(params_json, &value);                                                      \
+    stele_buf out = {0, 0, 0};                                                                 \
     stele_buf_addc(&out, status == STELE_OK                  ? "{\"ok\":"                      \
                          : status == STELE_ERR_NON_RETRYABLE ? "{\"retryable\":false,\"err\":" \
-                                                             : "{\"err\":");                 \
-    if (value.len) stele_buf_add(&out, stele_buf_str(&value));                             \
-    else stele_buf_addc(&out, "null");                                                     \
-    stele_buf_addc(&out, "}");                                                             \
-    return ((uint64_t)(uintptr_t)out.ptr << 32) | out.len;                                 \
+                                                             : "{\"err\":");                   \
+    if (value.len)                                                                             \
+      stele_buf_add(&out, stele_buf_str(&value));                                              \
+    else                                                                                       \
+      stele_buf_addc(&out, "null");                                                            \
+    stele_buf_addc(&out, "}");                                                                 \
+    return ((uint64_t)(uintptr_t)out.ptr << 32) | out.len;                                     \
   }
 
 #ifdef __cplusplus

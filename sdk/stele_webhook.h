@@ -36,12 +36,11 @@
 extern "C" {
 #endif
 
-__attribute__((import_module("stele_webhook"), import_name("submit")))
-int32_t stele__webhook_submit(const char* ffqn, uint32_t ffqn_len, const char* params,
-                              uint32_t params_len, stele_out* out);
-__attribute__((import_module("stele_webhook"), import_name("await_result")))
-int32_t stele__webhook_await_result(const char* id, uint32_t id_len, uint32_t timeout_ms,
-                                    stele_out* out);
+__attribute__((import_module("stele_webhook"), import_name("submit"))) int32_t
+stele__webhook_submit(const char* ffqn, uint32_t ffqn_len, const char* params, uint32_t params_len,
+                      stele_out* out);
+__attribute__((import_module("stele_webhook"), import_name("await_result"))) int32_t
+stele__webhook_await_result(const char* id, uint32_t id_len, uint32_t timeout_ms, stele_out* out);
 
 /* Starts a new execution of `ffqn` with `params_json` (a JSON array, typed
  * as the API types it). STELE_OK: `*out` is the execution id (text).
@@ -73,20 +72,22 @@ static inline void stele_webhook_reply(stele_buf* response, uint32_t status, ste
   stele_buf_addc(response, "{\"status\":");
   stele_buf_add_u64(response, status);
   stele_buf_addc(response, ",\"body\":");
-  if (body_json.len) stele_buf_add(response, body_json);
-  else stele_buf_addc(response, "null");
+  if (body_json.len)
+    stele_buf_add(response, body_json);
+  else
+    stele_buf_addc(response, "null");
   stele_buf_addc(response, "}");
 }
 
 /* Exports `fn` as the webhook's handler: void fn(stele_str request_json,
  * stele_buf* response_json). */
-#define STELE_WEBHOOK(fn)                                                                  \
-  void fn(stele_str request_json, stele_buf* response_json);                               \
+#define STELE_WEBHOOK(fn)                                                                    \
+  void fn(stele_str request_json, stele_buf* response_json);                                 \
   STELE_EXPORT("stele_webhook") uint64_t stele__webhook_export(uint32_t ptr, uint32_t len) { \
-    stele_str request = {(const char*)(uintptr_t)ptr, len};                                \
-    stele_buf out = {0, 0, 0};                                                             \
-    fn(request, &out);                                                                     \
-    return ((uint64_t)(uintptr_t)out.ptr << 32) | out.len;                                 \
+    stele_str request = {(const char*)(uintptr_t)ptr, len};                                  \
+    stele_buf out = {0, 0, 0};                                                               \
+    fn(request, &out);                                                                       \
+    return ((uint64_t)(uintptr_t)out.ptr << 32) | out.len;                                   \
   }
 
 #ifdef __cplusplus

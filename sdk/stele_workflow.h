@@ -56,8 +56,8 @@ STELE_IMPORT("join_next")
 int32_t stele__join_next(const char* js, uint32_t js_len, const char* ffqn, uint32_t ffqn_len,
                          stele_out* id_out, stele_out* out);
 STELE_IMPORT("join_next_try")
-int32_t stele__join_next_try(const char* js, uint32_t js_len, const char* ffqn,
-                             uint32_t ffqn_len, stele_out* id_out, stele_out* out);
+int32_t stele__join_next_try(const char* js, uint32_t js_len, const char* ffqn, uint32_t ffqn_len,
+                             stele_out* id_out, stele_out* out);
 STELE_IMPORT("join_set_close") int32_t stele__join_set_close(const char* js, uint32_t js_len);
 STELE_IMPORT("get")
 int32_t stele__get(const char* ffqn, uint32_t ffqn_len, const char* id, uint32_t id_len,
@@ -255,9 +255,17 @@ static inline stele_str stele_random_string(uint32_t min_len, uint32_t max_len_e
   stele__random_string(min_len, max_len_exclusive, &out);
   return stele_out_str(out);
 }
-enum { STELE_LOG_TRACE = 0, STELE_LOG_DEBUG = 1, STELE_LOG_INFO = 2, STELE_LOG_WARN = 3, STELE_LOG_ERROR = 4 };
+enum {
+  STELE_LOG_TRACE = 0,
+  STELE_LOG_DEBUG = 1,
+  STELE_LOG_INFO = 2,
+  STELE_LOG_WARN = 3,
+  STELE_LOG_ERROR = 4
+};
 /* A log line tagged with the execution id; dropped while replaying. */
-static inline void stele_log(int level, stele_str message) { stele__log(level, message.ptr, message.len); }
+static inline void stele_log(int level, stele_str message) {
+  stele__log(level, message.ptr, message.len);
+}
 static inline void stele_log_c(int level, const char* message) {
   stele__log(level, message, stele_strlen(message));
 }

@@ -125,7 +125,8 @@ std::optional<Json> ApiClient::WaitResult(const std::string& id, double limit_s)
       BackOff(res);
       continue;
     }
-    if (res->status != 200) Die("GET " + path + ": " + std::to_string(res->status) + " " + res->body);
+    if (res->status != 200)
+      Die("GET " + path + ": " + std::to_string(res->status) + " " + res->body);
     auto reply = Json::parse(res->body, nullptr, false);
     if (reply.is_discarded() || !reply.contains("result")) {
       Die("GET " + path + ": unexpected reply " + res->body);

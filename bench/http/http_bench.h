@@ -28,11 +28,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace stele::http_bench {
 
@@ -57,9 +56,9 @@ struct Knobs {
   // STELE_HTTP_SETTINGS: false ("defaults"): an empty [executor] section;
   // true ("tuned"): the in-process engine's settings (server_process.cc).
   bool tuned = false;
-  std::string dir;           // STELE_BENCH_DIR: scratch (one sub-folder per run)
-  std::string stele;         // --stele PATH: the server binary
-  std::string guests;        // --guests DIR: the folder holding the .wasm guests
+  std::string dir;     // STELE_BENCH_DIR: scratch (one sub-folder per run)
+  std::string stele;   // --stele PATH: the server binary
+  std::string guests;  // --guests DIR: the folder holding the .wasm guests
   // STELE_HTTP_GUESTS=js: the JavaScript twins of the guests (js_guests/
   // workflows.js and activities.js) as [[workflow_js]] / [[activity_js]].
   bool js = false;

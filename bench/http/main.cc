@@ -96,8 +96,7 @@ Knobs Knobs::FromEnv() {
 }
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string FreshRunDir(const Knobs& knobs, const std::string& name) {
@@ -147,8 +146,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::map<std::string, std::function<Metrics(const Knobs&)>> workloads = {
-      {"W1", RunW1}, {"W2", RunW2}, {"W3", RunW3},
-      {"W4", RunW4}, {"W5", RunW5}, {"idle", RunIdle},
+      {"W1", RunW1}, {"W2", RunW2}, {"W3", RunW3}, {"W4", RunW4}, {"W5", RunW5}, {"idle", RunIdle},
   };
   if (selected.empty()) selected = {"warmup", "W1", "W2", "W3", "W4", "W5", "idle"};
   for (const auto& name : selected) {

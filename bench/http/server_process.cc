@@ -1,11 +1,10 @@
 // ServerProcess: the generated stele.toml and the `stele server run` child.
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>

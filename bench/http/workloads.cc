@@ -78,16 +78,15 @@ Metrics RunW3(const Knobs& knobs) {
   auto run = SubmitOne(server, kW3, Json::array({knobs.w3_children}));
   ExpectU64(run.value, knobs.w3_children, "W3 result");
   server.Stop();
-  return {{"total", {run.total_ms, "ms"}},
-          {"per_child", {run.total_ms / knobs.w3_children, "ms"}}};
+  return {{"total", {run.total_ms, "ms"}}, {"per_child", {run.total_ms / knobs.w3_children, "ms"}}};
 }
 
 Metrics RunW4(const Knobs& knobs) {
   ServerProcess server(knobs, FreshRunDir(knobs, "w4"));
   server.Start();
   ApiClient::TakeRefusals();
-  auto fan = SubmitAndWaitAll(knobs, server.port(), kW4, Json::array({knobs.w4_sleep_ms}),
-                              knobs.w4_n);
+  auto fan =
+      SubmitAndWaitAll(knobs, server.port(), kW4, Json::array({knobs.w4_sleep_ms}), knobs.w4_n);
   std::vector<double> lateness_ms;
   lateness_ms.reserve(fan.values.size());
   for (size_t i = 0; i < fan.values.size(); ++i) {

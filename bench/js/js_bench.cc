@@ -99,11 +99,14 @@ js::RunInfo Info(const std::string& ffqn) { return js::RunInfo{"E_bench", ffqn, 
 void HostCall() {
   const std::string source =
       "export const functions = {\n"
-      "  'bench:js/api.host': {run: async (ctx, n) => { for (let i = 0; i < n; i++) ctx.log.trace(i); return n; }},\n"
-      "  'bench:js/api.empty': {run: async (ctx, n) => { let s = 0; for (let i = 0; i < n; i++) s += String(i).length; return s; }},\n"
+      "  'bench:js/api.host': {run: async (ctx, n) => { for (let i = 0; i < n; i++) "
+      "ctx.log.trace(i); return n; }},\n"
+      "  'bench:js/api.empty': {run: async (ctx, n) => { let s = 0; for (let i = 0; i < n; i++) s "
+      "+= String(i).length; return s; }},\n"
       "};\n";
   auto engine = js::CreateV8JsEngine();
-  auto module = Must(engine->Load("host_call.js", source, js::JsFlavor::kWorkflow, {}), "load host_call.js");
+  auto module =
+      Must(engine->Load("host_call.js", source, js::JsFlavor::kWorkflow, {}), "load host_call.js");
   NullHost host;
   const int n = Quick() ? 10'000 : 1'000'000;
   auto run = [&](const char* ffqn, int count) {
@@ -132,10 +135,10 @@ void WorkflowInstantiate(const std::shared_ptr<const js::JsComponent>& workflows
   // raffle([]): no operation at all, the function throws Err at once.
   const std::string ffqn = "demo:hello-js/api.raffle";
   auto once = [&] {
-    auto outcome = Must(workflows->engine->Run(*workflows->module, ffqn, Info(ffqn),
-                                               core::Json::array({core::Json::array()}), host,
-                                               js::RunBudget{}),
-                        "run raffle([])");
+    auto outcome = Must(
+        workflows->engine->Run(*workflows->module, ffqn, Info(ffqn),
+                               core::Json::array({core::Json::array()}), host, js::RunBudget{}),
+        "run raffle([])");
     if (outcome.ok) Die("raffle([]) did not end with its err");
   };
   for (int i = 0; i < runs / 10; ++i) once();  // warm-up
@@ -196,7 +199,8 @@ struct FanOutWorld {
               std::shared_ptr<const js::JsComponent> act_component)
       : workflows(std::move(wf_component)), activities(std::move(act_component)) {
     storage::sqlite::SqliteOptions sqlite{.path = db.string()};
-    pool = std::shared_ptr<storage::DbPool>(Must(storage::sqlite::SqlitePool::Open(sqlite), "open sqlite"));
+    pool = std::shared_ptr<storage::DbPool>(
+        Must(storage::sqlite::SqlitePool::Open(sqlite), "open sqlite"));
     workflows->RegisterIn(registry);
     activities->RegisterIn(registry);
     js::JsWorkflowWorkerDeps deps;
@@ -206,7 +210,8 @@ struct FanOutWorld {
     deps.dispatch = &dispatch;
     deps.run_options.blocking_strategy = wf::BlockingStrategy::kInterrupt;
     workflow_worker = std::make_shared<js::JsWorkflowWorker>(workflows, std::move(deps));
-    auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
+    auto add_task = [&](std::shared_ptr<executor::Worker> worker,
+                        const core::ComponentId& component) {
       const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
       executor::ExecutorOptions options;
       options.component_id = component;
@@ -235,11 +240,19 @@ void FanOut(FanOutWorld& world, int n) {
   const DateTime now = SystemClock::Instance().Now();
   const auto ffqn = core::FunctionFqn::Parse("demo:hello-js/api.sum-of-squares").value();
   auto start = Clock::now();
-  storage::CreateRequest request{now, id, ffqn, core::Json::array({n}), std::nullopt,
-                                 now, world.workflows->component_id, {}, std::nullopt};
+  storage::CreateRequest request{now,
+                                 id,
+                                 ffqn,
+                                 core::Json::array({n}),
+                                 std::nullopt,
+                                 now,
+                                 world.workflows->component_id,
+                                 {},
+                                 std::nullopt};
   Must(api->Create(request), "create");
-  auto result = Must(api->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::minutes(5))),
-                     "wait for the fan-out");
+  auto result =
+      Must(api->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::minutes(5))),
+           "wait for the fan-out");
   const double e2e = MicrosSince(start);
   if (!std::holds_alternative<core::ReturnValueOk>(result)) Die("fan-out did not finish ok");
   Report("fanout_e2e_n" + std::to_string(n), e2e / 1000.0, "ms");
@@ -247,29 +260,31 @@ void FanOut(FanOutWorld& world, int n) {
   auto events = Must(api->ListExecutionEvents(id, core::Version(0), 1'000'000, false), "events");
   std::vector<core::JoinSetResponseEventOuter> responses;
   for (uint32_t cursor = 0;;) {
-    auto page = Must(api->ListResponses(id, core::Pagination<uint32_t>::NewerThan(1000, cursor, responses.empty())),
+    auto page = Must(api->ListResponses(id, core::Pagination<uint32_t>::NewerThan(
+                                                1000, cursor, responses.empty())),
                      "responses");
     for (auto& r : page) responses.push_back(std::move(r.event));
     if (page.size() < 1000) break;
     cursor = page.back().cursor;
   }
-  executor::WorkerContext ctx{.execution_id = id,
-                              .ffqn = ffqn,
-                              .params = core::Json::array({n}),
-                              .metadata = {},
-                              .event_history = {},
-                              .responses = {},
-                              .version = core::Version(0),
-                              .locked_event = core::Locked{world.workflows->component_id, core::ExecutorId::Generate(),
-                                                           core::RunId::Generate(), now + std::chrono::hours(1),
-                                                           core::ComponentRetryConfig{0u, core::Duration::FromMillis(0)}},
-                              .parent = std::nullopt,
-                              .intermittent_event_count = 0,
-                              .can_be_retried = false,
-                              .execution_deadline = now,
-                              .cancel = {},
-                              .run_id = core::RunId::Generate(),
-                              .executor_id = core::ExecutorId::Generate()};
+  executor::WorkerContext ctx{
+      .execution_id = id,
+      .ffqn = ffqn,
+      .params = core::Json::array({n}),
+      .metadata = {},
+      .event_history = {},
+      .responses = {},
+      .version = core::Version(0),
+      .locked_event = core::Locked{world.workflows->component_id, core::ExecutorId::Generate(),
+                                   core::RunId::Generate(), now + std::chrono::hours(1),
+                                   core::ComponentRetryConfig{0u, core::Duration::FromMillis(0)}},
+      .parent = std::nullopt,
+      .intermittent_event_count = 0,
+      .can_be_retried = false,
+      .execution_deadline = now,
+      .cancel = {},
+      .run_id = core::RunId::Generate(),
+      .executor_id = core::ExecutorId::Generate()};
   size_t runs = 0;
   for (const auto& e : events) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
@@ -284,7 +299,8 @@ void FanOut(FanOutWorld& world, int n) {
   ctx.locked_event.lock_expires_at = SystemClock::Instance().Now() + std::chrono::hours(1);
   ctx.execution_deadline = ctx.locked_event.lock_expires_at;
   Report("fanout_runs_n" + std::to_string(n), static_cast<double>(runs), "runs");
-  Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()), "events");
+  Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()),
+         "events");
 
   const int kReplays = Quick() ? 2 : 20;
   auto replay_start = Clock::now();
@@ -296,8 +312,8 @@ void FanOut(FanOutWorld& world, int n) {
   }
   const double per_replay = MicrosSince(replay_start) / kReplays;
   Report("replay_n" + std::to_string(n), per_replay, "us/run");
-  Report("replay_per_event_n" + std::to_string(n), per_replay / static_cast<double>(ctx.event_history.size()),
-         "us/event");
+  Report("replay_per_event_n" + std::to_string(n),
+         per_replay / static_cast<double>(ctx.event_history.size()), "us/event");
 }
 
 int Main(int argc, char** argv) {
@@ -308,11 +324,12 @@ int Main(int argc, char** argv) {
   if (sizes.empty()) sizes = {10, 100, 500};
 
   auto engine = js::CreateV8JsEngine();
-  auto workflows = Must(js::LoadJsComponentFile(engine, dir / "workflows.js", "hello_js", js::JsFlavor::kWorkflow),
-                        "load workflows.js");
-  auto activities = Must(
-      js::LoadJsComponentFile(engine, dir / "activities.js", "hello_js_activities", js::JsFlavor::kActivity),
-      "load activities.js");
+  auto workflows = Must(
+      js::LoadJsComponentFile(engine, dir / "workflows.js", "hello_js", js::JsFlavor::kWorkflow),
+      "load workflows.js");
+  auto activities = Must(js::LoadJsComponentFile(engine, dir / "activities.js",
+                                                 "hello_js_activities", js::JsFlavor::kActivity),
+                         "load activities.js");
   std::printf("stele js engine %s\n", engine->EngineId().c_str());
 
   HostCall();

@@ -127,7 +127,8 @@ void WorkflowInstantiate(const std::shared_ptr<const wh::WasmComponent>& workflo
 }
 
 void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
-  const wh::DeclaredFunction* fn = square->Find(core::FunctionFqn::Parse("math:squares/api.square").value());
+  const wh::DeclaredFunction* fn =
+      square->Find(core::FunctionFqn::Parse("math:squares/api.square").value());
   if (fn == nullptr) Die("square_activity.wasm does not export math:squares/api.square");
   const int kRuns = Quick() ? 20 : 2000;
   auto table = std::make_shared<wasm::ImportTable>();
@@ -158,20 +159,24 @@ struct FanOutWorld {
   std::shared_ptr<const wh::WasmComponent> workflows;
   std::shared_ptr<const wh::WasmComponent> activities;
 
-  FanOutWorld(const std::filesystem::path& db, std::shared_ptr<const wh::WasmComponent> wf_component,
+  FanOutWorld(const std::filesystem::path& db,
+              std::shared_ptr<const wh::WasmComponent> wf_component,
               std::shared_ptr<const wh::WasmComponent> act_component)
       : workflows(std::move(wf_component)), activities(std::move(act_component)) {
     storage::sqlite::SqliteOptions sqlite{.path = db.string()};
-    pool = std::shared_ptr<storage::DbPool>(Must(storage::sqlite::SqlitePool::Open(sqlite), "open sqlite"));
+    pool = std::shared_ptr<storage::DbPool>(
+        Must(storage::sqlite::SqlitePool::Open(sqlite), "open sqlite"));
     workflows->RegisterIn(registry);
     activities->RegisterIn(registry);
     wf::WorkflowRunOptions run_options;
     run_options.blocking_strategy = wf::BlockingStrategy::kInterrupt;
     workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
-        workflows, wh::WasmWorkflowWorkerDeps{
-                       std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
-                       SystemClock::Shared(), &registry, &dispatch, nullptr, run_options});
-    auto add_task = [&](std::shared_ptr<executor::Worker> worker, const core::ComponentId& component) {
+        workflows,
+        wh::WasmWorkflowWorkerDeps{
+            std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
+            SystemClock::Shared(), &registry, &dispatch, nullptr, run_options});
+    auto add_task = [&](std::shared_ptr<executor::Worker> worker,
+                        const core::ComponentId& component) {
       const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
       executor::ExecutorOptions options;
       options.component_id = component;
@@ -200,11 +205,19 @@ void FanOut(FanOutWorld& world, int n) {
   const DateTime now = SystemClock::Instance().Now();
   const auto ffqn = core::FunctionFqn::Parse("math:squares/api.sum-of-squares").value();
   auto start = Clock::now();
-  storage::CreateRequest request{now, id, ffqn, core::Json::array({n}), std::nullopt,
-                                 now, world.workflows->component_id, {}, std::nullopt};
+  storage::CreateRequest request{now,
+                                 id,
+                                 ffqn,
+                                 core::Json::array({n}),
+                                 std::nullopt,
+                                 now,
+                                 world.workflows->component_id,
+                                 {},
+                                 std::nullopt};
   Must(api->Create(request), "create");
-  auto result = Must(api->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::minutes(5))),
-                     "wait for the fan-out");
+  auto result =
+      Must(api->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::minutes(5))),
+           "wait for the fan-out");
   const double e2e = MicrosSince(start);
   if (!std::holds_alternative<core::ReturnValueOk>(result)) Die("fan-out did not finish ok");
   Report("fanout_e2e_n" + std::to_string(n), e2e / 1000.0, "ms");
@@ -213,29 +226,31 @@ void FanOut(FanOutWorld& world, int n) {
   auto events = Must(api->ListExecutionEvents(id, core::Version(0), 1'000'000, false), "events");
   std::vector<core::JoinSetResponseEventOuter> responses;
   for (uint32_t cursor = 0;;) {
-    auto page = Must(api->ListResponses(id, core::Pagination<uint32_t>::NewerThan(1000, cursor, responses.empty())),
+    auto page = Must(api->ListResponses(id, core::Pagination<uint32_t>::NewerThan(
+                                                1000, cursor, responses.empty())),
                      "responses");
     for (auto& r : page) responses.push_back(std::move(r.event));
     if (page.size() < 1000) break;
     cursor = page.back().cursor;
   }
-  executor::WorkerContext ctx{.execution_id = id,
-                              .ffqn = ffqn,
-                              .params = core::Json::array({n}),
-                              .metadata = {},
-                              .event_history = {},
-                              .responses = {},
-                              .version = core::Version(0),
-                              .locked_event = core::Locked{world.workflows->component_id, core::ExecutorId::Generate(),
-                                                           core::RunId::Generate(), now + std::chrono::hours(1),
-                                                           core::ComponentRetryConfig{0u, core::Duration::FromMillis(0)}},
-                              .parent = std::nullopt,
-                              .intermittent_event_count = 0,
-                              .can_be_retried = false,
-                              .execution_deadline = now,
-                              .cancel = {},
-                              .run_id = core::RunId::Generate(),
-                              .executor_id = core::ExecutorId::Generate()};
+  executor::WorkerContext ctx{
+      .execution_id = id,
+      .ffqn = ffqn,
+      .params = core::Json::array({n}),
+      .metadata = {},
+      .event_history = {},
+      .responses = {},
+      .version = core::Version(0),
+      .locked_event = core::Locked{world.workflows->component_id, core::ExecutorId::Generate(),
+                                   core::RunId::Generate(), now + std::chrono::hours(1),
+                                   core::ComponentRetryConfig{0u, core::Duration::FromMillis(0)}},
+      .parent = std::nullopt,
+      .intermittent_event_count = 0,
+      .can_be_retried = false,
+      .execution_deadline = now,
+      .cancel = {},
+      .run_id = core::RunId::Generate(),
+      .executor_id = core::ExecutorId::Generate()};
   size_t runs = 0;
   for (const auto& e : events) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
@@ -249,18 +264,20 @@ void FanOut(FanOutWorld& world, int n) {
   ctx.responses = std::move(responses);
   ctx.execution_deadline = SystemClock::Instance().Now() + std::chrono::hours(1);
   Report("fanout_runs_n" + std::to_string(n), static_cast<double>(runs), "runs");
-  Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()), "events");
+  Report("fanout_history_n" + std::to_string(n), static_cast<double>(ctx.event_history.size()),
+         "events");
 
   const int kReplays = Quick() ? 2 : 20;
   auto replay_start = Clock::now();
   for (int i = 0; i < kReplays; ++i) {
     auto replayed = world.workflow_worker->Run(ctx);
-    if (!std::holds_alternative<executor::WorkerOk>(replayed.value)) Die("replay did not return the result");
+    if (!std::holds_alternative<executor::WorkerOk>(replayed.value))
+      Die("replay did not return the result");
   }
   const double per_replay = MicrosSince(replay_start) / kReplays;
   Report("replay_n" + std::to_string(n), per_replay, "us/run");
-  Report("replay_per_event_n" + std::to_string(n), per_replay / static_cast<double>(ctx.event_history.size()),
-         "us/event");
+  Report("replay_per_event_n" + std::to_string(n),
+         per_replay / static_cast<double>(ctx.event_history.size()), "us/event");
 }
 
 int Main(int argc, char** argv) {
@@ -274,11 +291,12 @@ int Main(int argc, char** argv) {
 
   auto engine = wasm::CreateV8Engine();
   if (engine == nullptr) Die("no wasm engine");
-  auto workflows = Must(wh::LoadWasmComponentFile(engine, dir / "fan_out.wasm", "fan_out", wh::GuestKind::kWorkflow),
-                        "load fan_out.wasm");
-  auto activities = Must(
-      wh::LoadWasmComponentFile(engine, dir / "square_activity.wasm", "square", wh::GuestKind::kActivity),
-      "load square_activity.wasm");
+  auto workflows = Must(
+      wh::LoadWasmComponentFile(engine, dir / "fan_out.wasm", "fan_out", wh::GuestKind::kWorkflow),
+      "load fan_out.wasm");
+  auto activities = Must(wh::LoadWasmComponentFile(engine, dir / "square_activity.wasm", "square",
+                                                   wh::GuestKind::kActivity),
+                         "load square_activity.wasm");
   std::printf("stele wasm engine %s\n", engine->EngineId().c_str());
 
 #ifdef STELE_BENCH_HOST_CALL_WASM

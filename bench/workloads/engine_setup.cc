@@ -129,7 +129,7 @@ Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const DbTarget& db,
     options.sqlite_path = db.sqlite_path;
     options.sqlite_synchronous_full = true;  // durability as shipped
   }
-  options.max_concurrency = 4096;           // W1 runs all 2,000 at once
+  options.max_concurrency = 4096;  // W1 runs all 2,000 at once
   options.batch_size = 256;
   STELE_ASSIGN_OR_RETURN(auto engine, Engine::Open(options));
   STELE_TRY(engine->RegisterActivity(
@@ -160,8 +160,7 @@ Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const DbTarget& db,
 }
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 uint64_t PeakRssBytes() {

@@ -64,7 +64,8 @@ Result<std::shared_ptr<storage::DbPool>, Error> OpenPool(const std::string& conn
   options.conninfo = conninfo;
   options.max_connections = PoolConnections();
   auto pool = storage::postgres::PostgresPool::Open(options);
-  if (!pool) return Unexpected(Error::Storage("cannot open PostgreSQL: " + pool.error().ToString()));
+  if (!pool)
+    return Unexpected(Error::Storage("cannot open PostgreSQL: " + pool.error().ToString()));
   return std::shared_ptr<storage::DbPool>(std::move(*pool));
 }
 
@@ -96,8 +97,8 @@ std::string ServerSettings(const std::string& admin) {
   AdminConn conn(admin);
   if (!conn.ok()) return "unreachable";
   std::string out;
-  for (const char* name : {"server_version", "fsync", "synchronous_commit", "full_page_writes",
-                           "shared_buffers"}) {
+  for (const char* name :
+       {"server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers"}) {
     auto value = conn.Exec(std::string("SHOW ") + name);
     out += std::string(out.empty() ? "" : " ") + name + "=" + (value ? *value : "?");
   }

@@ -30,8 +30,8 @@
 namespace stele::bench {
 namespace {
 
-constexpr const char* kApprove = "bench:r/human.approve";  // a stub activity
-constexpr const char* kReplay = "bench:r/workflows.replay";  // [n]: n Persists, then the stub
+constexpr const char* kApprove = "bench:r/human.approve";      // a stub activity
+constexpr const char* kReplay = "bench:r/workflows.replay";    // [n]: n Persists, then the stub
 constexpr const char* kSleeper = "bench:r/workflows.sleeper";  // sleeps an hour
 constexpr const char* kWarm = "bench:r/workflows.warm";        // awaits the stub
 

@@ -22,8 +22,7 @@ namespace stele::bench {
 namespace {
 
 double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::vector<std::string> ReadLines(const std::string& path) {
@@ -44,8 +43,12 @@ Metrics RunW5(const Knobs& knobs) {
   std::remove(effects.c_str());
   std::remove(ids_file.c_str());
   auto engine_argv = [&](uint32_t n) {
-    return std::vector<std::string>{knobs.self,      "--w5-engine",     db.target().Encode(),
-                                    effects,         ids_file,          std::to_string(n),
+    return std::vector<std::string>{knobs.self,
+                                    "--w5-engine",
+                                    db.target().Encode(),
+                                    effects,
+                                    ids_file,
+                                    std::to_string(n),
                                     std::to_string(knobs.w5_sleep_ms)};
   };
   SecondEngine second(knobs, db.target(), effects);

@@ -1,5 +1,7 @@
 // W1–W4, warm-up and idle: one engine per run, on a fresh database (plus
 // the second engine process when STELE_BENCH_PROCESSES=2).
+#include "bench/workloads/workloads.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "bench/workloads/workloads.h"
 
 namespace stele::bench {
 namespace {

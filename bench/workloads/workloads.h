@@ -56,18 +56,18 @@ struct Metric {
 using Metrics = std::map<std::string, Metric>;
 
 // The ffqns of the workloads' functions.
-inline constexpr const char* kStep = "bench:w/activities.step";        // returns 1
-inline constexpr const char* kNow = "bench:w/activities.now";          // returns now in µs
-inline constexpr const char* kEffect = "bench:w/activities.effect";    // appends to a file
-inline constexpr const char* kW1 = "bench:w/workflows.w1";             // one step
-inline constexpr const char* kW2 = "bench:w/workflows.w2";             // [steps] sequential steps
+inline constexpr const char* kStep = "bench:w/activities.step";      // returns 1
+inline constexpr const char* kNow = "bench:w/activities.now";        // returns now in µs
+inline constexpr const char* kEffect = "bench:w/activities.effect";  // appends to a file
+inline constexpr const char* kW1 = "bench:w/workflows.w1";           // one step
+inline constexpr const char* kW2 = "bench:w/workflows.w2";           // [steps] sequential steps
 // W1 and W2 with inline durable steps (WorkflowContext::step) in place of
 // child activities: the same work, recorded in the workflow's own log.
 inline constexpr const char* kW1Steps = "bench:w/workflows.w1-steps";
 inline constexpr const char* kW2Steps = "bench:w/workflows.w2-steps";
-inline constexpr const char* kW3 = "bench:w/workflows.w3";             // [children] W1 children
-inline constexpr const char* kW4 = "bench:w/workflows.w4";             // [sleep_ms] lateness in µs
-inline constexpr const char* kW5 = "bench:w/workflows.w5";             // [sleep_ms, id] sleep, effect
+inline constexpr const char* kW3 = "bench:w/workflows.w3";  // [children] W1 children
+inline constexpr const char* kW4 = "bench:w/workflows.w4";  // [sleep_ms] lateness in µs
+inline constexpr const char* kW5 = "bench:w/workflows.w5";  // [sleep_ms, id] sleep, effect
 
 // Where one run keeps its data: exactly one field is set. Child processes
 // get it as one argument, "sqlite:<path>" or "postgres:<conninfo>".
@@ -96,7 +96,7 @@ class FreshDb {
 
  private:
   DbTarget target_;
-  std::string postgres_admin_;   // empty for SQLite
+  std::string postgres_admin_;  // empty for SQLite
   std::string postgres_dbname_;
 };
 
@@ -161,9 +161,9 @@ Metrics RunIdle(const Knobs& knobs);
 Metrics RunIdleInFreshProcess(const Knobs& knobs);
 
 // The W5 engine process: `<self> --w5-engine <db> <effects> <ids-file> <n>
-// <sleep_ms>` (<db> a DbTarget::Encode()). With n > 0 it submits n W5 workflows, writes their ids to
-// ids-file and prints "submitted" once all are acknowledged; then it runs
-// until killed, printing "done" when every id in ids-file has finished.
+// <sleep_ms>` (<db> a DbTarget::Encode()). With n > 0 it submits n W5 workflows, writes their ids
+// to ids-file and prints "submitted" once all are acknowledged; then it runs until killed, printing
+// "done" when every id in ids-file has finished.
 int W5EngineMain(int argc, char** argv);
 
 // Helpers shared by the drivers.

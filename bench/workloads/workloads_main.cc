@@ -56,15 +56,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, std::function<Metrics(const Knobs&)>> workloads = {
-      {"W1", stele::bench::RunW1}, {"W2", stele::bench::RunW2},
-      {"W1-steps", stele::bench::RunW1Steps}, {"W2-steps", stele::bench::RunW2Steps},
-      {"W3", stele::bench::RunW3}, {"W4", stele::bench::RunW4},
-      {"W5", stele::bench::RunW5}, {"idle", stele::bench::RunIdleInFreshProcess},
-      {"replay", stele::bench::RunReplay}, {"memory", stele::bench::RunMemory},
+      {"W1", stele::bench::RunW1},
+      {"W2", stele::bench::RunW2},
+      {"W1-steps", stele::bench::RunW1Steps},
+      {"W2-steps", stele::bench::RunW2Steps},
+      {"W3", stele::bench::RunW3},
+      {"W4", stele::bench::RunW4},
+      {"W5", stele::bench::RunW5},
+      {"idle", stele::bench::RunIdleInFreshProcess},
+      {"replay", stele::bench::RunReplay},
+      {"memory", stele::bench::RunMemory},
   };
   if (knobs.postgres_url.empty() && knobs.processes > 1) {
-    std::fprintf(stderr, "STELE_BENCH_PROCESSES=2 needs STELE_BENCH_POSTGRES_URL (one SQLite "
-                         "file serves one process)\n");
+    std::fprintf(stderr,
+                 "STELE_BENCH_PROCESSES=2 needs STELE_BENCH_POSTGRES_URL (one SQLite "
+                 "file serves one process)\n");
     return 2;
   }
   if (knobs.postgres_url.empty()) {
@@ -89,8 +95,10 @@ int main(int argc, char** argv) {
     }
     auto it = workloads.find(name);
     if (it == workloads.end()) {
-      std::fprintf(stderr, "unknown workload `%s` (warmup W1 W1-steps W2 W2-steps W3 W4 W5 idle "
-                           "replay memory)\n", name.c_str());
+      std::fprintf(stderr,
+                   "unknown workload `%s` (warmup W1 W1-steps W2 W2-steps W3 W4 W5 idle "
+                   "replay memory)\n",
+                   name.c_str());
       return 2;
     }
     std::vector<Metrics> runs;

@@ -53,8 +53,7 @@ stele::Task<stele::WorkflowResult> PlaceOrder(stele::WorkflowContext& ctx, Json 
 
   auto payment = co_await ctx.call("shop:payments/card.charge", stele::Params(order, p.at(1)));
   if (!payment.ok()) co_return Unexpected(Json{{"failed_step", "charge"}});
-  compensations.emplace_back("shop:payments/card.refund",
-                             stele::Params(payment.value["payment"]));
+  compensations.emplace_back("shop:payments/card.refund", stele::Params(payment.value["payment"]));
 
   auto reservation = co_await ctx.call("shop:stock/items.reserve", stele::Params(order, p.at(2)));
   if (!reservation.ok()) {
@@ -83,21 +82,21 @@ int main(int argc, char** argv) {
   stele::Engine& e = **engine;
   // Shipping errors are final at once: retrying will not invent an address.
   stele::ActivityOptions no_retry_on_err{.retry_on_err = false};
-  bool ok = e.RegisterActivity("shop:payments/card.charge", Charge) &&
-            e.RegisterActivity("shop:payments/card.refund", Refund) &&
-            e.RegisterActivity("shop:stock/items.reserve", Reserve) &&
-            e.RegisterActivity("shop:stock/items.release", Release) &&
-            e.RegisterActivity("shop:shipping/parcels.ship", Ship, no_retry_on_err) &&
-            e.RegisterWorkflow("shop:orders/saga.place-order",
-                               stele::WorkflowFnWithErr(PlaceOrder)) &&
-            e.Start();
+  bool ok =
+      e.RegisterActivity("shop:payments/card.charge", Charge) &&
+      e.RegisterActivity("shop:payments/card.refund", Refund) &&
+      e.RegisterActivity("shop:stock/items.reserve", Reserve) &&
+      e.RegisterActivity("shop:stock/items.release", Release) &&
+      e.RegisterActivity("shop:shipping/parcels.ship", Ship, no_retry_on_err) &&
+      e.RegisterWorkflow("shop:orders/saga.place-order", stele::WorkflowFnWithErr(PlaceOrder)) &&
+      e.Start();
   if (!ok) return 1;
 
   int exit_code = 0;
   for (const auto& [order, address] : {std::pair{"A-1", "221B Baker St"}, std::pair{"A-2", ""}}) {
     std::cout << "order " << order << ":\n";
-    auto id = e.Submit("shop:orders/saga.place-order",
-                       stele::Params(order, 4999, "teapot", address));
+    auto id =
+        e.Submit("shop:orders/saga.place-order", stele::Params(order, 4999, "teapot", address));
     if (!id) {
       std::cerr << id.error().ToString() << "\n";
       return 1;

@@ -31,8 +31,8 @@
 #include <string>
 
 #include "stele/cancellation.h"
-#include "stele/result.h"
 #include "stele/json.h"
+#include "stele/result.h"
 
 namespace stele {
 

@@ -1,4 +1,5 @@
-// stele/cancellation.h — CancellationToken: a shared flag that a waiter can observe and be woken by.
+// stele/cancellation.h — CancellationToken: a shared flag that a waiter can observe and be woken
+// by.
 //
 // Copies share one state. Cancel() is idempotent and thread-safe; callbacks
 // registered with OnCancel run once, on the cancelling thread (or at once

@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <memory>
 
-
 namespace stele {
 
 // An instant: microseconds since the Unix epoch, UTC (the precision every
@@ -80,4 +79,3 @@ class ManualClock final : public Clock {
 };
 
 }  // namespace stele
-

@@ -39,13 +39,13 @@
 #include <string_view>
 #include <vector>
 
-#include "stele/result.h"
 #include "stele/activity.h"
 #include "stele/clock.h"
 #include "stele/defaults.h"
 #include "stele/error.h"
 #include "stele/execution_result.h"
 #include "stele/json.h"
+#include "stele/result.h"
 #include "stele/task.h"
 #include "stele/workflow_context.h"
 
@@ -306,10 +306,10 @@ struct CancelOptions {
 // How a cron schedule treats its ticks (docs/sdk.md, "Cron schedules";
 // the same rules as stele.toml's [[cron]], docs/config.md).
 struct ScheduleOptions {
-  std::string time_zone = "UTC";   // IANA name, e.g. "Europe/Berlin"
-  std::string overlap = "skip";    // "skip" | "allow" | "buffer_one"
-  std::string catch_up = "last";   // "skip" | "last" | "all"
-  uint32_t catch_up_limit = 10;    // 1..1000: ticks catch_up = "all" runs
+  std::string time_zone = "UTC";  // IANA name, e.g. "Europe/Berlin"
+  std::string overlap = "skip";   // "skip" | "allow" | "buffer_one"
+  std::string catch_up = "last";  // "skip" | "last" | "all"
+  uint32_t catch_up_limit = 10;   // 1..1000: ticks catch_up = "all" runs
 };
 
 struct ScheduleStatus {
@@ -321,7 +321,7 @@ struct ScheduleStatus {
   bool paused = false;
   // Every tick at or before it fired or was skipped.
   std::chrono::system_clock::time_point last_tick;
-  std::optional<std::string> last_execution_id;  // of the last tick fired
+  std::optional<std::string> last_execution_id;                    // of the last tick fired
   std::optional<std::chrono::system_clock::time_point> next_tick;  // nullopt when paused
 };
 
@@ -361,8 +361,7 @@ class Engine {
   // --- Executions ---------------------------------------------------------
   // Creates a top-level execution of a registered workflow or activity.
   // Returns its id.
-  Result<std::string, Error> Submit(std::string_view ffqn, Json params,
-                                    SubmitOptions options = {});
+  Result<std::string, Error> Submit(std::string_view ffqn, Json params, SubmitOptions options = {});
   Result<ExecutionStatus, Error> GetStatus(std::string_view execution_id);
   // The result once the execution finished; kTimeout after `timeout`.
   Result<ExecutionResult, Error> WaitForResult(std::string_view execution_id,

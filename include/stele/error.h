@@ -15,12 +15,12 @@ namespace stele {
 
 struct Error {
   enum class Kind {
-    kInvalidArgument,  // malformed ffqn, params not an array, oversized params, bad id
-    kNotFound,         // no such execution / function
-    kConflict,         // same id, other params; stub with another value; registered twice
+    kInvalidArgument,     // malformed ffqn, params not an array, oversized params, bad id
+    kNotFound,            // no such execution / function
+    kConflict,            // same id, other params; stub with another value; registered twice
     kFailedPrecondition,  // wrong state: engine not started, execution not cancellable, ...
-    kTimeout,          // a wait ran out
-    kStorage,          // the database failed; the call may be retried
+    kTimeout,             // a wait ran out
+    kStorage,             // the database failed; the call may be retried
   };
   Kind kind = Kind::kInvalidArgument;
   std::string message;
@@ -43,12 +43,18 @@ struct Error {
 
 inline std::string_view Error::KindName(Kind kind) {
   switch (kind) {
-    case Kind::kInvalidArgument: return "invalid argument";
-    case Kind::kNotFound: return "not found";
-    case Kind::kConflict: return "conflict";
-    case Kind::kFailedPrecondition: return "failed precondition";
-    case Kind::kTimeout: return "timeout";
-    case Kind::kStorage: return "storage error";
+    case Kind::kInvalidArgument:
+      return "invalid argument";
+    case Kind::kNotFound:
+      return "not found";
+    case Kind::kConflict:
+      return "conflict";
+    case Kind::kFailedPrecondition:
+      return "failed precondition";
+    case Kind::kTimeout:
+      return "timeout";
+    case Kind::kStorage:
+      return "storage error";
   }
   return "error";
 }

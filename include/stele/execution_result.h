@@ -47,9 +47,12 @@ struct ExecutionResult {
   // {"ok": v} / {"err": v} / {"failed": {"kind": k, "reason": r}}.
   Json ToJson() const {
     switch (kind) {
-      case Kind::kOk: return Json{{"ok", value}};
-      case Kind::kErr: return Json{{"err", value}};
-      case Kind::kFailed: break;
+      case Kind::kOk:
+        return Json{{"ok", value}};
+      case Kind::kErr:
+        return Json{{"err", value}};
+      case Kind::kFailed:
+        break;
     }
     return Json{{"failed", {{"kind", failure_kind}, {"reason", failure_reason}}}};
   }

@@ -33,12 +33,11 @@
 
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 #include <variant>
-
-#include <cstdio>
-#include <cstdlib>
 
 namespace stele {
 
@@ -301,4 +300,3 @@ class [[nodiscard]] Result<void, E> {
 #define STELE_INTERNAL_UNPAREN_APPLY(...) STELE_INTERNAL_UNPAREN_PASTE(__VA_ARGS__)
 #define STELE_INTERNAL_UNPAREN_PASTE(...) STELE_INTERNAL_UNPAREN_DROP_##__VA_ARGS__
 #define STELE_INTERNAL_UNPAREN_DROP_STELE_INTERNAL_UNPAREN_PROBE
-

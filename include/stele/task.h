@@ -8,10 +8,9 @@
 //   }
 //
 // A Task is lazy: its body starts when it is awaited (or driven by the
-// engine). Task<void> is for helpers that return nothing. Tasks compose: a workflow may `co_await` helper coroutines that
-// return Task<U>; an exception thrown inside propagates to the awaiter as
-// in ordinary C++. An exception escaping the workflow itself fails it
-// permanently (a workflow trap).
+// engine). Task<void> is for helpers that return nothing. Tasks compose: a workflow may `co_await`
+// helper coroutines that return Task<U>; an exception thrown inside propagates to the awaiter as in
+// ordinary C++. An exception escaping the workflow itself fails it permanently (a workflow trap).
 //
 // How suspension works: every WorkflowContext operation asks the replay
 // engine synchronously. When the engine answers, the operation completes
@@ -47,10 +46,8 @@ template <class T>
 struct TaskResultSlot {
   std::optional<T> value;
   template <class U>
-    requires std::is_convertible_v<U&&, T>
-  void return_value(U&& v) {
-    value.emplace(std::forward<U>(v));
-  }
+  requires std::is_convertible_v<U&&, T>
+  void return_value(U&& v) { value.emplace(std::forward<U>(v)); }
   T Take() { return std::move(*value); }
 };
 template <>

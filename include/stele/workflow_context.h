@@ -40,11 +40,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "stele/execution_result.h"
+#include "stele/json.h"
 #include "stele/log_level.h"
 #include "stele/result.h"
 #include "stele/source_location.h"
-#include "stele/execution_result.h"
-#include "stele/json.h"
 #include "stele/task.h"
 
 namespace stele {
@@ -292,10 +292,10 @@ class WorkflowContext {
   template <class F>
   Op<ExecutionResult> step(std::string_view name, F&& fn,
                            SourceLocation where = SourceLocation::current()) {
-    static_assert(std::is_lvalue_reference_v<F> ||
-                      std::is_trivially_destructible_v<std::remove_cvref_t<F>>,
-                  "ctx.step: a lambda that owns its captures must be named before co_await "
-                  "(GCC 12 destroys it twice otherwise; docs/sdk.md, \"Steps\")");
+    static_assert(
+        std::is_lvalue_reference_v<F> || std::is_trivially_destructible_v<std::remove_cvref_t<F>>,
+        "ctx.step: a lambda that owns its captures must be named before co_await "
+        "(GCC 12 destroys it twice otherwise; docs/sdk.md, \"Steps\")");
     return StepOp(name, std::function<Result<Json, Json>()>(std::forward<F>(fn)), where);
   }
 

@@ -1,5 +1,4 @@
 #include "base/log.h"
-#include "base/log_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+
+#include "base/log_config.h"
 
 namespace stele {
 namespace {

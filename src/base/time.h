@@ -23,7 +23,6 @@
 
 namespace stele {
 
-
 // Formats `t` as RFC 3339 in UTC with a `Z` suffix. The fraction is omitted
 // for a whole second, has 3 digits for an exact millisecond and 6 otherwise,
 // as std::chrono prints durations: "2024-01-02T03:04:05Z",

@@ -142,9 +142,9 @@ Result<ApiClient::Response, ApiError> Decode(const httplib::Result& res, const s
   if (ok) {
     if (r.body.empty()) return ApiClient::Response{r.status, nullptr};
     if (!parsed) {
-      return Unexpected(ApiError{r.status, "bad_response", "the server answered " +
-                                                               std::to_string(r.status) +
-                                                               " with a body that is not JSON"});
+      return Unexpected(ApiError{
+          r.status, "bad_response",
+          "the server answered " + std::to_string(r.status) + " with a body that is not JSON"});
     }
     return ApiClient::Response{r.status, std::move(*parsed)};
   }
@@ -274,7 +274,8 @@ Result<void, ApiError> ApiClient::Stream(const std::string& path,
                               httplib::Error::Success);
     auto decoded = Decode(synthetic, host_, port_);
     if (!decoded) return Unexpected(decoded.error());
-    return Unexpected(ApiError{status, "bad_response", "unexpected status " + std::to_string(status)});
+    return Unexpected(
+        ApiError{status, "bad_response", "unexpected status " + std::to_string(status)});
   }
   return {};
 }

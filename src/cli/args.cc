@@ -23,14 +23,16 @@ struct FlagSpec {
   bool takes_value;
 };
 constexpr FlagSpec kFlags[] = {
-    {"api-url", true},     {"token", true},        {"json", false},       {"help", false},
-    {"version", false},    {"id", true},           {"follow", false},     {"scheduled-at", true},
-    {"timeout", true},     {"ffqn-prefix", true},  {"id-prefix", true},   {"show-derived", false},
-    {"hide-finished", false}, {"cursor", true},    {"direction", true},   {"length", true},
-    {"since-version", true},  {"force", false},     {"from", true},       {"grace", true},
-    {"reason", true},         {"time-zone", true},  {"overlap", true},    {"catch-up", true},
-    {"catch-up-limit", true}, {"deadline", true},   {"max-retries", true}, {"status", true},
-    {"message-id", true},     {"after-version", true},
+    {"api-url", true},        {"token", true},         {"json", false},
+    {"help", false},          {"version", false},      {"id", true},
+    {"follow", false},        {"scheduled-at", true},  {"timeout", true},
+    {"ffqn-prefix", true},    {"id-prefix", true},     {"show-derived", false},
+    {"hide-finished", false}, {"cursor", true},        {"direction", true},
+    {"length", true},         {"since-version", true}, {"force", false},
+    {"from", true},           {"grace", true},         {"reason", true},
+    {"time-zone", true},      {"overlap", true},       {"catch-up", true},
+    {"catch-up-limit", true}, {"deadline", true},      {"max-retries", true},
+    {"status", true},         {"message-id", true},    {"after-version", true},
 };
 
 // Files given as `@FILE` larger than this are refused: params are meant for
@@ -43,7 +45,9 @@ struct Tokens {
   bool help = false;
 };
 
-Unexpected<UsageError> Usage(std::string message) { return Unexpected(UsageError{std::move(message)}); }
+Unexpected<UsageError> Usage(std::string message) {
+  return Unexpected(UsageError{std::move(message)});
+}
 
 const FlagSpec* FindFlag(std::string_view name) {
   for (const FlagSpec& f : kFlags) {
@@ -242,7 +246,8 @@ struct CommandHelp {
 constexpr CommandHelp kCommandHelp[] = {
     {"execution submit",
      "stele execution submit FFQN PARAMS_JSON [--id ID] [--scheduled-at TIME]\n"
-     "                             [--timeout DURATION | --deadline TIME] [--max-retries N] [--follow]",
+     "                             [--timeout DURATION | --deadline TIME] [--max-retries N] "
+     "[--follow]",
      "Submits an execution of FFQN (ns:pkg/ifc.fn) with PARAMS_JSON, a JSON array\n"
      "(or @FILE holding one). Prints the execution id.\n"
      "  --id ID             client-chosen execution id (E_<ULID>); resubmitting the\n"
@@ -322,7 +327,8 @@ constexpr CommandHelp kCommandHelp[] = {
      "Prints the last value the workflow published under KEY. With --timeout, waits\n"
      "for one published after --after-version (any value without it). Exit 3 when\n"
      "there is none (and the execution finished, or no wait was asked).\n"},
-    {"component list", "stele component list", "Lists the components the server runs and their functions.\n"},
+    {"component list", "stele component list",
+     "Lists the components the server runs and their functions.\n"},
     {"schedule list", "stele schedule list",
      "Lists the cron schedules: name, cron expression and zone, function, state,\n"
      "next tick.\n"},
@@ -351,7 +357,10 @@ std::string HelpFor(std::string_view path) {
   std::ostringstream out;
   for (const CommandHelp& h : kCommandHelp) {
     if (h.path == path) {
-      out << "Usage: " << h.synopsis << "\n\n" << h.body << "\n" << kGlobalHelp << "\n" << kExitCodesHelp;
+      out << "Usage: " << h.synopsis << "\n\n"
+          << h.body << "\n"
+          << kGlobalHelp << "\n"
+          << kExitCodesHelp;
       return out.str();
     }
   }
@@ -380,11 +389,15 @@ struct CommandSpec {
 
 const std::vector<CommandSpec>& CommandSpecs() {
   static const std::vector<CommandSpec> specs = {
-      {"execution submit", CommandKind::kExecutionSubmit, 2,
+      {"execution submit",
+       CommandKind::kExecutionSubmit,
+       2,
        {"id", "follow", "scheduled-at", "timeout", "deadline", "max-retries"}},
       {"execution get", CommandKind::kExecutionGet, 1, {"follow"}},
       {"execution result", CommandKind::kExecutionResult, 1, {"timeout"}},
-      {"execution list", CommandKind::kExecutionList, 0,
+      {"execution list",
+       CommandKind::kExecutionList,
+       0,
        {"ffqn-prefix", "id-prefix", "show-derived", "hide-finished", "status", "cursor",
         "direction", "length"}},
       {"execution events", CommandKind::kExecutionEvents, 1, {"since-version", "length"}},
@@ -401,7 +414,9 @@ const std::vector<CommandSpec>& CommandSpecs() {
       {"component list", CommandKind::kComponentList, 0, {}},
       {"schedule list", CommandKind::kScheduleList, 0, {}},
       {"schedule get", CommandKind::kScheduleGet, 1, {}},
-      {"schedule create", CommandKind::kScheduleCreate, 4,
+      {"schedule create",
+       CommandKind::kScheduleCreate,
+       4,
        {"time-zone", "overlap", "catch-up", "catch-up-limit"}},
       {"schedule pause", CommandKind::kSchedulePause, 1, {}},
       {"schedule resume", CommandKind::kScheduleResume, 1, {}},
@@ -425,7 +440,8 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       if (!fqn) return Usage(fqn.error().message);
       cmd.ffqn = pos[0];
       STELE_ASSIGN_OR_RETURN(cmd.params, ParseJsonArg("PARAMS_JSON", pos[1]));
-      if (!cmd.params.is_array()) return Usage("PARAMS_JSON must be a JSON array, e.g. '[1, \"two\"]'");
+      if (!cmd.params.is_array())
+        return Usage("PARAMS_JSON must be a JSON array, e.g. '[1, \"two\"]'");
       if (auto id = Flag(t, "id")) {
         auto parsed = core::ExecutionId::Parse(*id);
         if (!parsed || !parsed->IsTopLevel()) {
@@ -479,10 +495,11 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       if (auto status = Flag(t, "status")) {
         static constexpr std::string_view kStatuses[] = {
             "pending_at", "locked", "blocked_by_join_set", "finished", "paused", "cancelling"};
-        if (std::find(std::begin(kStatuses), std::end(kStatuses), *status) ==
-            std::end(kStatuses)) {
-          return Usage("`--status` expects pending_at, locked, blocked_by_join_set, finished, "
-                       "paused or cancelling, got `" + *status + "`");
+        if (std::find(std::begin(kStatuses), std::end(kStatuses), *status) == std::end(kStatuses)) {
+          return Usage(
+              "`--status` expects pending_at, locked, blocked_by_join_set, finished, "
+              "paused or cancelling, got `" +
+              *status + "`");
         }
         f.status = *status;
       }
@@ -504,7 +521,8 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
       STELE_TRY(CheckExecutionId(pos[0]));
       cmd.execution_id = pos[0];
       if (auto v = Flag(t, "since-version")) {
-        STELE_ASSIGN_OR_RETURN(cmd.since_version, ParseUnsigned("since-version", *v, 0, UINT32_MAX));
+        STELE_ASSIGN_OR_RETURN(cmd.since_version,
+                               ParseUnsigned("since-version", *v, 0, UINT32_MAX));
       }
       if (auto v = Flag(t, "length")) {
         STELE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("length", *v, 1, 100000));
@@ -580,7 +598,8 @@ Result<void, UsageError> FillCommand(const CommandSpec& spec, const Tokens& t,
         cmd.timeout_seconds = static_cast<uint32_t>(s);
       }
       if (auto v = Flag(t, "after-version")) {
-        STELE_ASSIGN_OR_RETURN(cmd.after_version, ParseUnsigned("after-version", *v, 0, UINT32_MAX));
+        STELE_ASSIGN_OR_RETURN(cmd.after_version,
+                               ParseUnsigned("after-version", *v, 0, UINT32_MAX));
       }
       return {};
     }

@@ -37,9 +37,9 @@ std::string MustFail(std::vector<std::string> args, EnvLookup env = Env()) {
 }
 
 TEST(CliArgs, SubmitWithAllFlags) {
-  Command c = MustParse({"execution", "submit", "ns:pkg/ifc.fn", R"([1, "two", {"x": null}])", "--id",
-                         kId, "--follow", "--scheduled-at=2030-01-01T00:00:00Z", "--timeout",
-                         "10m", "--max-retries", "3"});
+  Command c = MustParse({"execution", "submit", "ns:pkg/ifc.fn", R"([1, "two", {"x": null}])",
+                         "--id", kId, "--follow", "--scheduled-at=2030-01-01T00:00:00Z",
+                         "--timeout", "10m", "--max-retries", "3"});
   EXPECT_EQ(c.kind, CommandKind::kExecutionSubmit);
   EXPECT_EQ(c.ffqn, "ns:pkg/ifc.fn");
   EXPECT_EQ(c.params, core::Json::parse(R"([1, "two", {"x": null}])"));
@@ -55,15 +55,16 @@ TEST(CliArgs, SubmitWithAllFlags) {
 }
 
 TEST(CliArgs, GlobalFlagsAnywhereAndEnvironment) {
-  Command c = MustParse({"--json", "execution", "--api-url", "http://127.0.0.1:9", "get", kId,
-                         "--token=abc"});
+  Command c = MustParse(
+      {"--json", "execution", "--api-url", "http://127.0.0.1:9", "get", kId, "--token=abc"});
   EXPECT_EQ(c.kind, CommandKind::kExecutionGet);
   EXPECT_TRUE(c.global.json);
   EXPECT_EQ(c.global.api_url, "http://127.0.0.1:9");
   EXPECT_EQ(c.global.token, "abc");
 
-  Command e = MustParse({"component", "list"},
-                        Env({{"STELE_API_URL", "https://example.org:8443/"}, {"STELE_TOKEN", "t0k"}}));
+  Command e =
+      MustParse({"component", "list"},
+                Env({{"STELE_API_URL", "https://example.org:8443/"}, {"STELE_TOKEN", "t0k"}}));
   EXPECT_EQ(e.global.api_url, "https://example.org:8443/");
   EXPECT_EQ(e.global.token, "t0k");
   // Flags beat the environment.
@@ -123,7 +124,8 @@ TEST(CliArgs, EveryCommandParses) {
 }
 
 TEST(CliArgs, ParamsFromFile) {
-  auto path = std::filesystem::temp_directory_path() / ("stele_cli_params_" + std::to_string(::getpid()));
+  auto path =
+      std::filesystem::temp_directory_path() / ("stele_cli_params_" + std::to_string(::getpid()));
   {
     std::ofstream f(path);
     f << R"(["from", "file"])";
@@ -136,11 +138,17 @@ TEST(CliArgs, ParamsFromFile) {
 }
 
 TEST(CliArgs, HelpEverywhere) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {}, {"--help"}, {"-h"}, {"help"}, {"execution", "--help"}, {"help", "execution", "submit"},
-           {"execution", "submit", "--help"},
-           // Help wins over missing or malformed arguments.
-           {"execution", "stub", "-h", "not-an-id"}, {"component", "list", "--help"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"--help"},
+                                             {"-h"},
+                                             {"help"},
+                                             {"execution", "--help"},
+                                             {"help", "execution", "submit"},
+                                             {"execution", "submit", "--help"},
+                                             // Help wins over missing or malformed arguments.
+                                             {"execution", "stub", "-h", "not-an-id"},
+                                             {"component", "list", "--help"}}) {
     if (args.empty()) {
       EXPECT_FALSE(ParseArgs(args, Env()).has_value());  // no command at all is a usage error
       continue;
@@ -190,7 +198,8 @@ TEST(CliArgs, RejectsMalformedInput) {
       {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--timeout", "1m", "--deadline",
         "2030-01-01T00:00:00Z"},
        "not both"},
-      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--max-retries", "lots"}, "expects an integer"},
+      {{"execution", "submit", "ns:pkg/ifc.fn", "[]", "--max-retries", "lots"},
+       "expects an integer"},
       {{"execution", "result", kId, "--timeout", "-1"}, "expects an integer"},
       {{"execution", "result", kId, "--timeout", "99999999999999999999"}, "expects an integer"},
       {{"execution", "result", kId, "--timeout", "5s"}, "expects an integer"},
@@ -220,7 +229,8 @@ TEST(CliArgs, RejectsMalformedInput) {
   for (const Case& c : cases) {
     std::string msg = MustFail(c.args);
     EXPECT_NE(msg.find(c.expect), std::string::npos)
-        << "args[0..]: " << (c.args.empty() ? "" : c.args[0].substr(0, 40)) << " ... message: " << msg;
+        << "args[0..]: " << (c.args.empty() ? "" : c.args[0].substr(0, 40))
+        << " ... message: " << msg;
   }
   // A bad URL in the environment is reported too.
   std::string msg = MustFail({"component", "list"}, Env({{"STELE_API_URL", "localhost:5005"}}));
@@ -250,7 +260,8 @@ TEST(CliArgs, HelpNamesEveryCommand) {
   const std::string help = TopLevelHelp();
   for (const char* command :
        {"stele server run|verify", "stele db check [--config PATH", "stele execution submit",
-        "stele execution list", "stele execution stub", "stele execution upgrade", "stele component list", "stele help"}) {
+        "stele execution list", "stele execution stub", "stele execution upgrade",
+        "stele component list", "stele help"}) {
     EXPECT_NE(help.find(command), std::string::npos) << command;
   }
   Command h = MustParse({"help", "help"});

@@ -61,7 +61,9 @@ bool IsFinished(const Json& status_doc) {
          Field(status_doc["pending_state"], "status") == "finished";
 }
 
-std::string ExecPath(const std::string& id) { return "/v1/executions/" + ApiClient::EncodeSegment(id); }
+std::string ExecPath(const std::string& id) {
+  return "/v1/executions/" + ApiClient::EncodeSegment(id);
+}
 std::string SchedulePath(const std::string& name) {
   return "/v1/schedules/" + ApiClient::EncodeSegment(name);
 }
@@ -91,7 +93,8 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
   while (true) {
     auto got = api.Get(ExecPath(id));
     if (!got) {
-      if (got.error().status != 0 && got.error().status < 500) return Fail(got.error(), cmd.global.api_url, err);
+      if (got.error().status != 0 && got.error().status < 500)
+        return Fail(got.error(), cmd.global.api_url, err);
       if (++failures > kMaxConsecutiveFailures) return Fail(got.error(), cmd.global.api_url, err);
       std::this_thread::sleep_for(kRetryPause);
       continue;
@@ -106,7 +109,8 @@ int Follow(ApiClient& api, const Command& cmd, const std::string& id, std::ostre
       show_state(doc["pending_state"]);
     }
     if (IsFinished(doc)) {
-      if (!cmd.global.json && doc.contains("result")) out << "result: " << ResultLine(doc["result"]) << "\n";
+      if (!cmd.global.json && doc.contains("result"))
+        out << "result: " << ResultLine(doc["result"]) << "\n";
       return ExitForFinished(doc);
     }
     if (stream_supported) {
@@ -264,9 +268,15 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
     case CommandKind::kExecutionResume: {
       std::string path;
       switch (cmd.kind) {
-        case CommandKind::kExecutionTerminate: path = ExecPath(id) + "/terminate"; break;
-        case CommandKind::kExecutionPause: path = ExecPath(id) + "/pause"; break;
-        case CommandKind::kExecutionResume: path = ExecPath(id) + "/resume"; break;
+        case CommandKind::kExecutionTerminate:
+          path = ExecPath(id) + "/terminate";
+          break;
+        case CommandKind::kExecutionPause:
+          path = ExecPath(id) + "/pause";
+          break;
+        case CommandKind::kExecutionResume:
+          path = ExecPath(id) + "/resume";
+          break;
         default:
           path = cmd.cancel_is_delay ? "/v1/delays/" + ApiClient::EncodeSegment(id) + "/cancel"
                                      : ExecPath(id) + "/cancel";
@@ -298,7 +308,8 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
     case CommandKind::kExecutionSend: {
       Json body{{"body", cmd.message_body}};
       if (cmd.message_id) body["message_id"] = *cmd.message_id;
-      auto res = api.Post(ExecPath(id) + "/messages/" + ApiClient::EncodeSegment(cmd.channel), body);
+      auto res =
+          api.Post(ExecPath(id) + "/messages/" + ApiClient::EncodeSegment(cmd.channel), body);
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);
@@ -354,9 +365,9 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
           return Code(ExitCode::kServerError);
         }
       }
-      auto res = api.Put(ExecPath(id) + "/upgrade", Json{{"old_digest", from},
-                                                         {"new_digest", cmd.upgrade_digest},
-                                                         {"force", cmd.force}});
+      auto res = api.Put(
+          ExecPath(id) + "/upgrade",
+          Json{{"old_digest", from}, {"new_digest", cmd.upgrade_digest}, {"force", cmd.force}});
       if (!res) return fail(res.error());
       if (cmd.global.json) {
         emit_json(res->body);
@@ -387,7 +398,8 @@ int RunCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
     }
     case CommandKind::kScheduleCreate: {
       const ScheduleArgs& a = cmd.schedule;
-      Json req = {{"name", a.name}, {"schedule", a.expression}, {"ffqn", a.ffqn}, {"params", a.params}};
+      Json req = {
+          {"name", a.name}, {"schedule", a.expression}, {"ffqn", a.ffqn}, {"params", a.params}};
       if (a.time_zone) req["time_zone"] = *a.time_zone;
       if (a.overlap) req["overlap"] = *a.overlap;
       if (a.catch_up) req["catch_up"] = *a.catch_up;

@@ -37,7 +37,8 @@ class FakeApi {
       std::lock_guard lock(mu_);
       std::string query;
       for (const auto& [k, v] : req.params) query += (query.empty() ? "" : "&") + k + "=" + v;
-      recorded_.push_back({req.method, req.path, query, req.body, req.get_header_value("Authorization")});
+      recorded_.push_back(
+          {req.method, req.path, query, req.body, req.get_header_value("Authorization")});
       return httplib::Server::HandlerResponse::Unhandled;
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -95,25 +96,29 @@ CliRun Cli(const FakeApi& api, std::vector<std::string> args) {
   args.push_back("--api-url");
   args.push_back(api.url());
   std::ostringstream out, err;
-  int code = CliMain(args, [](const char*) { return std::nullopt; }, out, err);
+  int code = CliMain(
+      args, [](const char*) { return std::nullopt; }, out, err);
   return {code, out.str(), err.str()};
 }
 
-json Error(const std::string& kind) { return {{"error", {{"kind", kind}, {"message", kind + " happened"}}}}; }
+json Error(const std::string& kind) {
+  return {{"error", {{"kind", kind}, {"message", kind + " happened"}}}};
+}
 
 TEST(CliCommands, SubmitSendsTheRequestAndPrintsTheId) {
   FakeApi api;
   api.Answer("POST", "/v1/executions", 201, {{"execution_id", kId}});
   CliRun r = Cli(api, {"execution", "submit", "ns:pkg/ifc.fn", R"([1, {"a": "b"}])", "--id", kId,
-                    "--token", "s3cret"});
+                       "--token", "s3cret"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kId) + "\n");
   auto rec = api.recorded();
   ASSERT_EQ(rec.size(), 1u);
   EXPECT_EQ(rec[0].method, "POST");
-  EXPECT_EQ(json::parse(rec[0].body),
-            json::parse(R"({"ffqn": "ns:pkg/ifc.fn", "params": [1, {"a": "b"}], "execution_id": ")" +
-                        std::string(kId) + "\"}"));
+  EXPECT_EQ(
+      json::parse(rec[0].body),
+      json::parse(R"({"ffqn": "ns:pkg/ifc.fn", "params": [1, {"a": "b"}], "execution_id": ")" +
+                  std::string(kId) + "\"}"));
   EXPECT_EQ(rec[0].authorization, "Bearer s3cret");
 }
 
@@ -173,7 +178,8 @@ TEST(CliCommands, HttpErrorsMapToDocumentedExitCodes) {
   for (Case c : {Case{400, 2}, Case{401, 6}, Case{404, 3}, Case{408, 7}, Case{409, 5}, Case{413, 2},
                  Case{500, 4}, Case{503, 4}}) {
     FakeApi api;
-    api.Answer("PUT", "/v1/executions/" + std::string(kId) + "/cancel", c.status, Error("k" + std::to_string(c.status)));
+    api.Answer("PUT", "/v1/executions/" + std::string(kId) + "/cancel", c.status,
+               Error("k" + std::to_string(c.status)));
     CliRun r = Cli(api, {"execution", "cancel", kId});
     EXPECT_EQ(r.code, c.code) << "HTTP " << c.status;
     EXPECT_TRUE(r.out.empty());
@@ -194,8 +200,9 @@ TEST(CliCommands, NonJsonAnswersAreServerErrors) {
 TEST(CliCommands, UnreachableServerIsExitCode4) {
   std::ostringstream out, err;
   // Port 1 on loopback: nothing listens there in the test environment.
-  int code = CliMain({"component", "list", "--api-url", "http://127.0.0.1:1"},
-                     [](const char*) { return std::nullopt; }, out, err);
+  int code = CliMain(
+      {"component", "list", "--api-url", "http://127.0.0.1:1"},
+      [](const char*) { return std::nullopt; }, out, err);
   EXPECT_EQ(code, 4);
   // Why, in words: not httplib's enumerator name ("Connection").
   EXPECT_EQ(err.str(),
@@ -204,11 +211,11 @@ TEST(CliCommands, UnreachableServerIsExitCode4) {
 
 TEST(CliCommands, UsageErrorsSendNothing) {
   FakeApi api;
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"execution", "submit", "ns:pkg/ifc.fn", "[1,"},
-           {"execution", "stub", kId, "{}"},
-           {"execution", "get", "E_x"},
-           {"execution", "frobnicate"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"execution", "submit", "ns:pkg/ifc.fn", "[1,"},
+                                             {"execution", "stub", kId, "{}"},
+                                             {"execution", "get", "E_x"},
+                                             {"execution", "frobnicate"}}) {
     CliRun r = Cli(api, args);
     EXPECT_EQ(r.code, 2);
     EXPECT_FALSE(r.err.empty());
@@ -220,9 +227,12 @@ TEST(CliCommands, ListSendsFiltersAndPrintsTheNextCursor) {
   FakeApi api;
   api.Answer("GET", "/v1/executions", 200,
              {{"executions",
-               {{{"execution_id", kId}, {"ffqn", "ns:pkg/ifc.fn"}, {"pending_state", {{"status", "locked"}}}}}},
+               {{{"execution_id", kId},
+                 {"ffqn", "ns:pkg/ifc.fn"},
+                 {"pending_state", {{"status", "locked"}}}}}},
               {"next_cursor", "CUR"}});
-  CliRun r = Cli(api, {"execution", "list", "--ffqn-prefix", "ns:pkg/", "--hide-finished", "--length", "1"});
+  CliRun r = Cli(
+      api, {"execution", "list", "--ffqn-prefix", "ns:pkg/", "--hide-finished", "--length", "1"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(kId), std::string::npos);
   EXPECT_NE(r.out.find("--cursor CUR"), std::string::npos) << r.out;
@@ -269,23 +279,25 @@ TEST(CliCommands, FollowStreamsUntilFinished) {
   FakeApi api;
   std::mutex mu;
   bool finished = false;
-  api.server().Get("/v1/executions/" + std::string(kId), [&](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard lock(mu);
-    json doc = {{"execution_id", kId}, {"pending_state", {{"status", finished ? "finished" : "locked"}}}};
-    if (finished) doc["result"] = {{"err", "denied"}};
-    res.set_content(doc.dump(), "application/json");
-  });
-  api.server().Get("/v1/executions/" + std::string(kId) + "/follow",
+  api.server().Get("/v1/executions/" + std::string(kId),
                    [&](const httplib::Request&, httplib::Response& res) {
-                     {
-                       std::lock_guard lock(mu);
-                       finished = true;
-                     }
-                     res.set_content(
-                         ": keep-alive\n\ndata: {\"pending_state\": {\"status\": \"pending_at\"}}\n\n"
-                         "data: {\"pending_state\": {\"status\": \"finished\"}}\n\n",
-                         "text/event-stream");
+                     std::lock_guard lock(mu);
+                     json doc = {{"execution_id", kId},
+                                 {"pending_state", {{"status", finished ? "finished" : "locked"}}}};
+                     if (finished) doc["result"] = {{"err", "denied"}};
+                     res.set_content(doc.dump(), "application/json");
                    });
+  api.server().Get("/v1/executions/" + std::string(kId) + "/follow", [&](const httplib::Request&,
+                                                                         httplib::Response& res) {
+    {
+      std::lock_guard lock(mu);
+      finished = true;
+    }
+    res.set_content(
+        ": keep-alive\n\ndata: {\"pending_state\": {\"status\": \"pending_at\"}}\n\n"
+        "data: {\"pending_state\": {\"status\": \"finished\"}}\n\n",
+        "text/event-stream");
+  });
   CliRun r = Cli(api, {"execution", "get", kId, "--follow"});
   EXPECT_EQ(r.code, 1) << r.err;  // finished with err
   EXPECT_NE(r.out.find("state: locked"), std::string::npos) << r.out;
@@ -295,11 +307,16 @@ TEST(CliCommands, FollowStreamsUntilFinished) {
 
 TEST(CliCommands, ScheduleCommandsSendTheirRequests) {
   FakeApi api;
-  json schedule = {{"name", "nightly"},        {"schedule", "0 30 2 * * *"},
-                   {"time_zone", "Europe/Berlin"}, {"ffqn", "ns:pkg/ifc.fn"},
-                   {"params", {1}},            {"overlap", "skip"},
-                   {"catch_up", "all"},        {"catch_up_limit", 3},
-                   {"source", "api"},          {"paused", false},
+  json schedule = {{"name", "nightly"},
+                   {"schedule", "0 30 2 * * *"},
+                   {"time_zone", "Europe/Berlin"},
+                   {"ffqn", "ns:pkg/ifc.fn"},
+                   {"params", {1}},
+                   {"overlap", "skip"},
+                   {"catch_up", "all"},
+                   {"catch_up_limit", 3},
+                   {"source", "api"},
+                   {"paused", false},
                    {"last_tick", "2030-01-01T00:00:00Z"},
                    {"next_tick", "2030-01-01T01:30:00Z"}};
   api.Answer("POST", "/v1/schedules", 201, schedule);
@@ -309,9 +326,9 @@ TEST(CliCommands, ScheduleCommandsSendTheirRequests) {
   api.Answer("DELETE", R"(/v1/schedules/([^/]+))", 200, {{"deleted", "nightly"}});
   api.Answer("POST", R"(/v1/schedules/([^/]+)/trigger)", 201, {{"execution_id", kId}});
 
-  CliRun created = Cli(api, {"schedule", "create", "nightly", "0 30 2 * * *", "ns:pkg/ifc.fn",
-                             "[1]", "--time-zone", "Europe/Berlin", "--catch-up", "all",
-                             "--catch-up-limit", "3"});
+  CliRun created =
+      Cli(api, {"schedule", "create", "nightly", "0 30 2 * * *", "ns:pkg/ifc.fn", "[1]",
+                "--time-zone", "Europe/Berlin", "--catch-up", "all", "--catch-up-limit", "3"});
   EXPECT_EQ(created.code, 0) << created.err;
   EXPECT_NE(created.out.find("0 30 2 * * * in Europe/Berlin"), std::string::npos) << created.out;
   EXPECT_NE(created.out.find("all (at most 3)"), std::string::npos) << created.out;
@@ -328,8 +345,7 @@ TEST(CliCommands, ScheduleCommandsSendTheirRequests) {
   auto rec = api.recorded();
   ASSERT_EQ(rec.size(), 6u);
   EXPECT_EQ(rec[0].method, "POST");
-  EXPECT_EQ(json::parse(rec[0].body),
-            json::parse(R"({"name": "nightly", "schedule": "0 30 2 * * *",
+  EXPECT_EQ(json::parse(rec[0].body), json::parse(R"({"name": "nightly", "schedule": "0 30 2 * * *",
                             "ffqn": "ns:pkg/ifc.fn", "params": [1], "time_zone": "Europe/Berlin",
                             "catch_up": "all", "catch_up_limit": 3})"));
   EXPECT_EQ(rec[2].method, "PUT");

@@ -12,14 +12,13 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,13 +28,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #ifndef STELE_BINARY
 #error "STELE_BINARY must name the stele executable (set by src/cli/CMakeLists.txt)"
@@ -161,7 +159,8 @@ CliRun RunStele(std::vector<std::string> args, const std::map<std::string, std::
   auto deadline = Clock::now() + limit;
   bool killed = false;
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       kill(pid, SIGKILL);
       killed = true;
@@ -232,7 +231,8 @@ class ServerProcess {
       auto res = http.Get("/healthz");
       return res && res->status == 200;
     });
-    if (!healthy) return ::testing::AssertionFailure() << "/healthz never answered 200; log:\n" << Log();
+    if (!healthy)
+      return ::testing::AssertionFailure() << "/healthz never answered 200; log:\n" << Log();
     return ::testing::AssertionSuccess();
   }
 
@@ -278,10 +278,10 @@ class ServerProcess {
 
 struct Options {
   std::optional<std::string> token;
-  bool exec = true;       // the exec activity components (else only the stub one)
-  bool wasm = false;      // durable_sleep (WasmDir() must hold it)
-  bool approval = false;  // human_approval, its stub kApprove and the exec activity kPay
-  bool sleeper = false;   // the exec activity kSleeper (lock_expiry 3 s, no retries)
+  bool exec = true;             // the exec activity components (else only the stub one)
+  bool wasm = false;            // durable_sleep (WasmDir() must hold it)
+  bool approval = false;        // human_approval, its stub kApprove and the exec activity kPay
+  bool sleeper = false;         // the exec activity kSleeper (lock_expiry 3 s, no retries)
   bool await_approval = false;  // await_approval: receives on "approvals", publishes "stage"
 };
 // A server with only the stub component: runs whatever the server supports.
@@ -355,13 +355,15 @@ class E2eTest : public ::testing::Test {
   }
 
   void WriteConfig(const Options& options) {
-    std::string toml = "data_dir = \"" + (dir_ / "data").string() + "\"\n\n[api]\nlisten = \"127.0.0.1:0\"\n";
+    std::string toml =
+        "data_dir = \"" + (dir_ / "data").string() + "\"\n\n[api]\nlisten = \"127.0.0.1:0\"\n";
     if (options.token) toml += "token = \"" + *options.token + "\"\n";
     toml += "\n[database]\nsqlite = \"" + sqlite_.string() +
             "\"\n\n[executor]\ntick_sleep = \"50ms\"\nlock_expiry = \"5s\"\n\n"
             "[watcher]\ntick_sleep = \"50ms\"\nleeway = \"100ms\"\n\n";
     if (options.exec) {
-      toml += ExecComponent("echo", kEcho, "[{ name = \"x\", type = \"string\" }]", "max_retries = 0\n");
+      toml += ExecComponent("echo", kEcho, "[{ name = \"x\", type = \"string\" }]",
+                            "max_retries = 0\n");
       toml += ExecComponent("fail", kFail, "[]", "max_retries = 0\n");
       // A short lease, so that a run orphaned by a killed server expires soon.
       toml += ExecComponent("slow", kSlow, "[]",
@@ -393,8 +395,9 @@ class E2eTest : public ::testing::Test {
       toml += "[[workflow_wasm]]\nname = \"await_approval\"\nlocation = \"" + WasmDir() +
               "/e2e_await_approval.wasm\"\n\n";
     }
-    toml += "[[activity_stub]]\nname = \"approvals\"\n[[activity_stub.functions]]\n"
-            "ffqn = \"e2e:test/stub.approve\"\nparams = []\nreturn_type = \"result<bool, string>\"\n";
+    toml +=
+        "[[activity_stub]]\nname = \"approvals\"\n[[activity_stub.functions]]\n"
+        "ffqn = \"e2e:test/stub.approve\"\nparams = []\nreturn_type = \"result<bool, string>\"\n";
     if (options.approval) {
       toml += "[[activity_stub.functions]]\nffqn = \"" + std::string(kApprove) +
               "\"\nparams = [{ name = \"amount\", type = \"u64\" }, { name = \"payee\", type = "
@@ -534,8 +537,8 @@ class E2eTest : public ::testing::Test {
 };
 
 // Skips the rest of a test when the server cannot run this config.
-#define START_SERVER(...)                      \
-  StartServer(__VA_ARGS__);                    \
+#define START_SERVER(...)   \
+  StartServer(__VA_ARGS__); \
   if (IsSkipped() || HasFatalFailure()) return
 
 [[maybe_unused]] size_t Count(const std::vector<std::string>& v, const std::string& x) {

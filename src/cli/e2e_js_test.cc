@@ -79,8 +79,8 @@ class E2eJsTest : public E2eTest {
   }
 };
 
-#define START_JS(workflow)   \
-  StartJs(workflow);         \
+#define START_JS(workflow) \
+  StartJs(workflow);       \
   if (IsSkipped() || HasFatalFailure()) return
 
 TEST_F(E2eJsTest, AJsWorkflowCallsAJsActivityWithABacktraceOfItsSource) {
@@ -111,7 +111,8 @@ TEST_F(E2eJsTest, AJsWorkflowCallsAJsActivityWithABacktraceOfItsSource) {
 
 TEST_F(E2eJsTest, VerifyNamesTheFileAndLineOfABrokenModule) {
   std::string broken = Workflow(1);
-  broken.replace(broken.find("run: async () => { for (;;) {} },"), 33, "run: async () => { for (;;) { },");
+  broken.replace(broken.find("run: async () => { for (;;) {} },"), 33,
+                 "run: async () => { for (;;) { },");
   WriteJsConfig(broken);
   CliRun verify = RunStele({"server", "verify", "--config", (dir_ / "stele.toml").string()});
   if (verify.err.find("not supported") != std::string::npos) GTEST_SKIP() << verify.err;
@@ -178,12 +179,16 @@ TEST_F(E2eJsTest, TheTypeScriptExamplesRun) {
   if (!fs::exists(examples / "workflows.js")) {
     GTEST_SKIP() << "the TypeScript examples were not built: " << examples;
   }
-  const std::string toml =
-      "data_dir = \"" + (dir_ / "data").string() + "\"\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n"
-      "[database]\nsqlite = \"" + sqlite_.string() + "\"\n\n[executor]\ntick_sleep = \"50ms\"\n\n"
-      "[[workflow_js]]\nname = \"hello_js\"\nlocation = \"" + (examples / "workflows.js").string() +
-      "\"\n\n[[activity_js]]\nname = \"hello_js_activities\"\nlocation = \"" +
-      (examples / "activities.js").string() + "\"\nenv = { GREETING = \"Hi\" }\n";
+  const std::string toml = "data_dir = \"" + (dir_ / "data").string() +
+                           "\"\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n"
+                           "[database]\nsqlite = \"" +
+                           sqlite_.string() +
+                           "\"\n\n[executor]\ntick_sleep = \"50ms\"\n\n"
+                           "[[workflow_js]]\nname = \"hello_js\"\nlocation = \"" +
+                           (examples / "workflows.js").string() +
+                           "\"\n\n[[activity_js]]\nname = \"hello_js_activities\"\nlocation = \"" +
+                           (examples / "activities.js").string() +
+                           "\"\nenv = { GREETING = \"Hi\" }\n";
   WriteFile(dir_ / "stele.toml", toml);
   CliRun verify = RunStele({"server", "verify", "--config", (dir_ / "stele.toml").string()});
   if (verify.err.find("not supported") != std::string::npos) GTEST_SKIP() << verify.err;

@@ -82,7 +82,8 @@ TEST_F(E2eOpsTest, ScheduledAtDefersTheFirstRun) {
   START_SERVER();
   const auto at = std::chrono::system_clock::now() + std::chrono::seconds(4);
   const std::string scheduled = Rfc3339(at);
-  CliRun submitted = Cli({"execution", "submit", kEcho, R"(["later"])", "--scheduled-at", scheduled});
+  CliRun submitted =
+      Cli({"execution", "submit", kEcho, R"(["later"])", "--scheduled-at", scheduled});
   ASSERT_EQ(submitted.code, 0) << submitted.err;
   std::string id = submitted.out.substr(0, submitted.out.find('\n'));
   json doc = HttpJson("/v1/executions/" + id);
@@ -165,9 +166,8 @@ TEST_F(E2eOpsTest, SecondServerOnAnAddressInUseFailsToStart) {
   for (const std::string& key : {std::string("[api] listen"), std::string("[api] ui_listen")}) {
     std::string second = toml;
     second.replace(second.find(listen), listen.size(),
-                   key == "[api] listen"
-                       ? "listen = \"" + address + "\"\n"
-                       : listen + "ui = true\nui_listen = \"" + address + "\"\n");
+                   key == "[api] listen" ? "listen = \"" + address + "\"\n"
+                                         : listen + "ui = true\nui_listen = \"" + address + "\"\n");
     WriteFile(dir_ / "second.toml", second);
     CliRun run = RunStele({"server", "run", "--config", (dir_ / "second.toml").string()});
     EXPECT_EQ(run.code, 1) << key << " (-1: it was still running, killed)\n" << run.err;
@@ -192,7 +192,8 @@ TEST_F(E2eOpsTest, CancelRacingAFinishingActivity) {
   for (int round = 0; round < 4; ++round) {
     WriteFile(dir_ / "hold", "");
     std::string id = Submit(kSlow, "[]");
-    ASSERT_TRUE(WaitFor([&] { return RunCount() >= static_cast<size_t>(round) + 1; })) << server_.Log();
+    ASSERT_TRUE(WaitFor([&] { return RunCount() >= static_cast<size_t>(round) + 1; }))
+        << server_.Log();
     std::optional<httplib::Result> cancel;
     std::thread canceller([&] {
       // Later each round (the script notices the hold file within 50 ms),
@@ -219,8 +220,8 @@ TEST_F(E2eOpsTest, CancelRacingAFinishingActivity) {
     EXPECT_EQ(Count(types, "finished"), 1u) << ::testing::PrintToString(types);
     EXPECT_EQ(types.back(), "finished") << ::testing::PrintToString(types);
   }
-  std::cout << "cancel/finish outcomes: cancelled " << outcomes["cancelled"] << ", already_finished "
-            << outcomes["already_finished"] << "\n";
+  std::cout << "cancel/finish outcomes: cancelled " << outcomes["cancelled"]
+            << ", already_finished " << outcomes["already_finished"] << "\n";
 }
 
 // A wasm workflow sleeping for an hour: its stored backtrace (the guest's
@@ -229,8 +230,8 @@ TEST_F(E2eOpsTest, CancelRacingAFinishingActivity) {
 TEST_F(E2eOpsTest, WasmBacktraceAndDelayCancel) {
   START_SERVER(Options{std::nullopt, false, true});
   std::string id = Submit("demo:reminder/api.remind", R"([3600, "Ada"])");
-  ASSERT_TRUE(WaitForStatus(id, "blocked_by_join_set")) << HttpJson("/v1/executions/" + id).dump()
-                                                        << server_.Log();
+  ASSERT_TRUE(WaitForStatus(id, "blocked_by_join_set"))
+      << HttpJson("/v1/executions/" + id).dump() << server_.Log();
   // The run stores its backtraces after its guest returned, i.e. after the
   // JoinNext that blocked it: wait (bounded) for them.
   std::optional<httplib::Result> stored;
@@ -318,8 +319,10 @@ TEST_F(E2eOpsTest, WasmUpgradeToANewDigest) {
   EXPECT_EQ(wrong.second["error"]["kind"], "conflict");
   EXPECT_EQ(put(id, {{"old_digest", "sha256:nope"}, {"new_digest", v2}}).first, 400);
   EXPECT_EQ(put(id, {{"old_digest", v1}}).first, 400);
-  EXPECT_EQ(put("E_01J0E2E00000000000000000ZZ", {{"old_digest", v1}, {"new_digest", v2}}).first, 404);
-  EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v1) << "refused upgrades wrote nothing";
+  EXPECT_EQ(put("E_01J0E2E00000000000000000ZZ", {{"old_digest", v1}, {"new_digest", v2}}).first,
+            404);
+  EXPECT_EQ(HttpJson("/v1/executions/" + id)["component_digest"], v1)
+      << "refused upgrades wrote nothing";
   // The CLI: a digest no component serves is refused (exit 5, naming it)
   // and writes nothing; the served one is accepted.
   const std::string unserved = "sha256:" + std::string(64, '0');

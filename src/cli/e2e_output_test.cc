@@ -113,7 +113,8 @@ TEST(E2eBinary, HelpNamesEveryCommand) {
        {"stele server run|verify", "stele db check", "stele execution submit",
         "stele execution get", "stele execution result", "stele execution list",
         "stele execution events", "stele execution responses", "stele execution cancel",
-        "stele execution stub", "stele execution upgrade", "stele component list", "stele help", "stele --version"}) {
+        "stele execution stub", "stele execution upgrade", "stele component list", "stele help",
+        "stele --version"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command << " in\n" << help.out;
   }
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

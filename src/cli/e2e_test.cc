@@ -168,7 +168,8 @@ TEST_F(E2eTest, StubOfATopLevelOrNonStubExecutionIsRejected) {
   std::string id = Submit(kEcho, R"(["x"])");
   CliRun stub = Cli({"execution", "stub", id, R"({"ok": true})"});
   EXPECT_EQ(stub.code, 2) << stub.out << stub.err;
-  EXPECT_EQ(Cli({"execution", "stub", "E_01J0E2E00000000000000000ZZ.o:1_1", R"({"ok": true})"}).code, 3);
+  EXPECT_EQ(
+      Cli({"execution", "stub", "E_01J0E2E00000000000000000ZZ.o:1_1", R"({"ok": true})"}).code, 3);
 }
 
 TEST_F(E2eTest, ListWithFiltersAndPagination) {
@@ -251,7 +252,9 @@ TEST_F(E2eTest, ComponentListWithExecActivities) {
 
 TEST_F(E2eTest, HostileInput) {
   START_SERVER(NoExec());
-  auto count = [&] { return CliJson({"execution", "list", "--length", "1000"})["executions"].size(); };
+  auto count = [&] {
+    return CliJson({"execution", "list", "--length", "1000"})["executions"].size();
+  };
   size_t before = count();
   EXPECT_EQ(before, 0u);
   // Rejected locally, nothing sent: exit 2.
@@ -320,7 +323,8 @@ TEST_F(E2eTest, TokenRequiredWhenConfigured) {
   EXPECT_EQ(with_env.code, 0) << with_env.err;
   EXPECT_EQ(json::parse(with_env.out)["components"].size(), 1u) << with_env.out;
   // Past authentication the request is judged on its merits: unknown ffqn.
-  EXPECT_EQ(Cli({"execution", "submit", "e2e:test/exec.nothing", "[]", "--token", "e2e-secret"}).code, 3);
+  EXPECT_EQ(
+      Cli({"execution", "submit", "e2e:test/exec.nothing", "[]", "--token", "e2e-secret"}).code, 3);
   EXPECT_EQ(Cli({"execution", "submit", "e2e:test/exec.nothing", "[]"}).code, 6);
 }
 

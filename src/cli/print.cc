@@ -356,7 +356,8 @@ void PrintSchedule(const Json& s, std::ostream& out) {
       << "State:         " << (is_paused ? "paused" : "active") << "\n"
       << "Overlap:       " << Field(s, "overlap") << "\n"
       << "Catch-up:      " << Field(s, "catch_up");
-  if (Field(s, "catch_up") == "all" && limit != nullptr) out << " (at most " << limit->dump() << ")";
+  if (Field(s, "catch_up") == "all" && limit != nullptr)
+    out << " (at most " << limit->dump() << ")";
   out << "\n"
       << "Last tick:     " << Field(s, "last_tick") << "\n";
   if (std::string id = Field(s, "last_execution_id"); !id.empty()) {

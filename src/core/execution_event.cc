@@ -99,16 +99,22 @@ std::string HistoryEventScheduleAt::ToString() const {
 
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request) {
   static constexpr std::string_view kNames[] = {
-      "Created",  "Locked",      "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut",
-      "Finished", "HistoryEvent", "Paused", "Resumed"};
+      "Created",      "Locked", "Unlocked", "TemporarilyFailed", "TemporarilyTimedOut", "Finished",
+      "HistoryEvent", "Paused", "Resumed"};
   static_assert(std::size(kNames) == std::variant_size_v<ExecutionRequest>);
   return kNames[request.index()];
 }
 
 std::string_view ExecutionRequestVariantTag(const ExecutionRequest& request) {
-  static constexpr std::string_view kTags[] = {
-      "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
-      "finished", "history_event", "paused", "resumed"};
+  static constexpr std::string_view kTags[] = {"created",
+                                               "locked",
+                                               "unlocked",
+                                               "temporarily_failed",
+                                               "temporarily_timed_out",
+                                               "finished",
+                                               "history_event",
+                                               "paused",
+                                               "resumed"};
   static_assert(std::size(kTags) == std::variant_size_v<ExecutionRequest>);
   return kTags[request.index()];
 }
@@ -161,34 +167,34 @@ std::string AttemptSuffix(const std::optional<RetryAttempt>& attempt) {
 }  // namespace
 
 std::string ExecutionRequestToString(const ExecutionRequest& request) {
-  return std::visit(
-      Overloaded{
-          [](const Created& e) {
-            return "Created(" + e.ffqn.ToString() + ", " + BacktickQuoted(e.scheduled_at) + ")";
-          },
-          [](const Locked& e) {
-            return "Locked(" + BacktickQuoted(e.lock_expires_at) + ", " +
-                   e.component_id.ToString() + ")";
-          },
-          [](const Unlocked& e) {
-            return "Unlocked(" + BacktickQuoted(e.backoff_expires_at) + ")";
-          },
-          [](const TemporarilyFailed& e) {
-            return "TemporarilyFailed(" + BacktickQuoted(e.backoff_expires_at) +
-                   AttemptSuffix(e.attempt) + ")";
-          },
-          [](const TemporarilyTimedOut& e) {
-            return "TemporarilyTimedOut(" + BacktickQuoted(e.backoff_expires_at) +
-                   AttemptSuffix(e.attempt) + ")";
-          },
-          [](const Finished&) { return std::string("Finished"); },
-          [](const HistoryEventRequest& e) {
-            return "HistoryEvent(" + HistoryEventToString(e.event) + ")";
-          },
-          [](const Paused&) { return std::string("Paused"); },
-          [](const Resumed&) { return std::string("Resumed"); },
-      },
-      request);
+  return std::visit(Overloaded{
+                        [](const Created& e) {
+                          return "Created(" + e.ffqn.ToString() + ", " +
+                                 BacktickQuoted(e.scheduled_at) + ")";
+                        },
+                        [](const Locked& e) {
+                          return "Locked(" + BacktickQuoted(e.lock_expires_at) + ", " +
+                                 e.component_id.ToString() + ")";
+                        },
+                        [](const Unlocked& e) {
+                          return "Unlocked(" + BacktickQuoted(e.backoff_expires_at) + ")";
+                        },
+                        [](const TemporarilyFailed& e) {
+                          return "TemporarilyFailed(" + BacktickQuoted(e.backoff_expires_at) +
+                                 AttemptSuffix(e.attempt) + ")";
+                        },
+                        [](const TemporarilyTimedOut& e) {
+                          return "TemporarilyTimedOut(" + BacktickQuoted(e.backoff_expires_at) +
+                                 AttemptSuffix(e.attempt) + ")";
+                        },
+                        [](const Finished&) { return std::string("Finished"); },
+                        [](const HistoryEventRequest& e) {
+                          return "HistoryEvent(" + HistoryEventToString(e.event) + ")";
+                        },
+                        [](const Paused&) { return std::string("Paused"); },
+                        [](const Resumed&) { return std::string("Resumed"); },
+                    },
+                    request);
 }
 
 std::string_view SendOutcomeName(SendOutcome outcome) {

@@ -284,9 +284,9 @@ struct HistoryEventRequest {
   friend bool operator==(const HistoryEventRequest&, const HistoryEventRequest&) = default;
 };
 
-using ExecutionRequest = std::variant<Created, Locked, Unlocked, TemporarilyFailed,
-                                      TemporarilyTimedOut, Finished, HistoryEventRequest, Paused,
-                                      Resumed>;
+using ExecutionRequest =
+    std::variant<Created, Locked, Unlocked, TemporarilyFailed, TemporarilyTimedOut, Finished,
+                 HistoryEventRequest, Paused, Resumed>;
 
 // "Created", "Locked", ..., "HistoryEvent" (Obelisk's `variant()`).
 std::string_view ExecutionRequestVariantName(const ExecutionRequest& request);
@@ -352,8 +352,8 @@ struct JoinSetResponseEvent {
 struct JoinSetResponseEventOuter {
   DateTime created_at;
   JoinSetResponseEvent event;
-  friend bool operator==(const JoinSetResponseEventOuter&, const JoinSetResponseEventOuter&) =
-      default;
+  friend bool operator==(const JoinSetResponseEventOuter&,
+                         const JoinSetResponseEventOuter&) = default;
 };
 
 }  // namespace stele::core

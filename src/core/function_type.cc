@@ -29,12 +29,12 @@ struct Keyword {
 };
 
 constexpr Keyword kPrimitives[] = {
-    {"bool", TypeDesc::Kind::kBool}, {"s8", TypeDesc::Kind::kS8},
-    {"s16", TypeDesc::Kind::kS16},   {"s32", TypeDesc::Kind::kS32},
-    {"s64", TypeDesc::Kind::kS64},   {"u8", TypeDesc::Kind::kU8},
-    {"u16", TypeDesc::Kind::kU16},   {"u32", TypeDesc::Kind::kU32},
-    {"u64", TypeDesc::Kind::kU64},   {"f32", TypeDesc::Kind::kF32},
-    {"f64", TypeDesc::Kind::kF64},   {"char", TypeDesc::Kind::kChar},
+    {"bool", TypeDesc::Kind::kBool},     {"s8", TypeDesc::Kind::kS8},
+    {"s16", TypeDesc::Kind::kS16},       {"s32", TypeDesc::Kind::kS32},
+    {"s64", TypeDesc::Kind::kS64},       {"u8", TypeDesc::Kind::kU8},
+    {"u16", TypeDesc::Kind::kU16},       {"u32", TypeDesc::Kind::kU32},
+    {"u64", TypeDesc::Kind::kU64},       {"f32", TypeDesc::Kind::kF32},
+    {"f64", TypeDesc::Kind::kF64},       {"char", TypeDesc::Kind::kChar},
     {"string", TypeDesc::Kind::kString}, {"json", TypeDesc::Kind::kJson},
 };
 
@@ -109,8 +109,8 @@ class TypeParser {
   }
 
   void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -185,7 +185,8 @@ class TypeParser {
         SkipSpace();
         std::size_t before = pos_;
         if (ReadWord() == "_") {
-          if (!Peek(',')) return Fail("expected ',' after `result<_` (write `result` for no types)");
+          if (!Peek(','))
+            return Fail("expected ',' after `result<_` (write `result` for no types)");
         } else {
           pos_ = before;
           STELE_ASSIGN_OR_RETURN(TypeDesc ok, ParseType(depth + 1));
@@ -266,7 +267,8 @@ Result<TypeDesc, std::string> TypeDesc::Parse(std::string_view text) {
 TypeDesc::Kind TypeDesc::kind() const { return node_ ? node_->kind : Kind::kJson; }
 
 const TypeDesc& TypeDesc::element() const {
-  STELE_CHECK(kind() == Kind::kList || kind() == Kind::kOption, "TypeDesc::element: not a list/option");
+  STELE_CHECK(kind() == Kind::kList || kind() == Kind::kOption,
+              "TypeDesc::element: not a list/option");
   return node_->children[0];
 }
 
@@ -296,7 +298,8 @@ const std::vector<TypeCase>& TypeDesc::cases() const {
 }
 
 const std::vector<std::string>& TypeDesc::names() const {
-  STELE_CHECK(kind() == Kind::kEnum || kind() == Kind::kFlags, "TypeDesc::names: not an enum/flags");
+  STELE_CHECK(kind() == Kind::kEnum || kind() == Kind::kFlags,
+              "TypeDesc::names: not an enum/flags");
   return node_->names;
 }
 
@@ -354,7 +357,6 @@ bool operator==(const TypeDesc& a, const TypeDesc& b) {
          x.cases == y.cases && x.names == y.names;
 }
 
-
 // ---------------------------------------------------------------------------
 // Check: the JSON mapping of docs/types.md.
 
@@ -370,7 +372,8 @@ std::string Got(const Json& v) {
       return v.get<bool>() ? "true" : "false";
     case Json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
-      if (s.size() <= kMaxQuoted) return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+      if (s.size() <= kMaxQuoted)
+        return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
       return Json(s.substr(0, kMaxQuoted)).dump(-1, ' ', false, Json::error_handler_t::replace) +
              "... (" + std::to_string(s.size()) + " bytes)";
     }
@@ -471,14 +474,33 @@ Result<void, std::string> TypeDesc::Check(const Json& v, std::string_view path) 
       std::int64_t min = 0;
       std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
       switch (kind()) {
-        case K::kS8: min = INT8_MIN; max = INT8_MAX; break;
-        case K::kS16: min = INT16_MIN; max = INT16_MAX; break;
-        case K::kS32: min = INT32_MIN; max = INT32_MAX; break;
-        case K::kS64: min = INT64_MIN; max = INT64_MAX; break;
-        case K::kU8: max = UINT8_MAX; break;
-        case K::kU16: max = UINT16_MAX; break;
-        case K::kU32: max = UINT32_MAX; break;
-        default: break;
+        case K::kS8:
+          min = INT8_MIN;
+          max = INT8_MAX;
+          break;
+        case K::kS16:
+          min = INT16_MIN;
+          max = INT16_MAX;
+          break;
+        case K::kS32:
+          min = INT32_MIN;
+          max = INT32_MAX;
+          break;
+        case K::kS64:
+          min = INT64_MIN;
+          max = INT64_MAX;
+          break;
+        case K::kU8:
+          max = UINT8_MAX;
+          break;
+        case K::kU16:
+          max = UINT16_MAX;
+          break;
+        case K::kU32:
+          max = UINT32_MAX;
+          break;
+        default:
+          break;
       }
       if (!IntegerInRange(v, min, max)) return Mismatch(path, PrimitiveName(kind()), v);
       return {};
@@ -544,7 +566,9 @@ Result<void, std::string> TypeDesc::Check(const Json& v, std::string_view path) 
       for (const auto& [key, value] : v.items()) {
         bool known = false;
         for (const auto& f : fields()) known = known || f.name == key;
-        if (!known) return Unexpected(p + ": unknown field " + Json(key).dump(-1, ' ', false, Json::error_handler_t::replace));
+        if (!known)
+          return Unexpected(p + ": unknown field " +
+                            Json(key).dump(-1, ' ', false, Json::error_handler_t::replace));
       }
       for (const auto& f : fields()) {
         auto it = v.find(f.name);
@@ -582,7 +606,8 @@ Result<void, std::string> TypeDesc::Check(const Json& v, std::string_view path) 
       if (!found) {
         std::vector<std::string> case_names;
         for (const auto& c : cases()) case_names.push_back(c.name);
-        return Unexpected(p + ": unknown case " + Got(Json(key)) + ", expected " + OneOf(case_names));
+        return Unexpected(p + ": unknown case " + Got(Json(key)) + ", expected " +
+                          OneOf(case_names));
       }
       if (!found->payload) {
         if (payload && !payload->is_null()) {
@@ -679,7 +704,8 @@ Json FunctionSignatureToJson(const FunctionSignature& signature) {
 }
 
 Result<FunctionSignature, std::string> FunctionSignatureFromJson(const Json& json) {
-  if (!json.is_object()) return Unexpected("function signature must be a JSON object, got " + Got(json));
+  if (!json.is_object())
+    return Unexpected("function signature must be a JSON object, got " + Got(json));
   for (const auto& [key, value] : json.items()) {
     if (key != "ffqn" && key != "params" && key != "return_type") {
       return Unexpected("function signature: unknown key " + Got(Json(key)));

@@ -33,12 +33,36 @@ void ExpectAccepts(std::string_view type, const Json& value) {
 
 TEST(FunctionTypeTest, CanonicalFormsRoundTrip) {
   for (std::string_view text : {
-           "bool", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f32", "f64", "char",
-           "string", "json", "list<u8>", "option<string>", "result", "result<u32>",
-           "result<_, string>", "result<u32, string>", "tuple<u8>", "tuple<u8, string, bool>",
-           "record { a: u8 }", "record { first-name: string, age: option<u8> }", "enum { a }",
-           "enum { red, green, blue }", "variant { a(u8), b }", "variant { none, some(list<u8>) }",
-           "flags { read }", "flags { read, write, HTTP-get }",
+           "bool",
+           "s8",
+           "s16",
+           "s32",
+           "s64",
+           "u8",
+           "u16",
+           "u32",
+           "u64",
+           "f32",
+           "f64",
+           "char",
+           "string",
+           "json",
+           "list<u8>",
+           "option<string>",
+           "result",
+           "result<u32>",
+           "result<_, string>",
+           "result<u32, string>",
+           "tuple<u8>",
+           "tuple<u8, string, bool>",
+           "record { a: u8 }",
+           "record { first-name: string, age: option<u8> }",
+           "enum { a }",
+           "enum { red, green, blue }",
+           "variant { a(u8), b }",
+           "variant { none, some(list<u8>) }",
+           "flags { read }",
+           "flags { read, write, HTTP-get }",
            "list<record { items: list<tuple<u8, option<result<_, variant { e(string) }>>>> }>",
        }) {
     TypeDesc t = P(text);
@@ -55,7 +79,8 @@ TEST(FunctionTypeTest, WhitespaceTrailingCommasAndEscapesNormalise) {
   EXPECT_EQ(P("variant{a(u8),b,}").ToString(), "variant { a(u8), b }");
   EXPECT_EQ(P("flags{x,}").ToString(), "flags { x }");
   // Keywords may be names, escaped WIT-style or not.
-  EXPECT_EQ(P("record { %type: string, list: u8 }").ToString(), "record { type: string, list: u8 }");
+  EXPECT_EQ(P("record { %type: string, list: u8 }").ToString(),
+            "record { type: string, list: u8 }");
 }
 
 TEST(FunctionTypeTest, AccessorsExposeTheTree) {
@@ -89,14 +114,48 @@ TEST(FunctionTypeTest, RejectsMalformedWithPositions) {
   EXPECT_EQ(ParseError("record { a: u8, a: u8 }"), "at byte 16: duplicate name `a`");
   EXPECT_EQ(ParseError("string\xC3\xA9"), "at byte 6: expected end of type, found byte 0xC3");
   for (std::string_view text : {
-           "String", "u128", "list", "list<>", "list<u8>>", "option<u8, u8>", "result<_>",
-           "result<>", "result<u8, u8, u8>", "result<,u8>", "tuple<>", "tuple<u8,>", "record {}",
-           "record { a }", "record { a: }", "record { A_b: u8 }", "record { a--b: u8 }",
-           "record { -a: u8 }", "record { a-: u8 }", "record { 1a: u8 }", "record { aB: u8 }",
-           "record { a: u8", "record a: u8 }", "enum {}", "enum { a, a }", "enum { a b }",
-           "variant {}", "variant { a() }", "variant { a(u8 }", "variant { a, a(u8) }",
-           "flags { }", "flags { x, x }", "flags { é }", "{", "}", "<", ">",
-           "record { a: u8 } }", "_", "%u8", "list<%u8>", "record { %: u8 }",
+           "String",
+           "u128",
+           "list",
+           "list<>",
+           "list<u8>>",
+           "option<u8, u8>",
+           "result<_>",
+           "result<>",
+           "result<u8, u8, u8>",
+           "result<,u8>",
+           "tuple<>",
+           "tuple<u8,>",
+           "record {}",
+           "record { a }",
+           "record { a: }",
+           "record { A_b: u8 }",
+           "record { a--b: u8 }",
+           "record { -a: u8 }",
+           "record { a-: u8 }",
+           "record { 1a: u8 }",
+           "record { aB: u8 }",
+           "record { a: u8",
+           "record a: u8 }",
+           "enum {}",
+           "enum { a, a }",
+           "enum { a b }",
+           "variant {}",
+           "variant { a() }",
+           "variant { a(u8 }",
+           "variant { a, a(u8) }",
+           "flags { }",
+           "flags { x, x }",
+           "flags { é }",
+           "{",
+           "}",
+           "<",
+           ">",
+           "record { a: u8 } }",
+           "_",
+           "%u8",
+           "list<%u8>",
+           "record { %: u8 }",
        }) {
     ParseError(text);
   }
@@ -348,22 +407,23 @@ TEST(FunctionTypeTest, SignatureJsonRoundTrips) {
 }
 
 TEST(FunctionTypeTest, SignatureJsonRejectsMalformed) {
-  for (std::string_view text : {
-           R"([])",
-           R"({})",
-           R"({"ffqn": "nope", "params": []})",
-           R"({"ffqn": 1, "params": []})",
-           R"({"ffqn": "a:b/c.d"})",
-           R"({"ffqn": "a:b/c.d", "params": {}})",
-           R"({"ffqn": "a:b/c.d", "params": [], "extra": 1})",
-           R"({"ffqn": "a:b/c.d", "params": [{"name": "x"}]})",
-           R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u8", "more": 1}]})",
-           R"({"ffqn": "a:b/c.d", "params": [{"name": "x_y", "type": "u8"}]})",
-           R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u9"}]})",
-           R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u8"}, {"name": "x", "type": "u8"}]})",
-           R"({"ffqn": "a:b/c.d", "params": [], "return_type": 5})",
-           R"({"ffqn": "a:b/c.d", "params": [], "return_type": "result<"})",
-       }) {
+  for (
+      std::string_view text : {
+          R"([])",
+          R"({})",
+          R"({"ffqn": "nope", "params": []})",
+          R"({"ffqn": 1, "params": []})",
+          R"({"ffqn": "a:b/c.d"})",
+          R"({"ffqn": "a:b/c.d", "params": {}})",
+          R"({"ffqn": "a:b/c.d", "params": [], "extra": 1})",
+          R"({"ffqn": "a:b/c.d", "params": [{"name": "x"}]})",
+          R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u8", "more": 1}]})",
+          R"({"ffqn": "a:b/c.d", "params": [{"name": "x_y", "type": "u8"}]})",
+          R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u9"}]})",
+          R"({"ffqn": "a:b/c.d", "params": [{"name": "x", "type": "u8"}, {"name": "x", "type": "u8"}]})",
+          R"({"ffqn": "a:b/c.d", "params": [], "return_type": 5})",
+          R"({"ffqn": "a:b/c.d", "params": [], "return_type": "result<"})",
+      }) {
     auto r = FunctionSignatureFromJson(Json::parse(text));
     EXPECT_FALSE(r.has_value()) << text;
   }

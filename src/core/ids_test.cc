@@ -298,11 +298,11 @@ TEST(InputContentDigestTest, RoundTripAndRejects) {
 }
 
 TEST(ComponentIdTest, TypeNamesRoundTrip) {
-  for (ComponentType type : {ComponentType::kActivityWasm, ComponentType::kActivityStub,
-                             ComponentType::kActivityExternal, ComponentType::kActivityExec,
-                             ComponentType::kActivityNative, ComponentType::kWorkflow,
-                             ComponentType::kWorkflowNative, ComponentType::kWebhookEndpoint,
-                             ComponentType::kActivityJs, ComponentType::kWorkflowJs}) {
+  for (ComponentType type :
+       {ComponentType::kActivityWasm, ComponentType::kActivityStub,
+        ComponentType::kActivityExternal, ComponentType::kActivityExec,
+        ComponentType::kActivityNative, ComponentType::kWorkflow, ComponentType::kWorkflowNative,
+        ComponentType::kWebhookEndpoint, ComponentType::kActivityJs, ComponentType::kWorkflowJs}) {
     EXPECT_EQ(*ParseComponentType(ComponentTypeName(type)), type);
   }
   EXPECT_EQ(ComponentTypeName(ComponentType::kActivityJs), "activity_js");

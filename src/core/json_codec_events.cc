@@ -79,8 +79,10 @@ JsonResult<ExecutionPolicy> DecodePolicy(const Json& json, const std::string& pa
   STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(json, path));
   ExecutionPolicy policy;
   STELE_ASSIGN_OR_RETURN(policy.deadline, OptionalField(object, "deadline", &ReadDateTime));
-  if (const Json* retry_json = object.Find("retry"); retry_json != nullptr && !retry_json->is_null()) {
-    STELE_ASSIGN_OR_RETURN(ObjectReader retry, ObjectReader::Make(*retry_json, object.PathOf("retry")));
+  if (const Json* retry_json = object.Find("retry");
+      retry_json != nullptr && !retry_json->is_null()) {
+    STELE_ASSIGN_OR_RETURN(ObjectReader retry,
+                           ObjectReader::Make(*retry_json, object.PathOf("retry")));
     STELE_ASSIGN_OR_RETURN(policy.retry.max_retries, OptionalField(retry, "max_retries", &ReadU32));
     STELE_ASSIGN_OR_RETURN(policy.retry.retry_exp_backoff,
                            OptionalField(retry, "retry_exp_backoff", &DecodeDuration));
@@ -250,9 +252,9 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     if (const Json* json = object.Find("policy"); json != nullptr && !json->is_null()) {
       STELE_ASSIGN_OR_RETURN(policy, DecodePolicy(*json, object.PathOf("policy")));
     }
-    return Created{std::move(ffqn),        std::move(params),       std::move(parent),
-                   scheduled_at,           std::move(component_id), std::move(metadata),
-                   std::move(scheduled_by), std::move(policy)};
+    return Created{
+        std::move(ffqn),         std::move(params),   std::move(parent),       scheduled_at,
+        std::move(component_id), std::move(metadata), std::move(scheduled_by), std::move(policy)};
   }
   if (tag == "locked") {
     STELE_ASSIGN_OR_RETURN(ComponentId component_id,
@@ -282,7 +284,7 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     STELE_ASSIGN_OR_RETURN(std::optional<std::string> engine, EngineField(object));
     STELE_ASSIGN_OR_RETURN(std::optional<RetryAttempt> attempt, AttemptFields(object));
     return TemporarilyFailed{backoff_expires_at, std::move(reason), std::move(detail),
-                             std::move(traces), std::move(engine), attempt};
+                             std::move(traces),  std::move(engine), attempt};
   }
   if (tag == "temporarily_timed_out") {
     STELE_ASSIGN_OR_RETURN(DateTime backoff_expires_at,
@@ -315,9 +317,10 @@ JsonResult<ExecutionRequest> DecodeExecutionRequestBody(const ObjectReader& obje
     STELE_ASSIGN_OR_RETURN(std::string reason, Field(object, "reason", &ReadString));
     return Resumed{std::move(reason)};
   }
-  return UnknownVariant(object.path(), tag,
-                        "`created`, `locked`, `unlocked`, `temporarily_failed`, "
-                        "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
+  return UnknownVariant(
+      object.path(), tag,
+      "`created`, `locked`, `unlocked`, `temporarily_failed`, "
+      "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
 }
 
 }  // namespace
@@ -353,13 +356,20 @@ JsonResult<ExecutionRequest> DecodeExecutionRequest(const Json& json, const std:
   const auto& [tag, body] = tagged;
   // The tag is checked before the body so that an unknown tag is reported as
   // such rather than as a malformed body.
-  static constexpr std::string_view kTags[] = {
-      "created",  "locked",       "unlocked", "temporarily_failed", "temporarily_timed_out",
-      "finished", "history_event", "paused", "resumed"};
+  static constexpr std::string_view kTags[] = {"created",
+                                               "locked",
+                                               "unlocked",
+                                               "temporarily_failed",
+                                               "temporarily_timed_out",
+                                               "finished",
+                                               "history_event",
+                                               "paused",
+                                               "resumed"};
   if (std::find(std::begin(kTags), std::end(kTags), tag) == std::end(kTags)) {
-    return UnknownVariant(path, tag,
-                          "`created`, `locked`, `unlocked`, `temporarily_failed`, "
-                          "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
+    return UnknownVariant(
+        path, tag,
+        "`created`, `locked`, `unlocked`, `temporarily_failed`, "
+        "`temporarily_timed_out`, `finished`, `history_event`, `paused`, `resumed`");
   }
   STELE_ASSIGN_OR_RETURN(ObjectReader object, ObjectReader::Make(*body, ChildPath(path, tag)));
   return DecodeExecutionRequestBody(object, tag);
@@ -554,7 +564,8 @@ Json ToJson(const HistoryEvent& value) {
             out["grace_expires_at"] = DateTimeJson(e.grace_expires_at);
             out["terminate"] = e.terminate;
             out["reason"] = e.reason;
-            if (e.timed_out) out["timed_out"] = true;  // omitted otherwise: old rows read back as stored
+            if (e.timed_out)
+              out["timed_out"] = true;  // omitted otherwise: old rows read back as stored
           },
       },
       value);
@@ -562,8 +573,8 @@ Json ToJson(const HistoryEvent& value) {
 }
 
 Json ToJson(const ExecutionRequest& value) {
-  using json_internal::AddEngine;
   using json_internal::AddAttempt;
+  using json_internal::AddEngine;
   using json_internal::PolicyJson;
   using json_internal::TracesJson;
   Json body = Json::object();

@@ -225,16 +225,20 @@ TEST(JsonCodecTest, RetryPolicyAttemptAndExecutionPolicyRoundTrip) {
   EXPECT_EQ(SerializeJson(ToJson(locked)["locked"]["retry_config"]),
             R"({"max_retries":10,"retry_exp_backoff":{"secs":0,"nanos":100000000},)"
             R"("max_backoff":{"secs":300,"nanos":0},"jitter_percent":10})");
-  const ExecutionRequest failed =
-      TemporarilyFailed{T("2024-01-02T03:04:05Z"), "r", std::nullopt, std::nullopt, std::nullopt,
-                        RetryAttempt{3, 6}};
+  const ExecutionRequest failed = TemporarilyFailed{
+      T("2024-01-02T03:04:05Z"), "r", std::nullopt, std::nullopt, std::nullopt, RetryAttempt{3, 6}};
   EXPECT_EQ(ToJson(failed)["temporarily_failed"]["attempt"], Json(3));
   EXPECT_EQ(ToJson(failed)["temporarily_failed"]["max_attempts"], Json(6));
   const ExecutionRequest timed_out = TemporarilyTimedOut{
       T("2024-01-02T03:04:05Z"), std::nullopt, std::nullopt, "why", RetryAttempt{2, std::nullopt}};
   EXPECT_FALSE(ToJson(timed_out)["temporarily_timed_out"].contains("max_attempts"));
-  Created created{FunctionFqn::Parse("a:b/c.d").value(), Json::array(), std::nullopt,
-                  T("2024-01-02T03:04:05Z"), TestComponentId(), {}, std::nullopt};
+  Created created{FunctionFqn::Parse("a:b/c.d").value(),
+                  Json::array(),
+                  std::nullopt,
+                  T("2024-01-02T03:04:05Z"),
+                  TestComponentId(),
+                  {},
+                  std::nullopt};
   EXPECT_FALSE(ToJson(ExecutionRequest(created))["created"].contains("policy"));
   created.policy.deadline = T("2024-01-02T04:00:00Z");
   created.policy.retry.max_retries = 0;

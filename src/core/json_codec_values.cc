@@ -110,12 +110,12 @@ JsonResult<ComponentRetryConfig> DecodeRetryConfig(const Json& json, const std::
   STELE_ASSIGN_OR_RETURN(config.retry_exp_backoff,
                          Field(object, "retry_exp_backoff", &DecodeDuration));
   // Both absent in events written before the cap and the jitter existed.
-  STELE_ASSIGN_OR_RETURN(config.max_backoff,
-                         OptionalField(object, "max_backoff", &DecodeDuration));
+  STELE_ASSIGN_OR_RETURN(config.max_backoff, OptionalField(object, "max_backoff", &DecodeDuration));
   STELE_ASSIGN_OR_RETURN(std::optional<uint32_t> jitter,
                          OptionalField(object, "jitter_percent", &ReadU32));
   if (jitter && *jitter > 100) {
-    return Error(object.PathOf("jitter_percent"), "expected 0..100, got " + std::to_string(*jitter));
+    return Error(object.PathOf("jitter_percent"),
+                 "expected 0..100, got " + std::to_string(*jitter));
   }
   config.jitter_percent = jitter.value_or(0);
   return config;

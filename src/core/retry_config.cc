@@ -62,7 +62,8 @@ std::optional<Duration> RetryDelay(uint32_t temporary_event_count,
   if (!micros) return d;  // beyond any representable instant: jitter is moot
   const double share = JitterShare(execution_id, temporary_event_count) * percent / 100.0;
   const auto cut = static_cast<int64_t>(static_cast<double>(*micros) * share);
-  return Duration::FromMicros(static_cast<uint64_t>(std::clamp<int64_t>(*micros - cut, 0, *micros)));
+  return Duration::FromMicros(
+      static_cast<uint64_t>(std::clamp<int64_t>(*micros - cut, 0, *micros)));
 }
 
 std::optional<uint32_t> MaxAttempts(const ComponentRetryConfig& config) {

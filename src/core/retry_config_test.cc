@@ -65,9 +65,9 @@ TEST(RetryConfigTest, RetryDelayIsCappedAndJitteredWithinBounds) {
   const ComponentRetryConfig capped{20u, Duration::FromMillis(100), Duration::FromSecs(1), 0};
   EXPECT_EQ(RetryDelay(1, capped, "E_a"), Duration::FromMillis(100));
   EXPECT_EQ(RetryDelay(4, capped, "E_a"), Duration::FromMillis(800));
-  EXPECT_EQ(RetryDelay(5, capped, "E_a"), Duration::FromSecs(1));   // 1.6 s capped
+  EXPECT_EQ(RetryDelay(5, capped, "E_a"), Duration::FromSecs(1));  // 1.6 s capped
   EXPECT_EQ(RetryDelay(20, capped, "E_a"), Duration::FromSecs(1));
-  EXPECT_EQ(RetryDelay(21, capped, "E_a"), std::nullopt);           // retries spent
+  EXPECT_EQ(RetryDelay(21, capped, "E_a"), std::nullopt);  // retries spent
 
   ComponentRetryConfig jittered = capped;
   jittered.jitter_percent = 30;

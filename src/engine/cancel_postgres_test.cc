@@ -27,8 +27,8 @@ class CancelPostgresTest : public ::testing::Test {
       GTEST_SKIP() << pg::testing::UnavailableReason();
     }
     dbname_ = OkOrDie(pg::testing::CreateFreshDatabase(), "create database");
-    conninfo_ = OkOrDie(pg::testing::WithDatabase(*pg::testing::AdminConninfo(), dbname_),
-                        "conninfo");
+    conninfo_ =
+        OkOrDie(pg::testing::WithDatabase(*pg::testing::AdminConninfo(), dbname_), "conninfo");
   }
   void TearDown() override {
     for (auto& engine : engines_) engine.reset();

@@ -174,8 +174,7 @@ TEST_F(CancelTest, TerminateCascadesThroughThreeLevelsOfChildren) {
   const std::string id = OkOrDie(engine.Submit("test:cancel/wf.one", Params()), "submit");
   ASSERT_TRUE(WaitUntil([&] { return seen->ChildCount() == 3; }));
   ASSERT_TRUE(Blocked(seen->ChildAt(1)));
-  EXPECT_EQ(OkOrDie(engine.Cancel(id, Terminate()), "terminate"),
-            CancelOutcome::kCancelling);
+  EXPECT_EQ(OkOrDie(engine.Cancel(id, Terminate()), "terminate"), CancelOutcome::kCancelling);
   EXPECT_TRUE(FinishedCancelled(id));
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(FinishedCancelled(seen->ChildAt(i))) << i;
   // The parent's log holds the child's response before its own end.
@@ -211,8 +210,8 @@ TEST_F(CancelTest, TheGracePeriodEndsACleanupThatWaitsForever) {
 TEST_F(CancelTest, ASecondRequestWritesNothingAndATerminateAfterACancelIsWritten) {
   Engine& engine = Open(Unloading());
   ASSERT_TRUE(engine.RegisterStub("test:cancel/stub.never"));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:cancel/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:cancel/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
         JoinSet set = co_await ctx.new_join_set();
         co_await ctx.submit(set, "test:cancel/stub.never", Params());
         auto first = co_await ctx.join_next(set);
@@ -227,18 +226,16 @@ TEST_F(CancelTest, ASecondRequestWritesNothingAndATerminateAfterACancelIsWritten
   // Stopped: nothing runs the workflow, so the log only grows by requests.
   Engine& again = Open(Unloading());
   ASSERT_TRUE(again.RegisterStub("test:cancel/stub.never"));
-  ASSERT_TRUE(again.RegisterWorkflow("test:cancel/wf.wait",
-                                     [](WorkflowContext&, Json) -> Task<Json> { co_return Json(); }));
+  ASSERT_TRUE(again.RegisterWorkflow(
+      "test:cancel/wf.wait", [](WorkflowContext&, Json) -> Task<Json> { co_return Json(); }));
   EXPECT_EQ(OkOrDie(again.Cancel(id, Grace(std::chrono::hours(1))), "cancel"),
             CancelOutcome::kCancelling);
   const size_t events = EventCount(id);
   EXPECT_EQ(OkOrDie(again.Cancel(id), "again"), CancelOutcome::kCancelling);
   EXPECT_EQ(EventCount(id), events) << "a second cancel writes nothing";
-  EXPECT_EQ(OkOrDie(again.Cancel(id, Terminate()), "terminate"),
-            CancelOutcome::kCancelling);
+  EXPECT_EQ(OkOrDie(again.Cancel(id, Terminate()), "terminate"), CancelOutcome::kCancelling);
   EXPECT_EQ(CountCancelRequests(id), 2u);
-  EXPECT_EQ(OkOrDie(again.Cancel(id, Terminate()), "terminate again"),
-            CancelOutcome::kCancelling);
+  EXPECT_EQ(OkOrDie(again.Cancel(id, Terminate()), "terminate again"), CancelOutcome::kCancelling);
   EXPECT_EQ(CountCancelRequests(id), 2u);
 }
 

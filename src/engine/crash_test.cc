@@ -6,6 +6,7 @@
 // exactly one Finished event in its log, and the file shows every index
 // (at least once: an activity killed between its side effect and the
 // record of its result runs again).
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,8 +18,6 @@
 #include <map>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/execution_event.h"
 #include "core/ids.h"
@@ -87,8 +86,8 @@ TEST(SdkCrashTest, KilledMidRunLosesNothingAndRecordsEachActivityOnce) {
   ASSERT_GT(first, 0);
   // Kill once about a third of the activities have run: mid-run, with
   // workflows in every state (pending, sleeping, calling, finished).
-  bool midway = testing::WaitUntil([&] { return CountLines(out) >= kCount / 3; },
-                                   std::chrono::seconds(60));
+  bool midway =
+      testing::WaitUntil([&] { return CountLines(out) >= kCount / 3; }, std::chrono::seconds(60));
   kill(first, SIGKILL);
   int status = 0;
   waitpid(first, &status, 0);
@@ -195,7 +194,8 @@ TEST(SdkCrashTest, AcknowledgedCancelsSurviveASigkillAndTakeEffectOnce) {
         cancelled = failure != nullptr && failure->kind == core::ExecutionFailureKind::kCancelled;
       }
       const auto* history = std::get_if<core::HistoryEventRequest>(&event.event);
-      if (history != nullptr && std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
+      if (history != nullptr &&
+          std::holds_alternative<core::HistoryCancelRequest>(history->event)) {
         ++requests;
       }
     }

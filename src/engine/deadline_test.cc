@@ -116,7 +116,8 @@ TEST_F(DeadlineTest, AWorkflowPastItsDeadlineEndsTimedOutWithItsSubtree) {
   SubmitOptions submit;
   submit.timeout = std::chrono::minutes(1);
   const DateTime submitted_at = clock_->Now();
-  const std::string id = OkOrDie(engine.Submit("test:deadline/wf.parent", Params(), submit), "submit");
+  const std::string id =
+      OkOrDie(engine.Submit("test:deadline/wf.parent", Params(), submit), "submit");
   ASSERT_TRUE(WaitUntil([&] { return seen->ChildCount() == 3 && seen->activity_started; }));
   // Children: 0 the child workflow, 1 the activity, 2 the child's stub.
   ASSERT_TRUE(testing::WaitForState(engine, seen->ChildAt(0), "BlockedByJoinSet"));
@@ -153,8 +154,10 @@ TEST_F(DeadlineTest, AnActivityPastItsDeadlineIsTimedOutAndStopped) {
   Register(engine, seen);
   ASSERT_TRUE(engine.Start());
   SubmitOptions submit;
-  submit.deadline = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'030'000));
-  const std::string id = OkOrDie(engine.Submit("test:deadline/act.slow", Params(), submit), "submit");
+  submit.deadline =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'030'000));
+  const std::string id =
+      OkOrDie(engine.Submit("test:deadline/act.slow", Params(), submit), "submit");
   ASSERT_TRUE(WaitUntil([&] { return seen->activity_started.load(); }));
 
   clock_->Advance(seconds(31));
@@ -230,16 +233,18 @@ TEST_F(DeadlineTest, AChildsOwnTimeoutNeverOutlivesItsParentsDeadline) {
 TEST_F(DeadlineTest, BadDeadlinesAreRefusedAndNothingIsWritten) {
   Engine& engine = Open(ManualOptions());
   ASSERT_TRUE(engine.RegisterStub("test:deadline/stub.never"));
-  ASSERT_TRUE(engine.RegisterWorkflow("test:deadline/wf.noop",
-                                      [](WorkflowContext&, Json) -> Task<Json> { co_return Json(1); }));
+  ASSERT_TRUE(engine.RegisterWorkflow(
+      "test:deadline/wf.noop", [](WorkflowContext&, Json) -> Task<Json> { co_return Json(1); }));
   ASSERT_TRUE(engine.Start());
   SubmitOptions past;
-  past.deadline = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'600'000'000'000));
+  past.deadline =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'600'000'000'000));
   SubmitOptions negative;
   negative.timeout = std::chrono::milliseconds(-5);
   SubmitOptions both;
   both.timeout = seconds(5);
-  both.deadline = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'800'000'000'000));
+  both.deadline =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'800'000'000'000));
   for (const SubmitOptions& options : {past, negative, both}) {
     auto refused = engine.Submit("test:deadline/wf.noop", Params(), options);
     ASSERT_FALSE(refused.has_value());

@@ -13,8 +13,8 @@
 
 #include "base/clock.h"
 #include "core/component_id.h"
-#include "core/json_codec.h"
 #include "core/function_fqn.h"
+#include "core/json_codec.h"
 #include "runtime/native/activity_worker.h"
 #include "runtime/native/result_convert.h"
 #include "runtime/native/workflow_worker.h"
@@ -118,14 +118,20 @@ DateTime ToDateTime(std::chrono::system_clock::time_point t) {
 Error ToError(const service::ServiceError& e) {
   using Kind = service::ServiceError::Kind;
   switch (e.kind) {
-    case Kind::kInvalidArgument: return Error::InvalidArgument(e.message);
-    case Kind::kNotFound: return Error::NotFound(e.message);
+    case Kind::kInvalidArgument:
+      return Error::InvalidArgument(e.message);
+    case Kind::kNotFound:
+      return Error::NotFound(e.message);
     case Kind::kConflict:
-    case Kind::kAlreadyFinished: return Error::Conflict(e.message);
+    case Kind::kAlreadyFinished:
+      return Error::Conflict(e.message);
     case Kind::kFailedPrecondition:
-    case Kind::kCancelled: return Error::FailedPrecondition(e.message);
-    case Kind::kTimeout: return Error::Timeout(e.message);
-    case Kind::kUnavailable: return Error::Storage(e.message);
+    case Kind::kCancelled:
+      return Error::FailedPrecondition(e.message);
+    case Kind::kTimeout:
+      return Error::Timeout(e.message);
+    case Kind::kUnavailable:
+      return Error::Storage(e.message);
   }
   return Error::Storage(e.message);
 }
@@ -142,9 +148,12 @@ Result<T, Error> Translate(Result<T, service::ServiceError> result) {
 
 CancelOutcome ToPublic(service::CancelOutcome outcome) {
   switch (outcome) {
-    case service::CancelOutcome::kCancelled: return CancelOutcome::kCancelled;
-    case service::CancelOutcome::kAlreadyFinished: return CancelOutcome::kAlreadyFinished;
-    case service::CancelOutcome::kCancelling: return CancelOutcome::kCancelling;
+    case service::CancelOutcome::kCancelled:
+      return CancelOutcome::kCancelled;
+    case service::CancelOutcome::kAlreadyFinished:
+      return CancelOutcome::kAlreadyFinished;
+    case service::CancelOutcome::kCancelling:
+      return CancelOutcome::kCancelling;
   }
   return CancelOutcome::kCancelled;
 }
@@ -291,13 +300,15 @@ Result<void, Error> Engine::RegisterWorkflow(std::string_view ffqn_text, Workflo
   spec.executor.lock_expiry = lock_expiry;
   spec.executor.retry_backoff = retry_backoff;
   spec.executor.max_retries = max_retries;
-  spec.make_worker = [workflows = group](const service::WorkerEnv& env)
-      -> Result<std::shared_ptr<executor::Worker>, std::string> {
+  spec.make_worker =
+      [workflows = group](
+          const service::WorkerEnv& env) -> Result<std::shared_ptr<executor::Worker>, std::string> {
     auto conn = env.pool->Connection();
     if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
-    return std::shared_ptr<executor::Worker>(std::make_shared<runtime::native::NativeWorkflowWorker>(
-        *workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), env.clock,
-        env.registry, env.dispatch, env.handoff, env.cancels));
+    return std::shared_ptr<executor::Worker>(
+        std::make_shared<runtime::native::NativeWorkflowWorker>(
+            *workflows, std::shared_ptr<storage::DbConnection>(std::move(*conn)), env.clock,
+            env.registry, env.dispatch, env.handoff, env.cancels));
   };
   STELE_TRY(impl_->AddToComponent(is_new, std::move(spec), ffqn));
   group->emplace(std::move(ffqn),
@@ -313,7 +324,8 @@ Result<void, Error> Engine::RegisterActivity(std::string_view ffqn_text, Activit
     return Unexpected(Error::InvalidArgument("activity timeout must be positive"));
   }
   if (options.backoff.count() < 0 || options.max_backoff.count() < 0) {
-    return Unexpected(Error::InvalidArgument("activity backoff and max_backoff must not be negative"));
+    return Unexpected(
+        Error::InvalidArgument("activity backoff and max_backoff must not be negative"));
   }
   if (options.jitter_percent > 100) {
     return Unexpected(Error::InvalidArgument("activity jitter_percent must be 0 to 100, got " +
@@ -332,8 +344,9 @@ Result<void, Error> Engine::RegisterActivity(std::string_view ffqn_text, Activit
   spec.executor.retry_backoff = options.backoff;
   spec.executor.max_retry_backoff = options.max_backoff;
   spec.executor.retry_jitter_percent = options.jitter_percent;
-  spec.make_worker = [activities = group, options](const service::WorkerEnv&)
-      -> Result<std::shared_ptr<executor::Worker>, std::string> {
+  spec.make_worker =
+      [activities = group, options](
+          const service::WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
     return std::shared_ptr<executor::Worker>(
         std::make_shared<runtime::native::NativeActivityWorker>(*activities, options));
   };
@@ -496,8 +509,8 @@ ScheduleStatus ToPublic(const service::ScheduleInfo& info) {
   out.ffqn = s.definition.ffqn;
   auto params = core::ParseJson(s.definition.params);
   out.params = params ? *params : Json();
-  out.options = ScheduleOptions{s.definition.time_zone, s.definition.overlap,
-                                s.definition.catch_up, s.definition.catch_up_limit};
+  out.options = ScheduleOptions{s.definition.time_zone, s.definition.overlap, s.definition.catch_up,
+                                s.definition.catch_up_limit};
   out.paused = s.paused;
   out.last_tick = FromDateTime(s.last_tick);
   if (s.last_execution_id) out.last_execution_id = s.last_execution_id->ToString();
@@ -510,9 +523,9 @@ ScheduleStatus ToPublic(const service::ScheduleInfo& info) {
 Result<ScheduleStatus, Error> Engine::CreateSchedule(std::string_view name, std::string_view cron,
                                                      std::string_view ffqn, Json params,
                                                      ScheduleOptions options) {
-  service::ScheduleSpec spec{std::string(name),     std::string(cron),      options.time_zone,
-                             std::string(ffqn),     std::move(params),      options.overlap,
-                             options.catch_up,      options.catch_up_limit};
+  service::ScheduleSpec spec{std::string(name), std::string(cron),     options.time_zone,
+                             std::string(ffqn), std::move(params),     options.overlap,
+                             options.catch_up,  options.catch_up_limit};
   STELE_ASSIGN_OR_RETURN(auto info, Translate(impl_->service->CreateSchedule(spec)));
   return ToPublic(info);
 }

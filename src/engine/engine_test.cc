@@ -56,8 +56,8 @@ template <class T>
 
 TEST_F(EngineApiTest, RegistrationRejectsBadAndDuplicateFfqns) {
   Engine& engine = OpenRegistered();
-  EXPECT_TRUE(FailsWith(engine.RegisterActivity("not an ffqn", Echo),
-                        Error::Kind::kInvalidArgument, "invalid ffqn `not an ffqn`"));
+  EXPECT_TRUE(FailsWith(engine.RegisterActivity("not an ffqn", Echo), Error::Kind::kInvalidArgument,
+                        "invalid ffqn `not an ffqn`"));
   EXPECT_TRUE(FailsWith(engine.RegisterActivity("Bad:Case/x.y", Echo),
                         Error::Kind::kInvalidArgument, "invalid ffqn"));
   EXPECT_TRUE(FailsWith(engine.RegisterActivity(kEcho, Echo), Error::Kind::kConflict,
@@ -83,8 +83,8 @@ TEST_F(EngineApiTest, SubmitRejectsParamsThatAreNotAnArray) {
   Engine& engine = OpenRegistered();
   EXPECT_TRUE(FailsWith(engine.Submit(kEcho, Json{{"a", 1}}), Error::Kind::kInvalidArgument,
                         "params must be a JSON array"));
-  EXPECT_TRUE(FailsWith(engine.Submit(kEcho, Json(5)), Error::Kind::kInvalidArgument,
-                        "got number"));
+  EXPECT_TRUE(
+      FailsWith(engine.Submit(kEcho, Json(5)), Error::Kind::kInvalidArgument, "got number"));
   EXPECT_TRUE(FailsWith(engine.Submit(kEcho, Json()), Error::Kind::kInvalidArgument, "got null"));
 }
 

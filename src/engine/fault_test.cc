@@ -15,6 +15,9 @@
 // STELE_TEST_SEED=<seed> repeats the same plan (thread interleavings still
 // differ between runs). Nothing waits for a duration: the test waits for
 // conditions, bounded so that a broken run fails instead of hanging.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -24,9 +27,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "engine/sdk_test_util.h"
 #include "stele/stele.h"
@@ -45,8 +45,8 @@ using storage::testing::FaultKind;
 using storage::testing::FaultyDbPool;
 using storage::testing::FaultyMethod;
 using storage::testing::FaultyOptions;
-using testing::MakeTempDir;
 using ::testing::IsEmpty;
+using testing::MakeTempDir;
 
 constexpr const char* kSquare = "test:fault/act.square";
 constexpr const char* kPair = "test:fault/wf.pair";
@@ -158,8 +158,8 @@ class WorkflowFaultTest : public ::testing::Test {
     FaultyOptions plan{
         .seed = seed,
         .rate = rate,
-        .methods = {FaultyMethod::kLockPending, FaultyMethod::kAppend,
-                    FaultyMethod::kAppendBatch, FaultyMethod::kAppendBatchCreateNewExecution,
+        .methods = {FaultyMethod::kLockPending, FaultyMethod::kAppend, FaultyMethod::kAppendBatch,
+                    FaultyMethod::kAppendBatchCreateNewExecution,
                     FaultyMethod::kAppendBatchRespondToParent, FaultyMethod::kAppendDelayResponse,
                     FaultyMethod::kCreate, FaultyMethod::kGetExpiredTimers,
                     FaultyMethod::kSubscribeToNextResponses, FaultyMethod::kWaitForPending,
@@ -203,8 +203,8 @@ class WorkflowFaultTest : public ::testing::Test {
       submitted.emplace_back(id, n);
     }
     for (const auto& [id, n] : submitted) {
-      auto result = Retrying([&] { return engine->WaitForResult(id, std::chrono::seconds(20)); },
-                             "wait");
+      auto result =
+          Retrying([&] { return engine->WaitForResult(id, std::chrono::seconds(20)); }, "wait");
       ASSERT_TRUE(result);
       EXPECT_EQ(*result, ExecutionResult::Ok(Json(Expected(n)))) << id << " main(" << n << ")";
     }
@@ -226,11 +226,12 @@ class WorkflowFaultTest : public ::testing::Test {
     EXPECT_EQ(report->executions, submitted.size() + children);
     uint64_t runs = 0;
     for (const auto& [id, count] : square.runs) runs += static_cast<uint64_t>(count);
-    std::cout << "[ faults  ] seed " << seed << ", rate " << rate << ": " << submitted.size() << " workflows, "
-              << report->executions << " executions, " << report->events << " events, "
-              << report->responses << " responses; " << total.calls << " storage calls, "
-              << total.injected << " injected (" << total.after_commit << " after commit); "
-              << square.runs.size() << " activity executions ran " << runs << " times\n";
+    std::cout << "[ faults  ] seed " << seed << ", rate " << rate << ": " << submitted.size()
+              << " workflows, " << report->executions << " executions, " << report->events
+              << " events, " << report->responses << " responses; " << total.calls
+              << " storage calls, " << total.injected << " injected (" << total.after_commit
+              << " after commit); " << square.runs.size() << " activity executions ran " << runs
+              << " times\n";
     engine.reset();
     faulty->Close();
   }

@@ -20,8 +20,8 @@ TEST_F(JoinNextTryTest, ATryAnswersAtOnceAndAReplayAnswersTheSame) {
   options.workflow_keep_warm = false;  // unloaded at the sleep: the end is a replay
   Engine& engine = Open(std::move(options));
   ASSERT_TRUE(engine.RegisterStub("test:try/stub.answer"));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:try/wf.poll", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:try/wf.poll", [](WorkflowContext& ctx, Json) -> Task<Json> {
         JoinSet set = co_await ctx.new_join_set();
         const std::string child = co_await ctx.submit(set, "test:try/stub.answer", Params());
         auto first = co_await ctx.join_next_try(set);

@@ -38,12 +38,12 @@ class PauseTest : public testing::PoolEngineTest {
 TEST_F(PauseTest, ASleepThatEndsWhilePausedIsSeenAfterTheResume) {
   auto woken = std::make_shared<std::atomic<int>>(0);
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:pause/wf.nap", [woken](WorkflowContext& ctx, Json) -> Task<Json> {
-        co_await ctx.sleep(std::chrono::milliseconds(300));
-        ++*woken;
-        co_return Json("rested");
-      }));
+  ASSERT_TRUE(engine.RegisterWorkflow("test:pause/wf.nap",
+                                      [woken](WorkflowContext& ctx, Json) -> Task<Json> {
+                                        co_await ctx.sleep(std::chrono::milliseconds(300));
+                                        ++*woken;
+                                        co_return Json("rested");
+                                      }));
   ASSERT_TRUE(engine.Start());
   const std::string id = OkOrDie(engine.Submit("test:pause/wf.nap", Params()), "submit");
   ASSERT_TRUE(testing::WaitForState(engine, id, "BlockedByJoinSet"));
@@ -113,8 +113,8 @@ TEST_F(PauseTest, PauseIsIdempotentAndRefusedForFinishedOrUnknownExecutions) {
   ASSERT_TRUE(engine.RegisterStub("test:pause/stub.never"));
   ASSERT_TRUE(engine.RegisterWorkflow(
       "test:pause/wf.quick", [](WorkflowContext&, Json) -> Task<Json> { co_return Json(1); }));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:pause/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:pause/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
         ExecutionResult approved = co_await ctx.call("test:pause/stub.never", Params());
         co_return approved.value;
       }));
@@ -150,8 +150,8 @@ TEST_F(PauseTest, PauseIsIdempotentAndRefusedForFinishedOrUnknownExecutions) {
 TEST_F(PauseTest, CancellingAPausedWorkflowEndsIt) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterStub("test:pause/stub.never"));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:pause/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:pause/wf.wait", [](WorkflowContext& ctx, Json) -> Task<Json> {
         ExecutionResult approved = co_await ctx.call("test:pause/stub.never", Params());
         co_return approved.value;
       }));

@@ -139,11 +139,11 @@ TEST_F(RetryPolicyTest, BackoffIsCappedAndJitteredWithinItsBounds) {
 TEST_F(RetryPolicyTest, SubmitOptionsOverrideTheRetryPolicyOfOneExecution) {
   auto attempts = std::make_shared<std::atomic<int>>(0);
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterActivity(
-      "test:retry/act.no", [attempts](ActivityContext&, const Json&) -> ActivityResult {
-        ++*attempts;
-        return Unexpected(Json("no"));
-      }));
+  ASSERT_TRUE(engine.RegisterActivity("test:retry/act.no",
+                                      [attempts](ActivityContext&, const Json&) -> ActivityResult {
+                                        ++*attempts;
+                                        return Unexpected(Json("no"));
+                                      }));
   ASSERT_TRUE(engine.Start());
   SubmitOptions submit;
   submit.retry.max_retries = 0;

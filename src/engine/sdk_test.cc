@@ -1,6 +1,8 @@
 // SDK scenarios on a real SQLite file: direct calls, sleeps, fan-out,
 // named join sets, stubs, schedule, random, join-set close semantics,
 // activity retries, traps, timeouts and cancellation.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -9,8 +11,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/clock.h"
 #include "engine/sdk_test_util.h"
@@ -77,13 +77,13 @@ class SdkTest : public EngineTest {
 TEST_F(SdkTest, CallActivityReturnsItsValue) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.sum", [](WorkflowContext& ctx, Json params) -> Task<Json> {
-        auto first = co_await ctx.call_as<int>(kAdd, params);
-        if (!first) co_return Json("error: " + first.error());
-        auto second = co_await ctx.call(kAdd, Params(*first, 100));
-        co_return second.value;
-      }));
+  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.sum",
+                                      [](WorkflowContext& ctx, Json params) -> Task<Json> {
+                                        auto first = co_await ctx.call_as<int>(kAdd, params);
+                                        if (!first) co_return Json("error: " + first.error());
+                                        auto second = co_await ctx.call(kAdd, Params(*first, 100));
+                                        co_return second.value;
+                                      }));
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.sum", Params(2, 3)), "submit");
   auto result = Await(id);
@@ -104,8 +104,8 @@ Task<void> AddInto(WorkflowContext& ctx, int& total, int value) {
 TEST_F(SdkTest, NestedTasksCompose) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.nested", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.nested", [](WorkflowContext& ctx, Json) -> Task<Json> {
         int x = co_await Double(ctx, 3);
         int y = co_await Double(ctx, x);
         int total = y;
@@ -148,16 +148,16 @@ TEST_F(SdkTest, CancelledSleepReturnsFalse) {
 TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
   Engine& engine = OpenOnManualClock();
   std::atomic<int> catches{0};
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.greedy",
-                                      [&](WorkflowContext& ctx, Json) -> Task<Json> {
-                                        try {
-                                          co_await ctx.sleep(hours(1));
-                                        } catch (...) {
-                                          ++catches;  // unloading throws nothing to catch
-                                          co_return Json("swallowed");
-                                        }
-                                        co_return Json("woke");
-                                      }));
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.greedy", [&](WorkflowContext& ctx, Json) -> Task<Json> {
+        try {
+          co_await ctx.sleep(hours(1));
+        } catch (...) {
+          ++catches;  // unloading throws nothing to catch
+          co_return Json("swallowed");
+        }
+        co_return Json("woke");
+      }));
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.greedy", Json::array()), "submit");
   ASSERT_TRUE(WaitForState(engine, id, "BlockedByJoinSet"));
@@ -169,11 +169,11 @@ TEST_F(SdkTest, CatchAllCannotKeepABlockedWorkflowLoaded) {
 
 TEST_F(SdkTest, SuspendingOnAForeignAwaitableFailsTheWorkflow) {
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.foreign",
-                                      [](WorkflowContext&, Json) -> Task<Json> {
-                                        co_await std::suspend_always{};
-                                        co_return Json("unreachable");
-                                      }));
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.foreign", [](WorkflowContext&, Json) -> Task<Json> {
+        co_await std::suspend_always{};
+        co_return Json("unreachable");
+      }));
   ASSERT_TRUE(engine.Start());
   auto result = Await(OkOrDie(engine.Submit("test:sdk/wf.foreign", Json::array()), "submit"));
   ASSERT_TRUE(result.failed());
@@ -214,8 +214,8 @@ TEST_F(SdkTest, FanOutFanIn) {
 TEST_F(SdkTest, NamedJoinSets) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.named", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.named", [](WorkflowContext& ctx, Json) -> Task<Json> {
         auto batch = co_await ctx.new_join_set("batch-1");
         if (!batch) co_return Json(batch.error());
         auto duplicate = co_await ctx.new_join_set("batch-1");
@@ -266,8 +266,8 @@ TEST_F(SdkTest, HumanApprovalCompletedByStub) {
 TEST_F(SdkTest, WorkflowStubsItsOwnChild) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterStub(kApprove));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.selfstub", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.selfstub", [](WorkflowContext& ctx, Json) -> Task<Json> {
         JoinSet js = co_await ctx.new_join_set();
         std::string child = co_await ctx.submit(js, kApprove, Params("x"));
         auto stubbed = co_await ctx.stub(kApprove, child, ExecutionResult::Ok(5));
@@ -312,8 +312,8 @@ TEST_F(SdkTest, RandomValuesSurviveReplay) {
     return o;
   }());
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.random", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.random", [](WorkflowContext& ctx, Json) -> Task<Json> {
         uint64_t a = co_await ctx.random_u64(10, 20);
         std::string s = co_await ctx.random_string(5, 6);
         (void)co_await ctx.call(kAdd, Params(1, 1));  // unloaded and replayed here
@@ -334,13 +334,13 @@ TEST_F(SdkTest, RandomValuesSurviveReplay) {
 TEST_F(SdkTest, ReturningClosesJoinSetsAndCancelsUnawaitedDelays) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.child",
-                                      [](WorkflowContext& ctx, Json) -> Task<Json> {
-                                        auto r = co_await ctx.call(kAdd, Params(1, 2));
-                                        co_return r.value;
-                                      }));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.leaky", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.child", [](WorkflowContext& ctx, Json) -> Task<Json> {
+        auto r = co_await ctx.call(kAdd, Params(1, 2));
+        co_return r.value;
+      }));
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.leaky", [](WorkflowContext& ctx, Json) -> Task<Json> {
         JoinSet js = co_await ctx.new_join_set();
         std::string delay = co_await ctx.submit_delay(js, hours(24));
         std::string child = co_await ctx.submit(js, "test:sdk/wf.child", Json::array());
@@ -362,8 +362,8 @@ TEST_F(SdkTest, ReturningClosesJoinSetsAndCancelsUnawaitedDelays) {
 TEST_F(SdkTest, SubmittingToAClosedJoinSetFailsTheWorkflow) {
   Engine& engine = Open();
   ASSERT_TRUE(engine.RegisterActivity(kAdd, Add));
-  ASSERT_TRUE(engine.RegisterWorkflow(
-      "test:sdk/wf.closed", [](WorkflowContext& ctx, Json) -> Task<Json> {
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.closed", [](WorkflowContext& ctx, Json) -> Task<Json> {
         JoinSet js = co_await ctx.new_join_set();
         (void)co_await ctx.submit(js, kAdd, Params(1, 1));
         co_await ctx.close(js);
@@ -378,11 +378,11 @@ TEST_F(SdkTest, SubmittingToAClosedJoinSetFailsTheWorkflow) {
 
 TEST_F(SdkTest, WorkflowExceptionIsAPermanentTrap) {
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.throws",
-                                      [](WorkflowContext&, Json) -> Task<Json> {
-                                        throw std::runtime_error("boom");
-                                        co_return Json();
-                                      }));
+  ASSERT_TRUE(
+      engine.RegisterWorkflow("test:sdk/wf.throws", [](WorkflowContext&, Json) -> Task<Json> {
+        throw std::runtime_error("boom");
+        co_return Json();
+      }));
   ASSERT_TRUE(engine.Start());
   auto id = OkOrDie(engine.Submit("test:sdk/wf.throws", Json::array()), "submit");
   auto result = Await(id);
@@ -405,12 +405,11 @@ TEST_F(SdkTest, WorkflowCanReturnErr) {
 
 TEST_F(SdkTest, BadFfqnInAWorkflowFailsItWithAClearReason) {
   Engine& engine = Open();
-  ASSERT_TRUE(engine.RegisterWorkflow("test:sdk/wf.typo",
-                                      [](WorkflowContext& ctx, Json params) -> Task<Json> {
-                                        auto r = co_await ctx.call(params.at(0).get<std::string>(),
-                                                                   Json::array());
-                                        co_return r.value;
-                                      }));
+  ASSERT_TRUE(engine.RegisterWorkflow(
+      "test:sdk/wf.typo", [](WorkflowContext& ctx, Json params) -> Task<Json> {
+        auto r = co_await ctx.call(params.at(0).get<std::string>(), Json::array());
+        co_return r.value;
+      }));
   ASSERT_TRUE(engine.Start());
   auto malformed = Await(OkOrDie(engine.Submit("test:sdk/wf.typo", Params("no-dot")), "submit"));
   ASSERT_TRUE(malformed.failed());

@@ -52,9 +52,8 @@ TEST_F(StepTest, StepsRunInTheWorkflowAndAreRecordedInItsLog) {
           });
           sum += r.value.get<int64_t>();
         }
-        ExecutionResult refused = co_await ctx.step("refuse", [] {
-          return Result<Json, Json>(Unexpected(Json("no such account")));
-        });
+        ExecutionResult refused = co_await ctx.step(
+            "refuse", [] { return Result<Json, Json>(Unexpected(Json("no such account"))); });
         co_return Json{{"sum", sum}, {"err", refused.value}, {"ok", refused.ok()}};
       }));
   ASSERT_TRUE(engine.Start());
@@ -76,9 +75,8 @@ TEST_F(StepTest, AReplayReturnsTheRecordedValueWithoutRunningTheStepAgain) {
   Engine& engine = Open(std::move(options));
   ASSERT_TRUE(engine.RegisterWorkflow(
       "test:step/wf.replay", [runs](WorkflowContext& ctx, Json) -> Task<Json> {
-        ExecutionResult first = co_await ctx.step("draw", [r = runs.get()] {
-          return Result<Json, Json>(Json(100 + ++*r));
-        });
+        ExecutionResult first = co_await ctx.step(
+            "draw", [r = runs.get()] { return Result<Json, Json>(Json(100 + ++*r)); });
         co_await ctx.sleep(std::chrono::milliseconds(50));
         co_return first.value;
       }));
@@ -112,10 +110,10 @@ TEST_F(StepTest, AFailedStepIsRetriedWithTheWorkflow) {
   EXPECT_EQ(runs->load(), 2);
   bool failed_with_reason = false;
   for (const std::string& kind : Kinds(id)) {
-    failed_with_reason = failed_with_reason ||
-                         (kind.starts_with("TemporarilyFailed") &&
-                          kind.find("step `flaky` failed: it threw: connection reset") !=
-                              std::string::npos);
+    failed_with_reason =
+        failed_with_reason ||
+        (kind.starts_with("TemporarilyFailed") &&
+         kind.find("step `flaky` failed: it threw: connection reset") != std::string::npos);
   }
   EXPECT_TRUE(failed_with_reason) << ::testing::PrintToString(Kinds(id));
 }

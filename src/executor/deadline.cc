@@ -20,8 +20,8 @@ Result<bool, storage::DbErrorWrite> FinishTimedOut(storage::DbConnection& db,
   if (!last) return Unexpected(storage::DbErrorWrite(last.error()));
   if (std::holds_alternative<core::Finished>(last->event)) return false;
   const core::Version version = last->version.Increment();
-  const core::SupportedFunctionReturnValue result = core::FinishedExecutionError{
-      core::ExecutionFailureKind::kTimedOut, reason, std::nullopt};
+  const core::SupportedFunctionReturnValue result =
+      core::FinishedExecutionError{core::ExecutionFailureKind::kTimedOut, reason, std::nullopt};
   storage::AppendRequest finished{now, core::Finished{result, std::nullopt}};
   if (auto derived = id.AsDerived()) {
     auto [parent_id, join_set_id] = derived->SplitToParts();
@@ -89,10 +89,9 @@ std::string DeadlinePassedReason(DateTime deadline) {
   return "the execution's deadline " + FormatRfc3339(deadline) + " passed";
 }
 
-Result<DeadlineOutcome, storage::DbErrorWrite> ExpireDeadline(storage::DbConnection& db,
-                                                              CancelRegistry* registry,
-                                                              const storage::ExpiredDeadline& expired,
-                                                              DateTime now) {
+Result<DeadlineOutcome, storage::DbErrorWrite> ExpireDeadline(
+    storage::DbConnection& db, CancelRegistry* registry, const storage::ExpiredDeadline& expired,
+    DateTime now) {
   const core::ExecutionId& id = expired.execution_id;
   auto created = db.GetCreateRequest(id);
   if (!created) return Unexpected(storage::DbErrorWrite(created.error()));

@@ -43,9 +43,8 @@ std::string DeadlinePassedReason(DateTime deadline);
 
 // Acts on one expired deadline at `now`. `registry` may be null. Errors:
 // NotFound, Generic, a VersionConflict that outlasted 5 retries.
-Result<DeadlineOutcome, storage::DbErrorWrite> ExpireDeadline(storage::DbConnection& db,
-                                                              CancelRegistry* registry,
-                                                              const storage::ExpiredDeadline& expired,
-                                                              DateTime now);
+Result<DeadlineOutcome, storage::DbErrorWrite> ExpireDeadline(
+    storage::DbConnection& db, CancelRegistry* registry, const storage::ExpiredDeadline& expired,
+    DateTime now);
 
 }  // namespace stele::executor

@@ -35,9 +35,7 @@ namespace {
 
 constexpr const char* kShutdownReason = "executor shutting down";
 
-bool IsWorkflowComponent(core::ComponentType type) {
-  return core::IsWorkflowComponentType(type);
-}
+bool IsWorkflowComponent(core::ComponentType type) { return core::IsWorkflowComponentType(type); }
 
 WorkerContext MakeContext(const storage::LockedExecution& locked, const CancellationToken& cancel,
                           uint64_t max_result_bytes) {

@@ -490,9 +490,9 @@ TEST_P(ExecTaskTest, ExecutionLockedWithAReservationRunsOnTheTask) {
   EXPECT_EQ(reservation->locked.retry_config, options.retry_config);
   EXPECT_EQ(limiter->available(), 0u) << "the reservation holds the permit";
   const core::Locked& l = reservation->locked;
-  storage::LockedExecution locked = Must(db().LockOne(kT0, l.component_id, id, l.run_id,
-                                                      Version(1), l.executor_id,
-                                                      l.lock_expires_at, l.retry_config));
+  storage::LockedExecution locked =
+      Must(db().LockOne(kT0, l.component_id, id, l.run_id, Version(1), l.executor_id,
+                        l.lock_expires_at, l.retry_config));
   task->RunLocked(std::move(locked), *std::move(reservation));
   task->Stop();  // waits for the run; an Ok result is still recorded
 
@@ -523,9 +523,9 @@ TEST_P(ExecTaskTest, StoppedTaskReservesNothingAndUnlocksWhatIsHandedToIt) {
   std::optional<ExecTask::Reservation> reservation = task->TryReserve(kT0);
   ASSERT_TRUE(reservation.has_value());
   const core::Locked& l = reservation->locked;
-  storage::LockedExecution locked = Must(db().LockOne(kT0, l.component_id, id, l.run_id,
-                                                      Version(1), l.executor_id,
-                                                      l.lock_expires_at, l.retry_config));
+  storage::LockedExecution locked =
+      Must(db().LockOne(kT0, l.component_id, id, l.run_id, Version(1), l.executor_id,
+                        l.lock_expires_at, l.retry_config));
   task->Stop();
   EXPECT_FALSE(task->TryReserve(kT0).has_value());
 

@@ -141,8 +141,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     if (const auto* deadline = std::get_if<storage::ExpiredDeadline>(&timers[i])) {
       auto outcome = ExpireDeadline(db, cancel_registry, *deadline, now);
       if (!outcome) {
-        STELE_LOG(kWarn, deadline->execution_id.ToString() << ": cannot end it at its deadline: "
-                                                           << outcome.error().ToString());
+        STELE_LOG(kWarn, deadline->execution_id.ToString()
+                             << ": cannot end it at its deadline: " << outcome.error().ToString());
         return false;
       }
       const bool acted = *outcome != DeadlineOutcome::kAlreadyFinished;
@@ -201,10 +201,9 @@ void ExpiredTimersWatcher::LoopMain() {
     lock.unlock();
     const DateTime now = clock_.Now();
     const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
-    auto progress = HandleExpiredTimers(*db_, now, options_.leeway, options_.parallel_writes,
-                                        options_.activity_lock_expiry_setting,
-                                        options_.workflow_lock_expiry_setting,
-                                        options_.cancel_registry.get());
+    auto progress = HandleExpiredTimers(
+        *db_, now, options_.leeway, options_.parallel_writes, options_.activity_lock_expiry_setting,
+        options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
     if (progress) expired_deadlines_ += progress->expired_deadlines;
     // Delays due before the next tick are fired when they are due rather
     // than up to a tick late: one look-ahead query per tick.

@@ -72,8 +72,8 @@ struct ExpiredTimersWatcherOptions {
 };
 
 struct WatcherTickProgress {
-  uint32_t expired_locks = 0;   // expired locks this tick settled
-  uint32_t expired_delays = 0;  // delays this tick fired
+  uint32_t expired_locks = 0;      // expired locks this tick settled
+  uint32_t expired_delays = 0;     // delays this tick fired
   uint32_t expired_deadlines = 0;  // executions this tick timed out (or asked to end)
   friend bool operator==(const WatcherTickProgress&, const WatcherTickProgress&) = default;
 };

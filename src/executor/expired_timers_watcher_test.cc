@@ -2,10 +2,10 @@
 // together with the executor where a scenario needs both.
 #include "executor/expired_timers_watcher.h"
 
-#include <atomic>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include "executor/deadline.h"
 #include "executor/exec_task.h"
@@ -77,7 +77,8 @@ class WatcherTest : public BackendTest {
                    join_set, core::DelayRequest{delay, kT0 + 10s,
                                                 core::HistoryEventScheduleAt::In(
                                                     core::Duration::FromSecs(10))}}}},
-         {kT0, core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
+         {kT0,
+          core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
         parent, Version(2)));
   }
 };
@@ -298,8 +299,7 @@ TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {
     const ExecutionId id = ExecutionId::Generate();
     Must(db().Create(CreateReq(id, kT0)));
     Must(db().LockOne(kT0, core::ComponentId::DummyActivity(), id, core::RunId::Generate(),
-                      Version(1), core::ExecutorId::Generate(), kT0 + 1s,
-                      Retries(3u, 1s)));
+                      Version(1), core::ExecutorId::Generate(), kT0 + 1s, Retries(3u, 1s)));
     hangers.push_back(id);
   }
 

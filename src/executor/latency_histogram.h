@@ -17,8 +17,8 @@ namespace stele::executor {
 class LatencyHistogram {
  public:
   static constexpr std::array<int64_t, 14> kBoundsMicros = {
-      100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000,
-      10'000'000};
+      100,    250,    500,     1'000,   2'500,   5'000,     10'000,
+      25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 10'000'000};
 
   struct Snapshot {
     // counts[i]: observations <= kBoundsMicros[i] and > the previous bound;
@@ -39,13 +39,15 @@ class LatencyHistogram {
     size_t bucket = 0;
     while (bucket < kBoundsMicros.size() && micros > kBoundsMicros[bucket]) ++bucket;
     counts_[bucket].fetch_add(1, std::memory_order_relaxed);
-    sum_micros_.fetch_add(static_cast<uint64_t>(micros < 0 ? 0 : micros), std::memory_order_relaxed);
+    sum_micros_.fetch_add(static_cast<uint64_t>(micros < 0 ? 0 : micros),
+                          std::memory_order_relaxed);
     count_.fetch_add(1, std::memory_order_relaxed);
   }
 
   Snapshot Take() const {
     Snapshot s;
-    for (size_t i = 0; i < counts_.size(); ++i) s.counts[i] = counts_[i].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < counts_.size(); ++i)
+      s.counts[i] = counts_[i].load(std::memory_order_relaxed);
     s.sum_micros = sum_micros_.load(std::memory_order_relaxed);
     s.count = count_.load(std::memory_order_relaxed);
     return s;

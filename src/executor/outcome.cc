@@ -62,7 +62,6 @@ core::RetryAttempt AttemptOf(const RunInfo& run) {
   return core::RetryAttempt{run.intermittent_event_count + 1, core::MaxAttempts(run.retry_config)};
 }
 
-
 ExecutionFailureKind FailureKindOf(FatalErrorKind kind) {
   switch (kind) {
     case FatalErrorKind::kNondeterminismDetected:
@@ -96,10 +95,10 @@ std::optional<PlannedWrite> MapError(const WorkerError& err, const RunInfo& run,
         if constexpr (std::is_same_v<E, TemporaryTimeout>) {
           std::string reason = e.reason.value_or(kGenericTimeoutReason);
           if (auto d = RetryAfter(run)) {
-            return Plain(run, version, now,
-                         core::TemporarilyTimedOut{AddSaturating(now, *d), e.http_client_traces,
-                                                   std::nullopt, std::move(reason),
-                                                   AttemptOf(run)});
+            return Plain(
+                run, version, now,
+                core::TemporarilyTimedOut{AddSaturating(now, *d), e.http_client_traces,
+                                          std::nullopt, std::move(reason), AttemptOf(run)});
           }
           return FinishWithError(run, version, now, ExecutionFailureKind::kTimedOut,
                                  std::move(reason), std::nullopt, e.http_client_traces);
@@ -111,10 +110,10 @@ std::optional<PlannedWrite> MapError(const WorkerError& err, const RunInfo& run,
                                    e.http_client_traces);
           }
           if (auto d = RetryAfter(run)) {
-            return Plain(run, version, now,
-                         core::TemporarilyFailed{AddSaturating(now, *d), std::move(reason),
-                                                 e.detail, e.http_client_traces, std::nullopt,
-                                                 AttemptOf(run)});
+            return Plain(
+                run, version, now,
+                core::TemporarilyFailed{AddSaturating(now, *d), std::move(reason), e.detail,
+                                        e.http_client_traces, std::nullopt, AttemptOf(run)});
           }
           return FinishWithError(run, version, now, ExecutionFailureKind::kUncategorized,
                                  std::move(reason), e.detail, e.http_client_traces);

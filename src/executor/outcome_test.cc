@@ -251,8 +251,9 @@ TEST(OutcomeTest, TheResultsEngineIsOnTheRecordedEvent) {
   auto exhausted = ComputeOutcome(with_engine(WorkerResult::Err(kV, ActivityTrap{"boom", {}, {}})),
                                   Activity(3, 3), kT0);
   EXPECT_EQ(EventAs<core::Finished>(exhausted).engine, engine);
-  auto fatal = ComputeOutcome(
-      with_engine(WorkerResult::Fatal(kV, FatalErrorKind::kWorkflowTrap, "trap")), Activity(0), kT0);
+  auto fatal =
+      ComputeOutcome(with_engine(WorkerResult::Fatal(kV, FatalErrorKind::kWorkflowTrap, "trap")),
+                     Activity(0), kT0);
   EXPECT_EQ(EventAs<core::Finished>(fatal).engine, engine);
 
   auto native = ComputeOutcome(WorkerResult::Ok(OkValue(1), kV), Activity(0), kT0);
@@ -307,8 +308,8 @@ TEST(OutcomeTest, RetriesNameTheirAttemptAndNonRetryableTrapsAreFinal) {
   auto first = ComputeOutcome(WorkerResult::Err(kV, ActivityTrap{"boom", std::nullopt, {}}),
                               Activity(0, 5u), kT0);
   EXPECT_EQ(EventAs<core::TemporarilyFailed>(first).attempt, (core::RetryAttempt{1, 6u}));
-  auto timeout = ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{{}, "slow"}),
-                                Activity(2, 5u), kT0);
+  auto timeout =
+      ComputeOutcome(WorkerResult::Err(kV, TemporaryTimeout{{}, "slow"}), Activity(2, 5u), kT0);
   EXPECT_EQ(EventAs<core::TemporarilyTimedOut>(timeout).attempt, (core::RetryAttempt{3, 6u}));
   auto forever = ComputeOutcome(WorkerResult::Err(kV, ActivityTrap{"boom", std::nullopt, {}}),
                                 Activity(7, std::nullopt), kT0);

@@ -80,8 +80,8 @@ class ResponseHandoff {
 
    private:
     friend class ResponseHandoff;
-    Slot(std::shared_ptr<ResponseHandoff> owner, std::string child) :
-        owner_(std::move(owner)), child_(std::move(child)) {}
+    Slot(std::shared_ptr<ResponseHandoff> owner, std::string child)
+        : owner_(std::move(owner)), child_(std::move(child)) {}
     std::shared_ptr<ResponseHandoff> owner_;
     std::string child_;
   };

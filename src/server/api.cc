@@ -109,8 +109,8 @@ namespace {
 
 // A duration field of the submit body: a string such as "30s".
 Result<std::optional<std::chrono::milliseconds>, ApiError> DurationField(const core::Json& body,
-                                                                        const std::string& key,
-                                                                        std::string_view where) {
+                                                                         const std::string& key,
+                                                                         std::string_view where) {
   if (!body.contains(key)) return std::optional<std::chrono::milliseconds>();
   if (!body[key].is_string()) {
     return Unexpected(
@@ -122,7 +122,8 @@ Result<std::optional<std::chrono::milliseconds>, ApiError> DurationField(const c
 }
 
 // An integer field of the submit body.
-Result<std::optional<int64_t>, ApiError> IntegerField(const core::Json& body, const std::string& key,
+Result<std::optional<int64_t>, ApiError> IntegerField(const core::Json& body,
+                                                      const std::string& key,
                                                       std::string_view where) {
   if (!body.contains(key)) return std::optional<int64_t>();
   if (!body[key].is_number_integer()) {
@@ -139,16 +140,18 @@ Result<void, ApiError> ReadPolicy(const core::Json& body, service::SubmitRequest
     const auto& at = body["deadline"];
     if (at.is_string()) request.deadline = ParseRfc3339(at.get<std::string>());
     if (!request.deadline) {
-      return Unexpected(Validation("`deadline` must be an RFC 3339 date-time string, e.g. "
-                                   "\"2030-01-02T03:04:05Z\""));
+      return Unexpected(
+          Validation("`deadline` must be an RFC 3339 date-time string, e.g. "
+                     "\"2030-01-02T03:04:05Z\""));
     }
   }
   STELE_ASSIGN_OR_RETURN(request.timeout, DurationField(body, "timeout", "timeout"));
   if (!body.contains("retry")) return {};
   const core::Json& retry = body["retry"];
   if (!retry.is_object()) {
-    return Unexpected(Validation("`retry` must be an object: {\"max_retries\": 3, \"backoff\": "
-                                 "\"1s\", \"max_backoff\": \"1m\", \"jitter_percent\": 10}"));
+    return Unexpected(
+        Validation("`retry` must be an object: {\"max_retries\": 3, \"backoff\": "
+                   "\"1s\", \"max_backoff\": \"1m\", \"jitter_percent\": 10}"));
   }
   STELE_TRY(api::CheckKeys(retry, {"max_retries", "backoff", "max_backoff", "jitter_percent"}));
   STELE_ASSIGN_OR_RETURN(request.max_retries,
@@ -163,8 +166,8 @@ Result<void, ApiError> ReadPolicy(const core::Json& body, service::SubmitRequest
 
 Result<core::Json, ApiError> Submit(ServerImpl& d, const http::Request& req, int& status) {
   STELE_ASSIGN_OR_RETURN(core::Json body, api::ParseBodyObject(req));
-  STELE_TRY(api::CheckKeys(body, {"ffqn", "params", "execution_id", "scheduled_at", "deadline",
-                                  "timeout", "retry"}));
+  STELE_TRY(api::CheckKeys(
+      body, {"ffqn", "params", "execution_id", "scheduled_at", "deadline", "timeout", "retry"}));
   if (!body.contains("ffqn") || !body["ffqn"].is_string()) {
     return Unexpected(Validation("`ffqn` is required: a string ns:pkg/ifc.fn"));
   }
@@ -181,8 +184,9 @@ Result<core::Json, ApiError> Submit(ServerImpl& d, const http::Request& req, int
     const auto& at = body["scheduled_at"];
     if (at.is_string()) request.scheduled_at = ParseRfc3339(at.get<std::string>());
     if (!request.scheduled_at) {
-      return Unexpected(Validation("`scheduled_at` must be an RFC 3339 date-time string, e.g. "
-                                   "\"2030-01-02T03:04:05Z\""));
+      return Unexpected(
+          Validation("`scheduled_at` must be an RFC 3339 date-time string, e.g. "
+                     "\"2030-01-02T03:04:05Z\""));
     }
   }
   STELE_TRY(ReadPolicy(body, request));
@@ -322,11 +326,12 @@ std::optional<http::Response> Precheck(ServerImpl& d, const ServerImpl::Listener
   size_t header_bytes = 0;
   for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
   if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
-    ReplyError(res, ApiError{431, "too_large",
-                             "request headers are too large (" + std::to_string(req.headers.size()) +
-                                 " headers, " + std::to_string(header_bytes) +
-                                 " bytes; the limits are " + std::to_string(kMaxHeaders) +
-                                 " headers and " + std::to_string(kMaxHeaderBytes) + " bytes)"});
+    ReplyError(
+        res, ApiError{431, "too_large",
+                      "request headers are too large (" + std::to_string(req.headers.size()) +
+                          " headers, " + std::to_string(header_bytes) + " bytes; the limits are " +
+                          std::to_string(kMaxHeaders) + " headers and " +
+                          std::to_string(kMaxHeaderBytes) + " bytes)"});
     return res;
   }
   if (req.path.size() > kMaxPathBytes) {

@@ -22,9 +22,9 @@ TEST_F(ApiTest, CancelAndTerminateAWorkflow) {
   const std::string parent = child.SplitToParts().first.ToString();
   const std::string events_path = "/v1/executions/" + parent + "/events?length=1000";
   const Json before = Body(Get(events_path));
-  for (const Json& body : {Json{{"grace", "banana"}}, Json{{"grace", 5}}, Json{{"grace", "-1s"}},
-                           Json{{"reason", 7}}, Json{{"extra", 1}},
-                           Json{{"reason", std::string(2000, 'x')}}}) {
+  for (const Json& body :
+       {Json{{"grace", "banana"}}, Json{{"grace", 5}}, Json{{"grace", "-1s"}}, Json{{"reason", 7}},
+        Json{{"extra", 1}}, Json{{"reason", std::string(2000, 'x')}}}) {
     auto res = Put("/v1/executions/" + parent + "/cancel", body);
     EXPECT_EQ(res->status, 400) << body.dump() << " → " << res->body;
   }
@@ -96,16 +96,14 @@ TEST_F(ApiTest, PauseAndResumeAnExecution) {
   EXPECT_EQ(Body(resumed)["outcome"], "resumed");
   EXPECT_EQ(Body(Get("/v1/executions/" + parent))["pending_state"]["status"],
             "blocked_by_join_set");
-  EXPECT_NE(Get("/metrics")->body.find("stele_pauses_total{kind=\"pause\"} 1"),
-            std::string::npos);
+  EXPECT_NE(Get("/metrics")->body.find("stele_pauses_total{kind=\"pause\"} 1"), std::string::npos);
 
   const std::string finished = Submit({{"ffqn", kEcho}, {"params", {"x"}}});
   ASSERT_EQ(Get("/v1/executions/" + finished + "/result?timeout=30")->status, 200);
   auto refused = Put("/v1/executions/" + finished + "/pause", Json::object());
   EXPECT_EQ(refused->status, 409) << refused->body;
   EXPECT_EQ(Body(refused)["error"]["kind"], "already_finished") << refused->body;
-  EXPECT_EQ(Put("/v1/executions/E_01KCR3SKWK5W50MA4Z2GJ9SXD4/resume", Json::object())->status,
-            404);
+  EXPECT_EQ(Put("/v1/executions/E_01KCR3SKWK5W50MA4Z2GJ9SXD4/resume", Json::object())->status, 404);
 }
 
 }  // namespace

@@ -49,9 +49,12 @@ Result<core::Json, ApiError> ListResponses(ServerImpl& d, const http::Request& r
 
 core::Json Outcome(service::CancelOutcome outcome) {
   switch (outcome) {
-    case service::CancelOutcome::kCancelled: return {{"outcome", "cancelled"}};
-    case service::CancelOutcome::kAlreadyFinished: return {{"outcome", "already_finished"}};
-    case service::CancelOutcome::kCancelling: return {{"outcome", "cancelling"}};
+    case service::CancelOutcome::kCancelled:
+      return {{"outcome", "cancelled"}};
+    case service::CancelOutcome::kAlreadyFinished:
+      return {{"outcome", "already_finished"}};
+    case service::CancelOutcome::kCancelling:
+      return {{"outcome", "cancelling"}};
   }
   return {{"outcome", "cancelled"}};
 }
@@ -67,8 +70,7 @@ Result<std::string, ApiError> ReasonOf(const core::Json& body) {
 
 // The optional body of cancel and terminate: {"grace": "30s", "reason": "…"}
 // (an empty body: the defaults).
-Result<service::CancelOptions, ApiError> ParseCancelBody(const http::Request& req,
-                                                         bool terminate) {
+Result<service::CancelOptions, ApiError> ParseCancelBody(const http::Request& req, bool terminate) {
   service::CancelOptions options;
   options.terminate = terminate;
   if (req.body.empty()) return options;
@@ -112,8 +114,7 @@ Result<core::Json, ApiError> TerminateExecution(ServerImpl& d, const http::Reque
 }
 
 // PUT .../pause and .../resume, with an optional {"reason": "…"}.
-Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const http::Request& req,
-                                           bool pause) {
+Result<core::Json, ApiError> PauseOrResume(ServerImpl& d, const http::Request& req, bool pause) {
   std::string reason;
   if (!req.body.empty()) {
     STELE_ASSIGN_OR_RETURN(core::Json body, ParseBodyObject(req));
@@ -178,8 +179,8 @@ Result<core::Json, ApiError> Backtrace(ServerImpl& d, const http::Request& req) 
     filter = storage::BacktraceFilter::First();
   } else if (version != "last") {
     STELE_ASSIGN_OR_RETURN(auto v, QueryUint(req, "version", 0, UINT32_MAX));
-    filter = storage::BacktraceFilter::Specific(
-        core::Version(static_cast<core::Version::Type>(*v)));
+    filter =
+        storage::BacktraceFilter::Specific(core::Version(static_cast<core::Version::Type>(*v)));
   }
   const std::string id = PathSegment(req);
   STELE_ASSIGN_OR_RETURN(auto bt, FromService(d.service->Backtrace(id, filter)));
@@ -202,11 +203,12 @@ Result<core::Json, ApiError> Components(ServerImpl& d, const http::Request&) {
   }
   core::Json webhooks = core::Json::array();
   for (const auto& w : d.webhooks) {
-    webhooks.push_back({{"name", w.config.name},
-                        {"type", std::string(core::ComponentTypeName(w.component_id.component_type))},
-                        {"digest", w.component_id.input_digest.ToString()},
-                        {"route", w.config.route},
-                        {"auth", w.config.auth_none ? "none" : "api"}});
+    webhooks.push_back(
+        {{"name", w.config.name},
+         {"type", std::string(core::ComponentTypeName(w.component_id.component_type))},
+         {"digest", w.component_id.input_digest.ToString()},
+         {"route", w.config.route},
+         {"auth", w.config.auth_none ? "none" : "api"}});
   }
   return core::Json{{"components", list}, {"webhooks", webhooks}};
 }
@@ -252,8 +254,9 @@ void Follow(ServerImpl& d, const http::Request& req, http::Responder& out) {
   while (!d.stopping && std::chrono::steady_clock::now() <= deadline) {
     auto current = d.service->Get(eid);
     if (!current) {
-      WriteChunk(d, out, "event: error\ndata: " +
-                             core::SerializeJson({{"message", current.error().message}}) + "\n\n");
+      WriteChunk(d, out,
+                 "event: error\ndata: " +
+                     core::SerializeJson({{"message", current.error().message}}) + "\n\n");
       break;
     }
     std::string text = core::SerializeJson(PendingStateToJson(current->pending_state));
@@ -302,8 +305,10 @@ void InstallOperationRoutes(ServerImpl& d, http::Router& router, const std::stri
       out->Send(std::move(res));
     }
   });
-  router.Get("/healthz", [&d](const http::Request& req, http::Response& res) { Healthz(d, req, res); });
-  router.Get("/metrics", [&d](const http::Request& req, http::Response& res) { Metrics(d, req, res); });
+  router.Get("/healthz",
+             [&d](const http::Request& req, http::Response& res) { Healthz(d, req, res); });
+  router.Get("/metrics",
+             [&d](const http::Request& req, http::Response& res) { Metrics(d, req, res); });
 }
 
 }  // namespace stele::server::api

@@ -34,11 +34,10 @@ std::string CancelOutcomeOf(const httplib::Result& reply) {
   return body->value("outcome", "");
 }
 
-
 using namespace testing;  // NOLINT: the fixture's helpers
+using core::Json;
 using ::testing::AnyOf;
 using ::testing::SizeIs;
-using core::Json;
 
 constexpr int kRacers = 8;
 constexpr int kRounds = 5;
@@ -58,7 +57,8 @@ class ApiRaceTest : public ApiTest {
   }
 
   // Runs `requests[i]` on thread i, all released together; returns the replies.
-  std::vector<httplib::Result> Race(std::vector<std::function<httplib::Result(httplib::Client&)>> requests) {
+  std::vector<httplib::Result> Race(
+      std::vector<std::function<httplib::Result(httplib::Client&)>> requests) {
     std::vector<std::unique_ptr<httplib::Client>> clients;
     for (size_t i = 0; i < requests.size(); ++i) clients.push_back(Racer());
     std::vector<std::optional<httplib::Result>> replies(requests.size());
@@ -109,7 +109,8 @@ TEST_F(ApiRaceTest, ConcurrentEqualStubsAllSucceedAndRecordOneResult) {
       ASSERT_TRUE(r);
       EXPECT_EQ(r->status, 200) << "round " << round << ": " << r->body;
     }
-    EXPECT_EQ(Body(Get("/v1/executions/" + child.ToString()))["result"], Json({{"ok", "approved"}}));
+    EXPECT_EQ(Body(Get("/v1/executions/" + child.ToString()))["result"],
+              Json({{"ok", "approved"}}));
     EXPECT_EQ(FinishedEvents(child.ToString()), std::make_pair(size_t{1}, true));
     ExpectOneResponse(child);
   }
@@ -201,7 +202,9 @@ TEST_F(ApiRaceTest, CancelRacingAStub) {
         [&](httplib::Client& c) {
           return PutJson(c, "/v1/executions/" + id + "/stub", {{"result", {{"ok", "approved"}}}});
         },
-        [&](httplib::Client& c) { return PutJson(c, "/v1/executions/" + id + "/cancel", Json::object()); },
+        [&](httplib::Client& c) {
+          return PutJson(c, "/v1/executions/" + id + "/cancel", Json::object());
+        },
     });
     ASSERT_TRUE(replies[0] && replies[1]);
     std::string outcome = CancelOutcomeOf(replies[1]);

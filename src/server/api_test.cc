@@ -15,9 +15,9 @@ namespace stele::server {
 namespace {
 
 using namespace testing;  // NOLINT: the fixture's helpers
+using core::Json;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
-using core::Json;
 
 // The value of the series `series` (name and labels, exactly as printed) in
 // a Prometheus text body; nullopt when absent.
@@ -98,7 +98,9 @@ TEST_F(ApiTest, SubmitValidation) {
       {{{"ffqn", kEcho}, {"params", "hello"}}, 400, "must be a JSON array"},
       {{{"ffqn", kEcho}, {"params", {42}}}, 400, "parameter"},
       {{{"ffqn", kEcho}, {"params", {"a", "b"}}}, 400, "params"},
-      {{{"ffqn", kEcho}, {"params", {"a"}}, {"execution_id", "E_nope"}}, 400, "invalid execution id"},
+      {{{"ffqn", kEcho}, {"params", {"a"}}, {"execution_id", "E_nope"}},
+       400,
+       "invalid execution id"},
       {{{"ffqn", kEcho}, {"params", {"a"}}, {"execution_id", 7}}, 400, "execution_id"},
       {{{"ffqn", kEcho},
         {"params", {"a"}},
@@ -134,7 +136,8 @@ TEST_F(ApiTest, HostileBodies) {
                      std::string(5000, ']') + "]}";
   auto nested = client_->Post("/v1/executions", deep, "application/json");
   EXPECT_EQ(nested->status, 400) << nested->body.substr(0, 200);
-  std::string huge = "{\"ffqn\": \"test:act/ifc.echo\", \"params\": [\"" + std::string(100000, 'x') + "\"]}";
+  std::string huge =
+      "{\"ffqn\": \"test:act/ifc.echo\", \"params\": [\"" + std::string(100000, 'x') + "\"]}";
   auto too_large = client_->Post("/v1/executions", huge, "application/json");
   ASSERT_TRUE(too_large);
   EXPECT_EQ(too_large->status, 413);
@@ -191,7 +194,8 @@ TEST_F(ApiTest, ListWithFiltersAndCursor) {
   Json page1 = Body(Get("/v1/executions?length=2"));
   ASSERT_THAT(page1["executions"], SizeIs(2));
   ASSERT_TRUE(page1.contains("next_cursor"));
-  Json page2 = Body(Get("/v1/executions?length=2&cursor=" + page1["next_cursor"].get<std::string>()));
+  Json page2 =
+      Body(Get("/v1/executions?length=2&cursor=" + page1["next_cursor"].get<std::string>()));
   ASSERT_THAT(page2["executions"], SizeIs(2));
   EXPECT_EQ(page2["executions"][0]["execution_id"], ids[3]);
   Json back = Body(Get("/v1/executions?length=2&direction=newer&cursor=" +
@@ -209,7 +213,8 @@ TEST_F(ApiTest, ListWithFiltersAndCursor) {
 TEST_F(ApiTest, HideFinished) {
   std::string done = Submit({{"ffqn", kFail}});
   ASSERT_EQ(Get("/v1/executions/" + done + "/result?timeout=30")->status, 200);
-  std::string later = Submit({{"ffqn", kEcho}, {"params", {"v"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  std::string later =
+      Submit({{"ffqn", kEcho}, {"params", {"v"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
   Json open = Body(Get("/v1/executions?hide_finished=true"));
   ASSERT_THAT(open["executions"], SizeIs(1));
   EXPECT_EQ(open["executions"][0]["execution_id"], later);
@@ -245,7 +250,8 @@ TEST_F(ApiTest, StubAChildAndSeeTheParentsResponse) {
 
   auto stubbed = Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "approved"}}}});
   ASSERT_EQ(stubbed->status, 200) << stubbed->body;
-  EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "approved"}}}})->status, 200);
+  EXPECT_EQ(Put("/v1/executions/" + cid + "/stub", {{"result", {{"ok", "approved"}}}})->status,
+            200);
   auto other = Put("/v1/executions/" + cid + "/stub", {{"result", {{"err", "denied"}}}});
   EXPECT_EQ(other->status, 409);
 
@@ -351,10 +357,14 @@ TEST_F(ApiTest, CancelDelayValidatesTheId) {
 }
 
 TEST_F(ApiTest, Upgrade) {
-  std::string id = Submit({{"ffqn", kEcho}, {"params", {"u"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  std::string id =
+      Submit({{"ffqn", kEcho}, {"params", {"u"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
   std::string old_digest = Body(Get("/v1/executions/" + id))["component_digest"];
   std::string new_digest = Sha256Digest("v2").ToString();
-  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade", {{"old_digest", "sha256:bad"}, {"new_digest", new_digest}})->status, 400);
+  EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade",
+                {{"old_digest", "sha256:bad"}, {"new_digest", new_digest}})
+                ->status,
+            400);
   EXPECT_EQ(Put("/v1/executions/" + id + "/upgrade",
                 {{"old_digest", new_digest}, {"new_digest", new_digest}, {"force", true}})
                 ->status,
@@ -413,7 +423,10 @@ TEST_F(ApiTest, ComponentsHealthzMetrics) {
   EXPECT_THAT(metrics->body, HasSubstr("stele_executions{state=\"pending_at\"}"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_executions{state=\"finished\"}"));
   EXPECT_THAT(metrics->body, HasSubstr("# TYPE stele_lock_latency_seconds histogram"));
-  EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_lock_latency_seconds_bucket\\{component=\"[a-z_]+\",le=\"\\+Inf\"\\} [1-9]"));
+  EXPECT_THAT(
+      metrics->body,
+      ::testing::ContainsRegex(
+          "stele_lock_latency_seconds_bucket\\{component=\"[a-z_]+\",le=\"\\+Inf\"\\} [1-9]"));
   EXPECT_THAT(metrics->body, HasSubstr("stele_record_latency_seconds_count"));
 
   // A finished execution's outcome was recorded and measured. The executor
@@ -501,19 +514,18 @@ TEST_F(ApiTest, FollowStreamsStatesUntilFinished) {
   std::string stream;
   std::thread canceller;
   bool cancel_started = false;
-  auto res = client_->Get(("/v1/executions/" + id + "/follow").c_str(),
-                          [&](const char* data, size_t len) {
-                            stream.append(data, len);
-                            if (!cancel_started && stream.find("\"locked\"") != std::string::npos) {
-                              cancel_started = true;
-                              canceller = std::thread([&] {
-                                httplib::Client c("127.0.0.1", server_->port());
-                                c.Put(("/v1/executions/" + id + "/cancel").c_str(), "{}",
-                                      "application/json");
-                              });
-                            }
-                            return true;
-                          });
+  auto res =
+      client_->Get(("/v1/executions/" + id + "/follow").c_str(), [&](const char* data, size_t len) {
+        stream.append(data, len);
+        if (!cancel_started && stream.find("\"locked\"") != std::string::npos) {
+          cancel_started = true;
+          canceller = std::thread([&] {
+            httplib::Client c("127.0.0.1", server_->port());
+            c.Put(("/v1/executions/" + id + "/cancel").c_str(), "{}", "application/json");
+          });
+        }
+        return true;
+      });
   if (canceller.joinable()) canceller.join();
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -630,8 +642,10 @@ TEST_F(ApiQueueTest, MetricsReportTheExecutorQueueDepth) {
   EXPECT_THAT(text, HasSubstr("stele_runs_in_flight{kind=\"activity\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"activity\"} 1\n"));
   // Components without an executor (the stub, the executor-less workflow) have no queue.
-  EXPECT_THAT(text, ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"approvals\"}")));
-  EXPECT_THAT(text, ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"test_workflows\"}")));
+  EXPECT_THAT(text,
+              ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"approvals\"}")));
+  EXPECT_THAT(
+      text, ::testing::Not(HasSubstr("stele_executor_queue_depth{component=\"test_workflows\"}")));
 }
 
 // Result waits and follow streams are bounded by max_waiters; while that
@@ -644,7 +658,8 @@ class ApiWaitersTest : public ApiTest {
 
 TEST_F(ApiWaitersTest, ParkedWaitersLeaveRoomForOtherRequests) {
   constexpr int kWaiters = 12;
-  std::string id = Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  std::string id =
+      Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
   std::vector<std::thread> threads;
   std::vector<int> statuses(kWaiters, 0);
   std::vector<Json> results(kWaiters);
@@ -661,7 +676,8 @@ TEST_F(ApiWaitersTest, ParkedWaitersLeaveRoomForOtherRequests) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       auto m = Get("/metrics");
-      if (m && m->body.find("stele_http_waiters " + std::to_string(n) + "\n") != std::string::npos) {
+      if (m &&
+          m->body.find("stele_http_waiters " + std::to_string(n) + "\n") != std::string::npos) {
         return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -704,7 +720,8 @@ TEST_F(ApiWaitersTest, ParkedWaitersLeaveRoomForOtherRequests) {
 
 // Stop ends a parked result wait at once with 503 shutting_down.
 TEST_F(ApiTest, StopEndsResultWaits) {
-  std::string id = Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
+  std::string id =
+      Submit({{"ffqn", kEcho}, {"params", {"x"}}, {"scheduled_at", "2999-01-01T00:00:00Z"}});
   int status = 0;
   std::string kind;
   std::thread waiter([&] {
@@ -762,9 +779,9 @@ TEST_F(ApiPlainTokenTest, PlainToken) {
 }
 
 TEST(ServerStartTest, BadListenAddressIsAClearError) {
-  auto config = ParseConfig("[api]\nlisten = \"203.0.113.1:1\"\n", "stele.toml",
-                            (std::filesystem::temp_directory_path() / "stele_api_badlisten").string(),
-                            ProcessEnv());
+  auto config = ParseConfig(
+      "[api]\nlisten = \"203.0.113.1:1\"\n", "stele.toml",
+      (std::filesystem::temp_directory_path() / "stele_api_badlisten").string(), ProcessEnv());
   ASSERT_TRUE(config.has_value());
   auto server = Server::Start(std::move(*config), {});
   ASSERT_FALSE(server.has_value());

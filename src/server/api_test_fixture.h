@@ -127,8 +127,9 @@ class TestActivities final : public executor::Worker {
   std::set<core::ExecutionId> open_;     // guarded by mu_
 };
 
-inline core::FunctionSignature Sig(const char* ffqn, std::vector<std::pair<std::string, std::string>> params,
-                            std::optional<std::string> ret) {
+inline core::FunctionSignature Sig(const char* ffqn,
+                                   std::vector<std::pair<std::string, std::string>> params,
+                                   std::optional<std::string> ret) {
   core::FunctionSignature sig{Ffqn(ffqn), {}, std::nullopt};
   for (auto& [name, type] : params) sig.params.push_back({name, *core::TypeDesc::Parse(type)});
   if (ret) sig.return_type = *core::TypeDesc::Parse(*ret);
@@ -148,9 +149,8 @@ class ApiTest : public ::testing::Test {
   // `api_extra` goes into [api], `executor_extra` into [executor].
   void StartServer(const std::string& api_extra, const std::string& executor_extra = "") {
     dir_ = std::filesystem::temp_directory_path() /
-           ("stele_api_test_" + std::string(::testing::UnitTest::GetInstance()
-                                                ->current_test_info()
-                                                ->name()));
+           ("stele_api_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\nmax_body_bytes = 65536\n" + api_extra +
@@ -178,7 +178,8 @@ class ApiTest : public ::testing::Test {
     acts.functions = {Sig(kEcho, {{"value", "string"}}, "string"), Sig(kBlock, {}, std::nullopt),
                       Sig(kFail, {}, std::nullopt), Sig(kGate, {}, std::nullopt)};
     auto worker = activities_;
-    acts.make_worker = [worker](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    acts.make_worker =
+        [worker](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
       return std::shared_ptr<executor::Worker>(worker);
     };
     hooks.extra_components.push_back(std::move(acts));
@@ -236,29 +237,41 @@ class ApiTest : public ::testing::Test {
     core::ExecutionId parent = core::ExecutionId::Generate();
     auto join_set = *core::JoinSetId::Create(core::JoinSetKind::kNamed, "js");
     core::ExecutionIdDerived child = parent.NextLevel(join_set, 1);
-    EXPECT_TRUE((*db)->Create(storage::CreateRequest{now, parent, Ffqn(kParent), Json::array(),
-                                                     std::nullopt, now, workflow_id_, {},
+    EXPECT_TRUE((*db)->Create(storage::CreateRequest{now,
+                                                     parent,
+                                                     Ffqn(kParent),
+                                                     Json::array(),
+                                                     std::nullopt,
+                                                     now,
+                                                     workflow_id_,
+                                                     {},
                                                      std::nullopt}));
-    auto locked = (*db)->LockOne(now, workflow_id_, parent, core::RunId::Generate(),
-                                 core::Version(1), core::ExecutorId::Generate(),
-                                 now + std::chrono::seconds(60),
-                                 core::ComponentRetryConfig{std::nullopt, core::Duration{}});
+    auto locked =
+        (*db)->LockOne(now, workflow_id_, parent, core::RunId::Generate(), core::Version(1),
+                       core::ExecutorId::Generate(), now + std::chrono::seconds(60),
+                       core::ComponentRetryConfig{std::nullopt, core::Duration{}});
     EXPECT_TRUE(locked.has_value());
     std::vector<storage::AppendRequest> batch;
     batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinSetCreate{join_set}}});
-    batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                              join_set, core::ChildExecutionRequest{child, Ffqn(kApprove),
-                                                                     Json::array()}}}});
+    batch.push_back(
+        {now, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                  join_set, core::ChildExecutionRequest{child, Ffqn(kApprove), Json::array()}}}});
     if (join_next) {
       batch.push_back({now, core::HistoryEventRequest{core::HistoryJoinNext{
                                 join_set, now + std::chrono::seconds(60), Ffqn(kApprove), false}}});
     }
     core::ComponentId stub_id{core::ComponentType::kActivityStub, "approvals", stub_digest_};
-    storage::CreateRequest child_req{now,          core::ExecutionId(child), Ffqn(kApprove),
-                                     Json::array(), std::pair{parent, join_set}, now,
-                                     stub_id,       {},          std::nullopt};
-    auto v = (*db)->AppendBatchCreateNewExecution(now, batch, parent, locked->next_version,
-                                                  {child_req});
+    storage::CreateRequest child_req{now,
+                                     core::ExecutionId(child),
+                                     Ffqn(kApprove),
+                                     Json::array(),
+                                     std::pair{parent, join_set},
+                                     now,
+                                     stub_id,
+                                     {},
+                                     std::nullopt};
+    auto v =
+        (*db)->AppendBatchCreateNewExecution(now, batch, parent, locked->next_version, {child_req});
     EXPECT_TRUE(v.has_value()) << (v ? "" : v.error().ToString());
     return child;
   }

@@ -22,14 +22,21 @@ ApiError ShuttingDown(std::string message) { return {503, "shutting_down", std::
 ApiError FromService(const service::ServiceError& e) {
   using Kind = service::ServiceError::Kind;
   switch (e.kind) {
-    case Kind::kInvalidArgument: return Validation(e.message);
-    case Kind::kNotFound: return NotFound(e.message);
+    case Kind::kInvalidArgument:
+      return Validation(e.message);
+    case Kind::kNotFound:
+      return NotFound(e.message);
     case Kind::kConflict:
-    case Kind::kFailedPrecondition: return Conflict(e.message);
-    case Kind::kAlreadyFinished: return ApiError{409, "already_finished", e.message};
-    case Kind::kTimeout: return ApiError{408, "timeout", e.message};
-    case Kind::kCancelled: return ShuttingDown(e.message);
-    case Kind::kUnavailable: return Unavailable(e.message);
+    case Kind::kFailedPrecondition:
+      return Conflict(e.message);
+    case Kind::kAlreadyFinished:
+      return ApiError{409, "already_finished", e.message};
+    case Kind::kTimeout:
+      return ApiError{408, "timeout", e.message};
+    case Kind::kCancelled:
+      return ShuttingDown(e.message);
+    case Kind::kUnavailable:
+      return Unavailable(e.message);
   }
   return ApiError{500, "internal", e.message};
 }
@@ -48,7 +55,8 @@ void ReplyError(http::Response& res, const ApiError& error) {
 }
 
 Result<core::Json, ApiError> ParseBodyObject(const http::Request& req) {
-  if (req.body.empty()) return Unexpected(Validation("request body is empty: expected a JSON object"));
+  if (req.body.empty())
+    return Unexpected(Validation("request body is empty: expected a JSON object"));
   auto json = core::ParseJson(req.body);
   if (!json) return Unexpected(Validation("malformed JSON body: " + json.error().message));
   if (!json->is_object()) {
@@ -83,8 +91,8 @@ Result<std::optional<uint64_t>, ApiError> QueryUint(const http::Request& req,
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-    return Unexpected(Validation("query parameter `" + name + "`: expected a whole number, got `" +
-                                 text + "`"));
+    return Unexpected(
+        Validation("query parameter `" + name + "`: expected a whole number, got `" + text + "`"));
   }
   if (value < min || value > max) {
     return Unexpected(Validation("query parameter `" + name + "` must be between " +
@@ -93,14 +101,13 @@ Result<std::optional<uint64_t>, ApiError> QueryUint(const http::Request& req,
   return std::optional<uint64_t>(value);
 }
 
-Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name,
-                                 bool fallback) {
+Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name, bool fallback) {
   if (!req.has_param(name.c_str())) return fallback;
   std::string text = req.get_param_value(name.c_str());
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
-  return Unexpected(Validation("query parameter `" + name + "`: expected true or false, got `" +
-                               text + "`"));
+  return Unexpected(
+      Validation("query parameter `" + name + "`: expected true or false, got `" + text + "`"));
 }
 
 core::Json ResultToJson(const core::SupportedFunctionReturnValue& value) {

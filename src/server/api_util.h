@@ -31,8 +31,8 @@ struct ApiError {
 ApiError Validation(std::string message);
 ApiError NotFound(std::string message);
 ApiError Conflict(std::string message);
-ApiError Unavailable(std::string message);  // 503: database unavailable
-ApiError Overloaded(std::string message);   // 503: a connection or waiter limit
+ApiError Unavailable(std::string message);   // 503: database unavailable
+ApiError Overloaded(std::string message);    // 503: a connection or waiter limit
 ApiError ShuttingDown(std::string message);  // 503: the server is stopping
 // The one mapping of the service's errors to HTTP (docs/api.md): 400
 // validation, 404 not_found, 409 conflict / already_finished, 408 timeout, 503
@@ -54,7 +54,8 @@ void ReplyError(http::Response& res, const ApiError& error);
 // The request body as a JSON object (depth-limited parse); errors name the problem.
 Result<core::Json, ApiError> ParseBodyObject(const http::Request& req);
 // Rejects keys of `body` not in `allowed`.
-Result<void, ApiError> CheckKeys(const core::Json& body, std::initializer_list<std::string_view> allowed);
+Result<void, ApiError> CheckKeys(const core::Json& body,
+                                 std::initializer_list<std::string_view> allowed);
 
 // Path segment 1 (an id; the service parses it).
 std::string PathSegment(const http::Request& req);
@@ -64,8 +65,7 @@ Result<std::optional<uint64_t>, ApiError> QueryUint(const http::Request& req,
                                                     const std::string& name, uint64_t min,
                                                     uint64_t max);
 // "true"/"false"/"1"/"0"; `fallback` when absent.
-Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name,
-                                 bool fallback);
+Result<bool, ApiError> QueryBool(const http::Request& req, const std::string& name, bool fallback);
 
 // Results in the API's shape: {"ok": v} | {"err": v} | {"execution_error": {...}}.
 // The one shape of every result the API shows: results, events, responses.

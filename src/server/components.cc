@@ -117,7 +117,7 @@ Result<LoadedComponent, ConfigError> LoadExec(const ComponentConfig& c, const st
 struct GuestDeclaration {
   core::FunctionFqn ffqn;
   std::vector<std::pair<std::string, std::string>> params;  // name, type text
-  std::string return_type;                                   // "" = not declared
+  std::string return_type;                                  // "" = not declared
 };
 
 // The guest's own declarations as signatures; a declaration in the config
@@ -144,8 +144,9 @@ Result<std::vector<core::FunctionSignature>, std::string> Signatures(
     if (!declared.return_type.empty()) {
       auto desc = core::TypeDesc::Parse(declared.return_type);
       if (!desc) {
-        return Unexpected("function `" + declared.ffqn.ToString() + "` declares an invalid return type `" +
-                          declared.return_type + "`: " + desc.error());
+        return Unexpected("function `" + declared.ffqn.ToString() +
+                          "` declares an invalid return type `" + declared.return_type +
+                          "`: " + desc.error());
       }
       sig.return_type = *desc;
     }
@@ -164,7 +165,8 @@ Result<std::vector<core::FunctionSignature>, std::string> Signatures(
 
 // A workflow worker's database connection: metered when the service
 // meters workflow writes.
-Result<std::shared_ptr<storage::DbConnection>, std::string> WorkflowConnection(const WorkerEnv& env) {
+Result<std::shared_ptr<storage::DbConnection>, std::string> WorkflowConnection(
+    const WorkerEnv& env) {
   auto conn = env.pool->Connection();
   if (!conn) return Unexpected("cannot connect to the database: " + conn.error().ToString());
   std::shared_ptr<storage::DbConnection> db(std::move(*conn));
@@ -175,8 +177,9 @@ Result<std::shared_ptr<storage::DbConnection>, std::string> WorkflowConnection(c
 runtime::workflow::WorkflowRunOptions RunOptions(const WorkerEnv& env, const ComponentConfig& c) {
   runtime::workflow::WorkflowRunOptions options = env.workflow_run;
   if (c.blocking_strategy_await) {
-    options.blocking_strategy = *c.blocking_strategy_await ? runtime::workflow::BlockingStrategy::kAwait
-                                                           : runtime::workflow::BlockingStrategy::kInterrupt;
+    options.blocking_strategy = *c.blocking_strategy_await
+                                    ? runtime::workflow::BlockingStrategy::kAwait
+                                    : runtime::workflow::BlockingStrategy::kInterrupt;
   }
   return options;
 }
@@ -199,9 +202,8 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
 #if STELE_SERVER_HAVE_WASM
   namespace wh = runtime::wasm_host;
   bool workflow = c.kind == ComponentKind::kWorkflowWasm;
-  auto component = wh::LoadWasmComponentFile(Engine(), c.location, c.name,
-                                             workflow ? wh::GuestKind::kWorkflow
-                                                      : wh::GuestKind::kActivity);
+  auto component = wh::LoadWasmComponentFile(
+      Engine(), c.location, c.name, workflow ? wh::GuestKind::kWorkflow : wh::GuestKind::kActivity);
   if (!component) return Unexpected(ErrorAt(c, file, "location", component.error()));
   auto signatures = Signatures(Declarations(**component), c);
   if (!signatures) return Unexpected(ErrorAt(c, file, "functions", signatures.error()));
@@ -212,8 +214,9 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
   out.component_id = (*component)->component_id;
   std::shared_ptr<const wh::WasmComponent> loaded = *component;
   if (workflow) {
-    out.make_worker = [loaded, c](const WorkerEnv& env)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    out.make_worker =
+        [loaded,
+         c](const WorkerEnv& env) -> Result<std::shared_ptr<executor::Worker>, std::string> {
       wh::WasmWorkflowWorkerDeps deps;
       STELE_ASSIGN_OR_RETURN(deps.db, WorkflowConnection(env));
       deps.clock = env.clock;
@@ -232,9 +235,11 @@ Result<LoadedComponent, ConfigError> LoadWasm(const ComponentConfig& c, const st
     options.wasi.args = c.args;
     options.wasi.env.assign(c.env.begin(), c.env.end());
     options.http.allowed_hosts = c.allowed_hosts;
-    out.make_worker = [loaded, options](const WorkerEnv&)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      return std::shared_ptr<executor::Worker>(std::make_shared<wh::WasmActivityWorker>(loaded, options));
+    out.make_worker =
+        [loaded,
+         options](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<wh::WasmActivityWorker>(loaded, options));
     };
   }
   return out;
@@ -256,9 +261,9 @@ Result<LoadedComponent, ConfigError> LoadJs(const ComponentConfig& c, const std:
   const bool workflow = c.kind == ComponentKind::kWorkflowJs;
   js::JsLimits limits;
   if (c.max_heap_mib) limits.max_heap_bytes = size_t{*c.max_heap_mib} << 20;
-  auto component = js::LoadJsComponentFile(js::CreateV8JsEngine(), c.location, c.name,
-                                           workflow ? js::JsFlavor::kWorkflow : js::JsFlavor::kActivity,
-                                           limits);
+  auto component =
+      js::LoadJsComponentFile(js::CreateV8JsEngine(), c.location, c.name,
+                              workflow ? js::JsFlavor::kWorkflow : js::JsFlavor::kActivity, limits);
   if (!component) return Unexpected(ErrorAt(c, file, "location", component.error()));
   std::vector<GuestDeclaration> declared;
   for (const auto& f : (*component)->functions) {
@@ -273,8 +278,9 @@ Result<LoadedComponent, ConfigError> LoadJs(const ComponentConfig& c, const std:
   out.component_id = (*component)->component_id;
   std::shared_ptr<const js::JsComponent> loaded = *component;
   if (workflow) {
-    out.make_worker = [loaded, c](const WorkerEnv& env)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> {
+    out.make_worker =
+        [loaded,
+         c](const WorkerEnv& env) -> Result<std::shared_ptr<executor::Worker>, std::string> {
       js::JsWorkflowWorkerDeps deps;
       STELE_ASSIGN_OR_RETURN(deps.db, WorkflowConnection(env));
       deps.clock = env.clock;
@@ -293,9 +299,11 @@ Result<LoadedComponent, ConfigError> LoadJs(const ComponentConfig& c, const std:
     options.retry_on_err = c.retry_on_err;
     options.env.assign(c.env.begin(), c.env.end());
     options.http.allowed_hosts = c.allowed_hosts;
-    out.make_worker = [loaded, options](const WorkerEnv&)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      return std::shared_ptr<executor::Worker>(std::make_shared<js::JsActivityWorker>(loaded, options));
+    out.make_worker =
+        [loaded,
+         options](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<js::JsActivityWorker>(loaded, options));
     };
   }
   return out;
@@ -340,12 +348,20 @@ Result<std::vector<LoadedComponent>, ConfigErrors> LoadComponents(const ServerCo
   for (const auto& c : config.components) {
     Result<LoadedComponent, ConfigError> loaded = Unexpected(ConfigError{});
     switch (c.kind) {
-      case ComponentKind::kActivityStub: loaded = LoadStub(c, file); break;
-      case ComponentKind::kActivityExec: loaded = LoadExec(c, file); break;
+      case ComponentKind::kActivityStub:
+        loaded = LoadStub(c, file);
+        break;
+      case ComponentKind::kActivityExec:
+        loaded = LoadExec(c, file);
+        break;
       case ComponentKind::kWorkflowWasm:
-      case ComponentKind::kActivityWasm: loaded = LoadWasm(c, file); break;
+      case ComponentKind::kActivityWasm:
+        loaded = LoadWasm(c, file);
+        break;
       case ComponentKind::kWorkflowJs:
-      case ComponentKind::kActivityJs: loaded = LoadJs(c, file); break;
+      case ComponentKind::kActivityJs:
+        loaded = LoadJs(c, file);
+        break;
     }
     if (loaded) {
       out.push_back(std::move(*loaded));

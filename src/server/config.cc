@@ -41,7 +41,6 @@ bool ParseListen(const std::string& text, std::string& host, int& port) {
   return port <= 65535 && !host.empty();
 }
 
-
 // [api] ui_listen (after `listen` and `ui` are read): a second address for
 // the web UI, which needs the UI on and an address other than `listen`.
 void ReadUiListen(TableReader& r, ApiConfig& api) {
@@ -207,7 +206,8 @@ void ReadExecutor(TableReader& root, ServerConfig& config) {
   if (auto v = r.Integer("max_events_per_execution", 10, 100000000)) {
     e.max_events_per_execution = static_cast<uint32_t>(*v);
   }
-  if (auto v = r.Integer("max_concurrency", 1, 100000)) e.max_concurrency = static_cast<uint32_t>(*v);
+  if (auto v = r.Integer("max_concurrency", 1, 100000))
+    e.max_concurrency = static_cast<uint32_t>(*v);
   if (auto v = r.Integer("max_workflow_concurrency", 1, 100000)) {
     e.max_workflow_concurrency = static_cast<uint32_t>(*v);
   }
@@ -234,7 +234,6 @@ void ReadRetention(TableReader& root, ServerConfig& config) {
   }
 }
 
-
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -247,12 +246,18 @@ EnvLookup ProcessEnv() {
 
 std::string_view ComponentKindName(ComponentKind kind) {
   switch (kind) {
-    case ComponentKind::kWorkflowWasm: return "workflow_wasm";
-    case ComponentKind::kActivityWasm: return "activity_wasm";
-    case ComponentKind::kActivityExec: return "activity_exec";
-    case ComponentKind::kActivityStub: return "activity_stub";
-    case ComponentKind::kWorkflowJs: return "workflow_js";
-    case ComponentKind::kActivityJs: return "activity_js";
+    case ComponentKind::kWorkflowWasm:
+      return "workflow_wasm";
+    case ComponentKind::kActivityWasm:
+      return "activity_wasm";
+    case ComponentKind::kActivityExec:
+      return "activity_exec";
+    case ComponentKind::kActivityStub:
+      return "activity_stub";
+    case ComponentKind::kWorkflowJs:
+      return "workflow_js";
+    case ComponentKind::kActivityJs:
+      return "activity_js";
   }
   return "?";
 }
@@ -299,7 +304,8 @@ Result<std::chrono::milliseconds, std::string> ParseDurationText(std::string_vie
     return Unexpected(bad);
   }
   uint64_t ms = value * factor;
-  if (ms > 365ULL * 24 * 3'600'000) return Unexpected("duration `" + std::string(text) + "` is over a year");
+  if (ms > 365ULL * 24 * 3'600'000)
+    return Unexpected("duration `" + std::string(text) + "` is over a year");
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
@@ -338,9 +344,9 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
     ReadExecutor(root, config);
     ReadWatcher(root, config);
     ReadRetention(root, config);
-    for (auto kind : {ComponentKind::kWorkflowWasm, ComponentKind::kActivityWasm,
-                      ComponentKind::kActivityExec, ComponentKind::kActivityStub,
-                      ComponentKind::kWorkflowJs, ComponentKind::kActivityJs}) {
+    for (auto kind :
+         {ComponentKind::kWorkflowWasm, ComponentKind::kActivityWasm, ComponentKind::kActivityExec,
+          ComponentKind::kActivityStub, ComponentKind::kWorkflowJs, ComponentKind::kActivityJs}) {
       ReadComponents(root, kind, config);
     }
     ReadCron(root, config);

@@ -205,8 +205,8 @@ struct WebhookConfig {
 
 struct ServerConfig {
   std::string config_file;  // as given to ParseConfig (named in errors found later)
-  std::string config_dir;  // absolute folder relative paths were resolved against
-  std::string data_dir;    // absolute
+  std::string config_dir;   // absolute folder relative paths were resolved against
+  std::string data_dir;     // absolute
   ApiConfig api;
   DatabaseConfig database;
   ExecutorDefaults executor;
@@ -232,8 +232,7 @@ std::string FormatErrors(const ConfigErrors& errors);
 // Parses TOML text. `file` names the source in errors; relative paths are
 // resolved against `config_dir` (absolute).
 Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std::string& file,
-                                               const std::string& config_dir,
-                                               const EnvLookup& env);
+                                               const std::string& config_dir, const EnvLookup& env);
 // Reads and parses `path`. When `missing_ok` and the file does not exist,
 // returns the built-in defaults relative to the current directory.
 Result<ServerConfig, ConfigErrors> LoadConfig(const std::string& path, bool missing_ok,

@@ -79,7 +79,8 @@ void ReadFunctions(TableReader& r, ComponentConfig& component) {
                      "invalid parameter name `" + *name + "` (kebab-case, e.g. `user-id`)");
             ok = false;
           } else if (!names.insert(*name).second) {
-            pr.Error(TableReader::Line(*pr.Get("name")), "name", "duplicate parameter `" + *name + "`");
+            pr.Error(TableReader::Line(*pr.Get("name")), "name",
+                     "duplicate parameter `" + *name + "`");
             ok = false;
           }
           auto desc = core::TypeDesc::Parse(*type);
@@ -177,7 +178,9 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
         bool bad = host.empty() || host.find_first_of(" \t/@?#") != std::string::npos;
         if (bad) {
           r.Error(TableReader::Line(*r.Get("allowed_hosts")), "allowed_hosts",
-                  "`" + host + "` is not a host pattern (\"example.com\", \"example.com:8443\", \"*.example.com\")");
+                  "`" + host +
+                      "` is not a host pattern (\"example.com\", \"example.com:8443\", "
+                      "\"*.example.com\")");
         }
       }
       c.allowed_hosts = std::move(*hosts);
@@ -207,7 +210,8 @@ void ReadComponent(const toml::table& table, ComponentKind kind, size_t index, T
   ReadFunctions(r, c);
   if ((kind == ComponentKind::kActivityExec || kind == ComponentKind::kActivityStub) &&
       c.functions.empty() && !r.Get("functions")) {
-    r.Error(c.line, "functions", "missing: declare at least one function (ffqn, params, return_type)");
+    r.Error(c.line, "functions",
+            "missing: declare at least one function (ffqn, params, return_type)");
   }
   if (kind != ComponentKind::kActivityStub) {
     if (auto v = r.Integer("max_retries", 0, 1000000)) c.max_retries = static_cast<uint32_t>(*v);
@@ -263,10 +267,14 @@ namespace {
 // booleans, arrays and tables; dates have no JSON form.
 std::optional<core::Json> TomlToJson(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return core::Json(node.as_string()->get());
-    case toml::node_type::integer: return core::Json(node.as_integer()->get());
-    case toml::node_type::floating_point: return core::Json(node.as_floating_point()->get());
-    case toml::node_type::boolean: return core::Json(node.as_boolean()->get());
+    case toml::node_type::string:
+      return core::Json(node.as_string()->get());
+    case toml::node_type::integer:
+      return core::Json(node.as_integer()->get());
+    case toml::node_type::floating_point:
+      return core::Json(node.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return core::Json(node.as_boolean()->get());
     case toml::node_type::array: {
       core::Json out = core::Json::array();
       for (const toml::node& item : *node.as_array()) {
@@ -285,7 +293,8 @@ std::optional<core::Json> TomlToJson(const toml::node& node) {
       }
       return out;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -386,10 +395,10 @@ void CheckComponents(const ServerConfig& config, const std::string& file, Config
     for (const auto& f : c.functions) {
       auto [fit, finserted] = ffqns.emplace(f.ffqn, &c);
       if (!finserted) {
-        errors.push_back(ConfigError{
-            file, c.line, std::string(ComponentKindName(c.kind)) + ".functions",
-            "function `" + f.ffqn.ToString() + "` is declared by components `" +
-                fit->second->name + "` and `" + c.name + "`: an ffqn must be unique"});
+        errors.push_back(
+            ConfigError{file, c.line, std::string(ComponentKindName(c.kind)) + ".functions",
+                        "function `" + f.ffqn.ToString() + "` is declared by components `" +
+                            fit->second->name + "` and `" + c.name + "`: an ffqn must be unique"});
       }
     }
   }

@@ -68,7 +68,8 @@ class TableReader {
     if (!node) return std::nullopt;
     const auto* value = node->as_integer();
     if (!value) {
-      Error(Line(*node), std::string(key), std::string("expected an integer, got ") + TypeName(*node));
+      Error(Line(*node), std::string(key),
+            std::string("expected an integer, got ") + TypeName(*node));
       return std::nullopt;
     }
     int64_t v = value->get();
@@ -86,7 +87,8 @@ class TableReader {
     if (!node) return std::nullopt;
     const auto* value = node->as_boolean();
     if (!value) {
-      Error(Line(*node), std::string(key), std::string("expected true or false, got ") + TypeName(*node));
+      Error(Line(*node), std::string(key),
+            std::string("expected true or false, got ") + TypeName(*node));
       return std::nullopt;
     }
     return value->get();
@@ -131,7 +133,8 @@ class TableReader {
     if (!node) return std::nullopt;
     const auto* array = node->as_array();
     if (!array) {
-      Error(Line(*node), std::string(key), std::string("expected an array of strings, got ") + TypeName(*node));
+      Error(Line(*node), std::string(key),
+            std::string("expected an array of strings, got ") + TypeName(*node));
       return std::nullopt;
     }
     std::vector<std::string> out;
@@ -150,8 +153,8 @@ class TableReader {
   }
 
   void Error(int line, const std::string& key, std::string message) {
-    errors_.push_back(ConfigError{file_, line, prefix_.empty() ? key : prefix_ + "." + key,
-                                  std::move(message)});
+    errors_.push_back(
+        ConfigError{file_, line, prefix_.empty() ? key : prefix_ + "." + key, std::move(message)});
   }
 
   static int Line(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
@@ -165,22 +168,31 @@ class TableReader {
  private:
   static std::string TypeName(const toml::node& node) {
     switch (node.type()) {
-      case toml::node_type::table: return "a table";
-      case toml::node_type::array: return "an array";
-      case toml::node_type::string: return "a string";
-      case toml::node_type::integer: return "an integer";
-      case toml::node_type::floating_point: return "a float";
-      case toml::node_type::boolean: return "a boolean";
+      case toml::node_type::table:
+        return "a table";
+      case toml::node_type::array:
+        return "an array";
+      case toml::node_type::string:
+        return "a string";
+      case toml::node_type::integer:
+        return "an integer";
+      case toml::node_type::floating_point:
+        return "a float";
+      case toml::node_type::boolean:
+        return "a boolean";
       case toml::node_type::date:
       case toml::node_type::time:
-      case toml::node_type::date_time: return "a date/time";
-      default: return "nothing";
+      case toml::node_type::date_time:
+        return "a date/time";
+      default:
+        return "nothing";
     }
   }
 
   // `${VAR}` → the variable's value; `$$` → `$`. A missing variable is an
   // error (a silently empty token or path would be worse).
-  std::optional<std::string> Interpolate(const std::string& text, int line, const std::string& key) {
+  std::optional<std::string> Interpolate(const std::string& text, int line,
+                                         const std::string& key) {
     std::string out;
     for (size_t i = 0; i < text.size(); ++i) {
       if (text[i] != '$') {

@@ -1,6 +1,8 @@
 // Config parsing: defaults, every section, ${ENV}, unknown keys and bad
 // values (each error names the key and the line), relative paths,
 // duplicate ffqns, and the component loaders' "not supported yet" errors.
+#include "server/config.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <fstream>
 
 #include "server/components.h"
-#include "server/config.h"
 
 namespace stele::server {
 namespace {
@@ -62,12 +63,16 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
 // on a non-ASCII character in a bare key; it is refused before parsing.
 // Non-ASCII stays allowed in strings (all four kinds) and comments.
 TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
-  ConfigError error = OneError("[api]\nlisten = \"127.0.0.1:1\"\n[[activity_exec\xca\x99unctions]]\n", "", 3);
+  ConfigError error =
+      OneError("[api]\nlisten = \"127.0.0.1:1\"\n[[activity_exec\xca\x99unctions]]\n", "", 3);
   EXPECT_THAT(error.message, HasSubstr("non-ASCII"));
   OneError("data_dir\xc3\xa9 = \"x\"\n", "", 1);
   // A quote inside a bare value opens no string (toml++ reached the same
   // unreachable on the \xd2\x98 here, tests/fuzz/config).
-  EXPECT_THAT(OneError("data_dir = -ab\"\"\"c\xd2\x98" "d\"\"\"\n", "", 1).message,
+  EXPECT_THAT(OneError("data_dir = -ab\"\"\"c\xd2\x98"
+                       "d\"\"\"\n",
+                       "", 1)
+                  .message,
               HasSubstr("non-ASCII"));
   EXPECT_THAT(OneError("data_dir = x'c\xc3\xa9'\n", "", 1).message, HasSubstr("non-ASCII"));
   auto config = Parse(
@@ -76,7 +81,8 @@ TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
       "[api]\n"
       "listen = '127.0.0.1:1' # '\xc3\xa9\n"
       "[\"caf\xc3\xa9\"]\n"
-      "\"k\xc3\xa9\" = [\"\xc3\xa9\", # \xc3\xa9\n  '\xc3\xa9',\n  {x.\"\xc3\xa9\" = \"\xc3\xa9\"}]\n"
+      "\"k\xc3\xa9\" = [\"\xc3\xa9\", # \xc3\xa9\n  '\xc3\xa9',\n  {x.\"\xc3\xa9\" = "
+      "\"\xc3\xa9\"}]\n"
       "a = \"\"\"\xc3\xa9\n\xc3\xa9\"\"\"\"\n"
       "b = '''\xc3\xa9''\xc3\xa9'''\n");
   // The unknown table is an error of its own; no non-ASCII complaint.
@@ -196,14 +202,17 @@ TEST(ConfigTest, SyntaxErrorNamesTheLine) {
 TEST(ConfigTest, UnknownKeysAreErrorsWithKeyAndLine) {
   OneError("[api]\nlisten = \"127.0.0.1:1\"\nlistne = \"x\"\n", "api.listne", 3);
   OneError("\n\nbogus = 1\n", "bogus", 3);
-  OneError("[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", colour = \"red\" }]\n",
-           "activity_stub[0].functions[0].colour", 3);
+  OneError(
+      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", colour = \"red\" }]\n",
+      "activity_stub[0].functions[0].colour", 3);
   // Retry keys do not exist on stubs (they never run).
-  OneError("[[activity_stub]]\nname = \"s\"\nmax_retries = 1\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
-           "activity_stub[0].max_retries", 3);
-  OneError("[[activity_exec]]\nname = \"e\"\ncommand = [\"x\"]\nnon_retryable_exit_codes = [0]\n"
-           "functions = [{ ffqn = \"a:b/c.d\" }]\n",
-           "activity_exec[0].non_retryable_exit_codes", 4);
+  OneError(
+      "[[activity_stub]]\nname = \"s\"\nmax_retries = 1\nfunctions = [{ ffqn = \"a:b/c.d\" }]\n",
+      "activity_stub[0].max_retries", 3);
+  OneError(
+      "[[activity_exec]]\nname = \"e\"\ncommand = [\"x\"]\nnon_retryable_exit_codes = [0]\n"
+      "functions = [{ ffqn = \"a:b/c.d\" }]\n",
+      "activity_exec[0].non_retryable_exit_codes", 4);
   // A jitter is a share of 0..100 %.
   OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nretry_jitter_percent = 101\n",
            "workflow_wasm[0].retry_jitter_percent", 4);
@@ -246,10 +255,12 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   OneError("[executor]\nmax_events_per_execution = \"lots\"\n", "executor.max_events_per_execution",
            2);
   OneError("[executor]\ncancel_grace = \"soon\"\n", "executor.cancel_grace", 2);
-  OneError("[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nmax_events_per_execution = -1\n",
-           "workflow_wasm[0].max_events_per_execution", 4);
-  EXPECT_THAT(OneError("[executor]\n\ntick_sleep = \"10 parsecs\"\n", "executor.tick_sleep", 3).message,
-              HasSubstr("invalid duration"));
+  OneError(
+      "[[workflow_wasm]]\nname = \"w\"\nlocation = \"w.wasm\"\nmax_events_per_execution = -1\n",
+      "workflow_wasm[0].max_events_per_execution", 4);
+  EXPECT_THAT(
+      OneError("[executor]\n\ntick_sleep = \"10 parsecs\"\n", "executor.tick_sleep", 3).message,
+      HasSubstr("invalid duration"));
   OneError("[watcher]\nenabled = \"yes\"\n", "watcher.enabled", 2);
   OneError("[database]\nsqlite = \"a\"\npostgres = \"postgresql://x\"\n", "database.postgres", 3);
   OneError("[database]\nsqlite = \":memory:\"\n", "database.sqlite", 2);
@@ -289,8 +300,9 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   OneError("activity_stub = 3\n", "activity_stub", 1);
   OneError("[api]\nmax_connections = 1\n", "api.max_connections", 2);
   OneError("[api]\nmax_waiters = 0\n", "api.max_waiters", 2);
-  EXPECT_THAT(OneError("[api]\nmax_connections = 8\nmax_waiters = 8\n", "api.max_waiters", 3).message,
-              HasSubstr("must be below max_connections"));
+  EXPECT_THAT(
+      OneError("[api]\nmax_connections = 8\nmax_waiters = 8\n", "api.max_waiters", 3).message,
+      HasSubstr("must be below max_connections"));
   // Only max_connections given: checked against the default max_waiters.
   OneError("[api]\nmax_connections = 100\n", "api.max_connections", 2);
 }
@@ -318,12 +330,14 @@ TEST(ConfigTest, WasmActivityEnvArgsAndAllowedHosts) {
   const ComponentConfig& c = config->components.at(0);
   EXPECT_EQ(c.env.at("MODE"), "test");
   EXPECT_EQ(c.args, std::vector<std::string>{"-v"});
-  EXPECT_EQ(c.allowed_hosts, (std::vector<std::string>{"api.example.com", "*.cdn.example.com:443"}));
+  EXPECT_EQ(c.allowed_hosts,
+            (std::vector<std::string>{"api.example.com", "*.cdn.example.com:443"}));
   EXPECT_FALSE(c.retry_on_err);
   const std::string head = "[[activity_wasm]]\nname = \"a\"\nlocation = \"a.wasm\"\n";
-  EXPECT_THAT(OneError(head + "allowed_hosts = [\"http://x.test/\"]\n", "activity_wasm[0].allowed_hosts", 4)
-                  .message,
-              HasSubstr("not a host pattern"));
+  EXPECT_THAT(
+      OneError(head + "allowed_hosts = [\"http://x.test/\"]\n", "activity_wasm[0].allowed_hosts", 4)
+          .message,
+      HasSubstr("not a host pattern"));
   OneError(head + "allowed_hosts = [\"\"]\n", "activity_wasm[0].allowed_hosts", 4);
   OneError(head + "allowed_hosts = \"x.test\"\n", "activity_wasm[0].allowed_hosts", 4);
   OneError(head + "env = [\"A=b\"]\n", "activity_wasm[0].env", 4);
@@ -381,12 +395,14 @@ TEST(ConfigTest, FunctionDeclarationsAreValidated) {
                        "activity_stub[0].functions[0].params[0].type", 5)
                   .message,
               HasSubstr("invalid type"));
-  OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
-           "params = [{ name = \"x\", type = \"u8\" }, { name = \"x\", type = \"u8\" }]\n",
-           "activity_stub[0].functions[0].params[1].name", 5);
-  OneError("[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
-           "return_type = \"record {\"\n",
-           "activity_stub[0].functions[0].return_type", 5);
+  OneError(
+      "[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
+      "params = [{ name = \"x\", type = \"u8\" }, { name = \"x\", type = \"u8\" }]\n",
+      "activity_stub[0].functions[0].params[1].name", 5);
+  OneError(
+      "[[activity_stub]]\nname = \"s\"\n[[activity_stub.functions]]\nffqn = \"a:b/c.d\"\n"
+      "return_type = \"record {\"\n",
+      "activity_stub[0].functions[0].return_type", 5);
 }
 
 TEST(ConfigTest, DuplicateFfqnsAndNamesAcrossComponentsAreErrors) {
@@ -476,9 +492,10 @@ TEST(ConfigTest, DurationText) {
 class ConfigFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stele_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("stele_config_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -511,7 +528,8 @@ TEST_F(ConfigFileTest, MissingFile) {
 
 TEST_F(ConfigFileTest, StubComponentsLoadWithStableDigests) {
   std::string text =
-      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u8\" }]\n";
+      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u8\" "
+      "}]\n";
   auto config = LoadConfig(Write("a.toml", text), false, FakeEnv());
   ASSERT_TRUE(config.has_value());
   auto first = LoadComponents(*config, "a.toml");
@@ -523,7 +541,8 @@ TEST_F(ConfigFileTest, StubComponentsLoadWithStableDigests) {
   // Another declaration is another component version.
   auto other = LoadConfig(Write("b.toml", text + "\n"), false, FakeEnv());
   auto changed = ParseConfig(
-      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u16\" }]\n",
+      "[[activity_stub]]\nname = \"s\"\nfunctions = [{ ffqn = \"a:b/c.d\", return_type = \"u16\" "
+      "}]\n",
       "c.toml", dir_.string(), FakeEnv());
   ASSERT_TRUE(changed.has_value());
   EXPECT_NE((*LoadComponents(*changed, "c.toml"))[0].component_id.input_digest,
@@ -531,9 +550,9 @@ TEST_F(ConfigFileTest, StubComponentsLoadWithStableDigests) {
 }
 
 TEST_F(ConfigFileTest, WasmLocationMustExist) {
-  auto config = LoadConfig(
-      Write("w.toml", "[[activity_wasm]]\nname = \"a\"\nlocation = \"missing.wasm\"\n"), false,
-      FakeEnv());
+  auto config =
+      LoadConfig(Write("w.toml", "[[activity_wasm]]\nname = \"a\"\nlocation = \"missing.wasm\"\n"),
+                 false, FakeEnv());
   ASSERT_TRUE(config.has_value());
   auto loaded = LoadComponents(*config, "w.toml");
   ASSERT_FALSE(loaded.has_value());
@@ -549,9 +568,9 @@ TEST_F(ConfigFileTest, JsComponentsDeclareTheirFunctionsAndHashTheirFile) {
       "                    run: async (ctx, name) => name},\n"
       "};\n";
   Write("hello.js", module);
-  auto config = LoadConfig(
-      Write("j.toml", "[[workflow_js]]\nname = \"hello\"\nlocation = \"hello.js\"\n"), false,
-      FakeEnv());
+  auto config =
+      LoadConfig(Write("j.toml", "[[workflow_js]]\nname = \"hello\"\nlocation = \"hello.js\"\n"),
+                 false, FakeEnv());
   ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
   auto loaded = LoadComponents(*config, "j.toml");
   ASSERT_TRUE(loaded.has_value()) << FormatErrors(loaded.error());
@@ -569,21 +588,23 @@ TEST_F(ConfigFileTest, JsComponentsDeclareTheirFunctionsAndHashTheirFile) {
 
   // A bad type, a broken module, a config declaration of a function the
   // module does not export: each names the line of the table.
-  Write("bad_type.js", "export const functions = {'a:js/wf.x': {params: [['n', 'integer']], run() {}}};\n");
+  Write("bad_type.js",
+        "export const functions = {'a:js/wf.x': {params: [['n', 'integer']], run() {}}};\n");
   Write("broken.js", "export const functions = {\n  'a:js/wf.x': {run() {}\n};\n");
-  auto errors = LoadComponents(
-      *LoadConfig(Write("e.toml",
-                        "[[workflow_js]]\nname = \"t\"\nlocation = \"bad_type.js\"\n"
-                        "[[workflow_js]]\nname = \"b\"\nlocation = \"broken.js\"\n"
-                        "[[activity_js]]\nname = \"a\"\nlocation = \"hello.js\"\n"
-                        "functions = [{ ffqn = \"a:js/act.none\" }]\n"),
-                  false, FakeEnv()),
-      "e.toml");
+  auto errors =
+      LoadComponents(*LoadConfig(Write("e.toml",
+                                       "[[workflow_js]]\nname = \"t\"\nlocation = \"bad_type.js\"\n"
+                                       "[[workflow_js]]\nname = \"b\"\nlocation = \"broken.js\"\n"
+                                       "[[activity_js]]\nname = \"a\"\nlocation = \"hello.js\"\n"
+                                       "functions = [{ ffqn = \"a:js/act.none\" }]\n"),
+                                 false, FakeEnv()),
+                     "e.toml");
   ASSERT_FALSE(errors.has_value());
   const std::string text = FormatErrors(errors.error());
   ASSERT_THAT(errors.error(), SizeIs(3)) << text;
-  EXPECT_THAT(text, HasSubstr("e.toml:1: workflow_js.functions: component `t`: function `a:js/wf.x` "
-                              "declares parameter `n` of invalid type `integer`"));
+  EXPECT_THAT(text,
+              HasSubstr("e.toml:1: workflow_js.functions: component `t`: function `a:js/wf.x` "
+                        "declares parameter `n` of invalid type `integer`"));
   EXPECT_THAT(text, HasSubstr("e.toml:4: workflow_js.location: component `b`: broken.js:3:"));
   EXPECT_THAT(text, HasSubstr("SyntaxError"));
   EXPECT_THAT(text, HasSubstr("e.toml:7: activity_js.functions"));

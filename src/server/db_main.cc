@@ -111,8 +111,7 @@ int OpenAndCheck(const Target& target, size_t max_findings, bool quiet) {
   api->reset();
   pool->Close();
   if (!report) {
-    std::fprintf(stderr, "stele db check: cannot read the database: %s\n",
-                 report.error().c_str());
+    std::fprintf(stderr, "stele db check: cannot read the database: %s\n", report.error().c_str());
     return kUnavailable;
   }
   if (!quiet) {
@@ -140,8 +139,8 @@ std::optional<std::string> FlagValue(int argc, char** argv, int& i, std::string_
 }
 
 bool IsFlag(std::string_view arg, std::string_view name) {
-  return arg == name || (arg.starts_with(name) && arg.size() > name.size() &&
-                         arg[name.size()] == '=');
+  return arg == name ||
+         (arg.starts_with(name) && arg.size() > name.size() && arg[name.size()] == '=');
 }
 
 // Parses a count flag's value: a number from 1 to `max`.

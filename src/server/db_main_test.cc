@@ -50,7 +50,8 @@ class DbMainTest : public ::testing::Test {
     std::vector<std::string> ids;
     for (int i = 0; i < n; ++i) {
       auto id = core::ExecutionId::Generate();
-      EXPECT_TRUE((*conn)->Create(storage::sqlite::testing::NewCreate(id, storage::sqlite::testing::T(i))));
+      EXPECT_TRUE(
+          (*conn)->Create(storage::sqlite::testing::NewCreate(id, storage::sqlite::testing::T(i))));
       ids.push_back(id.ToString());
     }
     conn->reset();
@@ -102,7 +103,7 @@ TEST_F(DbMainTest, BadConfigIsAUsageError) {
 
 TEST_F(DbMainTest, MissingDatabaseIsUnavailable) {
   EXPECT_EQ(Main({"db", "check", "--sqlite", (dir_ / "none.sqlite").string()}), 3);
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "none.sqlite"));  // not created
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "none.sqlite"));     // not created
   EXPECT_EQ(Main({"db", "check", "--sqlite", dir_.string()}), 3);  // a folder
   std::ofstream(dir_ / "garbage.sqlite") << std::string(8192, 'x');
   EXPECT_EQ(Main({"db", "check", "--sqlite", (dir_ / "garbage.sqlite").string()}), 3);
@@ -128,8 +129,10 @@ TEST_F(DbMainTest, CleanStoreExitsZero) {
 
 TEST_F(DbMainTest, CorruptedStoreExitsOneAndNamesTheExecution) {
   auto ids = MakeStore(3);
-  RawExec("UPDATE t_state SET pending_expires_finished = pending_expires_finished + 7 "
-          "WHERE execution_id = '" + ids[1] + "'");
+  RawExec(
+      "UPDATE t_state SET pending_expires_finished = pending_expires_finished + 7 "
+      "WHERE execution_id = '" +
+      ids[1] + "'");
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(Main({"db", "check", "--sqlite", db_path()}), 1);
   const std::string out = ::testing::internal::GetCapturedStdout();

@@ -15,6 +15,7 @@
 // reads keep working, the same process continues once space returns, and
 // the consistency checker (`stele db check`) finds the file clean.
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,8 +24,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
 
 #include "server/reliability_test_util.h"
 #include "storage/check/consistency_check.h"
@@ -262,12 +261,17 @@ TEST(SqliteFullPagesTest, FullDatabaseFailsCleanlyAndRecovers) {
   auto db = (*pool)->Connection();
   ASSERT_TRUE(db);
   const DateTime now = SystemClock::Instance().Now();
-  const core::ComponentId component{core::ComponentType::kActivityNative, "c",
-                                    Sha256Digest("c")};
+  const core::ComponentId component{core::ComponentType::kActivityNative, "c", Sha256Digest("c")};
   auto create = [&](const core::ExecutionId& id, size_t bytes) {
-    return (*db)->Create(storage::CreateRequest{now, id, testing::Ffqn(kEcho),
+    return (*db)->Create(storage::CreateRequest{now,
+                                                id,
+                                                testing::Ffqn(kEcho),
                                                 core::Json::array({std::string(bytes, 'p')}),
-                                                std::nullopt, now, component, {}, std::nullopt});
+                                                std::nullopt,
+                                                now,
+                                                component,
+                                                {},
+                                                std::nullopt});
   };
   std::vector<core::ExecutionId> created;
   std::optional<core::ExecutionId> refused;
@@ -295,9 +299,15 @@ TEST(SqliteFullPagesTest, FullDatabaseFailsCleanlyAndRecovers) {
   ASSERT_TRUE(reopened) << reopened.error().ToString();
   auto db2 = (*reopened)->Connection();
   ASSERT_TRUE(db2);
-  ASSERT_TRUE((*db2)->Create(storage::CreateRequest{now, *refused, testing::Ffqn(kEcho),
-                                                    core::Json::array({"again"}), std::nullopt,
-                                                    now, component, {}, std::nullopt}));
+  ASSERT_TRUE((*db2)->Create(storage::CreateRequest{now,
+                                                    *refused,
+                                                    testing::Ffqn(kEcho),
+                                                    core::Json::array({"again"}),
+                                                    std::nullopt,
+                                                    now,
+                                                    component,
+                                                    {},
+                                                    std::nullopt}));
   db2->reset();
   (*reopened)->Close();
   const storage::check::CheckReport report = CheckFile(options.path);

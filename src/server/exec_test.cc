@@ -21,8 +21,8 @@
 namespace stele::server {
 namespace {
 
-using ::testing::HasSubstr;
 using core::Json;
+using ::testing::HasSubstr;
 
 #if STELE_SERVER_HAVE_EXEC
 
@@ -56,9 +56,9 @@ class ExecServerTest : public ::testing::Test {
   }
 
   Json Call(const std::string& ffqn, const Json& params) {
-    auto submitted = client_->Post("/v1/executions",
-                                   core::SerializeJson({{"ffqn", ffqn}, {"params", params}}),
-                                   "application/json");
+    auto submitted =
+        client_->Post("/v1/executions", core::SerializeJson({{"ffqn", ffqn}, {"params", params}}),
+                      "application/json");
     EXPECT_TRUE(submitted);
     if (!submitted) return Json();
     EXPECT_EQ(submitted->status, 201) << submitted->body;
@@ -79,16 +79,17 @@ TEST_F(ExecServerTest, ExampleConfigRunsTheGreetingScript) {
   Start(std::string(STELE_SOURCE_DIR) + "/examples/server/stele.toml");
   EXPECT_EQ(Call("demo:greet/api.hello", {"world"}), Json({{"ok", "Hello, world!"}}));
   // The declared parameter type is enforced before anything runs.
-  auto bad = client_->Post("/v1/executions",
-                           R"({"ffqn": "demo:greet/api.hello", "params": [42]})", "application/json");
+  auto bad = client_->Post("/v1/executions", R"({"ffqn": "demo:greet/api.hello", "params": [42]})",
+                           "application/json");
   EXPECT_EQ(bad->status, 400);
   auto components = client_->Get("/v1/components");
   EXPECT_THAT(components->body, HasSubstr("\"type\":\"activity_exec\""));
 }
 
 TEST_F(ExecServerTest, FailingScriptIsRetriedThenFinal) {
-  std::ofstream(dir_ / "fail.sh") << "#!/bin/sh\ncat >/dev/null\necho \"attempt $STELE_ATTEMPT\" >&2\n"
-                                     "echo \"$STELE_ATTEMPT\" >> attempts.txt\nexit 3\n";
+  std::ofstream(dir_ / "fail.sh")
+      << "#!/bin/sh\ncat >/dev/null\necho \"attempt $STELE_ATTEMPT\" >&2\n"
+         "echo \"$STELE_ATTEMPT\" >> attempts.txt\nexit 3\n";
   std::filesystem::permissions(dir_ / "fail.sh", std::filesystem::perms::owner_all);
   std::ofstream(dir_ / "stele.toml")
       << "[executor]\ntick_sleep = \"20ms\"\n"
@@ -149,9 +150,10 @@ TEST_F(ExecServerTest, MissingProgramIsAConfigError) {
 #else
 
 TEST(ExecServerTest, ExecIsNotSupportedWithoutTheRuntime) {
-  auto config = ParseConfig("[[activity_exec]]\nname = \"x\"\ncommand = [\"sh\"]\n"
-                            "functions = [{ ffqn = \"demo:x/api.x\" }]\n",
-                            "stele.toml", "/tmp", ProcessEnv());
+  auto config = ParseConfig(
+      "[[activity_exec]]\nname = \"x\"\ncommand = [\"sh\"]\n"
+      "functions = [{ ffqn = \"demo:x/api.x\" }]\n",
+      "stele.toml", "/tmp", ProcessEnv());
   ASSERT_TRUE(config.has_value());
   auto loaded = LoadComponents(*config, "stele.toml");
   ASSERT_FALSE(loaded.has_value());

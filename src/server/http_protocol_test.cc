@@ -294,7 +294,8 @@ namespace {
 
 size_t ProcessThreads() {
   size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
     ++n;
   }
   return n;
@@ -319,8 +320,9 @@ TEST_F(HttpManyConnectionsTest, TwoThousandPipelinedConnectionsAreServedWithoutA
     conns.push_back(std::make_unique<RawConnection>(server_->port()));
     ASSERT_TRUE(conns.back()->connected()) << i;
   }
-  const std::string two = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
-                          "GET /v1/executions/E_x HTTP/1.1\r\nHost: t\r\n\r\n";
+  const std::string two =
+      "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /v1/executions/E_x HTTP/1.1\r\nHost: t\r\n\r\n";
   for (auto& c : conns) ASSERT_TRUE(c->Send(two));
   for (int i = 0; i < kConnections; ++i) {
     auto first = conns[i]->Read(std::chrono::seconds(60));

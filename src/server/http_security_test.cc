@@ -3,9 +3,8 @@
 // query parameters carrying SQL fragments are a 400 (or simply match
 // nothing), values carrying them round-trip exactly; the bearer token
 // guards every endpoint but /healthz.
-#include <gmock/gmock.h>
-
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,14 +22,15 @@ namespace {
 
 using core::Json;
 using ::testing::HasSubstr;
-using ::testing::SizeIs;
 using testing::kAny;
 using testing::kEcho;
+using ::testing::SizeIs;
 
 const std::vector<std::string>& Hostile() {
   static const std::vector<std::string> values = {
-      "'", "\"", "'; DROP TABLE t_state;--", "' OR 1=1 --", "' OR '1'='1", "\\", "\\'",
-      std::string("nul\0inside", 10), "%", "_", "$1", "?1", "\u00e9\u4e2d\U0001F600", ");--"};
+      "'",  "\"",  "'; DROP TABLE t_state;--",     "' OR 1=1 --", "' OR '1'='1",
+      "\\", "\\'", std::string("nul\0inside", 10), "%",           "_",
+      "$1", "?1",  "\u00e9\u4e2d\U0001F600",       ");--"};
   return values;
 }
 
@@ -80,9 +80,9 @@ TEST_F(HttpLimitsTest, ListLengthOverTheLimitIs400) {
   EXPECT_THAT(ErrorMessage(res), HasSubstr("length"));
   EXPECT_EQ(Get("/v1/executions?length=50")->status, 200);
   const std::string id = core::ExecutionId::Generate().ToString();
-  ASSERT_EQ(Post("/v1/executions", {{"ffqn", kEcho}, {"params", {"x"}}, {"execution_id", id}})
-                ->status,
-            201);
+  ASSERT_EQ(
+      Post("/v1/executions", {{"ffqn", kEcho}, {"params", {"x"}}, {"execution_id", id}})->status,
+      201);
   EXPECT_EQ(Get("/v1/executions/" + id + "/events?length=1001")->status, 400);
   EXPECT_EQ(Get("/v1/executions/" + id + "/responses?length=1001")->status, 400);
   EXPECT_EQ(Get("/v1/executions/" + id + "/result?timeout=100000")->status, 400);
@@ -220,7 +220,8 @@ TEST_F(HttpConnectionLimitTest, ConnectionsOverTheLimitGet503AndTheServerRecover
   auto metrics = Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_THAT(metrics->body, HasSubstr("stele_http_max_connections 4\n"));
-  EXPECT_THAT(metrics->body, ::testing::ContainsRegex("stele_http_connections_refused_total [2-9]"));
+  EXPECT_THAT(metrics->body,
+              ::testing::ContainsRegex("stele_http_connections_refused_total [2-9]"));
 }
 
 class HttpInjectionTest : public testing::ServerTest {
@@ -245,7 +246,8 @@ TEST_F(HttpInjectionTest, HostileIdsAndFfqnsAre400AndTouchNothing) {
     EXPECT_THAT(cancel->status, ::testing::AnyOf(400, 404)) << s;
     auto delay = Put("/v1/delays/Delay_" + escaped + "/cancel", Json::object());
     EXPECT_THAT(delay->status, ::testing::AnyOf(400, 404)) << s;
-    auto bad_ffqn = Post("/v1/executions", {{"ffqn", "test:rel/act." + s}, {"params", Json::array()}});
+    auto bad_ffqn =
+        Post("/v1/executions", {{"ffqn", "test:rel/act." + s}, {"params", Json::array()}});
     // 404 for "_", a legal ffqn character: no such function.
     EXPECT_THAT(bad_ffqn->status, ::testing::AnyOf(400, 404)) << s << ": " << bad_ffqn->body;
     auto bad_id = Post("/v1/executions",
@@ -304,9 +306,8 @@ TEST_F(HttpAuthTest, EveryEndpointNeedsTheToken) {
     EXPECT_EQ(res->status, 401) << what << ": " << res->body;
     EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer") << what;
   };
-  for (const std::string& token : {std::string(), std::string("wrong"),
-                                   std::string("S3CRET"), std::string("s3cre"),
-                                   Sha256Hex("s3cret")}) {
+  for (const std::string& token : {std::string(), std::string("wrong"), std::string("S3CRET"),
+                                   std::string("s3cre"), Sha256Hex("s3cret")}) {
     if (token.empty()) {
       client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
     } else {

@@ -43,7 +43,8 @@ void WriteExecutionCounts(ServerImpl& d, std::ostringstream& out) {
     counts = d.execution_counts;
   }
   if (!counts) return;  // the database is unavailable: no stale figures
-  out << "# HELP stele_executions Executions by pending state; paused ones count as paused only (refreshed every 5 s).\n"
+  out << "# HELP stele_executions Executions by pending state; paused ones count as paused only "
+         "(refreshed every 5 s).\n"
       << "# TYPE stele_executions gauge\n"
       << "stele_executions{state=\"pending_at\"} " << counts->pending_at << "\n"
       << "stele_executions{state=\"locked\"} " << counts->locked << "\n"
@@ -140,7 +141,8 @@ void Metrics(ServerImpl& d, const http::Request&, http::Response& res) {
     WriteHistogram(out, "stele_lock_latency_seconds", "component=\"" + e.component_name + "\"",
                    e.task->stats().lock.Take());
   }
-  out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries included).\n"
+  out << "# HELP stele_record_latency_seconds Recording one run's outcome (append, retries "
+         "included).\n"
       << "# TYPE stele_record_latency_seconds histogram\n";
   for (const auto& e : executors) {
     WriteHistogram(out, "stele_record_latency_seconds", "component=\"" + e.component_name + "\"",
@@ -160,8 +162,7 @@ void Metrics(ServerImpl& d, const http::Request&, http::Response& res) {
       << "# TYPE stele_cancels_total counter\n"
       << "stele_cancels_total{kind=\"activity\"} " << cancels.activities << "\n"
       << "stele_cancels_total{kind=\"workflow_cancel\"} " << cancels.workflow_cancels << "\n"
-      << "stele_cancels_total{kind=\"workflow_terminate\"} " << cancels.workflow_terminates
-      << "\n";
+      << "stele_cancels_total{kind=\"workflow_terminate\"} " << cancels.workflow_terminates << "\n";
   out << "# HELP stele_pauses_total Pauses and resumes this server wrote (docs/model.md §9.6).\n"
       << "# TYPE stele_pauses_total counter\n"
       << "stele_pauses_total{kind=\"pause\"} " << cancels.pauses << "\n"
@@ -204,21 +205,26 @@ void Metrics(ServerImpl& d, const http::Request&, http::Response& res) {
       << "\n# HELP stele_http_max_connections The limit [api] max_connections.\n"
       << "# TYPE stele_http_max_connections gauge\nstele_http_max_connections "
       << api.max_connections << "\n"
-      << "# HELP stele_http_connections_refused_total Connections refused with 503 (over max_connections).\n"
-      << "# TYPE stele_http_connections_refused_total counter\nstele_http_connections_refused_total "
+      << "# HELP stele_http_connections_refused_total Connections refused with 503 (over "
+         "max_connections).\n"
+      << "# TYPE stele_http_connections_refused_total "
+         "counter\nstele_http_connections_refused_total "
       << RefusedConnections(d) << "\n"
       << "# HELP stele_http_waiters Requests waiting (result waits, follow streams).\n"
       << "# TYPE stele_http_waiters gauge\nstele_http_waiters " << d.waiters.load() << "\n"
       << "# HELP stele_http_max_waiters The limit [api] max_waiters.\n"
       << "# TYPE stele_http_max_waiters gauge\nstele_http_max_waiters " << api.max_waiters << "\n"
-      << "# HELP stele_http_waiters_refused_total Waiting requests refused with 503 (over max_waiters).\n"
+      << "# HELP stele_http_waiters_refused_total Waiting requests refused with 503 (over "
+         "max_waiters).\n"
       << "# TYPE stele_http_waiters_refused_total counter\nstele_http_waiters_refused_total "
       << d.waiters_refused.load() << "\n";
   out << "# HELP stele_components Loaded components.\n# TYPE stele_components gauge\n"
       << "stele_components " << d.service->components().size() << "\n";
   out << "# HELP stele_executors Running executors (one per component with a worker).\n"
       << "# TYPE stele_executors gauge\nstele_executors " << executors.size() << "\n";
-  auto in_flight = [](const executor::ConcurrencyLimiter& l) { return l.capacity() - l.available(); };
+  auto in_flight = [](const executor::ConcurrencyLimiter& l) {
+    return l.capacity() - l.available();
+  };
   auto capacity = [](const executor::ConcurrencyLimiter& l) { return l.capacity(); };
   const auto& limiter = d.service->activity_limiter();
   const auto& workflow_limiter = d.service->workflow_limiter();
@@ -233,8 +239,7 @@ void Metrics(ServerImpl& d, const http::Request&, http::Response& res) {
       << "stele_concurrency_limit{kind=\"workflow\"} " << capacity(workflow_limiter) << "\n";
   out << "# HELP stele_running_activities Activity runs registered for cancellation.\n"
       << "# TYPE stele_running_activities gauge\nstele_running_activities "
-      << d.service->RunningActivities()
-      << "\n";
+      << d.service->RunningActivities() << "\n";
   const service::RetentionCounters& retention = d.service->retention_counters();
   out << "# HELP stele_retention_deleted_executions_total Executions deleted by retention "
          "(children included; [retention]).\n"

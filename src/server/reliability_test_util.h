@@ -58,13 +58,14 @@ class ServerTest : public ::testing::Test {
   // body (default: a SQLite file in the test's folder).
   Result<void, std::string> StartServer(const std::string& api_extra = "",
                                         const std::string& database = "") {
-    std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\n" + api_extra + "\n[database]\n" +
-                       (database.empty() ? "sqlite = \"stele.sqlite\"\nsqlite_synchronous = \"normal\"\n"
-                                         : database) +
-                       "\n[executor]\ntick_sleep = \"20ms\"\n"
-                       "[watcher]\ntick_sleep = \"20ms\"\n"
-                       "[[activity_stub]]\nname = \"approvals\"\n"
-                       "[[activity_stub.functions]]\nffqn = \"test:rel/human.approve\"\n";
+    std::string toml =
+        "[api]\nlisten = \"127.0.0.1:0\"\n" + api_extra + "\n[database]\n" +
+        (database.empty() ? "sqlite = \"stele.sqlite\"\nsqlite_synchronous = \"normal\"\n"
+                          : database) +
+        "\n[executor]\ntick_sleep = \"20ms\"\n"
+        "[watcher]\ntick_sleep = \"20ms\"\n"
+        "[[activity_stub]]\nname = \"approvals\"\n"
+        "[[activity_stub.functions]]\nffqn = \"test:rel/human.approve\"\n";
     auto config = ParseConfig(toml, "stele.toml", dir_.string(), ProcessEnv());
     if (!config) return Unexpected(FormatErrors(config.error()));
     auto components = LoadComponents(*config, "stele.toml");
@@ -83,8 +84,10 @@ class ServerTest : public ::testing::Test {
     echo.return_type = *core::TypeDesc::Parse("string");
     acts.functions = {echo, core::FunctionSignature{Ffqn(kAny), {}, std::nullopt}};
     auto worker = std::make_shared<EchoActivities>();
-    acts.make_worker = [worker](const WorkerEnv&)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> { return worker; };
+    acts.make_worker =
+        [worker](const WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return worker;
+    };
     hooks.extra_components.push_back(std::move(acts));
     auto server = Server::Start(std::move(*config), std::move(*components), std::move(hooks));
     if (!server) return Unexpected(server.error());

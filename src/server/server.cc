@@ -6,12 +6,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -194,8 +194,8 @@ void FitOpenFileLimit(const ServerConfig& config) {
   limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
   if (limit.rlim_cur > before) (void)::setrlimit(RLIMIT_NOFILE, &limit);
   if (limit.rlim_cur < wanted) {
-    STELE_LOG(kWarn, "the open-file limit (RLIMIT_NOFILE, hard " << limit.rlim_max
-                         << ") is below what [api] max_connections = "
+    STELE_LOG(kWarn, "the open-file limit (RLIMIT_NOFILE, hard "
+                         << limit.rlim_max << ") is below what [api] max_connections = "
                          << config.api.max_connections << " needs (" << wanted
                          << "): connections beyond it are refused by the kernel until others "
                             "close; raise `ulimit -n` or lower max_connections");
@@ -209,8 +209,7 @@ void WarnAboutUnservedDigests(service::ExecutionService& service) {
   auto unserved = service.CountPendingOnUnservedDigests();
   if (!unserved) return;  // the metrics report it once the database answers
   for (const auto& [digest, count] : *unserved) {
-    STELE_LOG(kWarn, count << " pending execution(s) wait on component digest "
-                           << digest.ToString()
+    STELE_LOG(kWarn, count << " pending execution(s) wait on component digest " << digest.ToString()
                            << ", which no component of this server serves: add the component "
                               "version back, or move them with `stele execution upgrade`");
   }
@@ -298,9 +297,10 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
   }
   d.http.server->Start();
   if (d.ui_http) d.ui_http->server->Start();
-  STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.http.port << " with "
-                                                << d.components.size() << " component(s) and "
-                                                << d.webhooks.size() << " webhook(s)");
+  STELE_LOG(kInfo, "stele server listening on " << listen.listen_host << ":" << d.http.port
+                                                << " with " << d.components.size()
+                                                << " component(s) and " << d.webhooks.size()
+                                                << " webhook(s)");
   if (d.ui_http)
     STELE_LOG(kInfo, "web UI on " << listen.ui_listen->host << ":" << d.ui_http->port << "/ui/");
   WarnAboutUnservedDigests(*d.service);

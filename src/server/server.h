@@ -11,8 +11,8 @@
 // Threading: Start/Stop/Wait from one controlling thread (Stop may also be
 // called from another thread while Wait blocks). HTTP connections are
 // served by the event-driven layer of src/http (no thread per
-// connection); handlers run on the worker pools of ServerImpl. Ownership: the Server owns everything it starts; the
-// Clock (ServerHooks::clock) is shared.
+// connection); handlers run on the worker pools of ServerImpl. Ownership: the Server owns
+// everything it starts; the Clock (ServerHooks::clock) is shared.
 #pragma once
 
 #include <chrono>

@@ -6,7 +6,6 @@
 // The storage connection and the registries are thread-safe.
 #pragma once
 
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,11 +17,11 @@
 
 #include "base/cancellation.h"
 #include "base/clock.h"
-#include "server/components.h"
-#include "server/config.h"
 #include "http/router.h"
 #include "http/server.h"
 #include "http/worker_pool.h"
+#include "server/components.h"
+#include "server/config.h"
 #include "server/webhooks.h"
 #include "service/execution_service.h"
 
@@ -87,10 +86,11 @@ class ServerImpl {
   std::chrono::milliseconds snapshot_max_age{5000};  // ServerHooks::metrics_snapshot_max_age
   std::optional<storage::ExecutionCounts> execution_counts;   // guarded by snapshots_mu
   std::chrono::steady_clock::time_point execution_counts_at;  // guarded by snapshots_mu
-  std::optional<std::map<std::string, storage::PendingCounts>> queue_depths;  // by component; snapshots_mu
-  std::chrono::steady_clock::time_point queue_depths_at;          // guarded by snapshots_mu
-  std::optional<std::vector<storage::DigestCount>> unserved;      // guarded by snapshots_mu
-  std::chrono::steady_clock::time_point unserved_at;              // guarded by snapshots_mu
+  std::optional<std::map<std::string, storage::PendingCounts>>
+      queue_depths;                                           // by component; snapshots_mu
+  std::chrono::steady_clock::time_point queue_depths_at;      // guarded by snapshots_mu
+  std::optional<std::vector<storage::DigestCount>> unserved;  // guarded by snapshots_mu
+  std::chrono::steady_clock::time_point unserved_at;          // guarded by snapshots_mu
 };
 
 // A slot of [api] max_waiters for a request that waits (GET .../result

@@ -12,8 +12,8 @@
 #include "base/log_config.h"
 #include "server/components.h"
 #include "server/config.h"
-#include "server/webhooks.h"
 #include "server/server.h"
+#include "server/webhooks.h"
 
 namespace stele::server {
 

@@ -8,7 +8,9 @@ int LineOfNonAsciiOutsideStrings(std::string_view text) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
   int line = 1;
   bool token_start = true;
-  auto starts = [&](size_t i, std::string_view token) { return text.substr(i, token.size()) == token; };
+  auto starts = [&](size_t i, std::string_view token) {
+    return text.substr(i, token.size()) == token;
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') ++line;

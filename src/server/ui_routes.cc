@@ -30,9 +30,7 @@ bool IsUiPath(const ServerImpl& d, const ServerImpl::Listener& listener, const s
 void InstallUiRoutes(ServerImpl& d, ServerImpl::Listener& listener) {
   if (!ServesUi(d, listener)) return;
   http::Router& router = listener.router;
-  auto redirect = [](const http::Request&, http::Response& res) {
-    res.set_redirect("/ui/", 302);
-  };
+  auto redirect = [](const http::Request&, http::Response& res) { res.set_redirect("/ui/", 302); };
   router.Get("/", redirect);
   router.Get("/ui", redirect);
   router.Get("/ui/(.*)", [](const http::Request& req, http::Response& res) {

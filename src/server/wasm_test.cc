@@ -32,13 +32,15 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::string wasm_dir = STELE_SERVER_TEST_WASM_DIR;
-  std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\n"
-                     "[executor]\ntick_sleep = \"20ms\"\nlock_expiry = \"5s\"\n"
-                     "[watcher]\ntick_sleep = \"50ms\"\nleeway = \"0ms\"\n"
-                     "[[workflow_wasm]]\nname = \"hello_wf\"\nlocation = \"" + wasm_dir +
-                     "/server_hello_workflow.wasm\"\n"
-                     "[[activity_wasm]]\nname = \"hello_act\"\nlocation = \"" + wasm_dir +
-                     "/server_hello_activity.wasm\"\n";
+  std::string toml =
+      "[api]\nlisten = \"127.0.0.1:0\"\n"
+      "[executor]\ntick_sleep = \"20ms\"\nlock_expiry = \"5s\"\n"
+      "[watcher]\ntick_sleep = \"50ms\"\nleeway = \"0ms\"\n"
+      "[[workflow_wasm]]\nname = \"hello_wf\"\nlocation = \"" +
+      wasm_dir +
+      "/server_hello_workflow.wasm\"\n"
+      "[[activity_wasm]]\nname = \"hello_act\"\nlocation = \"" +
+      wasm_dir + "/server_hello_activity.wasm\"\n";
   auto config = ParseConfig(toml, "stele.toml", dir.string(), ProcessEnv());
   ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
   auto components = LoadComponents(*config, "stele.toml");
@@ -58,9 +60,9 @@ TEST(WasmServerTest, HelloWorkflowCallsItsActivityAndFinishes) {
   auto bad = client.Post("/v1/executions", R"({"ffqn": "demo:hello/api.welcome", "params": [1]})",
                          "application/json");
   EXPECT_EQ(bad->status, 400) << bad->body;
-  auto submitted = client.Post("/v1/executions",
-                               R"({"ffqn": "demo:hello/api.welcome", "params": ["Ada"]})",
-                               "application/json");
+  auto submitted =
+      client.Post("/v1/executions", R"({"ffqn": "demo:hello/api.welcome", "params": ["Ada"]})",
+                  "application/json");
   ASSERT_TRUE(submitted);
   ASSERT_EQ(submitted->status, 201) << submitted->body;
   std::string id = (*core::ParseJson(submitted->body))["execution_id"];
@@ -111,12 +113,16 @@ class WasmUpgradeTest : public ::testing::Test {
     server_.reset();
     std::string wasm_dir = STELE_SERVER_TEST_WASM_DIR;
     std::string toml =
-        "data_dir = \"" + dir_.string() + "\"\n[api]\nlisten = \"127.0.0.1:0\"\n"
+        "data_dir = \"" + dir_.string() +
+        "\"\n[api]\nlisten = \"127.0.0.1:0\"\n"
         "[executor]\ntick_sleep = \"20ms\"\nlock_expiry = \"5s\"\n"
         "[watcher]\nleeway = \"0ms\"\n"
-        "[[workflow_wasm]]\nname = \"two\"\nlocation = \"" + wasm_dir + "/server_two_calls_v" +
-        std::to_string(variant) + ".wasm\"\n"
-        "[[activity_wasm]]\nname = \"acts\"\nlocation = \"" + wasm_dir + "/server_test_activities.wasm\"\n"
+        "[[workflow_wasm]]\nname = \"two\"\nlocation = \"" +
+        wasm_dir + "/server_two_calls_v" + std::to_string(variant) +
+        ".wasm\"\n"
+        "[[activity_wasm]]\nname = \"acts\"\nlocation = \"" +
+        wasm_dir +
+        "/server_test_activities.wasm\"\n"
         "[[activity_stub]]\nname = \"stubs\"\n"
         "[[activity_stub.functions]]\nffqn = \"testing:wasm/stub.approve\"\n"
         "params = [{ name = \"x\", type = \"string\" }]\nreturn_type = \"result<bool, string>\"\n";
@@ -144,8 +150,9 @@ class WasmUpgradeTest : public ::testing::Test {
   // activity before it: a server restarted with other code would leave
   // the execution pending on its old digest once the activity answered).
   std::string SubmitAndBlock() {
-    auto res = client_->Post("/v1/executions", R"({"ffqn": "testing:wasm/wf.two-calls", "params": []})",
-                             "application/json");
+    auto res =
+        client_->Post("/v1/executions", R"({"ffqn": "testing:wasm/wf.two-calls", "params": []})",
+                      "application/json");
     EXPECT_TRUE(res && res->status == 201);
     std::string id = (*core::ParseJson(res->body))["execution_id"];
     for (int i = 0; i < 600; ++i) {
@@ -182,19 +189,26 @@ TEST_F(WasmUpgradeTest, UpgradedExecutionReplaysOnTheNewCodeOrReportsNondetermin
   StartWith(3);
   std::string v3 = GetJson("/v1/components")["components"][0]["digest"];
   ASSERT_NE(v1, v3);
-  EXPECT_EQ(Put("/v1/executions/" + compatible + "/upgrade", {{"old_digest", v1}, {"new_digest", v3}}), 200);
-  EXPECT_EQ(Put("/v1/executions/" + StubChild(compatible) + "/stub", {{"result", {{"ok", true}}}}), 200);
+  EXPECT_EQ(
+      Put("/v1/executions/" + compatible + "/upgrade", {{"old_digest", v1}, {"new_digest", v3}}),
+      200);
+  EXPECT_EQ(Put("/v1/executions/" + StubChild(compatible) + "/stub", {{"result", {{"ok", true}}}}),
+            200);
   Json done = GetJson("/v1/executions/" + compatible + "/result?timeout=60");
   ASSERT_TRUE(done["result"].contains("ok")) << done.dump();
   EXPECT_EQ(done["result"]["ok"].back(), "v3") << "ran the new code after the replayed prefix";
 
   StartWith(2);
   std::string v2 = GetJson("/v1/components")["components"][0]["digest"];
-  EXPECT_EQ(Put("/v1/executions/" + diverging + "/upgrade", {{"old_digest", v1}, {"new_digest", v2}}), 200);
-  EXPECT_EQ(Put("/v1/executions/" + StubChild(diverging) + "/stub", {{"result", {{"ok", true}}}}), 200);
+  EXPECT_EQ(
+      Put("/v1/executions/" + diverging + "/upgrade", {{"old_digest", v1}, {"new_digest", v2}}),
+      200);
+  EXPECT_EQ(Put("/v1/executions/" + StubChild(diverging) + "/stub", {{"result", {{"ok", true}}}}),
+            200);
   Json failed = GetJson("/v1/executions/" + diverging + "/result?timeout=60");
   ASSERT_TRUE(failed["result"].contains("execution_error")) << failed.dump();
-  EXPECT_EQ(failed["result"]["execution_error"]["kind"], "nondeterminism_detected") << failed.dump();
+  EXPECT_EQ(failed["result"]["execution_error"]["kind"], "nondeterminism_detected")
+      << failed.dump();
 }
 
 // A server runs a workflow only on the digest it was created with: after a

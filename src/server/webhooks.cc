@@ -263,9 +263,8 @@ void InstallWebhookRoutes(ServerImpl& d, http::Router& router) {
   if (d.webhook_routes.empty()) return;
   const std::string pattern = PrefixRegex(d.webhook_routes);
   // A guest may wait for a result (await_result): on the wait pool.
-  auto handler = OnWaitPool(d, [&d](const http::Request& req, http::Response& res) {
-    ServeWebhook(d, req, res);
-  });
+  auto handler = OnWaitPool(
+      d, [&d](const http::Request& req, http::Response& res) { ServeWebhook(d, req, res); });
   for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE"}) {
     router.AddAsync(method, pattern, handler);
   }

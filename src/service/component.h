@@ -32,8 +32,8 @@
 #include "executor/worker.h"
 #include "runtime/workflow/function_registry.h"
 #include "runtime/workflow/workflow_run.h"
-#include "storage/db_pool.h"
 #include "stele/defaults.h"
+#include "storage/db_pool.h"
 
 namespace stele::service {
 

@@ -15,14 +15,12 @@ CancelOutcome FromStorage(storage::CancelOutcome outcome) {
                                                        : CancelOutcome::kAlreadyFinished;
 }
 
-bool IsWorkflow(core::ComponentType type) {
-  return core::IsWorkflowComponentType(type);
-}
+bool IsWorkflow(core::ComponentType type) { return core::IsWorkflowComponentType(type); }
 
 }  // namespace
 
 Result<CancelOutcome, ServiceError> ExecutionService::Cancel(std::string_view text,
-                                                            const CancelOptions& options) {
+                                                             const CancelOptions& options) {
   if (text.starts_with("Delay_")) return CancelDelay(text);
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   const std::string what = "cancel " + id.ToString();
@@ -82,8 +80,10 @@ Result<CancelOutcome, ServiceError> ExecutionService::CancelWorkflow(const core:
   }
   // The answer for a finished workflow: cancelled by a request, or not.
   auto finished_answer = [&]() -> Result<CancelOutcome, ServiceError> {
-    auto result = api_->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::seconds(5)));
-    if (!result) return Unexpected(ServiceError::Unavailable(what + ": " + result.error().ToString()));
+    auto result =
+        api_->WaitForFinishedResult(id, storage::WaitOptions::For(std::chrono::seconds(5)));
+    if (!result)
+      return Unexpected(ServiceError::Unavailable(what + ": " + result.error().ToString()));
     const auto* failure = std::get_if<core::FinishedExecutionError>(&*result);
     if (failure != nullptr && failure->kind == core::ExecutionFailureKind::kCancelled) {
       return CancelOutcome::kCancelled;
@@ -112,22 +112,22 @@ Result<CancelOutcome, ServiceError> ExecutionService::CancelWorkflow(const core:
 }
 
 Result<bool, ServiceError> ExecutionService::SetPaused(std::string_view text, bool pause,
-                                                      const std::string& reason) {
+                                                       const std::string& reason) {
   constexpr size_t kMaxReasonBytes = 1024;
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   if (reason.size() > kMaxReasonBytes) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "reason of " + std::to_string(reason.size()) + " bytes is over the limit of " +
-        std::to_string(kMaxReasonBytes)));
+    return Unexpected(ServiceError::InvalidArgument("reason of " + std::to_string(reason.size()) +
+                                                    " bytes is over the limit of " +
+                                                    std::to_string(kMaxReasonBytes)));
   }
   const std::string what = (pause ? "pause " : "resume ") + id.ToString();
   auto outcome = storage::AppendPauseChange(*api_, id, pause, reason, options_.clock->Now());
   if (!outcome) return Unexpected(FromWrite(outcome.error(), what));
   switch (*outcome) {
     case storage::PauseOutcome::kAlreadyFinished:
-      return Unexpected(ServiceError::AlreadyFinished(
-          "execution " + id.ToString() + " is already finished; nothing was " +
-          (pause ? "paused" : "resumed")));
+      return Unexpected(ServiceError::AlreadyFinished("execution " + id.ToString() +
+                                                      " is already finished; nothing was " +
+                                                      (pause ? "paused" : "resumed")));
     case storage::PauseOutcome::kUnchanged:
       return pause;
     case storage::PauseOutcome::kWritten:
@@ -186,16 +186,15 @@ Result<void, ServiceError> ExecutionService::Stub(
       storage::StubExecution(*api_, *derived, parent, join_set, options_.clock->Now(), result);
   if (stubbed) return {};
   if (stubbed.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict)) {
-    return Unexpected(ServiceError::Conflict("execution " + id.ToString() +
-                                             " holds a different result already"));
+    return Unexpected(
+        ServiceError::Conflict("execution " + id.ToString() + " holds a different result already"));
   }
   return Unexpected(FromWrite(stubbed.error(), what));
 }
 
 Result<void, ServiceError> ExecutionService::Upgrade(std::string_view text,
                                                      std::string_view old_digest_text,
-                                                     std::string_view new_digest_text,
-                                                     bool force) {
+                                                     std::string_view new_digest_text, bool force) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   STELE_ASSIGN_OR_RETURN(auto old_digest, internal::ParseDigest(old_digest_text, "old digest"));
   STELE_ASSIGN_OR_RETURN(auto new_digest, internal::ParseDigest(new_digest_text, "new digest"));
@@ -216,9 +215,8 @@ Result<void, ServiceError> ExecutionService::Upgrade(std::string_view text,
     return {};
   }
   if (upgraded.error().IsNonRetriable(storage::DbErrorWriteNonRetriable::Kind::kConflict)) {
-    return Unexpected(ServiceError::Conflict("execution " + id.ToString() +
-                                             " does not run component digest " +
-                                             old_digest.ToString()));
+    return Unexpected(ServiceError::Conflict(
+        "execution " + id.ToString() + " does not run component digest " + old_digest.ToString()));
   }
   return Unexpected(FromWrite(upgraded.error(), "upgrade " + id.ToString()));
 }

@@ -33,7 +33,8 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
       {o.cron_max_wait.count() > 0, "cron_max_wait"},
   };
   for (const auto& [ok, name] : checks) {
-    if (!ok) return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
+    if (!ok)
+      return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must be positive"));
   }
   if (o.retention_batch_size == 0 || o.retention_batch_size > storage::kMaxRetentionBatch) {
     return Unexpected(ServiceError::InvalidArgument("the retention batch size must be 1.." +
@@ -78,8 +79,8 @@ Result<void, ServiceError> ExecutionService::AddComponent(ComponentSpec spec) {
   }
   for (const auto& existing : components_) {
     if (existing.component_id == spec.component_id) {
-      return Unexpected(ServiceError::Conflict("component `" + spec.component_id.name +
-                                               "` is served already"));
+      return Unexpected(
+          ServiceError::Conflict("component `" + spec.component_id.name + "` is served already"));
     }
   }
   std::set<core::FunctionFqn> seen;
@@ -90,9 +91,9 @@ Result<void, ServiceError> ExecutionService::AddComponent(ComponentSpec spec) {
   }
   for (const auto& signature : spec.signatures) {
     if (!seen.contains(signature.ffqn)) {
-      return Unexpected(ServiceError::InvalidArgument(
-          "component `" + spec.component_id.name + "` declares `" + signature.ffqn.ToString() +
-          "`, which it does not export"));
+      return Unexpected(ServiceError::InvalidArgument("component `" + spec.component_id.name +
+                                                      "` declares `" + signature.ffqn.ToString() +
+                                                      "`, which it does not export"));
     }
   }
   for (const auto& signature : spec.signatures) {
@@ -114,8 +115,8 @@ Result<void, ServiceError> ExecutionService::AddFunction(
     std::optional<core::FunctionSignature> signature) {
   std::lock_guard lock(mu_);
   if (started_) {
-    return Unexpected(ServiceError::FailedPrecondition(
-        "cannot add `" + ffqn.ToString() + "`: the service has started"));
+    return Unexpected(ServiceError::FailedPrecondition("cannot add `" + ffqn.ToString() +
+                                                       "`: the service has started"));
   }
   if (registry_.Find(ffqn)) {
     return Unexpected(ServiceError::Conflict("`" + ffqn.ToString() + "` is served already"));
@@ -137,7 +138,8 @@ Result<void, ServiceError> ExecutionService::AddFunction(
 
 Result<void, ServiceError> ExecutionService::Start() {
   std::lock_guard lock(mu_);
-  if (started_) return Unexpected(ServiceError::FailedPrecondition("the service was started before"));
+  if (started_)
+    return Unexpected(ServiceError::FailedPrecondition("the service was started before"));
   auto started = StartExecutors();
   if (!started) {
     StopExecutors();
@@ -224,8 +226,8 @@ Result<void, ServiceError> ExecutionService::StartExecutors() {
     watcher.activity_lock_expiry_setting = options_.activity_lock_expiry_setting;
     watcher.workflow_lock_expiry_setting = options_.workflow_lock_expiry_setting;
     watcher.cancel_registry = cancels_;
-    watcher_ = std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), options_.clock,
-                                                                watcher);
+    watcher_ =
+        std::make_unique<executor::ExpiredTimersWatcher>(std::move(*conn), options_.clock, watcher);
   }
   if (options_.retention_finished_after) {
     auto api = options_.pool->ExternalApiConn();

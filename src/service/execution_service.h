@@ -454,8 +454,7 @@ class ExecutionService {
   // tasks outlive every run: StopExecutors stops them all before any is
   // destroyed).
   executor::LocalDispatch dispatch_;
-  std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>>
-      workflow_writes_;
+  std::vector<std::pair<std::string, std::shared_ptr<executor::LatencyHistogram>>> workflow_writes_;
   CancellationToken stop_;
   std::atomic<uint64_t> cancelled_activities_{0};
   std::atomic<uint64_t> workflow_cancels_{0};

@@ -28,9 +28,9 @@ Result<core::ExecutionId, ServiceError> ParseExecutionId(std::string_view text) 
   }
   auto id = core::ExecutionId::Parse(text);
   if (!id) {
-    return Unexpected(ServiceError::InvalidArgument("invalid execution id " + Quoted(text) +
-                                                    " (expected E_<ULID> or a child id): " +
-                                                    Reason(id.error().message, text)));
+    return Unexpected(ServiceError::InvalidArgument(
+        "invalid execution id " + Quoted(text) +
+        " (expected E_<ULID> or a child id): " + Reason(id.error().message, text)));
   }
   return std::move(*id);
 }
@@ -59,8 +59,8 @@ Result<core::InputContentDigest, ServiceError> ParseDigest(std::string_view text
                                                            std::string_view what) {
   auto digest = core::InputContentDigest::Parse(text.substr(0, kMaxIdBytes));
   if (!digest) {
-    return Unexpected(ServiceError::InvalidArgument(std::string(what) + " " + Quoted(text) +
-                                                    ": " + Reason(digest.error().message, text)));
+    return Unexpected(ServiceError::InvalidArgument(std::string(what) + " " + Quoted(text) + ": " +
+                                                    Reason(digest.error().message, text)));
   }
   return std::move(*digest);
 }

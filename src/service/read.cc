@@ -50,8 +50,7 @@ Result<core::SupportedFunctionReturnValue, ServiceError> ExecutionService::WaitF
   if (result.error().timeout() == storage::TimeoutOutcome::kCancel) {
     return Unexpected(ServiceError::Cancelled("the wait for " + id.ToString() + " was cancelled"));
   }
-  return Unexpected(ServiceError::Timeout("execution " + id.ToString() +
-                                          " did not finish within " +
+  return Unexpected(ServiceError::Timeout("execution " + id.ToString() + " did not finish within " +
                                           std::to_string(timeout.count()) + " ms"));
 }
 
@@ -77,14 +76,15 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
       return Unexpected(ServiceError::InvalidArgument(
           "invalid list cursor `" + query.cursor->substr(0, internal::kMaxIdBytes) +
           "` (expected the execution id of next_cursor)" +
-          (parsed ? std::string() : ": " + internal::Reason(parsed.error().message, *query.cursor))));
+          (parsed ? std::string()
+                  : ": " + internal::Reason(parsed.error().message, *query.cursor))));
     }
     cursor = std::move(*parsed);
   }
-  static constexpr std::string_view kStatuses[] = {
-      "pending_at", "locked", "blocked_by_join_set", "finished", "paused", "cancelling"};
-  if (query.status && std::find(std::begin(kStatuses), std::end(kStatuses), *query.status) ==
-                          std::end(kStatuses)) {
+  static constexpr std::string_view kStatuses[] = {"pending_at", "locked", "blocked_by_join_set",
+                                                   "finished",   "paused", "cancelling"};
+  if (query.status &&
+      std::find(std::begin(kStatuses), std::end(kStatuses), *query.status) == std::end(kStatuses)) {
     return Unexpected(ServiceError::InvalidArgument(
         "unknown status filter `" + query.status->substr(0, 64) +
         "` (expected pending_at, locked, blocked_by_join_set, finished, paused or cancelling)"));
@@ -93,9 +93,8 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
   // Storage filters by exact ffqn and top-level only; the prefixes,
   // hide_finished and the status are applied here while scanning, in bounded pages
   // (docs/api.md): a sparse match ends the page early with a cursor.
-  const bool filtered =
-      !query.ffqn_prefix.empty() || !query.execution_id_prefix.empty() || query.hide_finished ||
-      query.status.has_value();
+  const bool filtered = !query.ffqn_prefix.empty() || !query.execution_id_prefix.empty() ||
+                        query.hide_finished || query.status.has_value();
   constexpr uint16_t kScanPage = 500;
   constexpr int kMaxScanPages = 20;
   using IdPage = core::Pagination<std::optional<core::ExecutionId>>;
@@ -106,8 +105,8 @@ Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {
        ++round) {
     // Unfiltered: one row more than needed tells whether another page
     // follows, so the last page carries no cursor.
-    const auto fetch = static_cast<uint16_t>(
-        filtered ? kScanPage : query.limit - page.executions.size() + 1);
+    const auto fetch =
+        static_cast<uint16_t>(filtered ? kScanPage : query.limit - page.executions.size() + 1);
     core::ExecutionListPagination pagination =
         newer ? IdPage::NewerThan(fetch, cursor, false) : IdPage::OlderThan(fetch, cursor, false);
     auto rows = api_->ListExecutions(ffqn, query.top_level_only, pagination);
@@ -138,8 +137,8 @@ Result<EventsPage, ServiceError> ExecutionService::Events(std::string_view text,
                                                           uint32_t length) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   if (length == 0 || length > options_.max_list_length) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "events page length must be 1.." + std::to_string(options_.max_list_length)));
+    return Unexpected(ServiceError::InvalidArgument("events page length must be 1.." +
+                                                    std::to_string(options_.max_list_length)));
   }
   auto events = api_->ListExecutionEvents(id, core::Version(since), length, true);
   if (!events) return Unexpected(FromRead(events.error(), "events of " + id.ToString()));
@@ -155,8 +154,8 @@ Result<ResponsesPage, ServiceError> ExecutionService::Responses(std::string_view
                                                                 uint32_t length) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
   if (length == 0 || length > options_.max_list_length) {
-    return Unexpected(ServiceError::InvalidArgument(
-        "responses page length must be 1.." + std::to_string(options_.max_list_length)));
+    return Unexpected(ServiceError::InvalidArgument("responses page length must be 1.." +
+                                                    std::to_string(options_.max_list_length)));
   }
   const auto len = static_cast<uint16_t>(length);
   // Without a cursor: from the first response on (cursor 0 included).
@@ -180,8 +179,7 @@ Result<core::BacktraceInfo, ServiceError> ExecutionService::Backtrace(
   auto backtrace = api_->GetBacktrace(id, filter);
   if (backtrace) return std::move(*backtrace);
   if (backtrace.error().IsNotFound()) {
-    return Unexpected(ServiceError::NotFound("no backtrace stored for execution " +
-                                             id.ToString() +
+    return Unexpected(ServiceError::NotFound("no backtrace stored for execution " + id.ToString() +
                                              " at that version; only workflows record backtraces"));
   }
   return Unexpected(FromRead(backtrace.error(), what));

@@ -31,7 +31,9 @@ struct ServiceError {
   Kind kind = Kind::kInvalidArgument;
   std::string message;
 
-  static ServiceError InvalidArgument(std::string m) { return {Kind::kInvalidArgument, std::move(m)}; }
+  static ServiceError InvalidArgument(std::string m) {
+    return {Kind::kInvalidArgument, std::move(m)};
+  }
   static ServiceError NotFound(std::string m) { return {Kind::kNotFound, std::move(m)}; }
   static ServiceError Conflict(std::string m) { return {Kind::kConflict, std::move(m)}; }
   static ServiceError AlreadyFinished(std::string m) {

@@ -49,10 +49,10 @@ core::Duration ToDuration(std::chrono::milliseconds ms) {
 }
 
 Result<std::chrono::milliseconds, ServiceError> NonNegative(std::chrono::milliseconds value,
-                                                          std::string_view name) {
+                                                            std::string_view name) {
   if (value.count() < 0) {
-    return Unexpected(ServiceError::InvalidArgument(std::string(name) + " must not be negative, got " +
-                                                    std::to_string(value.count()) + " ms"));
+    return Unexpected(ServiceError::InvalidArgument(
+        std::string(name) + " must not be negative, got " + std::to_string(value.count()) + " ms"));
   }
   return value;
 }
@@ -63,8 +63,8 @@ Result<core::ExecutionPolicy, ServiceError> CheckPolicy(const SubmitRequest& req
   core::RetryOverride& retry = policy.retry;
   if (request.max_retries) {
     if (*request.max_retries < 0 || *request.max_retries > 1'000'000) {
-      return Unexpected(ServiceError::InvalidArgument(
-          "max_retries must be 0 to 1000000, got " + std::to_string(*request.max_retries)));
+      return Unexpected(ServiceError::InvalidArgument("max_retries must be 0 to 1000000, got " +
+                                                      std::to_string(*request.max_retries)));
     }
     retry.max_retries = static_cast<uint32_t>(*request.max_retries);
   }
@@ -78,15 +78,14 @@ Result<core::ExecutionPolicy, ServiceError> CheckPolicy(const SubmitRequest& req
   }
   if (request.retry_jitter_percent) {
     if (*request.retry_jitter_percent < 0 || *request.retry_jitter_percent > 100) {
-      return Unexpected(ServiceError::InvalidArgument(
-          "retry_jitter_percent must be 0 to 100, got " +
-          std::to_string(*request.retry_jitter_percent)));
+      return Unexpected(
+          ServiceError::InvalidArgument("retry_jitter_percent must be 0 to 100, got " +
+                                        std::to_string(*request.retry_jitter_percent)));
     }
     retry.jitter_percent = static_cast<uint32_t>(*request.retry_jitter_percent);
   }
   if (request.deadline && request.timeout) {
-    return Unexpected(
-        ServiceError::InvalidArgument("give a deadline or a timeout, not both"));
+    return Unexpected(ServiceError::InvalidArgument("give a deadline or a timeout, not both"));
   }
   if (request.timeout) {
     if (request.timeout->count() <= 0) {
@@ -97,8 +96,8 @@ Result<core::ExecutionPolicy, ServiceError> CheckPolicy(const SubmitRequest& req
   }
   if (request.deadline) {
     if (*request.deadline <= now) {
-      return Unexpected(ServiceError::InvalidArgument("deadline " + FormatRfc3339(*request.deadline) +
-                                                      " is not in the future"));
+      return Unexpected(ServiceError::InvalidArgument(
+          "deadline " + FormatRfc3339(*request.deadline) + " is not in the future"));
     }
     policy.deadline = *request.deadline;
   }

@@ -4,20 +4,23 @@
 
 namespace stele::storage {
 
-Result<CreateRequest, DbErrorRead> DbConnection::GetCreateRequest(
-    const ExecutionId& execution_id) {
-  STELE_ASSIGN_OR_RETURN(core::ExecutionEvent event,
-                         GetExecutionEvent(execution_id, Version(0)));
+Result<CreateRequest, DbErrorRead> DbConnection::GetCreateRequest(const ExecutionId& execution_id) {
+  STELE_ASSIGN_OR_RETURN(core::ExecutionEvent event, GetExecutionEvent(execution_id, Version(0)));
   auto* created = std::get_if<core::Created>(&event.event);
   if (created == nullptr) {
     STELE_LOG(kError, execution_id.ToString() << ": execution log must start with creation");
-    return Unexpected(DbErrorRead(
-        DbErrorGeneric::Uncategorized("execution log must start with creation")));
+    return Unexpected(
+        DbErrorRead(DbErrorGeneric::Uncategorized("execution log must start with creation")));
   }
-  return CreateRequest{event.created_at,     execution_id,           std::move(created->ffqn),
-                       std::move(created->params), std::move(created->parent),
-                       created->scheduled_at, std::move(created->component_id),
-                       std::move(created->metadata), std::move(created->scheduled_by),
+  return CreateRequest{event.created_at,
+                       execution_id,
+                       std::move(created->ffqn),
+                       std::move(created->params),
+                       std::move(created->parent),
+                       created->scheduled_at,
+                       std::move(created->component_id),
+                       std::move(created->metadata),
+                       std::move(created->scheduled_by),
                        std::move(created->policy)};
 }
 
@@ -25,15 +28,15 @@ Result<Version, DbErrorWrite> DbConnection::AppendBatch(DateTime current_time,
                                                         const std::vector<AppendRequest>& batch,
                                                         const ExecutionId& execution_id,
                                                         Version version) {
-  STELE_ASSIGN_OR_RETURN(CreatedAndLockedChildren written,
-                         WriteStep(StepWrite{current_time, execution_id, version, batch, {}, {}, {}}));
+  STELE_ASSIGN_OR_RETURN(
+      CreatedAndLockedChildren written,
+      WriteStep(StepWrite{current_time, execution_id, version, batch, {}, {}, {}}));
   return written.next_version;
 }
 
 Result<Version, DbErrorWrite> DbConnection::AppendBatchCreateNewExecution(
-    DateTime current_time, const std::vector<AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version,
-    const std::vector<CreateRequest>& child_requests) {
+    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
+    Version version, const std::vector<CreateRequest>& child_requests) {
   STELE_ASSIGN_OR_RETURN(
       CreatedAndLockedChildren written,
       WriteStep(StepWrite{current_time, execution_id, version, batch, child_requests, {}, {}}));
@@ -41,9 +44,9 @@ Result<Version, DbErrorWrite> DbConnection::AppendBatchCreateNewExecution(
 }
 
 Result<CreatedAndLockedChildren, DbErrorWrite> DbConnection::AppendBatchCreateAndLockChildren(
-    DateTime current_time, const std::vector<AppendRequest>& batch,
-    const ExecutionId& execution_id, Version version,
-    const std::vector<CreateRequest>& child_requests, const std::vector<ChildLock>& locks) {
+    DateTime current_time, const std::vector<AppendRequest>& batch, const ExecutionId& execution_id,
+    Version version, const std::vector<CreateRequest>& child_requests,
+    const std::vector<ChildLock>& locks) {
   return WriteStep(
       StepWrite{current_time, execution_id, version, batch, child_requests, locks, {}});
 }

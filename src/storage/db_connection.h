@@ -100,9 +100,8 @@ class DbConnection : public DbExecutor {
 
   // The result once the execution is Finished; waits (bounded by `wait`,
   // unbounded when nullopt) until then.
-  virtual Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout>
-  WaitForFinishedResult(const ExecutionId& execution_id,
-                        const std::optional<WaitOptions>& wait) = 0;
+  virtual Result<core::SupportedFunctionReturnValue, DbErrorReadWithTimeout> WaitForFinishedResult(
+      const ExecutionId& execution_id, const std::optional<WaitOptions>& wait) = 0;
 
   // Returns once the log of `execution_id` holds a Publish event
   // (HistoryPublish, docs/model.md §8.6) at version >= `since`, or the

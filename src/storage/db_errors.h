@@ -54,8 +54,7 @@ class DbErrorWriteNonRetriable {
   static DbErrorWriteNonRetriable IllegalState(std::string reason) {
     return {Kind::kIllegalState, std::move(reason), {}, {}};
   }
-  static DbErrorWriteNonRetriable VersionConflict(core::Version expected,
-                                                  core::Version requested) {
+  static DbErrorWriteNonRetriable VersionConflict(core::Version expected, core::Version requested) {
     return {Kind::kVersionConflict, "", expected, requested};
   }
 
@@ -66,8 +65,8 @@ class DbErrorWriteNonRetriable {
   // "validation failed: ..." | "conflict" | "illegal state: ..." |
   // "version conflict: expected: 3, got: 2"
   std::string ToString() const;
-  friend bool operator==(const DbErrorWriteNonRetriable&, const DbErrorWriteNonRetriable&) =
-      default;
+  friend bool operator==(const DbErrorWriteNonRetriable&,
+                         const DbErrorWriteNonRetriable&) = default;
 
   Kind kind_;
   std::string reason_;
@@ -132,7 +131,7 @@ class DbErrorReadWithTimeout {
     return DbErrorReadWithTimeout(outcome);
   }
   DbErrorReadWithTimeout(DbErrorRead read) : value_(std::move(read)) {}  // NOLINT
-  DbErrorReadWithTimeout(DbErrorGeneric generic)                        // NOLINT
+  DbErrorReadWithTimeout(DbErrorGeneric generic)                         // NOLINT
       : value_(DbErrorRead(std::move(generic))) {}
 
   bool IsTimeout() const { return value_.index() == 0; }

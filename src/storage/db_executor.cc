@@ -29,16 +29,15 @@ Result<CancelOutcome, DbErrorWrite> DbExecutor::CancelActivity(const ExecutionId
     return CancelOutcome::kAlreadyFinished;
   }
   const Version finished_version = last_event->version.Increment();
-  const core::SupportedFunctionReturnValue result =
-      core::FinishedExecutionError{core::ExecutionFailureKind::kCancelled, std::nullopt,
-                                   std::nullopt};
+  const core::SupportedFunctionReturnValue result = core::FinishedExecutionError{
+      core::ExecutionFailureKind::kCancelled, std::nullopt, std::nullopt};
   AppendRequest cancel_request{cancelled_at, core::Finished{result, std::nullopt}};
   if (auto derived = execution_id.AsDerived()) {
     auto [parent_id, join_set_id] = derived->SplitToParts();
     STELE_TRY(AppendBatchRespondToParent(
         AppendEventsToExecution{execution_id, finished_version, {cancel_request}},
-        AppendResponseToExecution{parent_id, cancelled_at, join_set_id, *derived,
-                                  finished_version, result},
+        AppendResponseToExecution{parent_id, cancelled_at, join_set_id, *derived, finished_version,
+                                  result},
         cancelled_at));
   } else {
     STELE_TRY(Append(execution_id, finished_version, cancel_request));

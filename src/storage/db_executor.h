@@ -45,10 +45,9 @@ class DbExecutor {
   // ("invalid expiry date", "cannot lock, not yet pending"); IllegalState
   // ("cannot lock, already locked", blocked, "already finished"); Generic.
   virtual Result<LockedExecution, DbErrorWrite> LockOne(
-      DateTime created_at, const core::ComponentId& component_id,
-      const ExecutionId& execution_id, const core::RunId& run_id, Version version,
-      const core::ExecutorId& executor_id, DateTime lock_expires_at,
-      const core::ComponentRetryConfig& retry_config) = 0;
+      DateTime created_at, const core::ComponentId& component_id, const ExecutionId& execution_id,
+      const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
+      DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) = 0;
 
   // Appends one event at `version`; returns the next version.
   // REQUIRES: req.event is not Created (ValidationFailed otherwise).
@@ -78,9 +77,9 @@ class DbExecutor {
   // outcome, wherever the response lands (at most one response per child
   // id: a duplicate is Conflict). May unblock the parent. Returns the
   // child's next version.
-  Result<Version, DbErrorWrite> AppendBatchRespondToParent(const AppendEventsToExecution& events,
-                                                           const AppendResponseToExecution& response,
-                                                           DateTime current_time);
+  Result<Version, DbErrorWrite> AppendBatchRespondToParent(
+      const AppendEventsToExecution& events, const AppendResponseToExecution& response,
+      DateTime current_time);
 
   // Returns at once when something of `ffqns` is pending at
   // `pending_at_or_sooner`; otherwise blocks until a new pending execution

@@ -17,8 +17,8 @@ class DbExternalApi : public DbConnection {
  public:
   // Latest (or first / specific-version-covering) backtrace.
   // Errors: NotFound, Generic.
-  virtual Result<core::BacktraceInfo, DbErrorRead> GetBacktrace(
-      const ExecutionId& execution_id, BacktraceFilter filter) = 0;
+  virtual Result<core::BacktraceInfo, DbErrorRead> GetBacktrace(const ExecutionId& execution_id,
+                                                                BacktraceFilter filter) = 0;
 
   // Executions matching the filter, sorted descending by the pagination
   // key (created_at, ties by id; or id). Default: the 20 newest.
@@ -132,9 +132,9 @@ class DbConnectionTest : public DbExternalApi {
   // Appends a response without going through a child or delay.
   // Same rules as the real paths: it must answer a request (NotFound
   // otherwise), at most one per child and delay (Conflict), unblocking.
-  virtual Result<void, DbErrorWrite> AppendResponse(
-      DateTime created_at, const ExecutionId& execution_id,
-      const core::JoinSetResponseEvent& response) = 0;
+  virtual Result<void, DbErrorWrite> AppendResponse(DateTime created_at,
+                                                    const ExecutionId& execution_id,
+                                                    const core::JoinSetResponseEvent& response) = 0;
   // The whole journal. Errors: NotFound, Generic.
   virtual Result<ExecutionLog, DbErrorRead> Get(const ExecutionId& execution_id) = 0;
 };

@@ -12,9 +12,10 @@ Result<void, DbErrorWrite> StubExecution(DbConnection& db,
   // A stub execution has only its Created event, so Finished is version 1.
   const Version stub_finished_version(1);
   auto write_attempt = db.AppendBatchRespondToParent(
-      AppendEventsToExecution{execution_id,
-                              stub_finished_version,
-                              {AppendRequest{created_at, core::Finished{return_value, std::nullopt}}}},
+      AppendEventsToExecution{
+          execution_id,
+          stub_finished_version,
+          {AppendRequest{created_at, core::Finished{return_value, std::nullopt}}}},
       AppendResponseToExecution{parent_execution_id, created_at, join_set_id, execution_id,
                                 stub_finished_version, return_value},
       created_at);

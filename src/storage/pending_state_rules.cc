@@ -25,7 +25,8 @@ Result<LockKind, DbErrorWriteNonRetriable> CanAppendLock(const core::PendingStat
               s.last_lock->run_id == run_id) {
             return LockKind::kExtending;  // the original run extends its lease
           }
-          return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("cannot lock, not yet pending"));
+          return Unexpected(
+              DbErrorWriteNonRetriable::ValidationFailed("cannot lock, not yet pending"));
         } else if constexpr (std::is_same_v<S, core::PendingStateLocked>) {
           if (s.locked_by.executor_id == executor_id && s.locked_by.run_id == run_id) {
             return LockKind::kExtending;

@@ -34,8 +34,7 @@ TEST_F(CanAppendLockTest, PendingNowCreatesNewLock) {
 }
 
 TEST_F(CanAppendLockTest, FuturePendingOnlyExtendableByLastLockHolder) {
-  PendingState state{
-      core::PendingStatePendingAt{kT0 + seconds(10), LockedBy{executor_, run_}, {}}};
+  PendingState state{core::PendingStatePendingAt{kT0 + seconds(10), LockedBy{executor_, run_}, {}}};
   auto same = CanAppendLock(state, kT0, executor_, run_, kT0 + seconds(1));
   ASSERT_TRUE(same);
   EXPECT_EQ(*same, LockKind::kExtending);
@@ -75,7 +74,8 @@ TEST(DbErrorsTest, ReadErrorsBecomeWriteErrorsExplicitly) {
   DbErrorWrite generic(DbErrorRead(DbErrorGeneric::Uncategorized("boom")));
   EXPECT_EQ(generic.kind(), DbErrorWrite::Kind::kGeneric);
   EXPECT_EQ(generic.ToString(), "database error: boom");
-  DbErrorWrite conflict(DbErrorWriteNonRetriable::VersionConflict(core::Version(3), core::Version(2)));
+  DbErrorWrite conflict(
+      DbErrorWriteNonRetriable::VersionConflict(core::Version(3), core::Version(2)));
   EXPECT_TRUE(conflict.IsVersionConflict());
   EXPECT_EQ(conflict.ToString(), "non-retriable error: version conflict: expected: 3, got: 2");
 }

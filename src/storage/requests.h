@@ -133,7 +133,7 @@ struct ChildOutcome {
 // The convenience forms (DbExecutor::AppendBatchRespondToParent,
 // DbConnection::AppendBatch ...) are writes of this one shape.
 struct StepWrite {
-  DateTime current_time;  // not persisted; decides wake-ups and lock times
+  DateTime current_time;     // not persisted; decides wake-ups and lock times
   ExecutionId execution_id;  // the writer
   Version version;           // of batch[0]
   std::vector<AppendRequest> batch;

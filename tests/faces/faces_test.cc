@@ -148,16 +148,18 @@ class FacesTest : public ::testing::Test {
     activities.config.kind = server::ComponentKind::kActivityExec;
     activities.config.max_retries = 5;
     activities.config.lock_expiry = std::chrono::seconds(10);
-    activities.component_id = core::ComponentId{core::ComponentType::kActivityNative,
-                                                activities.config.name, {}};
+    activities.component_id =
+        core::ComponentId{core::ComponentType::kActivityNative, activities.config.name, {}};
     activities.kind = runtime::workflow::FunctionKind::kActivity;
     activities.functions = {core::FunctionSignature{*core::FunctionFqn::Parse(kDouble), {}, {}}};
     activities.functions[0].params.push_back({"n", *core::TypeDesc::Parse("s64")});
-    activities.make_worker = [](const service::WorkerEnv&)
-        -> Result<std::shared_ptr<executor::Worker>, std::string> {
-      return std::shared_ptr<executor::Worker>(std::make_shared<runtime::native::NativeActivityWorker>(
-          std::vector<runtime::native::NativeActivity>{{*core::FunctionFqn::Parse(kDouble), Double}},
-          ActivityOptions{}));
+    activities.make_worker =
+        [](const service::WorkerEnv&) -> Result<std::shared_ptr<executor::Worker>, std::string> {
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<runtime::native::NativeActivityWorker>(
+              std::vector<runtime::native::NativeActivity>{
+                  {*core::FunctionFqn::Parse(kDouble), Double}},
+              ActivityOptions{}));
     };
     hooks.extra_components.push_back(std::move(activities));
 
@@ -178,9 +180,10 @@ class FacesTest : public ::testing::Test {
       map.emplace(*core::FunctionFqn::Parse(kFlow),
                   runtime::native::NativeWorkflow{runtime::native::AdaptOkOnly(Flow),
                                                   env.workflow_run, false});
-      return std::shared_ptr<executor::Worker>(std::make_shared<runtime::native::NativeWorkflowWorker>(
-          std::move(map), std::shared_ptr<storage::DbConnection>(std::move(*conn)), env.clock,
-          env.registry, env.dispatch, env.handoff, env.cancels));
+      return std::shared_ptr<executor::Worker>(
+          std::make_shared<runtime::native::NativeWorkflowWorker>(
+              std::move(map), std::shared_ptr<storage::DbConnection>(std::move(*conn)), env.clock,
+              env.registry, env.dispatch, env.handoff, env.cancels));
     };
     hooks.extra_components.push_back(std::move(workflows));
 
@@ -246,11 +249,11 @@ TEST_F(FacesTest, BadInputReadsTheSameThroughBothFaces) {
     std::optional<std::string> id;
   };
   const std::vector<Case> cases = {
-      {"nope", Json::array(), std::nullopt},                        // malformed ffqn
-      {"faces:demo/api.missing", Json::array(), std::nullopt},      // unknown ffqn
-      {kFlow, Json::object(), std::nullopt},                         // params not an array
-      {kFlow, Json::array({3}), std::string("E_nope")},              // malformed id
-      {kFlow, Json::array({3}), std::string(kId) + ".o:1-x_1"},      // a child id
+      {"nope", Json::array(), std::nullopt},                     // malformed ffqn
+      {"faces:demo/api.missing", Json::array(), std::nullopt},   // unknown ffqn
+      {kFlow, Json::object(), std::nullopt},                     // params not an array
+      {kFlow, Json::array({3}), std::string("E_nope")},          // malformed id
+      {kFlow, Json::array({3}), std::string(kId) + ".o:1-x_1"},  // a child id
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.ffqn + " " + c.params.dump() + " " + c.id.value_or(""));
@@ -269,8 +272,9 @@ TEST_F(FacesTest, BadInputReadsTheSameThroughBothFaces) {
   SubmitOptions options;
   options.execution_id = kId;
   ASSERT_TRUE(engine_->Submit(kFlow, Params(1), options).has_value());
-  ASSERT_EQ(HttpSubmit({{"ffqn", kFlow}, {"params", Json::array({1})}, {"execution_id", kId}}).first,
-            201);
+  ASSERT_EQ(
+      HttpSubmit({{"ffqn", kFlow}, {"params", Json::array({1})}, {"execution_id", kId}}).first,
+      201);
   auto engine_conflict = engine_->Submit(kFlow, Params(2), options);
   ASSERT_FALSE(engine_conflict.has_value());
   EXPECT_EQ(engine_conflict.error().kind, Error::Kind::kConflict);

@@ -1,11 +1,10 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <httplib.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -235,21 +234,22 @@ std::unique_ptr<Cluster> Cluster::Create(int nodes, std::string* error) {
   // Short leases so that a killed node's work moves on within seconds; a
   // small watcher leeway for the same reason.
   const fs::path wasm = WasmDir();
-  std::string toml = "[api]\nlisten = \"127.0.0.1:0\"\n\n[database]\npostgres = " +
-                     TomlString(*conninfo) + "\npostgres_max_connections = " +
-                     std::to_string(kNodePoolSize) + "\npostgres_poll_interval = \"500ms\"" +
-                     "\n\n[executor]\nlock_expiry = \"2s\"\ntick_sleep = \"100ms\"\n"
-                     "batch_size = 10\n\n[watcher]\nleeway = \"200ms\"\n\n"
-                     "[[workflow_wasm]]\nname = \"fan_out\"\nlocation = " +
-                     TomlString((wasm / "fan_out.wasm").string()) +
-                     "\nblocking_strategy = \"await\"\n\n"
-                     "[[activity_wasm]]\nname = \"square\"\nlocation = " +
-                     TomlString((wasm / "square_activity.wasm").string()) + "\n";
+  std::string toml =
+      "[api]\nlisten = \"127.0.0.1:0\"\n\n[database]\npostgres = " + TomlString(*conninfo) +
+      "\npostgres_max_connections = " + std::to_string(kNodePoolSize) +
+      "\npostgres_poll_interval = \"500ms\"" +
+      "\n\n[executor]\nlock_expiry = \"2s\"\ntick_sleep = \"100ms\"\n"
+      "batch_size = 10\n\n[watcher]\nleeway = \"200ms\"\n\n"
+      "[[workflow_wasm]]\nname = \"fan_out\"\nlocation = " +
+      TomlString((wasm / "fan_out.wasm").string()) +
+      "\nblocking_strategy = \"await\"\n\n"
+      "[[activity_wasm]]\nname = \"square\"\nlocation = " +
+      TomlString((wasm / "square_activity.wasm").string()) + "\n";
   const fs::path config = cluster->dir_ / "stele.toml";
   WriteFile(config, toml);
   for (int i = 0; i < nodes; ++i) {
-    cluster->nodes_.push_back(std::make_unique<Node>(
-        i, config, cluster->dir_ / ("node" + std::to_string(i) + ".log")));
+    cluster->nodes_.push_back(
+        std::make_unique<Node>(i, config, cluster->dir_ / ("node" + std::to_string(i) + ".log")));
   }
   return cluster;
 }

@@ -9,9 +9,8 @@
 // a `stele` with a wasm runtime plus the example guests; skipped with a
 // message otherwise, failed under STELE_REQUIRE_POSTGRES_TESTS=1 or
 // STELE_REQUIRE_WASM=1 (RequiredBy). MULTINODE_N sets the workflows per test.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -59,8 +58,8 @@ std::string Figures(const std::vector<int>& per_node) {
   std::string out;
   for (size_t i = 0; i < per_node.size(); ++i) {
     char line[96];
-    std::snprintf(line, sizeof line, "%snode %zu: %d locks (%.0f%%)", i ? ", " : "", i,
-                  per_node[i], total ? 100.0 * per_node[i] / total : 0.0);
+    std::snprintf(line, sizeof line, "%snode %zu: %d locks (%.0f%%)", i ? ", " : "", i, per_node[i],
+                  total ? 100.0 * per_node[i] / total : 0.0);
     out += line;
   }
   return out;
@@ -133,8 +132,8 @@ class MultinodeTest : public ::testing::Test {
       while (submitted.load() < trigger && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
-      std::printf("[multinode] at %.1f s: %d submitted, %d finished\n", Seconds(Clock::now() - start),
-                  submitted.load(), finished.load());
+      std::printf("[multinode] at %.1f s: %d submitted, %d finished\n",
+                  Seconds(Clock::now() - start), submitted.load(), finished.load());
       EXPECT_LT(finished.load(), static_cast<int>(workflows.size())) << "no load left to disturb";
       disturb();
     }
@@ -142,9 +141,10 @@ class MultinodeTest : public ::testing::Test {
     waiter.join();
     EXPECT_TRUE(errors.empty()) << FirstErrors(errors);
     const double total = Seconds(Clock::now() - start);
-    std::printf("[multinode] %zu workflows: submitted in %.1f s, all %d finished in %.1f s (%.0f/s)\n",
-                workflows.size(), submit_seconds, finished.load(), total,
-                static_cast<double>(finished.load()) / total);
+    std::printf(
+        "[multinode] %zu workflows: submitted in %.1f s, all %d finished in %.1f s (%.0f/s)\n",
+        workflows.size(), submit_seconds, finished.load(), total,
+        static_cast<double>(finished.load()) / total);
     return results;
   }
 
@@ -179,7 +179,8 @@ class MultinodeTest : public ::testing::Test {
     std::printf("[multinode] pooled sessions: %d (bound %d per node)\n", sessions, kNodePoolSize);
     EXPECT_GT(sessions, 0);
     EXPECT_LE(sessions, kNodePoolSize * nodes) << "a node's pool outgrew postgres_max_connections";
-    for (int i = 0; i < nodes; ++i) EXPECT_TRUE(cluster_->node(i).Running()) << "node " << i << " died";
+    for (int i = 0; i < nodes; ++i)
+      EXPECT_TRUE(cluster_->node(i).Running()) << "node " << i << " died";
   }
 
   std::unique_ptr<Cluster> cluster_;
@@ -205,7 +206,8 @@ TEST_F(MultinodeTest, KilledNodesWorkIsFinishedByTheOthers) {
     static const std::regex in_flight(R"(stele_runs_in_flight\{kind="[a-z]+"\} ([0-9]+))");
     for (int tries = 0; tries < 500 && !holding; ++tries) {
       std::string metrics = HttpGet(cluster_->node(victim).port(), "/metrics").body;
-      for (std::sregex_iterator it(metrics.begin(), metrics.end(), in_flight), end; it != end; ++it) {
+      for (std::sregex_iterator it(metrics.begin(), metrics.end(), in_flight), end; it != end;
+           ++it) {
         if (std::stoi((*it)[1].str()) > 0) holding = true;
       }
       if (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -274,9 +276,10 @@ json Locked(const std::string& executor, const std::string& run, const std::stri
 }
 
 TEST(LockCheckTest, FlagsALockTakenWhileAnotherHolderStillHeldIt) {
-  json log = json::array({Event(0, "2026-01-01T00:00:00Z", {{"created", json::object()}}),
-                          Event(1, "2026-01-01T00:00:01Z", Locked("Exr_A", "Run_1", "2026-01-01T00:00:03Z")),
-                          Event(2, "2026-01-01T00:00:02Z", Locked("Exr_B", "Run_2", "2026-01-01T00:00:04Z"))});
+  json log = json::array(
+      {Event(0, "2026-01-01T00:00:00Z", {{"created", json::object()}}),
+       Event(1, "2026-01-01T00:00:01Z", Locked("Exr_A", "Run_1", "2026-01-01T00:00:03Z")),
+       Event(2, "2026-01-01T00:00:02Z", Locked("Exr_B", "Run_2", "2026-01-01T00:00:04Z"))});
   Report report;
   CheckLocks("E_x", log, &report);
   ASSERT_EQ(report.errors.size(), 1u);
@@ -286,13 +289,16 @@ TEST(LockCheckTest, FlagsALockTakenWhileAnotherHolderStillHeldIt) {
 }
 
 TEST(LockCheckTest, AcceptsTakeoverAfterExpiryReleaseAndExtension) {
-  json join_next = {{"history_event",
-                     {{"event", {{"type", "join_next"}, {"run_expires_at", "2026-01-01T00:00:06Z"}}}}}};
+  json join_next = {
+      {"history_event",
+       {{"event", {{"type", "join_next"}, {"run_expires_at", "2026-01-01T00:00:06Z"}}}}}};
   json log = json::array({
       Event(0, "2026-01-01T00:00:00Z", {{"created", json::object()}}),
       Event(1, "2026-01-01T00:00:01Z", Locked("Exr_A", "Run_1", "2026-01-01T00:00:03Z")),
-      Event(2, "2026-01-01T00:00:02Z", Locked("Exr_A", "Run_1", "2026-01-01T00:00:05Z")),  // extension
-      Event(3, "2026-01-01T00:00:05Z", Locked("Exr_B", "Run_2", "2026-01-01T00:00:07Z")),  // at expiry
+      Event(2, "2026-01-01T00:00:02Z",
+            Locked("Exr_A", "Run_1", "2026-01-01T00:00:05Z")),  // extension
+      Event(3, "2026-01-01T00:00:05Z",
+            Locked("Exr_B", "Run_2", "2026-01-01T00:00:07Z")),  // at expiry
       Event(4, "2026-01-01T00:00:05.5Z", {{"unlocked", json::object()}}),
       Event(5, "2026-01-01T00:00:05.6Z", Locked("Exr_A", "Run_3", "2026-01-01T00:00:08Z")),
       Event(6, "2026-01-01T00:00:05.7Z", join_next),
@@ -305,8 +311,9 @@ TEST(LockCheckTest, AcceptsTakeoverAfterExpiryReleaseAndExtension) {
 }
 
 TEST(LockCheckTest, JoinNextLeaseStillHeldIsAViolation) {
-  json join_next = {{"history_event",
-                     {{"event", {{"type", "join_next"}, {"run_expires_at", "2026-01-01T00:00:09Z"}}}}}};
+  json join_next = {
+      {"history_event",
+       {{"event", {{"type", "join_next"}, {"run_expires_at", "2026-01-01T00:00:09Z"}}}}}};
   json log = json::array({
       Event(0, "2026-01-01T00:00:00Z", {{"created", json::object()}}),
       Event(1, "2026-01-01T00:00:01Z", Locked("Exr_A", "Run_1", "2026-01-01T00:00:03Z")),

@@ -163,8 +163,8 @@ std::map<std::string, json> AwaitAll(const Targets& targets, const std::vector<W
     const Workflow& w = workflows[i];
     for (size_t attempt = 0; Clock::now() < deadline; ++attempt) {
       int port = targets.Port(i + attempt);
-      HttpReply reply = HttpGet(port, "/v1/executions/" + w.id + "/result?timeout=20",
-                                std::chrono::seconds(30));
+      HttpReply reply =
+          HttpGet(port, "/v1/executions/" + w.id + "/result?timeout=20", std::chrono::seconds(30));
       if (reply.status == 200) {
         json body = json::parse(reply.body, nullptr, false);
         std::lock_guard lock(mu);
@@ -199,10 +199,10 @@ void CheckLocks(const std::string& id, const json& events, Report* report) {
       ++report->locks_by_executor[by.first];
       if (holder && *holder != by) {
         if (*at < held_until) {
-          report->errors.push_back(id + ": locked by " + by.first + " at " +
-                                   e["created_at"].dump() + " while " + holder->first +
-                                   " held it until " + FormatRfc3339(DateTimeFromMicros(held_until)) +
-                                   " (version " + e["version"].dump() + ")");
+          report->errors.push_back(
+              id + ": locked by " + by.first + " at " + e["created_at"].dump() + " while " +
+              holder->first + " held it until " + FormatRfc3339(DateTimeFromMicros(held_until)) +
+              " (version " + e["version"].dump() + ")");
         }
         report->takeovers.push_back({id, holder->first, by.first});
       }
@@ -336,9 +336,8 @@ Report Verify(const Targets& targets, const std::vector<Workflow>& workflows,
     for (const auto& w : workflows) want_children += w.n;
     if (top != workflows.size() || derived != want_children || ids.size() != all->size()) {
       report.errors.push_back("the database lists " + std::to_string(top) + " workflows and " +
-                              std::to_string(derived) + " children (" +
-                              std::to_string(ids.size()) + " distinct ids), want " +
-                              std::to_string(workflows.size()) + " and " +
+                              std::to_string(derived) + " children (" + std::to_string(ids.size()) +
+                              " distinct ids), want " + std::to_string(workflows.size()) + " and " +
                               std::to_string(want_children));
     }
   }

@@ -73,7 +73,7 @@ struct Takeover {
 };
 
 struct Report {
-  std::vector<std::string> errors;           // each a violated expectation
+  std::vector<std::string> errors;               // each a violated expectation
   std::map<std::string, int> locks_by_executor;  // Locked events per executor id
   std::vector<Takeover> takeovers;
   int children = 0;

@@ -25,14 +25,14 @@ static const stele_str kNoParams = {"[]", 2};
 
 /* Calls `ffqn` with no params; its u64 value, or returns STELE_ERR with the
  * failure as the workflow's err value. */
-#define CALL_U64(ffqn, out)                                \
-  do {                                                     \
-    stele_str value_;                                      \
+#define CALL_U64(ffqn, out)                                 \
+  do {                                                      \
+    stele_str value_;                                       \
     if (stele_call(ffqn, kNoParams, &value_) != STELE_OK) { \
-      stele_buf_add(result, value_);                       \
-      return STELE_ERR;                                    \
-    }                                                      \
-    (out) = stele_json_u64(value_);                        \
+      stele_buf_add(result, value_);                        \
+      return STELE_ERR;                                     \
+    }                                                       \
+    (out) = stele_json_u64(value_);                         \
   } while (0)
 
 int w1(stele_str params, stele_buf* result) {

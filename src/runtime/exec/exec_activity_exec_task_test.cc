@@ -67,8 +67,8 @@ class ExecActivityExecTaskTest : public BackendTest {
 
 TEST_P(ExecActivityExecTaskTest, OkResultIsRecordedAsFinished) {
   const ExecutionId id = Submit(core::Json::array({"bob"}));
-  auto task = Task(
-      "read params; [ \"$params\" = '[\"bob\"]' ] || exit 9; echo '{\"ok\": 42}'", Retries(3, 100ms));
+  auto task = Task("read params; [ \"$params\" = '[\"bob\"]' ] || exit 9; echo '{\"ok\": 42}'",
+                   Retries(3, 100ms));
   EXPECT_THAT(Must(task->TickForTest(kT0)), ElementsAre(id));
   EXPECT_THAT(EventNames(id), ElementsAre("Created", "Locked", "Finished"));
   EXPECT_EQ(LastEventAs<core::Finished>(id).result,
@@ -102,8 +102,8 @@ TEST_P(ExecActivityExecTaskTest, TrapBecomesAnExecutionErrorWhenRetriesRunOut) {
 
 TEST_P(ExecActivityExecTaskTest, DeadlineKillsTheCommandAndRecordsATimeout) {
   const ExecutionId id = Submit(core::Json::array({"bob"}));
-  auto task = Task("echo $$ > " + scratch_.File("leader") +
-                       "; sh -c 'sleep 1000 & echo $! > " + scratch_.File("bg") + "; sleep 1000'",
+  auto task = Task("echo $$ > " + scratch_.File("leader") + "; sh -c 'sleep 1000 & echo $! > " +
+                       scratch_.File("bg") + "; sleep 1000'",
                    Retries(1, 100ms));
   EXPECT_THAT(Must(task->SpawnForTest(kT0)), ElementsAre(id));
   const pid_t leader = std::stoi(testing::WaitForLine(scratch_.File("leader")));

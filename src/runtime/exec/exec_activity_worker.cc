@@ -156,8 +156,8 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
   }
 
   ProcessOutcome outcome = RunProcess(spec, ctx.cancel, [&](std::string_view line) {
-    STELE_LOG(kInfo, "exec activity " << execution_id << " attempt " << attempt
-                                      << " stderr: " << line);
+    STELE_LOG(kInfo,
+              "exec activity " << execution_id << " attempt " << attempt << " stderr: " << line);
   });
 
   using End = ProcessOutcome::End;
@@ -187,8 +187,8 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
                   StderrDetail(outcome));
     case End::kExited:
       if (outcome.exit_status != 0) {
-        WorkerResult trap = Trap(ctx, "exit status " + std::to_string(outcome.exit_status),
-                                 StderrDetail(outcome));
+        WorkerResult trap =
+            Trap(ctx, "exit status " + std::to_string(outcome.exit_status), StderrDetail(outcome));
         const auto& permanent = config_.non_retryable_exit_codes;
         if (std::find(permanent.begin(), permanent.end(), outcome.exit_status) != permanent.end()) {
           auto& error = std::get<executor::WorkerError>(trap.value);
@@ -208,8 +208,8 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
     non_retryable = !parsed["retryable"].get<bool>();
     parsed.erase("retryable");
   }
-  const bool shaped = parsed.is_object() && parsed.size() == 1 &&
-                      (parsed.contains("ok") || parsed.contains("err"));
+  const bool shaped =
+      parsed.is_object() && parsed.size() == 1 && (parsed.contains("ok") || parsed.contains("err"));
   if (!shaped) {
     return Trap(ctx, "stdout is not {\"ok\"}/{\"err\"} JSON: " + Excerpt(outcome.stdout_data),
                 StderrDetail(outcome));
@@ -230,17 +230,19 @@ WorkerResult ExecActivityWorker::Run(executor::WorkerContext ctx) {
   if (is_ok) {
     core::ReturnValueOk ok{std::move(payload)};
     if (auto checked = core::CheckReturnValue(*signature, ok); !checked) {
-      return Trap(ctx, "return value does not match " + signature->return_type->ToString() + ": " +
-                           checked.error(),
+      return Trap(ctx,
+                  "return value does not match " + signature->return_type->ToString() + ": " +
+                      checked.error(),
                   StderrDetail(outcome));
     }
     return WorkerResult::Ok(std::move(ok), ctx.version);
   }
   core::ReturnValueErr err{std::move(payload)};
   if (auto checked = core::CheckReturnValue(*signature, err); !checked) {
-    return Trap(ctx, "error value does not match " + signature->return_type->ToString() + ": " +
-                         checked.error(),
-                StderrDetail(outcome));
+    return Trap(
+        ctx,
+        "error value does not match " + signature->return_type->ToString() + ": " + checked.error(),
+        StderrDetail(outcome));
   }
   if (config_.retry_on_err && ctx.can_be_retried && !non_retryable) {
     return WorkerResult::Err(ctx.version,

@@ -17,15 +17,15 @@
 namespace stele::runtime::exec {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::StartsWith;
 using testing::EventuallyDead;
 using testing::EventuallyEmptyGroup;
+using ::testing::HasSubstr;
 using testing::IsAlive;
+using ::testing::IsEmpty;
 using testing::LiveMembersOfGroup;
 using testing::ReadFile;
 using testing::ScratchDir;
+using ::testing::StartsWith;
 using testing::WaitForLine;
 
 const core::FunctionFqn& Ffqn() {
@@ -129,8 +129,10 @@ TEST_F(ExecActivityWorkerTest, OkResultWithParamsOnStdinAndTheSteleEnvironment) 
 }
 
 TEST_F(ExecActivityWorkerTest, OkWithoutValue) {
-  auto result = Worker("echo '{\"ok\": null}'", "result<_, string>")->Run(Context(core::Json::array()));
-  EXPECT_EQ(result, executor::WorkerResult::Ok(core::ReturnValueOk{std::nullopt}, core::Version(2)));
+  auto result =
+      Worker("echo '{\"ok\": null}'", "result<_, string>")->Run(Context(core::Json::array()));
+  EXPECT_EQ(result,
+            executor::WorkerResult::Ok(core::ReturnValueOk{std::nullopt}, core::Version(2)));
   // A typed side keeps an explicit null (option none).
   result = Worker("echo '{\"ok\": null}'", "result<option<u8>>")->Run(Context(core::Json::array()));
   EXPECT_EQ(result,
@@ -185,7 +187,8 @@ TEST_F(ExecActivityWorkerTest, NonZeroExitIsATrapWithStderrTail) {
   ASSERT_TRUE(trap.detail.has_value());
   EXPECT_THAT(*trap.detail, HasSubstr("something broke"));
 
-  std::string long_stderr = "i=0; while [ $i -lt 2000 ]; do echo line$i >&2; i=$((i+1)); done; exit 1";
+  std::string long_stderr =
+      "i=0; while [ $i -lt 2000 ]; do echo line$i >&2; i=$((i+1)); done; exit 1";
   const auto long_trap = TrapOf(Worker(long_stderr)->Run(Context(core::Json::array())));
   ASSERT_TRUE(long_trap.detail.has_value());
   EXPECT_THAT(*long_trap.detail, HasSubstr("line1999"));
@@ -201,17 +204,20 @@ TEST_F(ExecActivityWorkerTest, DeathBySignalIsATrap) {
 TEST_F(ExecActivityWorkerTest, StdoutThatIsNotAResultIsATrap) {
   for (const std::string out : {"hello", "", "{\"ok\": 1, \"err\": 2}", "{\"value\": 1}",
                                 "[\"ok\", 1]", "{\"ok\": 1} trailing", "{\"ok\": ", "null"}) {
-    const auto trap = TrapOf(Worker("printf '%s' '" + out + "'")->Run(Context(core::Json::array())));
+    const auto trap =
+        TrapOf(Worker("printf '%s' '" + out + "'")->Run(Context(core::Json::array())));
     EXPECT_THAT(trap.reason, StartsWith("stdout is not {\"ok\"}/{\"err\"} JSON: ")) << out;
   }
-  const auto trap = TrapOf(Worker("head -c 5000 /dev/zero | tr '\\0' x")->Run(Context(core::Json::array())));
+  const auto trap =
+      TrapOf(Worker("head -c 5000 /dev/zero | tr '\\0' x")->Run(Context(core::Json::array())));
   EXPECT_LT(trap.reason.size(), 300u);
 }
 
 TEST_F(ExecActivityWorkerTest, HugeStdoutIsCappedAndTraps) {
   ExecActivityConfig config;
   config.functions.push_back(Signature({}, std::nullopt));
-  config.argv = {"/bin/sh", "-c", "while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"};
+  config.argv = {"/bin/sh", "-c",
+                 "while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done"};
   config.max_stdout_bytes = 10000;
   auto worker = *ExecActivityWorker::Create(std::move(config), TestClock());
   const auto trap = TrapOf(worker->Run(Context(core::Json::array())));
@@ -232,12 +238,12 @@ TEST_F(ExecActivityWorkerTest, MissingExecutableIsATrapWithAClearReason) {
 TEST_F(ExecActivityWorkerTest, ReturnValueIsCheckedAgainstTheDeclaredType) {
   EXPECT_EQ(Worker("echo '{\"ok\": 7}'", "result<u8, string>")->Run(Context(core::Json::array())),
             executor::WorkerResult::Ok(core::ReturnValueOk{core::Json(7)}, core::Version(2)));
-  const auto trap =
-      TrapOf(Worker("echo '{\"ok\": 300}'", "result<u8, string>")->Run(Context(core::Json::array())));
+  const auto trap = TrapOf(
+      Worker("echo '{\"ok\": 300}'", "result<u8, string>")->Run(Context(core::Json::array())));
   EXPECT_EQ(trap.reason,
             "return value does not match result<u8, string>: return.ok: expected u8, got 300");
-  const auto err_trap =
-      TrapOf(Worker("echo '{\"err\": 5}'", "result<u8, string>")->Run(Context(core::Json::array())));
+  const auto err_trap = TrapOf(
+      Worker("echo '{\"err\": 5}'", "result<u8, string>")->Run(Context(core::Json::array())));
   EXPECT_THAT(err_trap.reason, HasSubstr("return.err: expected string, got 5"));
   // Missing value for a typed side.
   TrapOf(Worker("echo '{\"ok\": null}'", "result<u8>")->Run(Context(core::Json::array())));
@@ -258,8 +264,8 @@ TEST_F(ExecActivityWorkerTest, EnvironmentIsTheAllowListPlusFixedValues) {
   ::unsetenv("STELE_EXEC_TEST_HIDDEN");
   ::unsetenv("STELE_EXEC_TEST_OVERRIDDEN");
 
-  ASSERT_TRUE(std::holds_alternative<executor::WorkerOk>(
-      worker->Run(Context(core::Json::array())).value));
+  ASSERT_TRUE(
+      std::holds_alternative<executor::WorkerOk>(worker->Run(Context(core::Json::array())).value));
   const std::string env = ReadFile(dir_.File("env"));
   EXPECT_THAT(env, HasSubstr("STELE_EXEC_TEST_VISIBLE=seen\n"));
   EXPECT_THAT(env, HasSubstr("FIXED=a b=c\n"));
@@ -271,8 +277,8 @@ TEST_F(ExecActivityWorkerTest, EnvironmentIsTheAllowListPlusFixedValues) {
 
 TEST_F(ExecActivityWorkerTest, CancelKillsTheCommandAndItsChildren) {
   // Ignores stdin and sleeps forever, with a child of its own.
-  auto worker = Worker("echo $$ > " + dir_.File("leader") +
-                       "; sh -c 'sleep 1000 & echo $! > " + dir_.File("bg") + "; sleep 1000'");
+  auto worker = Worker("echo $$ > " + dir_.File("leader") + "; sh -c 'sleep 1000 & echo $! > " +
+                       dir_.File("bg") + "; sleep 1000'");
   executor::WorkerContext ctx = Context(core::Json::array());
   CancellationToken cancel = ctx.cancel;
   executor::WorkerResult result;
@@ -310,11 +316,13 @@ TEST_F(ExecActivityWorkerTest, UnknownFunctionAndBadParamsAreFatal) {
   auto worker = Worker("echo '{\"ok\": null}'");
   auto other = *core::FunctionFqn::Parse("testing:exec/ifc.other");
   auto result = worker->Run(Context(core::Json::array(), true, other));
-  const auto& unknown = std::get<executor::FatalError>(std::get<executor::WorkerError>(result.value).error);
+  const auto& unknown =
+      std::get<executor::FatalError>(std::get<executor::WorkerError>(result.value).error);
   EXPECT_EQ(unknown.kind, executor::FatalErrorKind::kCannotInstantiate);
 
   result = worker->Run(Context(core::Json::array({1})));
-  const auto& bad = std::get<executor::FatalError>(std::get<executor::WorkerError>(result.value).error);
+  const auto& bad =
+      std::get<executor::FatalError>(std::get<executor::WorkerError>(result.value).error);
   EXPECT_EQ(bad.kind, executor::FatalErrorKind::kParamsParsingError);
   EXPECT_EQ(bad.reason, "testing:exec/ifc.run: expected 0 params, got 1");
 }

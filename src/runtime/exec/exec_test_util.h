@@ -99,7 +99,8 @@ inline std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
 
 // Whether the group `pgid` has no live member within `bound` (see
 // EventuallyDead).
-inline bool EventuallyEmptyGroup(pid_t pgid, std::chrono::seconds bound = std::chrono::seconds(20)) {
+inline bool EventuallyEmptyGroup(pid_t pgid,
+                                 std::chrono::seconds bound = std::chrono::seconds(20)) {
   auto until = std::chrono::steady_clock::now() + bound;
   while (!LiveMembersOfGroup(pgid).empty()) {
     if (std::chrono::steady_clock::now() > until) return false;

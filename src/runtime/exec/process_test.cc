@@ -22,24 +22,27 @@ namespace stele::runtime::exec {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using testing::EventuallyDead;
 using testing::EventuallyEmptyGroup;
+using ::testing::HasSubstr;
 using testing::IsAlive;
+using ::testing::IsEmpty;
 using testing::LiveMembersOfGroup;
 using testing::ScratchDir;
 using testing::WaitForLine;
 using End = ProcessOutcome::End;
 
-ProcessSpec Sh(const std::string& script) { return ProcessSpec{{"/bin/sh", "-c", script}, {}, {}, {}}; }
+ProcessSpec Sh(const std::string& script) {
+  return ProcessSpec{{"/bin/sh", "-c", script}, {}, {}, {}};
+}
 
 ProcessOutcome RunSpec(const ProcessSpec& spec) { return RunProcess(spec, CancellationToken()); }
 
 TEST(ProcessTest, StdinArrivesIntactAndLargeOutputDoesNotDeadlock) {
   // cat writes back while we are still writing: both pipes fill up.
   std::string data;
-  for (int i = 0; i < 40000; ++i) data += "h\xC3\xA9llo \xF0\x9F\x98\x80 " + std::to_string(i) + "\n";
+  for (int i = 0; i < 40000; ++i)
+    data += "h\xC3\xA9llo \xF0\x9F\x98\x80 " + std::to_string(i) + "\n";
   ASSERT_GT(data.size(), 600000u);
   ProcessSpec spec{{"/bin/cat"}, {}, {}, data};
   spec.max_stdout_bytes = 4 << 20;
@@ -81,9 +84,9 @@ TEST(ProcessTest, StderrOverTheCapKillsTheGroup) {
 
 TEST(ProcessTest, StderrLinesReachTheCallback) {
   std::vector<std::string> lines;
-  ProcessOutcome outcome = RunProcess(Sh("printf 'one\\ntwo\\r\\n\\nlast' >&2; echo out"),
-                                      CancellationToken(),
-                                      [&](std::string_view line) { lines.emplace_back(line); });
+  ProcessOutcome outcome =
+      RunProcess(Sh("printf 'one\\ntwo\\r\\n\\nlast' >&2; echo out"), CancellationToken(),
+                 [&](std::string_view line) { lines.emplace_back(line); });
   EXPECT_EQ(outcome.end, End::kExited);
   EXPECT_EQ(outcome.stdout_data, "out\n");
   EXPECT_EQ(outcome.stderr_data, "one\ntwo\r\n\nlast");
@@ -112,8 +115,8 @@ TEST(ProcessTest, OnlyTheStandardFdsAreInherited) {
 TEST(ProcessTest, SignalsAreResetToDefaultInTheChild) {
   // The server may ignore SIGTERM or block signals; the command must not
   // inherit that.
-  struct sigaction ignore{};
-  struct sigaction old{};
+  struct sigaction ignore {};
+  struct sigaction old {};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGTERM, &ignore, &old), 0);
   ProcessOutcome outcome = RunSpec(Sh("kill -TERM $$; sleep 5; echo survived"));
@@ -145,7 +148,8 @@ TEST(ProcessTest, MissingExecutableIsASpawnFailure) {
 }
 
 TEST(ProcessTest, BareNamesAreSearchedInTheChildPath) {
-  ProcessOutcome outcome = RunSpec(ProcessSpec{{"echo", "found"}, {}, {"PATH=/nonexistent:/bin"}, {}});
+  ProcessOutcome outcome =
+      RunSpec(ProcessSpec{{"echo", "found"}, {}, {"PATH=/nonexistent:/bin"}, {}});
   EXPECT_EQ(outcome.end, End::kExited);
   EXPECT_EQ(outcome.stdout_data, "found\n");
 }
@@ -155,8 +159,7 @@ TEST(ProcessTest, WorkingDirectory) {
   dir.Script("local.sh", "pwd");
   ProcessOutcome outcome = RunSpec(ProcessSpec{{"./local.sh"}, dir.path().string(), {}, {}});
   EXPECT_EQ(outcome.end, End::kExited);
-  EXPECT_EQ(outcome.stdout_data,
-            std::filesystem::canonical(dir.path()).string() + "\n");
+  EXPECT_EQ(outcome.stdout_data, std::filesystem::canonical(dir.path()).string() + "\n");
 
   ProcessOutcome missing = RunSpec(ProcessSpec{{"/bin/pwd"}, dir.File("missing"), {}, {}});
   EXPECT_EQ(missing.end, End::kSpawnFailed);
@@ -175,8 +178,7 @@ TEST(ProcessTest, StragglersOfAFinishedLeaderAreKilled) {
   // The background job keeps stdout open; without the group kill this would
   // hang until the sleep ends.
   ScratchDir dir;
-  ProcessOutcome outcome =
-      RunSpec(Sh("sleep 1000 & echo $! > " + dir.File("bg") + "; echo done"));
+  ProcessOutcome outcome = RunSpec(Sh("sleep 1000 & echo $! > " + dir.File("bg") + "; echo done"));
   EXPECT_EQ(outcome.end, End::kExited);
   EXPECT_EQ(outcome.stdout_data, "done\n");
   const pid_t background = std::stoi(testing::ReadFile(dir.File("bg")));

@@ -19,11 +19,14 @@ using core::Json;
 
 constexpr size_t kMaxHeaderBytes = 256 * 1024;
 
-DateTime Now() { return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()); }
+DateTime Now() {
+  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -43,7 +46,8 @@ struct Url {
   }
   std::optional<std::string> Part(CURLUPart part, unsigned flags = 0) const {
     char* value = nullptr;
-    if (curl_url_get(handle, part, &value, flags) != CURLUE_OK || value == nullptr) return std::nullopt;
+    if (curl_url_get(handle, part, &value, flags) != CURLUE_OK || value == nullptr)
+      return std::nullopt;
     std::string out(value);
     curl_free(value);
     return out;
@@ -92,10 +96,12 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (colon == std::string_view::npos) return n;
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+    while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' '))
+      s.remove_suffix(1);
     return s;
   };
-  t->headers.emplace_back(Lower(trim(line.substr(0, colon))), std::string(trim(line.substr(colon + 1))));
+  t->headers.emplace_back(Lower(trim(line.substr(0, colon))),
+                          std::string(trim(line.substr(colon + 1))));
   return n;
 }
 
@@ -115,11 +121,13 @@ struct Request {
 bool IsToken(std::string_view s) {
   if (s.empty()) return false;
   return std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+    return std::isalnum(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
   });
 }
 bool IsHeaderValue(std::string_view s) {
-  return std::none_of(s.begin(), s.end(), [](unsigned char c) { return c == '\r' || c == '\n' || c == 0; });
+  return std::none_of(s.begin(), s.end(),
+                      [](unsigned char c) { return c == '\r' || c == '\n' || c == 0; });
 }
 
 Result<Request, std::string> ParseRequest(std::string_view text, const HttpClientConfig& config) {
@@ -128,10 +136,12 @@ Result<Request, std::string> ParseRequest(std::string_view text, const HttpClien
   if (!json || !json->is_object()) return Unexpected(std::string("request must be a JSON object"));
   Request r;
   auto method = json->find("method");
-  r.method = method == json->end() ? "GET" : (method->is_string() ? method->get<std::string>() : "");
+  r.method =
+      method == json->end() ? "GET" : (method->is_string() ? method->get<std::string>() : "");
   if (!IsToken(r.method)) return Unexpected(std::string("`method` must be an HTTP method name"));
   auto url = json->find("url");
-  if (url == json->end() || !url->is_string()) return Unexpected(std::string("`url` (a string) is required"));
+  if (url == json->end() || !url->is_string())
+    return Unexpected(std::string("`url` (a string) is required"));
   r.url = url->get<std::string>();
   if (auto h = json->find("headers"); h != json->end()) {
     if (!h->is_object()) return Unexpected(std::string("`headers` must be an object of strings"));
@@ -146,12 +156,14 @@ Result<Request, std::string> ParseRequest(std::string_view text, const HttpClien
     if (!b->is_string()) return Unexpected(std::string("`body` must be a string"));
     r.body = b->get<std::string>();
     if (r.body.size() > config.max_request_body_bytes) {
-      return Unexpected("request body over " + std::to_string(config.max_request_body_bytes) + " bytes");
+      return Unexpected("request body over " + std::to_string(config.max_request_body_bytes) +
+                        " bytes");
     }
   }
   r.timeout = config.default_timeout;
   if (auto t = json->find("timeout_ms"); t != json->end()) {
-    if (!t->is_number_unsigned() || t->get<uint64_t>() == 0 || t->get<uint64_t>() > 24 * 3600 * 1000) {
+    if (!t->is_number_unsigned() || t->get<uint64_t>() == 0 ||
+        t->get<uint64_t>() > 24 * 3600 * 1000) {
       return Unexpected(std::string("`timeout_ms` must be a positive integer (at most a day)"));
     }
     r.timeout = std::chrono::milliseconds(t->get<uint64_t>());
@@ -166,7 +178,8 @@ std::optional<std::string> CheckUrl(const std::string& url, const HttpClientConf
     return "malformed url `" + url + "`";
   }
   auto scheme = u.Part(CURLUPART_SCHEME);
-  if (!scheme || (*scheme != "http" && *scheme != "https")) return std::string("only http and https urls are allowed");
+  if (!scheme || (*scheme != "http" && *scheme != "https"))
+    return std::string("only http and https urls are allowed");
   auto host = u.Part(CURLUPART_HOST);
   auto port = u.Part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
   if (!host || host->empty() || !port) return "url `" + url + "` has no host";
@@ -185,7 +198,8 @@ struct Response {
 
 // Performs the request; an error is the transport error's text, or
 // nullopt-with-interrupted when the cancellation token fired.
-Result<Response, std::string> Perform(const Request& r, const std::optional<CancellationToken>& cancel,
+Result<Response, std::string> Perform(const Request& r,
+                                      const std::optional<CancellationToken>& cancel,
                                       size_t max_body, bool* interrupted) {
   GlobalInit();
   Easy easy;
@@ -239,7 +253,8 @@ Result<Response, std::string> Perform(const Request& r, const std::optional<Canc
                       std::to_string(kMaxHeaderBytes) + ")");
   }
   if (code != CURLE_OK) {
-    return Unexpected(std::string(curl_easy_strerror(code)) + (error[0] != 0 ? std::string(": ") + error : ""));
+    return Unexpected(std::string(curl_easy_strerror(code)) +
+                      (error[0] != 0 ? std::string(": ") + error : ""));
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
   return out;
@@ -248,7 +263,9 @@ Result<Response, std::string> Perform(const Request& r, const std::optional<Canc
 }  // namespace
 
 Result<std::string, HttpFailure> PerformRequest(HttpState& state, std::string_view text) {
-  auto fail = [](std::string message) { return Unexpected(HttpFailure{std::move(message), false}); };
+  auto fail = [](std::string message) {
+    return Unexpected(HttpFailure{std::move(message), false});
+  };
   auto request = ParseRequest(text, state.config);
   if (!request) return fail(request.error());
   if (state.traces.size() >= state.config.max_requests_per_attempt) {
@@ -257,20 +274,23 @@ Result<std::string, HttpFailure> PerformRequest(HttpState& state, std::string_vi
   }
   if (auto denied = CheckUrl(request->url, state.config)) return fail(*denied);
 
-  core::HttpClientTrace trace{core::HttpRequestTrace{Now(), request->url, request->method}, std::nullopt};
+  core::HttpClientTrace trace{core::HttpRequestTrace{Now(), request->url, request->method},
+                              std::nullopt};
   bool interrupted = false;
-  auto response = Perform(*request, state.cancel, state.config.max_response_body_bytes, &interrupted);
+  auto response =
+      Perform(*request, state.cancel, state.config.max_response_body_bytes, &interrupted);
   if (!response) {
     trace.resp = core::HttpResponseTrace{Now(), response.error()};
     state.traces.push_back(std::move(trace));
-    return Unexpected(HttpFailure{interrupted ? "cancelled during an HTTP request" : response.error(),
-                                  interrupted});
+    return Unexpected(HttpFailure{
+        interrupted ? "cancelled during an HTTP request" : response.error(), interrupted});
   }
   trace.resp = core::HttpResponseTrace{Now(), static_cast<uint16_t>(response->status)};
   state.traces.push_back(std::move(trace));
 
   Json headers = Json::array();
-  for (auto& [name, value] : response->transfer.headers) headers.push_back(Json::array({name, value}));
+  for (auto& [name, value] : response->transfer.headers)
+    headers.push_back(Json::array({name, value}));
   Json body = Json{{"status", response->status},
                    {"headers", std::move(headers)},
                    {"body", std::move(response->transfer.body)}};
@@ -283,8 +303,8 @@ bool HostAllowed(const std::vector<std::string>& allowed_hosts, std::string_view
     std::string_view pattern = entry;
     std::optional<int> want_port;
     // "host:port", but not a bare IPv6 address ("::1") nor "[::1]:80".
-    if (size_t colon = pattern.rfind(':'); colon != std::string_view::npos &&
-                                           pattern.find(':') == colon) {
+    if (size_t colon = pattern.rfind(':');
+        colon != std::string_view::npos && pattern.find(':') == colon) {
       want_port = std::atoi(std::string(pattern.substr(colon + 1)).c_str());
       pattern = pattern.substr(0, colon);
     } else if (pattern.starts_with('[')) {

@@ -45,7 +45,8 @@ class JsActivityHost final : public JsHost {
     }
     if (op == "aborted") return HostReply::Value(cancel_.IsCancelled());
     if (op == "fetch" && args.size() == 1 && args[0].is_object()) {
-      auto response = http::PerformRequest(http_, args[0].dump(-1, ' ', false, core::Json::error_handler_t::replace));
+      auto response = http::PerformRequest(
+          http_, args[0].dump(-1, ' ', false, core::Json::error_handler_t::replace));
       if (!response) {
         // Interrupted: the attempt is being cancelled; the engine stops it.
         if (response.error().interrupted) return HostReply::Abort(response.error().message);
@@ -54,7 +55,8 @@ class JsActivityHost final : public JsHost {
       core::Json parsed = core::Json::parse(*response, nullptr, false);
       return HostReply::Value(std::move(parsed));
     }
-    return HostReply::Throw("TypeError", "`" + std::string(op) + "` is not available to activities");
+    return HostReply::Throw("TypeError",
+                            "`" + std::string(op) + "` is not available to activities");
   }
   Result<double, std::string> Now() override {
     return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -88,7 +90,8 @@ JsActivityWorker::JsActivityWorker(std::shared_ptr<const JsComponent> component,
       options_(std::move(options)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()) {
-  STELE_CHECK(component_->flavor == JsFlavor::kActivity, "JsActivityWorker needs an activity component");
+  STELE_CHECK(component_->flavor == JsFlavor::kActivity,
+              "JsActivityWorker needs an activity component");
 }
 
 executor::WorkerResult JsActivityWorker::Run(executor::WorkerContext ctx) {
@@ -116,28 +119,30 @@ executor::WorkerResult JsActivityWorker::RunGuest(executor::WorkerContext ctx) {
     switch (error.kind) {
       case Kind::kInterrupted:
       case Kind::kHostAbort:
-        return executor::WorkerResult::Err(ctx.version, executor::TemporaryTimeout{std::move(traces)});
+        return executor::WorkerResult::Err(ctx.version,
+                                           executor::TemporaryTimeout{std::move(traces)});
       case Kind::kEngine:
         return executor::WorkerResult::Err(ctx.version, executor::LimitReached{error.ToString()});
       case Kind::kBadResult:
-        return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kResultParsingError,
-                                             error.message);
+        return executor::WorkerResult::Fatal(
+            ctx.version, executor::FatalErrorKind::kResultParsingError, error.message);
       case Kind::kNoSuchFunction:
-        return executor::WorkerResult::Fatal(ctx.version, executor::FatalErrorKind::kCannotInstantiate,
-                                             error.message);
+        return executor::WorkerResult::Fatal(
+            ctx.version, executor::FatalErrorKind::kCannotInstantiate, error.message);
       default:
         return executor::WorkerResult::Err(
-            ctx.version, executor::ActivityTrap{error.message, error.ToString(), std::move(traces)});
+            ctx.version,
+            executor::ActivityTrap{error.message, error.ToString(), std::move(traces)});
     }
   }
   if (!outcome->ok && options_.retry_on_err && !outcome->non_retryable) {
     core::ReturnValueErr err{outcome->value.is_null() ? std::nullopt
                                                       : std::optional<core::Json>(outcome->value)};
-    return executor::WorkerResult::Err(ctx.version,
-                                       executor::ActivityReturnedError{std::move(err), {}, std::move(traces)});
+    return executor::WorkerResult::Err(
+        ctx.version, executor::ActivityReturnedError{std::move(err), {}, std::move(traces)});
   }
-  return executor::WorkerResult::Ok(ToReturnValue(outcome->ok, std::move(outcome->value)), ctx.version,
-                                    std::move(traces));
+  return executor::WorkerResult::Ok(ToReturnValue(outcome->ok, std::move(outcome->value)),
+                                    ctx.version, std::move(traces));
 }
 
 }  // namespace stele::runtime::js

@@ -40,10 +40,10 @@ Result<std::shared_ptr<const JsComponent>, std::string> LoadJsComponent(
   if (!module) return Unexpected(module.error().message);
   auto component = std::make_shared<JsComponent>();
   component->flavor = flavor;
-  component->component_id = core::ComponentId{
-      flavor == JsFlavor::kWorkflow ? core::ComponentType::kWorkflowJs
-                                    : core::ComponentType::kActivityJs,
-      std::move(name), core::InputContentDigest(digest)};
+  component->component_id =
+      core::ComponentId{flavor == JsFlavor::kWorkflow ? core::ComponentType::kWorkflowJs
+                                                      : core::ComponentType::kActivityJs,
+                        std::move(name), core::InputContentDigest(digest)};
   for (const JsDeclaredFunction& declared : (*module)->functions()) {
     auto ffqn = core::FunctionFqn::Parse(declared.ffqn);
     if (!ffqn) {

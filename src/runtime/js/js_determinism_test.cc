@@ -30,12 +30,12 @@ namespace {
 
 using namespace std::chrono_literals;  // NOLINT
 using workflow::BlockingStrategy;
-using workflow::testing::Script;
 using workflow::WorkflowRun;
 using workflow::WorkflowRunOptions;
 using workflow::testing::Backend;
 using workflow::testing::Describe;
 using workflow::testing::Must;
+using workflow::testing::Script;
 using workflow::testing::TestEnv;
 using workflow::testing::TestOptions;
 
@@ -70,7 +70,8 @@ std::string Generate(uint64_t seed) {
         body += "  trace += (await ctx.sleep(" + delay + ")) ? 'slept;' : 'sleep-cancelled;';\n";
         break;
       case Op::kCall:
-        body += "  trace += JSON.stringify(await ctx.call(ACT, [" + std::to_string(arg % 100) + "])) + ';';\n";
+        body += "  trace += JSON.stringify(await ctx.call(ACT, [" + std::to_string(arg % 100) +
+                "])) + ';';\n";
         break;
       case Op::kCreateNamed:
         body += "  open.push(ctx.joinSet('js' + named++));\n";
@@ -80,7 +81,8 @@ std::string Generate(uint64_t seed) {
                 std::to_string(arg % 100) + "]) + ';';\n";
         break;
       case Op::kSubmitDelay:
-        body += "  if (open.length) trace += 'delay ' + " + pick + ".submitDelay(" + delay + ") + ';';\n";
+        body += "  if (open.length) trace += 'delay ' + " + pick + ".submitDelay(" + delay +
+                ") + ';';\n";
         break;
       case Op::kJoinNext:
         body += "  if (open.length) trace += text(await " + pick + ".next()) + ';';\n";
@@ -92,11 +94,14 @@ std::string Generate(uint64_t seed) {
         body += "  trace += ctx.randomString(1, 8) + ';';\n";
         break;
       case Op::kClose:
-        body += "  if (open.length) { const i = " + a + " % open.length; await open[i].close(); "
+        body += "  if (open.length) { const i = " + a +
+                " % open.length; await open[i].close(); "
                 "open.splice(i, 1); trace += 'closed;'; }\n";
         break;
       case Op::kDateNow:
-        body += "  { const t = Date.now(); trace += t >= last ? 'time;' : 'time went back;'; last = t; }\n";
+        body +=
+            "  { const t = Date.now(); trace += t >= last ? 'time;' : 'time went back;'; last = t; "
+            "}\n";
         break;
       case Op::kMathRandom:
         body += "  trace += Math.floor(Math.random() * 1000) + ';';\n";
@@ -144,7 +149,8 @@ std::vector<uint64_t> Seeds() {
 int Runs(TestEnv& env, const core::ExecutionId& id) {
   std::set<std::string> runs;
   for (const auto& e : env.Log(id).events) {
-    if (const auto* locked = std::get_if<core::Locked>(&e.event)) runs.insert(locked->run_id.ToString());
+    if (const auto* locked = std::get_if<core::Locked>(&e.event))
+      runs.insert(locked->run_id.ToString());
   }
   return static_cast<int>(runs.size());
 }
@@ -177,8 +183,8 @@ TEST_P(JsDeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
     SCOPED_TRACE("STELE_TEST_SEED=" + std::to_string(seed));
     const std::string source = Generate(seed);
     SCOPED_TRACE(source);
-    auto component = LoadJsComponent(CreateV8JsEngine(), source, "program.js", "program",
-                                     JsFlavor::kWorkflow);
+    auto component =
+        LoadJsComponent(CreateV8JsEngine(), source, "program.js", "program", JsFlavor::kWorkflow);
     ASSERT_TRUE(component.has_value()) << component.error();
     const Script script = JsScript(*component);
     const core::ExecutionId id(Ulid(0x0190000000000000ULL | seed, seed * 0x9E3779B97F4A7C15ULL));
@@ -191,7 +197,8 @@ TEST_P(JsDeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
     ASSERT_TRUE(std::holds_alternative<core::ReturnValueOk>(expected_result))
         << Describe(expected_history);
 
-    for (const BlockingStrategy strategy : {BlockingStrategy::kInterrupt, BlockingStrategy::kAwait}) {
+    for (const BlockingStrategy strategy :
+         {BlockingStrategy::kInterrupt, BlockingStrategy::kAwait}) {
       for (const uint32_t batching : {0u, 10u, 100u}) {
         if (strategy == BlockingStrategy::kInterrupt && batching == 100) continue;  // the reference
         const std::string variant =
@@ -203,7 +210,9 @@ TEST_P(JsDeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
         env.CreateWorkflow(id);
         ASSERT_TRUE(env.RunToCompletion(id, 200));
         EXPECT_EQ(Masked(env.History(id)), expected_history)
-            << variant << ":\n" << Describe(env.History(id)) << "interrupt:\n" << Describe(expected_history);
+            << variant << ":\n"
+            << Describe(env.History(id)) << "interrupt:\n"
+            << Describe(expected_history);
         EXPECT_EQ(env.Result(id), expected_result);
       }
     }
@@ -219,7 +228,9 @@ TEST_P(JsDeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
       warm.CreateWorkflow(id);
       ASSERT_TRUE(RunWarm(warm, id));
       EXPECT_EQ(Masked(warm.History(id)), expected_history)
-          << "warm:\n" << Describe(warm.History(id)) << "interrupt:\n" << Describe(expected_history);
+          << "warm:\n"
+          << Describe(warm.History(id)) << "interrupt:\n"
+          << Describe(expected_history);
       EXPECT_EQ(warm.Result(id), expected_result);
       warm_locks += Runs(warm, id);
       interrupt_locks += Runs(interrupt, id);
@@ -264,7 +275,9 @@ TEST_P(JsDeterminismTest, StrategiesAndWipedReplayProduceIdenticalLogs) {
       EXPECT_EQ(wiped.Result(id), expected_result);
     }
     EXPECT_EQ(Masked(wiped.History(id)), expected_history)
-        << "wiped:\n" << Describe(wiped.History(id)) << "original:\n" << Describe(expected_history);
+        << "wiped:\n"
+        << Describe(wiped.History(id)) << "original:\n"
+        << Describe(expected_history);
     if (::testing::Test::HasFailure()) return;
   }
   if (Seeds().size() > 1) {

@@ -98,7 +98,7 @@ std::string_view JsErrorKindName(JsError::Kind kind);
 
 // One function of a module's `functions` export.
 struct JsDeclaredFunction {
-  std::string ffqn;  // as declared (the loader parses it)
+  std::string ffqn;                                         // as declared (the loader parses it)
   std::vector<std::pair<std::string, std::string>> params;  // [name, WIT-like type]
   std::optional<std::string> returns;
 };
@@ -178,8 +178,8 @@ struct RunInfo {
 
 // How a function ended on its own.
 struct JsOutcome {
-  bool ok = true;     // false: it threw (or rejected with) an Err
-  core::Json value;   // the value, or Err's value
+  bool ok = true;    // false: it threw (or rejected with) an Err
+  core::Json value;  // the value, or Err's value
   // The Err was made with { retryable: false }: a permanent failure.
   bool non_retryable = false;
 };
@@ -192,9 +192,8 @@ class JsEngine {
   // its `functions` export. Errors are kInvalidModule with the position
   // ("hello.js:3:7: SyntaxError: ...").
   virtual Result<std::shared_ptr<const JsModule>, JsError> Load(std::string name,
-                                                               std::string source,
-                                                               JsFlavor flavor,
-                                                               const JsLimits& limits) = 0;
+                                                                std::string source, JsFlavor flavor,
+                                                                const JsLimits& limits) = 0;
   // Runs function `ffqn` of `module` with `params` (a JSON array: the
   // arguments after the context) in a fresh instance of the module.
   virtual Result<JsOutcome, JsError> Run(const JsModule& module, std::string_view ffqn,

@@ -50,8 +50,9 @@ class FakeHost final : public JsHost {
 };
 
 std::string Module(const std::string& run_body, const std::string& top = "") {
-  return top + "\nexport const functions = {\n  \"t:js/api.f\": {\n    params: [[\"x\", \"u32\"]],\n"
-               "    returns: \"string\",\n    run: async (ctx, x) => {\n" +
+  return top +
+         "\nexport const functions = {\n  \"t:js/api.f\": {\n    params: [[\"x\", \"u32\"]],\n"
+         "    returns: \"string\",\n    run: async (ctx, x) => {\n" +
          run_body + "\n    },\n  },\n};\n";
 }
 
@@ -67,10 +68,11 @@ class JsEngineTest : public ::testing::Test {
     EXPECT_TRUE(module.has_value()) << module.error().ToString();
     return module ? *module : nullptr;
   }
-  Result<JsOutcome, JsError> RunF(const JsModule& module, core::Json params = core::Json::array({1}),
+  Result<JsOutcome, JsError> RunF(const JsModule& module,
+                                  core::Json params = core::Json::array({1}),
                                   RunBudget budget = {}) {
-    return engine_->Run(module, "t:js/api.f", RunInfo{"E_1", "t:js/api.f", 1, 0, {}}, params,
-                        host_, budget);
+    return engine_->Run(module, "t:js/api.f", RunInfo{"E_1", "t:js/api.f", 1, 0, {}}, params, host_,
+                        budget);
   }
 };
 
@@ -85,7 +87,8 @@ TEST_F(JsEngineTest, LoadReadsTheDeclarations) {
 }
 
 TEST_F(JsEngineTest, LoadErrorsNameTheFileAndLine) {
-  auto syntax = engine_->Load("bad.js", "export const functions = {\n  a: 1 +\n};", JsFlavor::kWorkflow, {});
+  auto syntax =
+      engine_->Load("bad.js", "export const functions = {\n  a: 1 +\n};", JsFlavor::kWorkflow, {});
   ASSERT_FALSE(syntax.has_value());
   EXPECT_EQ(syntax.error().kind, Kind::kInvalidModule);
   EXPECT_THAT(syntax.error().message, StartsWith("bad.js:3:"));
@@ -100,9 +103,9 @@ TEST_F(JsEngineTest, LoadErrorsNameTheFileAndLine) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_THAT(missing.error().message, HasSubstr("must export `functions`"));
 
-  auto bad_params = engine_->Load(
-      "p.js", "export const functions = {'a:b/c.d': {params: ['x'], run() {}}};",
-      JsFlavor::kWorkflow, {});
+  auto bad_params =
+      engine_->Load("p.js", "export const functions = {'a:b/c.d': {params: ['x'], run() {}}};",
+                    JsFlavor::kWorkflow, {});
   ASSERT_FALSE(bad_params.has_value());
   EXPECT_THAT(bad_params.error().message, HasSubstr("[name, type] string pairs"));
 
@@ -179,7 +182,8 @@ TEST_F(JsEngineTest, HostErrorsBecomeTheirClasses) {
         if (!(e instanceof Err) || e.value !== 'nope') return 'wrong ' + e;
       }
       try { ctx.joinSet().submit('t:js/api.child', []); } catch (e) { return e.message; }
-      return 'no throw';)", "import { Err } from 'stele';"));
+      return 'no throw';)",
+                                "import { Err } from 'stele';"));
   auto r = RunF(*module);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   EXPECT_EQ(r->value, "a join set named `x` exists already");
@@ -222,7 +226,8 @@ TEST_F(JsEngineTest, TheRealmIsFrozenSoRunsShareNothing) {
         JSON.parse('1'), Object.getPrototypeOf(async function () {}).leak,
         Object.getPrototypeOf([][Symbol.iterator]()).leak, Error.prepareStackTrace,
         typeof Date.leak, Err.leak, Reflect.leak, RegExp.$1, Function.prototype.leak];
-      return {blocked, seen};)", "import { Err } from 'stele';"));
+      return {blocked, seen};)",
+                                "import { Err } from 'stele';"));
   auto first = RunF(*module);
   ASSERT_TRUE(first.has_value()) << first.error().ToString();
   auto second = RunF(*module);
@@ -231,8 +236,9 @@ TEST_F(JsEngineTest, TheRealmIsFrozenSoRunsShareNothing) {
   // was refused.
   EXPECT_EQ(first->value["blocked"], 15);
   EXPECT_EQ(first->value["seen"], second->value["seen"]);
-  EXPECT_EQ(second->value["seen"].dump(),
-            R"(["undefined","undefined","function","undefined",1,null,null,null,"undefined",null,null,null,null])");
+  EXPECT_EQ(
+      second->value["seen"].dump(),
+      R"(["undefined","undefined","function","undefined",1,null,null,null,"undefined",null,null,null,null])");
 }
 
 TEST_F(JsEngineTest, EveryReachableObjectOfTheRealmIsFrozen) {
@@ -281,8 +287,9 @@ TEST_F(JsEngineTest, NoEvalNoWasmNoWeakRefsNoConsoleOfV8) {
       return out;)"));
   auto r = RunF(*module);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
-  EXPECT_EQ(r->value.dump(),
-            R"(["EvalError","EvalError","undefined","undefined","undefined","undefined","undefined","import refused"])");
+  EXPECT_EQ(
+      r->value.dump(),
+      R"(["EvalError","EvalError","undefined","undefined","undefined","undefined","undefined","import refused"])");
   EXPECT_EQ(host_.calls.back(), R"(log ["info","hello {\"a\":1}"])");
 }
 
@@ -388,8 +395,8 @@ TEST_F(JsEngineTest, TopLevelCodeIsBounded) {
   ASSERT_TRUE(module.has_value()) << module.error().ToString();
   JsLimits limits;
   limits.max_load_time = std::chrono::milliseconds(50);
-  auto loop = engine_->Load("loop.js", "for (;;) {}\nexport const functions = {};", JsFlavor::kWorkflow,
-                            limits);
+  auto loop = engine_->Load("loop.js", "for (;;) {}\nexport const functions = {};",
+                            JsFlavor::kWorkflow, limits);
   ASSERT_FALSE(loop.has_value());
   EXPECT_THAT(loop.error().message, HasSubstr("top-level code ran for 50 ms"));
 }

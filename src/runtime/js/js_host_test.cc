@@ -78,7 +78,7 @@ TEST_F(JsHostTest, HelloCallsANativeActivityAndSleepsWithABacktraceOfTheSource) 
   ASSERT_EQ(frame.symbols.size(), 1u);
   EXPECT_EQ(frame.symbols[0].file, "test_workflows.js");
   EXPECT_EQ(frame.symbols[0].line, 43u);  // `await ctx.sleep(1);`
-  EXPECT_EQ(frame.symbols[0].col, 17u);  // `sleep`
+  EXPECT_EQ(frame.symbols[0].col, 17u);   // `sleep`
   EXPECT_EQ(trace->wasm_backtrace.engine, CreateV8JsEngine()->EngineId());
 }
 
@@ -177,8 +177,8 @@ TEST_F(JsHostTest, WithoutLockExtensionALoopStopsBeforeTheLeaseEnds) {
   config.watcher_leeway = std::chrono::seconds(30);  // only the run itself may end it
   Env& env = Start(std::move(config));
   auto id = env.Submit("testing:js/wf.loop", Json::array());
-  EXPECT_TRUE(env.WaitUntil(
-      [&] { return CountEvents<core::TemporarilyTimedOut>(env.Events(id)) >= 1; }));
+  EXPECT_TRUE(
+      env.WaitUntil([&] { return CountEvents<core::TemporarilyTimedOut>(env.Events(id)) >= 1; }));
   EXPECT_EQ(CountEvents<core::Finished>(env.Events(id)), 0u);
   EXPECT_EQ(env.overlap_probe().max_overlap(), 1);
 }
@@ -319,7 +319,8 @@ TEST_F(JsHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
         return got.has_value();
       }));
       bool named = false;
-      for (const auto& frame : trace->wasm_backtrace.frames) named |= frame.func_name == "placeTheCall";
+      for (const auto& frame : trace->wasm_backtrace.frames)
+        named |= frame.func_name == "placeTheCall";
       EXPECT_TRUE(named);
       child = FirstChild(env.Events(id), "approve").value_or("");
       ASSERT_FALSE(child.empty());
@@ -484,7 +485,8 @@ TEST_F(JsHostTest, ClosingCancelsActivitiesAndDelaysAndAwaitsChildWorkflows) {
   size_t cancelled = 0;
   for (const auto& e : env.Events(id)) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
-      if (const auto* next = std::get_if<core::HistoryJoinNext>(&h->event)) cancelled += next->closing ? 1 : 0;
+      if (const auto* next = std::get_if<core::HistoryJoinNext>(&h->event))
+        cancelled += next->closing ? 1 : 0;
     }
   }
   EXPECT_EQ(cancelled, 3u);  // one closing JoinNext per unawaited submission

@@ -150,7 +150,8 @@ class Env {
   Env(const std::filesystem::path& dir, EnvConfig config) : config_(std::move(config)) {
     storage::sqlite::SqliteOptions sqlite{.path = (dir / "stele.sqlite").string()};
     sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
-    pool_ = std::shared_ptr<storage::DbPool>(MustDb(storage::sqlite::SqlitePool::Open(sqlite), "open"));
+    pool_ =
+        std::shared_ptr<storage::DbPool>(MustDb(storage::sqlite::SqlitePool::Open(sqlite), "open"));
     api_ = std::shared_ptr<storage::DbExternalApi>(MustDb(pool_->ExternalApiConn(), "api"));
     EngineOptions options;
     options.pool = pool_;
@@ -161,13 +162,15 @@ class Env {
     std::set<std::string> native;
     for (auto& [ffqn, fn] : config_.native_activities) {
       EXPECT_TRUE(engine_->RegisterActivity(ffqn, fn, ActivityOptions{}));
-      registry_.Add(Ffqn(ffqn), {core::ComponentId::DummyActivity(), workflow::FunctionKind::kActivity});
+      registry_.Add(Ffqn(ffqn),
+                    {core::ComponentId::DummyActivity(), workflow::FunctionKind::kActivity});
       native.insert(ffqn);
     }
     for (const auto& ffqn : config_.stubs) {
       EXPECT_TRUE(engine_->RegisterStub(ffqn));
-      registry_.Add(Ffqn(ffqn), {core::ComponentId{core::ComponentType::kActivityStub, "native_stubs", {}},
-                                 workflow::FunctionKind::kActivityStub});
+      registry_.Add(Ffqn(ffqn),
+                    {core::ComponentId{core::ComponentType::kActivityStub, "native_stubs", {}},
+                     workflow::FunctionKind::kActivityStub});
     }
     config_.workflows->RegisterIn(registry_);
     std::vector<core::FunctionFqn> js_activities;
@@ -208,13 +211,14 @@ class Env {
     dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
     if (config_.activities && !js_activities.empty()) {
       auto worker = std::make_shared<Filtered>(
-          std::make_shared<JsActivityWorker>(config_.activities, config_.activity_options), js_activities);
+          std::make_shared<JsActivityWorker>(config_.activities, config_.activity_options),
+          js_activities);
       executor::ExecutorOptions act;
       act.lock_expiry = config_.activity_lock;
       act.tick_sleep = std::chrono::milliseconds(20);
       act.component_id = config_.activities->component_id;
-      act.retry_config = core::ComponentRetryConfig{config_.activity_max_retries,
-                                                    core::Duration::FromMillis(10)};
+      act.retry_config =
+          core::ComponentRetryConfig{config_.activity_max_retries, core::Duration::FromMillis(10)};
       act.response_handoff = handoff_;
       tasks_.push_back(std::make_unique<executor::ExecTask>(
           worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), act));
@@ -235,22 +239,24 @@ class Env {
                            core::ExecutionPolicy policy = {}) {
     auto f = Ffqn(ffqn);
     core::ComponentId component = config_.workflows->component_id;
-    if (config_.activities && config_.activities->Find(f)) component = config_.activities->component_id;
+    if (config_.activities && config_.activities->Find(f))
+      component = config_.activities->component_id;
     core::ExecutionId execution_id = id ? *id : core::ExecutionId::Generate();
     DateTime now = SystemClock::Instance().Now();
-    storage::CreateRequest request{now, execution_id, f, std::move(params), std::nullopt,
+    storage::CreateRequest request{now, execution_id, f,  std::move(params), std::nullopt,
                                    now, component,    {}, std::nullopt};
     request.policy = std::move(policy);
     MustDb(api_->Create(request), "create");
     return execution_id;
   }
 
-  core::SupportedFunctionReturnValue Await(const core::ExecutionId& id,
-                                           std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+  core::SupportedFunctionReturnValue Await(
+      const core::ExecutionId& id, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
     auto result = api_->WaitForFinishedResult(id, storage::WaitOptions::For(limit));
     if (!result) {
       ADD_FAILURE() << "waiting for " << id.ToString() << ": " << result.error().ToString();
-      return core::FinishedExecutionError{core::ExecutionFailureKind::kUncategorized, "no result", {}};
+      return core::FinishedExecutionError{
+          core::ExecutionFailureKind::kUncategorized, "no result", {}};
     }
     return *result;
   }
@@ -290,7 +296,9 @@ class Env {
    public:
     Filtered(std::shared_ptr<executor::Worker> inner, std::vector<core::FunctionFqn> ffqns)
         : inner_(std::move(inner)), ffqns_(std::move(ffqns)) {}
-    executor::WorkerResult Run(executor::WorkerContext ctx) override { return inner_->Run(std::move(ctx)); }
+    executor::WorkerResult Run(executor::WorkerContext ctx) override {
+      return inner_->Run(std::move(ctx));
+    }
     const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
    private:
@@ -329,14 +337,17 @@ size_t CountEvents(const std::vector<core::ExecutionEvent>& events) {
 // History events with JoinNext leases and delay expiries cleared (as
 // wasm_host's NormalisedHistory), and step times (Persist of kind time:
 // the clock of the first run) zeroed.
-inline std::vector<core::HistoryEvent> NormalisedHistory(const std::vector<core::ExecutionEvent>& events) {
+inline std::vector<core::HistoryEvent> NormalisedHistory(
+    const std::vector<core::ExecutionEvent>& events) {
   std::vector<core::HistoryEvent> out;
   for (const auto& e : events) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
       core::HistoryEvent event = h->event;
-      if (auto* next = std::get_if<core::HistoryJoinNext>(&event)) next->run_expires_at = DateTime{};
+      if (auto* next = std::get_if<core::HistoryJoinNext>(&event))
+        next->run_expires_at = DateTime{};
       if (auto* request = std::get_if<core::HistoryJoinSetRequest>(&event)) {
-        if (auto* delay = std::get_if<core::DelayRequest>(&request->request)) delay->expires_at = DateTime{};
+        if (auto* delay = std::get_if<core::DelayRequest>(&request->request))
+          delay->expires_at = DateTime{};
       }
       if (auto* persist = std::get_if<core::HistoryPersist>(&event)) {
         if (std::holds_alternative<core::PersistKindTime>(persist->kind)) persist->value.clear();
@@ -353,7 +364,8 @@ template <class Scenario>
 void ExpectSameHistoryUnderBothStrategies(const EnvConfig& config, Scenario scenario) {
   const core::ExecutionId id = core::ExecutionId::Generate();
   std::vector<std::vector<core::HistoryEvent>> histories;
-  for (auto strategy : {workflow::BlockingStrategy::kAwait, workflow::BlockingStrategy::kInterrupt}) {
+  for (auto strategy :
+       {workflow::BlockingStrategy::kAwait, workflow::BlockingStrategy::kInterrupt}) {
     SCOPED_TRACE(strategy == workflow::BlockingStrategy::kAwait ? "await" : "interrupt");
     const std::filesystem::path dir = MakeTempDir();
     {

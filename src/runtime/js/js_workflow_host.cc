@@ -119,7 +119,8 @@ HostReply JsWorkflowHost::Call(std::string_view op, const Json& args,
     for (JsFrame& frame : frames) {
       std::string function = frame.function.empty() ? "<anonymous>" : frame.function;
       trace.frames.push_back(core::FrameInfo{
-          component_id_.name, function,
+          component_id_.name,
+          function,
           {core::FrameSymbol{function, std::move(frame.file), frame.line, frame.column}}});
     }
     backtraces_.push_back(
@@ -143,7 +144,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     auto text = Str(args, i);
     if (!text) return Unexpected(BadArguments(op));
     auto id = core::JoinSetId::Parse(*text);
-    if (!id) return Unexpected(Interrupt(Kind::kConstraintViolation, "invalid join set `" + *text + "`"));
+    if (!id)
+      return Unexpected(Interrupt(Kind::kConstraintViolation, "invalid join set `" + *text + "`"));
     return *std::move(id);
   };
   auto params_at = [&](size_t i) -> Result<core::Params, HostReply> {
@@ -159,8 +161,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
       return Unexpected(HostReply::Throw("TypeError", std::string(op) + ": " + options.error()));
     return *std::move(options);
   };
-#define JS_TRY(var, expr)                    \
-  auto var##_r = (expr);                     \
+#define JS_TRY(var, expr)                          \
+  auto var##_r = (expr);                           \
   if (!var##_r) return std::move(var##_r).error(); \
   auto var = *std::move(var##_r)
   auto value = [&](auto result, auto convert) -> HostReply {
@@ -184,9 +186,10 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (!created) return Abort();
     if (!*created) {
       return HostReply::Throw(
-          "Error", created->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
-                       ? "invalid join set name `" + *name + "`: use ASCII letters, digits, '-' and '/'"
-                       : "a join set named `" + *name + "` exists already");
+          "Error",
+          created->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
+              ? "invalid join set name `" + *name + "`: use ASCII letters, digits, '-' and '/'"
+              : "a join set named `" + *name + "` exists already");
     }
     return HostReply::Value((**created).ToString());
   }
@@ -218,7 +221,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (error.kind == wf::JoinNextError::Kind::kCancelled) {
       return HostReply::Throw("Cancelled", "the workflow is being cancelled", Json());
     }
-    return HostReply::Throw("FunctionMismatch", "", error.actual ? ResponseJson(*error.actual) : Json());
+    return HostReply::Throw("FunctionMismatch", "",
+                            error.actual ? ResponseJson(*error.actual) : Json());
   }
   if (op == "tryNext") {
     JS_TRY(join_set, join_set_at(0));
@@ -231,7 +235,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     if (!next) return Abort();
     if (*next) {
       if (!**next) return HostReply::Value(core::Json{{"state", "pending"}});
-      return HostReply::Value(core::Json{{"state", "response"}, {"response", ResponseJson(***next)}});
+      return HostReply::Value(
+          core::Json{{"state", "response"}, {"response", ResponseJson(***next)}});
     }
     const auto& error = next->error();
     if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
@@ -257,9 +262,10 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     auto got = run_.Get(*child, ffqn);
     if (!got) return Abort();
     if (!*got) {
-      return HostReply::Throw("Error", got->error().kind == wf::GetError::Kind::kFunctionMismatch
-                                           ? "child " + *id_text + " runs another function"
-                                           : "child " + *id_text + " is not among the processed responses");
+      return HostReply::Throw("Error",
+                              got->error().kind == wf::GetError::Kind::kFunctionMismatch
+                                  ? "child " + *id_text + " runs another function"
+                                  : "child " + *id_text + " is not among the processed responses");
     }
     return HostReply::Value(OutcomeJson(**got));
   }
@@ -288,7 +294,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     }
     const Json& outcome = args[2];
     const bool ok = outcome.contains("ok");
-    auto stubbed = run_.Stub(ffqn, *target, ToReturnValue(ok, ok ? outcome["ok"] : outcome.value("err", Json())));
+    auto stubbed = run_.Stub(ffqn, *target,
+                             ToReturnValue(ok, ok ? outcome["ok"] : outcome.value("err", Json())));
     if (!stubbed) return Abort();
     return HostReply::Value(stubbed->has_value());
   }
@@ -349,7 +356,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     auto min = U64(args, 0);
     auto max = U64(args, 1);
     if (!min || !max) return BadArguments(op);
-    auto drawn = op == "randomU64" ? run_.RandomU64(*min, *max) : run_.RandomU64Inclusive(*min, *max);
+    auto drawn =
+        op == "randomU64" ? run_.RandomU64(*min, *max) : run_.RandomU64Inclusive(*min, *max);
     return value(drawn, [](uint64_t v) { return Json(std::to_string(v)); });
   }
   if (op == "randomString") {
@@ -366,7 +374,8 @@ HostReply JsWorkflowHost::Dispatch(std::string_view op, const Json& args) {
     return HostReply::Value(nullptr);
   }
 #undef JS_TRY
-  return HostReply::Throw("TypeError", "unknown operation `" + std::string(op) + "` for a workflow");
+  return HostReply::Throw("TypeError",
+                          "unknown operation `" + std::string(op) + "` for a workflow");
 }
 
 Result<double, std::string> JsWorkflowHost::Now() {
@@ -396,7 +405,8 @@ Result<void, std::string> JsWorkflowHost::RandomBytes(std::span<uint8_t> bytes) 
   STELE_ASSIGN_OR_RETURN(workflow::WorkflowPrng * prng, Prng());
   for (size_t i = 0; i < bytes.size(); i += 8) {
     const uint64_t v = prng->NextU64();
-    for (size_t j = 0; j < 8 && i + j < bytes.size(); ++j) bytes[i + j] = static_cast<uint8_t>(v >> (8 * j));
+    for (size_t j = 0; j < 8 && i + j < bytes.size(); ++j)
+      bytes[i + j] = static_cast<uint8_t>(v >> (8 * j));
   }
   return {};
 }

@@ -17,8 +17,7 @@ using Kind = JsError::Kind;
 // The reason of a slice overrun in `limits.attempt` (final: permanent).
 std::string SliceError(const JsRunLimits& limits, bool final) {
   std::string text = "the workflow exceeded its CPU time slice: it computed for " +
-                     std::to_string(limits.slice.slice.count()) +
-                     " ms without a Stele operation";
+                     std::to_string(limits.slice.slice.count()) + " ms without a Stele operation";
   text += final ? ", in " + std::to_string(limits.attempt) + " attempts (an endless loop?)"
                 : " (attempt " + std::to_string(limits.attempt) + " of " +
                       std::to_string(limits.slice_attempts) + ")";
@@ -35,7 +34,8 @@ JsWorkflowWorker::JsWorkflowWorker(std::shared_ptr<const JsComponent> component,
       deps_(std::move(deps)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()) {
-  STELE_CHECK(component_->flavor == JsFlavor::kWorkflow, "JsWorkflowWorker needs a workflow component");
+  STELE_CHECK(component_->flavor == JsFlavor::kWorkflow,
+              "JsWorkflowWorker needs a workflow component");
   // A run that writes its Finished itself names the engine there too.
   deps_.run_options.engine = engine_id_;
   slice_.slice = deps_.guest_slice;
@@ -124,7 +124,8 @@ executor::WorkerResult JsWorkflowWorker::RunGuest(executor::WorkerContext ctx) {
   if (!traces.empty()) {
     for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
     if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
-      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << run.execution_id().ToString()
+      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
+                                  << run.execution_id().ToString()
                                   << " failed: " << stored.error().ToString());
     }
   }

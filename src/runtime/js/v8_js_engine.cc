@@ -66,12 +66,12 @@ class V8JsModule final : public JsModule {
 class V8JsEngine final : public JsEngine {
  public:
   Result<std::shared_ptr<const JsModule>, JsError> Load(std::string name, std::string source,
-                                                       JsFlavor flavor,
-                                                       const JsLimits& limits) override {
+                                                        JsFlavor flavor,
+                                                        const JsLimits& limits) override {
     if (source.size() > limits.max_source_bytes) {
-      return Unexpected(JsError::Make(JsError::Kind::kInvalidModule,
-                                      name + ": the module is over " +
-                                          std::to_string(limits.max_source_bytes) + " bytes"));
+      return Unexpected(JsError::Make(
+          JsError::Kind::kInvalidModule,
+          name + ": the module is over " + std::to_string(limits.max_source_bytes) + " bytes"));
     }
     auto module = std::make_shared<V8JsModule>(name, std::move(source), flavor, limits);
     STELE_ASSIGN_OR_RETURN(std::unique_ptr<Realm> realm, module->Acquire());
@@ -80,13 +80,14 @@ class V8JsEngine final : public JsEngine {
     return std::shared_ptr<const JsModule>(std::move(module));
   }
 
-  Result<JsOutcome, JsError> Run(const JsModule& module, std::string_view ffqn,
-                                 const RunInfo& info, const core::Json& params, JsHost& host,
+  Result<JsOutcome, JsError> Run(const JsModule& module, std::string_view ffqn, const RunInfo& info,
+                                 const core::Json& params, JsHost& host,
                                  const RunBudget& budget) override {
     const auto& v8_module = dynamic_cast<const V8JsModule&>(module);
     if (module.Find(ffqn) == nullptr) {
-      return Unexpected(JsError::Make(JsError::Kind::kNoSuchFunction,
-                                      module.name() + " declares no function " + std::string(ffqn)));
+      return Unexpected(
+          JsError::Make(JsError::Kind::kNoSuchFunction,
+                        module.name() + " declares no function " + std::string(ffqn)));
     }
     if (!params.is_array()) {
       return Unexpected(JsError::Make(JsError::Kind::kThrown, "params must be a JSON array"));

@@ -150,7 +150,8 @@ void HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
         reply = core::Json{{"v", std::move(answer.value)}};
         break;
       case HostReply::Kind::kThrow:
-        reply = core::Json{{"t", answer.type}, {"m", answer.message}, {"p", std::move(answer.value)}};
+        reply =
+            core::Json{{"t", answer.type}, {"m", answer.message}, {"p", std::move(answer.value)}};
         break;
       case HostReply::Kind::kAbort:
         run->Abort(std::move(answer.message));
@@ -171,7 +172,8 @@ bool TakeOrAbort(ActiveRun* run, Result<T, std::string>& result) {
 
 void NowCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
   ActiveRun* run = RunOf(info);
-  if (run == nullptr || run->abort_reason) return ThrowError(info.GetIsolate(), "no Stele run is active");
+  if (run == nullptr || run->abort_reason)
+    return ThrowError(info.GetIsolate(), "no Stele run is active");
   run->Pause();
   auto now = run->host->Now();
   if (!TakeOrAbort(run, now)) return;
@@ -181,7 +183,8 @@ void NowCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
 
 void RandomCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
   ActiveRun* run = RunOf(info);
-  if (run == nullptr || run->abort_reason) return ThrowError(info.GetIsolate(), "no Stele run is active");
+  if (run == nullptr || run->abort_reason)
+    return ThrowError(info.GetIsolate(), "no Stele run is active");
   auto value = run->host->Random();
   if (!TakeOrAbort(run, value)) return;
   info.GetReturnValue().Set(v8::Number::New(info.GetIsolate(), *value));
@@ -189,8 +192,10 @@ void RandomCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
 
 void RandomBytesCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
   ActiveRun* run = RunOf(info);
-  if (run == nullptr || run->abort_reason) return ThrowError(info.GetIsolate(), "no Stele run is active");
-  if (!info[0]->IsUint8Array()) return ThrowError(info.GetIsolate(), "randomBytes: expected a Uint8Array");
+  if (run == nullptr || run->abort_reason)
+    return ThrowError(info.GetIsolate(), "no Stele run is active");
+  if (!info[0]->IsUint8Array())
+    return ThrowError(info.GetIsolate(), "randomBytes: expected a Uint8Array");
   v8::Local<v8::Uint8Array> array = info[0].As<v8::Uint8Array>();
   auto* data = static_cast<uint8_t*>(array->Buffer()->Data()) + array->ByteOffset();
   Result<void, std::string> filled = run->host->RandomBytes({data, array->ByteLength()});
@@ -240,8 +245,9 @@ v8::MaybeLocal<v8::Promise> RefuseDynamicImport(v8::Local<v8::Context> context, 
   if (!v8::Promise::Resolver::New(context).ToLocal(&resolver)) return {};
   v8::Isolate* isolate = context->GetIsolate();
   if (resolver
-          ->Reject(context, v8::Exception::Error(V8String(
-                                isolate, "import() is not supported: bundle the module (docs/js.md)")))
+          ->Reject(context,
+                   v8::Exception::Error(V8String(
+                       isolate, "import() is not supported: bundle the module (docs/js.md)")))
           .IsNothing()) {
     return {};
   }
@@ -321,7 +327,8 @@ Result<void, JsError> Realm::Init(const std::string& source) {
 
   v8::TryCatch try_catch(isolate_);
   auto fail = [&](const std::string& what) {
-    return Unexpected(JsError::Make(Kind::kEngine, what + ": " + ToStd(isolate_, try_catch.Exception())));
+    return Unexpected(
+        JsError::Make(Kind::kEngine, what + ": " + ToStd(isolate_, try_catch.Exception())));
   };
   v8::Local<v8::Object> natives = v8::Object::New(isolate_);
   const std::pair<const char*, v8::FunctionCallback> callbacks[] = {
@@ -344,12 +351,14 @@ Result<void, JsError> Realm::Init(const std::string& source) {
       !script->Run(context).ToLocal(&factory) || !factory->IsFunction()) {
     return fail("compiling the runtime");
   }
-  v8::Local<v8::Value> args[] = {
-      natives, V8String(isolate_, flavor_ == JsFlavor::kWorkflow   ? "workflow"
-                                  : flavor_ == JsFlavor::kActivity ? "activity"
-                                                                   : "webhook")};
+  v8::Local<v8::Value> args[] = {natives,
+                                 V8String(isolate_, flavor_ == JsFlavor::kWorkflow   ? "workflow"
+                                                    : flavor_ == JsFlavor::kActivity ? "activity"
+                                                                                     : "webhook")};
   v8::Local<v8::Value> internals;
-  if (!factory.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 2, args).ToLocal(&internals) ||
+  if (!factory.As<v8::Function>()
+           ->Call(context, v8::Undefined(isolate_), 2, args)
+           .ToLocal(&internals) ||
       !internals->IsObject()) {
     return fail("hardening the realm");
   }
@@ -358,9 +367,8 @@ Result<void, JsError> Realm::Init(const std::string& source) {
   for (const char* name : {"Err", "ExecutionFailure", "FunctionMismatch", "Cancelled", "unwrap"}) {
     names.push_back(V8String(isolate_, name));
   }
-  v8::Local<v8::Module> stele =
-      v8::Module::CreateSyntheticModule(isolate_, V8String(isolate_, "stele"), names,
-                                        &EvaluateSteleModule);
+  v8::Local<v8::Module> stele = v8::Module::CreateSyntheticModule(
+      isolate_, V8String(isolate_, "stele"), names, &EvaluateSteleModule);
   stele_module_.Reset(isolate_, stele);
   return {};
 }
@@ -405,9 +413,10 @@ JsError ErrorOf(v8::Isolate* isolate, JsError::Kind kind, const std::string& wha
   if (message.IsEmpty()) message = v8::Exception::CreateMessage(isolate, value);
   if (frames.empty() && !message.IsEmpty()) {
     v8::Local<v8::Context> context = isolate->GetCurrentContext();
-    frames.push_back(JsFrame{"", ToStd(isolate, message->GetScriptResourceName()),
-                             static_cast<uint32_t>(message->GetLineNumber(context).FromMaybe(0)),
-                             static_cast<uint32_t>(message->GetStartColumn(context).FromMaybe(0) + 1)});
+    frames.push_back(
+        JsFrame{"", ToStd(isolate, message->GetScriptResourceName()),
+                static_cast<uint32_t>(message->GetLineNumber(context).FromMaybe(0)),
+                static_cast<uint32_t>(message->GetStartColumn(context).FromMaybe(0) + 1)});
   }
   std::string where;
   if (!frames.empty()) {
@@ -454,7 +463,8 @@ Result<v8::Local<v8::Object>, JsError> Realm::Instantiate(v8::Local<v8::Context>
       return Unexpected(ErrorOf(isolate_, kind, "top-level code threw", promise->Result(), {}));
     }
     if (promise->State() == v8::Promise::kPending) {
-      return Unexpected(JsError::Make(kind, name_ + ": top-level code awaits a promise that nothing settles"));
+      return Unexpected(
+          JsError::Make(kind, name_ + ": top-level code awaits a promise that nothing settles"));
     }
   }
   // A webhook module exports its handler; the others their declarations.
@@ -468,10 +478,14 @@ Result<v8::Local<v8::Object>, JsError> Realm::Instantiate(v8::Local<v8::Context>
     return Unexpected(Failure(try_catch, kind, std::string("reading `") + export_name + "`"));
   }
   if (webhook && !functions->IsFunction()) {
-    return Unexpected(JsError::Make(kind, name_ + ": the module must export `webhook`, a function (ctx, request) => response (docs/js.md, \"Webhooks\")"));
+    return Unexpected(
+        JsError::Make(kind, name_ + ": the module must export `webhook`, a function (ctx, request) "
+                                    "=> response (docs/js.md, \"Webhooks\")"));
   }
   if (!functions->IsObject()) {
-    return Unexpected(JsError::Make(kind, name_ + ": the module must export `functions`, an object keyed by ffqn (docs/js.md)"));
+    return Unexpected(JsError::Make(
+        kind,
+        name_ + ": the module must export `functions`, an object keyed by ffqn (docs/js.md)"));
   }
   return functions.As<v8::Object>();
 }
@@ -503,7 +517,9 @@ Result<std::vector<JsDeclaredFunction>, JsError> Realm::Declarations() {
     v8::Local<v8::Value> json;
     v8::Local<v8::Value> args[] = {functions};
     if (!internals()->Get(context, V8String(isolate_, "declarations")).ToLocal(&declare) ||
-        !declare.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 1, args).ToLocal(&json)) {
+        !declare.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 1, args)
+             .ToLocal(&json)) {
       JsError error = Failure(try_catch, Kind::kInvalidModule, "");
       error.message = name_ + ": " + error.message;
       return Unexpected(std::move(error));
@@ -520,7 +536,8 @@ Result<std::vector<JsDeclaredFunction>, JsError> Realm::Declarations() {
       out.push_back(std::move(f));
     }
     if (out.empty()) {
-      return Unexpected(JsError::Make(Kind::kInvalidModule, name_ + ": `functions` declares no function"));
+      return Unexpected(
+          JsError::Make(Kind::kInvalidModule, name_ + ": `functions` declares no function"));
     }
     return out;
   }();
@@ -559,8 +576,8 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
   run.watch = std::make_shared<JsWatchdog::Entry>(
       [&control](const std::string& reason) { control.Interrupt(reason); });
   const std::chrono::milliseconds slice = budget.slice;
-  const uint64_t watch_id = JsWatchdog::Process().Watch(
-      run.watch, [slice](int why) { return Describe(why, slice); });
+  const uint64_t watch_id =
+      JsWatchdog::Process().Watch(run.watch, [slice](int why) { return Describe(why, slice); });
   uint64_t cancel_id = 0;
   active_ = &run;
   control.Begin();
@@ -591,11 +608,13 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
     }
     v8::Local<v8::Value> start;
     v8::Local<v8::Value> started;
-    v8::Local<v8::Value> args[] = {functions, V8String(isolate_, ffqn), ctx_info,
-                                   V8String(isolate_, params.dump(-1, ' ', false,
-                                                                  core::Json::error_handler_t::replace))};
+    v8::Local<v8::Value> args[] = {
+        functions, V8String(isolate_, ffqn), ctx_info,
+        V8String(isolate_, params.dump(-1, ' ', false, core::Json::error_handler_t::replace))};
     if (!internals()->Get(context, V8String(isolate_, "start")).ToLocal(&start) ||
-        !start.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 4, args).ToLocal(&started) ||
+        !start.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 4, args)
+             .ToLocal(&started) ||
         !started->IsPromise()) {
       return Unexpected(Failure(try_catch, Kind::kThrown, ""));
     }
@@ -609,7 +628,9 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
       v8::Local<v8::Value> encoded;
       v8::Local<v8::Value> argv[] = {value};
       if (!internals()->Get(context, V8String(isolate_, fn)).ToLocal(&encoder) ||
-          !encoder.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 1, argv).ToLocal(&encoded)) {
+          !encoder.As<v8::Function>()
+               ->Call(context, v8::Undefined(isolate_), 1, argv)
+               .ToLocal(&encoded)) {
         return Unexpected(Failure(try_catch, Kind::kBadResult, ""));
       }
       if (encoded->IsNull()) return core::Json(nullptr);
@@ -643,7 +664,9 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
         v8::Local<v8::Value> argv[] = {reason};
         std::string message = "uncaught exception";
         if (internals()->Get(context, V8String(isolate_, "errorText")).ToLocal(&text_fn) &&
-            text_fn.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 1, argv).ToLocal(&text)) {
+            text_fn.As<v8::Function>()
+                ->Call(context, v8::Undefined(isolate_), 1, argv)
+                .ToLocal(&text)) {
           message = ToStd(isolate_, text);
         }
         const Kind kind = message.starts_with("RangeError: Maximum call stack size exceeded")
@@ -666,9 +689,9 @@ Result<JsOutcome, JsError> Realm::Run(const std::string& ffqn, const RunInfo& in
   }
   if (heap_limit_reached_) {
     poisoned_ = true;
-    return Unexpected(JsError::Make(Kind::kOutOfMemory, "the realm's heap limit of " +
-                                                            std::to_string(limits_.max_heap_bytes >> 20) +
-                                                            " MiB was reached"));
+    return Unexpected(JsError::Make(
+        Kind::kOutOfMemory, "the realm's heap limit of " +
+                                std::to_string(limits_.max_heap_bytes >> 20) + " MiB was reached"));
   }
   if (!reason.empty()) {
     poisoned_ = true;
@@ -689,7 +712,9 @@ Result<std::pair<bool, size_t>, JsError> Realm::CheckFrozen() {
   v8::Local<v8::Value> reachable_fn;
   v8::Local<v8::Value> list;
   if (!internals()->Get(context, V8String(isolate_, "reachable")).ToLocal(&reachable_fn) ||
-      !reachable_fn.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 0, nullptr).ToLocal(&list) ||
+      !reachable_fn.As<v8::Function>()
+           ->Call(context, v8::Undefined(isolate_), 0, nullptr)
+           .ToLocal(&list) ||
       !list->IsArray()) {
     return Unexpected(Failure(try_catch, Kind::kEngine, "walking the realm"));
   }
@@ -697,16 +722,21 @@ Result<std::pair<bool, size_t>, JsError> Realm::CheckFrozen() {
   v8::Local<v8::Value> is_frozen_fn;
   v8::Local<v8::Value> object_ctor;
   if (!context->Global()->Get(context, V8String(isolate_, "Object")).ToLocal(&object_ctor) ||
-      !object_ctor.As<v8::Object>()->Get(context, V8String(isolate_, "isFrozen")).ToLocal(&is_frozen_fn)) {
+      !object_ctor.As<v8::Object>()
+           ->Get(context, V8String(isolate_, "isFrozen"))
+           .ToLocal(&is_frozen_fn)) {
     return Unexpected(Failure(try_catch, Kind::kEngine, "Object.isFrozen"));
   }
   bool all = true;
   for (uint32_t i = 0; i < objects->Length(); ++i) {
     v8::Local<v8::Value> object;
     v8::Local<v8::Value> frozen;
-    if (!objects->Get(context, i).ToLocal(&object)) return Unexpected(Failure(try_catch, Kind::kEngine, ""));
+    if (!objects->Get(context, i).ToLocal(&object))
+      return Unexpected(Failure(try_catch, Kind::kEngine, ""));
     v8::Local<v8::Value> argv[] = {object};
-    if (!is_frozen_fn.As<v8::Function>()->Call(context, v8::Undefined(isolate_), 1, argv).ToLocal(&frozen)) {
+    if (!is_frozen_fn.As<v8::Function>()
+             ->Call(context, v8::Undefined(isolate_), 1, argv)
+             .ToLocal(&frozen)) {
       return Unexpected(Failure(try_catch, Kind::kEngine, ""));
     }
     if (!frozen->BooleanValue(isolate_)) all = false;

@@ -36,8 +36,8 @@ class Realm {
   // A new isolate and context for module `name` with `source`, hardened
   // for `flavor`. Errors are kEngine.
   static Result<std::unique_ptr<Realm>, JsError> Create(const std::string& name,
-                                                        const std::string& source,
-                                                        JsFlavor flavor, const JsLimits& limits);
+                                                        const std::string& source, JsFlavor flavor,
+                                                        const JsLimits& limits);
   ~Realm();
   Realm(const Realm&) = delete;
   Realm& operator=(const Realm&) = delete;

@@ -57,7 +57,8 @@ executor::WorkerResult NativeActivityWorker::Run(executor::WorkerContext ctx) {
                                          "no activity registered for " + ctx.ffqn.ToString());
   }
   ActivityContext activity_ctx(
-      ctx.execution_id.ToString(), std::chrono::time_point_cast<std::chrono::system_clock::duration>(ctx.execution_deadline),
+      ctx.execution_id.ToString(),
+      std::chrono::time_point_cast<std::chrono::system_clock::duration>(ctx.execution_deadline),
       ctx.cancel, ctx.intermittent_event_count + 1);
   std::optional<ActivityResult> result;
   std::string trap;

@@ -37,10 +37,11 @@ core::SupportedFunctionReturnValue ToCore(const ExecutionResult& result) {
   }
   auto kind = core::ParseExecutionFailureKind(result.failure_kind)
                   .value_or(core::ExecutionFailureKind::kUncategorized);
-  return core::FinishedExecutionError{
-      kind, result.failure_reason.empty() ? std::nullopt
+  return core::FinishedExecutionError{kind,
+                                      result.failure_reason.empty()
+                                          ? std::nullopt
                                           : std::optional<std::string>(result.failure_reason),
-      std::nullopt};
+                                      std::nullopt};
 }
 
 }  // namespace stele::runtime::native

@@ -24,17 +24,18 @@ constexpr const char* kCancelledMessage =
 
 core::HistoryEventScheduleAt InIntent(std::chrono::milliseconds d) {
   if (d.count() <= 0) return core::HistoryEventScheduleAt::Now();
-  return core::HistoryEventScheduleAt::In(core::Duration::FromMillis(static_cast<uint64_t>(d.count())));
+  return core::HistoryEventScheduleAt::In(
+      core::Duration::FromMillis(static_cast<uint64_t>(d.count())));
 }
 
 JoinNextResponse ToResponse(const wf::JoinSetResponseValue& value) {
   if (const auto* child = std::get_if<wf::ChildResponse>(&value)) {
-    return {child->child_execution_id.ToString(), false,
-            runtime::native::ToPublic(child->result)};
+    return {child->child_execution_id.ToString(), false, runtime::native::ToPublic(child->result)};
   }
   const auto& delay = std::get<wf::DelayResponse>(value);
-  return {delay.delay_id.ToString(), true,
-          delay.ok ? ExecutionResult::Ok() : ExecutionResult::Failed("cancelled", "delay cancelled")};
+  return {
+      delay.delay_id.ToString(), true,
+      delay.ok ? ExecutionResult::Ok() : ExecutionResult::Failed("cancelled", "delay cancelled")};
 }
 
 std::string Describe(const wf::JoinSetResponseValue& value) {
@@ -124,10 +125,10 @@ Op<Result<JoinSet, std::string>> WorkflowContext::new_join_set(std::string_view 
     auto id = run->run().CreateNamedJoinSet(name);
     if (!id) return std::nullopt;
     if (!*id) {
-      return R(Unexpected(std::string(
-          id->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
-              ? "invalid join set name `" + name + "`: use ASCII letters, digits, '-' and '/'"
-              : "a join set named `" + name + "` exists already")));
+      return R(Unexpected(std::string(id->error().kind == wf::JoinSetCreateError::Kind::kInvalidName
+                                          ? "invalid join set name `" + name +
+                                                "`: use ASCII letters, digits, '-' and '/'"
+                                          : "a join set named `" + name + "` exists already")));
     }
     return R(JoinSet((**id).ToString()));
   });
@@ -414,7 +415,8 @@ Op<ExecutionResult> WorkflowContext::StepOp(std::string_view name,
       // User code: nothing it throws may cross into the engine.
       try {
         Result<Json, Json> value = fn();
-        if (value) return core::SupportedFunctionReturnValue(core::ReturnValueOk{std::move(*value)});
+        if (value)
+          return core::SupportedFunctionReturnValue(core::ReturnValueOk{std::move(*value)});
         return core::SupportedFunctionReturnValue(core::ReturnValueErr{std::move(value.error())});
       } catch (const std::exception& e) {
         return StepValue(Unexpected(std::string("it threw: ") + e.what()));

@@ -63,7 +63,8 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   std::optional<core::ComponentId> traced;
   if (it->second.store_backtraces) traced = ctx.locked_event.component_id;
   workflow::WorkflowRun run(
-      std::move(ctx), workflow::WorkflowRunDeps{db_.get(), clock_.get(), functions_, dispatch_, handoff_, cancels_},
+      std::move(ctx),
+      workflow::WorkflowRunDeps{db_.get(), clock_.get(), functions_, dispatch_, handoff_, cancels_},
       it->second.run_options);
   NativeRun native(run, std::move(traced));
   WorkflowContext wctx(native);

@@ -69,8 +69,8 @@ class NativeWorkflowWorker final : public executor::Worker {
   SharedClock clock_;
   const workflow::FunctionRegistry* functions_;
   const executor::LocalDispatch* dispatch_;  // may be null
-  executor::ResponseHandoff* handoff_;        // may be null
-  executor::CancelRegistry* cancels_;         // may be null
+  executor::ResponseHandoff* handoff_;       // may be null
+  executor::CancelRegistry* cancels_;        // may be null
 };
 
 // Adapts a workflow returning Task<Json> (ok only) to the ok-or-err form.

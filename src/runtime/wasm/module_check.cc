@@ -35,10 +35,9 @@ Result<CheckedModule, WasmError> CheckModule(std::span<const uint8_t> bytes,
                                              const ModuleLimits& limits) {
   using Kind = WasmError::Kind;
   if (bytes.size() > limits.max_module_bytes) {
-    return Unexpected(Error(Kind::kInvalidModule,
-                            "module of " + std::to_string(bytes.size()) +
-                                " bytes exceeds the limit of " +
-                                std::to_string(limits.max_module_bytes)));
+    return Unexpected(Error(Kind::kInvalidModule, "module of " + std::to_string(bytes.size()) +
+                                                      " bytes exceeds the limit of " +
+                                                      std::to_string(limits.max_module_bytes)));
   }
   STELE_ASSIGN_OR_RETURN(ParsedModule parsed, ParseModule(bytes));
 
@@ -47,25 +46,23 @@ Result<CheckedModule, WasmError> CheckModule(std::span<const uint8_t> bytes,
 
   for (const ParsedImport& imp : parsed.imports) {
     if (imp.kind != ExternKind::kFunction) {
-      return Unexpected(Error(Kind::kDisallowedImport,
-                              "import " + Qualified(imp) +
-                                  " is not allowed: only function imports are supported"));
+      return Unexpected(Error(
+          Kind::kDisallowedImport,
+          "import " + Qualified(imp) + " is not allowed: only function imports are supported"));
     }
-    auto allowed = std::find_if(limits.allowed_imports.begin(), limits.allowed_imports.end(),
-                                [&](const ImportSignature& a) {
-                                  return a.module == imp.module && a.name == imp.name;
-                                });
+    auto allowed = std::find_if(
+        limits.allowed_imports.begin(), limits.allowed_imports.end(),
+        [&](const ImportSignature& a) { return a.module == imp.module && a.name == imp.name; });
     if (allowed == limits.allowed_imports.end()) {
-      return Unexpected(Error(Kind::kDisallowedImport, "import " + Qualified(imp) +
-                                                           " is not allowed"));
+      return Unexpected(
+          Error(Kind::kDisallowedImport, "import " + Qualified(imp) + " is not allowed"));
     }
     const std::optional<FuncType>& type = parsed.types[imp.type_index].type;
     if (!type || *type != allowed->type) {
-      return Unexpected(Error(
-          Kind::kDisallowedImport,
-          "import " + Qualified(imp) + " has signature " +
-              (type ? type->ToString() : std::string("(non-number types)")) + ", expected " +
-              allowed->type.ToString()));
+      return Unexpected(Error(Kind::kDisallowedImport,
+                              "import " + Qualified(imp) + " has signature " +
+                                  (type ? type->ToString() : std::string("(non-number types)")) +
+                                  ", expected " + allowed->type.ToString()));
     }
     out.imports.push_back(ImportSignature{imp.module, imp.name, *type});
   }
@@ -82,9 +79,9 @@ Result<CheckedModule, WasmError> CheckModule(std::span<const uint8_t> bytes,
     if (mem.is64) return Unexpected(Error(Kind::kDisallowedFeature, "memory64 is not allowed"));
     const uint64_t cap = std::min<uint64_t>(limits.max_memory_pages, kWasm32MaxPages);
     if (mem.initial > cap) {
-      return Unexpected(Error(Kind::kMemoryLimit,
-                              "initial memory of " + std::to_string(mem.initial) +
-                                  " pages exceeds the limit of " + std::to_string(cap)));
+      return Unexpected(
+          Error(Kind::kMemoryLimit, "initial memory of " + std::to_string(mem.initial) +
+                                        " pages exceeds the limit of " + std::to_string(cap)));
     }
     if (mem.max && *mem.max < mem.initial) {
       return Unexpected(Error(Kind::kInvalidModule, "memory maximum below its initial size"));

@@ -48,7 +48,9 @@ using internal::kMaxFrames;
 using internal::Platform;
 using internal::ThreadIsolate;
 
-WasmError Error(Kind kind, std::string message) { return WasmError::Make(kind, std::move(message)); }
+WasmError Error(Kind kind, std::string message) {
+  return WasmError::Make(kind, std::move(message));
+}
 
 std::string ToStdString(v8::Isolate* isolate, v8::Local<v8::Value> value) {
   if (value.IsEmpty()) return {};
@@ -75,8 +77,7 @@ std::vector<std::string> WasmFrames(v8::Isolate* isolate, v8::Local<v8::StackTra
 
 class V8Module final : public WasmModule {
  public:
-  V8Module(CheckedModule&& checked, const v8::CompiledWasmModule* compiled)
-      : compiled_(compiled) {
+  V8Module(CheckedModule&& checked, const v8::CompiledWasmModule* compiled) : compiled_(compiled) {
     Describe(std::move(checked));
   }
   const v8::CompiledWasmModule* compiled() const { return compiled_; }
@@ -243,16 +244,19 @@ class V8HostCall final : public HostCall {
 
 v8::Local<v8::Value> ToV8(v8::Isolate* isolate, const Value& v) {
   switch (v.type) {
-    case ValType::kI32: return v8::Integer::New(isolate, v.AsI32());
-    case ValType::kI64: return v8::BigInt::New(isolate, v.AsI64());
-    case ValType::kF32: return v8::Number::New(isolate, static_cast<double>(v.AsF32()));
-    case ValType::kF64: return v8::Number::New(isolate, v.AsF64());
+    case ValType::kI32:
+      return v8::Integer::New(isolate, v.AsI32());
+    case ValType::kI64:
+      return v8::BigInt::New(isolate, v.AsI64());
+    case ValType::kF32:
+      return v8::Number::New(isolate, static_cast<double>(v.AsF32()));
+    case ValType::kF64:
+      return v8::Number::New(isolate, v.AsF64());
   }
   return v8::Undefined(isolate);
 }
 
-std::optional<Value> FromV8(v8::Local<v8::Context> context, ValType type,
-                            v8::Local<v8::Value> v) {
+std::optional<Value> FromV8(v8::Local<v8::Context> context, ValType type, v8::Local<v8::Value> v) {
   switch (type) {
     case ValType::kI32: {
       if (!v->IsNumber()) return std::nullopt;
@@ -283,8 +287,8 @@ Result<void, WasmError> CheckArgs(const FuncType& type, std::span<const Value> a
     if (i > 0) got += ", ";
     got += ValTypeName(args[i].type);
   }
-  return Unexpected(Error(Kind::kBadArguments, std::string(what) + " expects " +
-                                                   type.ToString() + ", got " + got + ")"));
+  return Unexpected(Error(Kind::kBadArguments, std::string(what) + " expects " + type.ToString() +
+                                                   ", got " + got + ")"));
 }
 
 Result<void, WasmError> V8Instance::Init() {
@@ -320,7 +324,8 @@ Result<void, WasmError> V8Instance::Init() {
       }
     }
     v8::Local<v8::Function> function;
-    if (!holder_->HostFunction(static_cast<uint32_t>(bindings_.size() - 1), &V8Instance::HostCallback)
+    if (!holder_
+             ->HostFunction(static_cast<uint32_t>(bindings_.size() - 1), &V8Instance::HostCallback)
              .ToLocal(&function)) {
       return Unexpected(Error(Kind::kOutOfResources, "cannot create host function " + qualified));
     }
@@ -344,7 +349,8 @@ Result<void, WasmError> V8Instance::Init() {
   std::optional<uint64_t> generation = interrupt_->Begin();  // the start function may run
   STELE_CHECK(generation.has_value(), "new instance interrupted");
   holder_->active().push_back(this);
-  v8::MaybeLocal<v8::Object> maybe_instance = holder_->instance_ctor()->NewInstance(context, 2, argv);
+  v8::MaybeLocal<v8::Object> maybe_instance =
+      holder_->instance_ctor()->NewInstance(context, 2, argv);
   holder_->active().pop_back();
   std::string reason = interrupt_->End();
   v8::Local<v8::Object> instance;
@@ -360,7 +366,8 @@ Result<void, WasmError> V8Instance::Init() {
     return Unexpected(std::move(error));
   }
   v8::Local<v8::Value> exports;
-  if (!instance->Get(context, v8::String::NewFromUtf8Literal(isolate, "exports")).ToLocal(&exports) ||
+  if (!instance->Get(context, v8::String::NewFromUtf8Literal(isolate, "exports"))
+           .ToLocal(&exports) ||
       !exports->IsObject()) {
     return Unexpected(Error(Kind::kLinkError, "instance without exports"));
   }
@@ -420,7 +427,8 @@ WasmError V8Instance::Classify(v8::TryCatch& try_catch) {
   v8::Local<v8::Value> exception = try_catch.Exception();
   std::string text = ToStdString(isolate, exception);
   WasmError error = Error(Kind::kTrap, text);
-  if (exception->IsNativeError() && text.rfind("RangeError: Maximum call stack size exceeded", 0) == 0) {
+  if (exception->IsNativeError() &&
+      text.rfind("RangeError: Maximum call stack size exceeded", 0) == 0) {
     error.kind = Kind::kStackOverflow;
   }
   // "RuntimeError: divide by zero" -> "divide by zero".
@@ -435,8 +443,8 @@ Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view ex
                                                              std::span<const Value> args) {
   const ExportedFunction* exported = module_->FindExport(export_name);
   if (exported == nullptr) {
-    return Unexpected(Error(Kind::kNoSuchExport,
-                            "no exported function " + std::string(export_name)));
+    return Unexpected(
+        Error(Kind::kNoSuchExport, "no exported function " + std::string(export_name)));
   }
   STELE_TRY(CheckArgs(exported->type, args, "export " + exported->name));
   v8::Isolate* isolate = holder_->isolate();
@@ -453,9 +461,12 @@ Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view ex
                                 .ToLocalChecked())
              .ToLocal(&fn) ||
         !fn->IsFunction()) {
-      return Unexpected(Error(Kind::kNoSuchExport, "export " + exported->name + " is not a function"));
+      return Unexpected(
+          Error(Kind::kNoSuchExport, "export " + exported->name + " is not a function"));
     }
-    found = functions_.emplace(exported->name, v8::Global<v8::Function>(isolate, fn.As<v8::Function>())).first;
+    found =
+        functions_.emplace(exported->name, v8::Global<v8::Function>(isolate, fn.As<v8::Function>()))
+            .first;
   }
   std::vector<v8::Local<v8::Value>> argv;
   argv.reserve(args.size());
@@ -483,7 +494,8 @@ Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view ex
     if (!v) return Unexpected(Error(Kind::kTrap, "unexpected result of " + exported->name));
     results.push_back(*v);
   } else if (types.size() > 1) {
-    if (!result->IsArray()) return Unexpected(Error(Kind::kTrap, "unexpected results of " + exported->name));
+    if (!result->IsArray())
+      return Unexpected(Error(Kind::kTrap, "unexpected results of " + exported->name));
     v8::Local<v8::Array> array = result.As<v8::Array>();
     for (uint32_t i = 0; i < types.size(); ++i) {
       v8::Local<v8::Value> element;
@@ -503,13 +515,15 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
     return Unexpected(Error(Kind::kPoisoned, "the instance failed before and must be discarded"));
   }
   if (depth_ > 0) {
-    return Unexpected(Error(Kind::kBadArguments, "Call from inside a host function: use HostCall::CallExport"));
+    return Unexpected(
+        Error(Kind::kBadArguments, "Call from inside a host function: use HostCall::CallExport"));
   }
   Entered entered(*holder_);
   // Argument errors leave the instance usable: check before starting.
   const ExportedFunction* exported = module_->FindExport(export_name);
   if (exported == nullptr) {
-    return Unexpected(Error(Kind::kNoSuchExport, "no exported function " + std::string(export_name)));
+    return Unexpected(
+        Error(Kind::kNoSuchExport, "no exported function " + std::string(export_name)));
   }
   STELE_TRY(CheckArgs(exported->type, args, "export " + exported->name));
 
@@ -522,12 +536,13 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
   std::weak_ptr<InterruptState> weak = interrupt_;
   uint64_t watchdog_id = 0;
   if (budget.wall_clock) {
-    std::string reason = "wall-clock budget of " + std::to_string(budget.wall_clock->count()) +
-                         " ms exceeded";
-    watchdog_id = Watchdog::Process().Arm(
-        Watchdog::Clock::now() + *budget.wall_clock, [weak, gen = *generation, reason] {
-          if (auto state = weak.lock()) state->InterruptCall(gen, reason.c_str());
-        });
+    std::string reason =
+        "wall-clock budget of " + std::to_string(budget.wall_clock->count()) + " ms exceeded";
+    watchdog_id = Watchdog::Process().Arm(Watchdog::Clock::now() + *budget.wall_clock,
+                                          [weak, gen = *generation, reason] {
+                                            if (auto state = weak.lock())
+                                              state->InterruptCall(gen, reason.c_str());
+                                          });
   }
   uint64_t cancel_id = 0;
   if (budget.cancel) {
@@ -589,8 +604,9 @@ void V8Instance::HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
   args.reserve(type.params.size());
   for (size_t i = 0; i < type.params.size(); ++i) {
     std::optional<Value> v = FromV8(context, type.params[i], info[static_cast<int>(i)]);
-    if (!v) return fail(Error(Kind::kHostError, "bad argument " + std::to_string(i) + " to " +
-                                                    binding->qualified_name));
+    if (!v)
+      return fail(Error(Kind::kHostError,
+                        "bad argument " + std::to_string(i) + " to " + binding->qualified_name));
     args.push_back(*v);
   }
   V8HostCall call(self);
@@ -620,7 +636,8 @@ class V8Engine final : public WasmEngine {
   Result<std::shared_ptr<const WasmModule>, WasmError> Compile(std::span<const uint8_t> bytes,
                                                                const ModuleLimits& limits) override;
   Result<std::unique_ptr<WasmInstance>, WasmError> Instantiate(
-      std::shared_ptr<const WasmModule> module, std::shared_ptr<const ImportTable> imports) override;
+      std::shared_ptr<const WasmModule> module,
+      std::shared_ptr<const ImportTable> imports) override;
   std::string EngineId() const override {
     Platform();
     return std::string("v8 ") + v8::V8::GetVersion();
@@ -644,8 +661,8 @@ class V8Engine final : public WasmEngine {
 Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
     std::span<const uint8_t> bytes, const ModuleLimits& limits) {
   STELE_ASSIGN_OR_RETURN(CheckedModule checked, CheckModule(bytes, limits));
-  const std::string key = checked.digest + "/" +
-                          std::to_string(checked.memory_max_pages.value_or(0));
+  const std::string key =
+      checked.digest + "/" + std::to_string(checked.memory_max_pages.value_or(0));
   std::lock_guard lock(mu_);
   Compiled& entry = cache_[key];
   if (std::shared_ptr<const V8Module> cached = entry.module.lock()) return cached;
@@ -655,9 +672,9 @@ Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
     v8::Isolate* isolate = holder->isolate();
     v8::TryCatch try_catch(isolate);
     v8::Local<v8::WasmModuleObject> object;
-    if (!v8::WasmModuleObject::Compile(
-             isolate, v8::MemorySpan<const uint8_t>(checked.engine_bytes.data(),
-                                                    checked.engine_bytes.size()))
+    if (!v8::WasmModuleObject::Compile(isolate,
+                                       v8::MemorySpan<const uint8_t>(checked.engine_bytes.data(),
+                                                                     checked.engine_bytes.size()))
              .ToLocal(&object)) {
       cache_.erase(key);
       std::string message = ToStdString(isolate, try_catch.Exception());

@@ -134,10 +134,10 @@ TEST_F(WasmEngineTest, InvalidBytesAreAnInvalidModule) {
 TEST_F(WasmEngineTest, EngineValidationErrorsAreInvalidModule) {
   // A function body that returns nothing where i32 is declared: our parser
   // does not read code; V8 must reject it.
-  std::vector<uint8_t> bytes = {0, 'a', 's', 'm', 1, 0, 0, 0,
-                                1, 5, 1, 0x60, 0, 1, 0x7f,  // type () -> i32
-                                3, 2, 1, 0,                 // one function of type 0
-                                10, 4, 1, 2, 0, 0x0b};      // body: end
+  std::vector<uint8_t> bytes = {0,  'a', 's', 'm',  1, 0,   0,    0,
+                                1,  5,   1,   0x60, 0, 1,   0x7f,  // type () -> i32
+                                3,  2,   1,   0,                   // one function of type 0
+                                10, 4,   1,   2,    0, 0x0b};      // body: end
   auto r = engine_->Compile(bytes, {});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().kind, Kind::kInvalidModule);
@@ -174,36 +174,41 @@ struct HostState {
 
 std::shared_ptr<ImportTable> HostImports(HostState* state) {
   auto table = std::make_shared<ImportTable>();
-  table->Add("env", "log", kLogType, [state](HostCall& call, std::span<const Value> args)
-                                         -> Result<std::vector<Value>, WasmError> {
-    STELE_ASSIGN_OR_RETURN(state->logged, call.ReadString(static_cast<uint32_t>(args[0].AsI32()),
-                                                          static_cast<uint32_t>(args[1].AsI32())));
-    return std::vector<Value>{};
-  });
-  table->Add("env", "reverse", kReverseType,
-             [](HostCall& call, std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
-               STELE_ASSIGN_OR_RETURN(
-                   std::string s, call.ReadString(static_cast<uint32_t>(args[0].AsI32()),
-                                                  static_cast<uint32_t>(args[1].AsI32())));
-               std::string reversed(s.rbegin(), s.rend());
-               std::vector<Value> alloc_args = {Value::I32(static_cast<int32_t>(reversed.size()))};
-               STELE_ASSIGN_OR_RETURN(std::vector<Value> ptr, call.CallExport("stele_alloc", alloc_args));
-               const uint32_t p = static_cast<uint32_t>(ptr.at(0).AsI32());
-               STELE_TRY(call.WriteString(p, reversed));
-               return std::vector<Value>{
-                   Value::I64(static_cast<int64_t>((uint64_t{p} << 32) | reversed.size()))};
-             });
-  table->Add("env", "fail", kFailType,
-             [state](HostCall&, std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
-               ++state->fail_calls;
-               return Unexpected(WasmError::Make(WasmError::Kind::kHostError,
-                                                 "host says no to " + std::to_string(args[0].AsI32())));
-             });
-  table->Add("env", "where", kWhereType,
-             [state](HostCall& call, std::span<const Value>) -> Result<std::vector<Value>, WasmError> {
-               state->where = call.Backtrace();
+  table->Add("env", "log", kLogType,
+             [state](HostCall& call,
+                     std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
+               STELE_ASSIGN_OR_RETURN(state->logged,
+                                      call.ReadString(static_cast<uint32_t>(args[0].AsI32()),
+                                                      static_cast<uint32_t>(args[1].AsI32())));
                return std::vector<Value>{};
              });
+  table->Add(
+      "env", "reverse", kReverseType,
+      [](HostCall& call, std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
+        STELE_ASSIGN_OR_RETURN(std::string s,
+                               call.ReadString(static_cast<uint32_t>(args[0].AsI32()),
+                                               static_cast<uint32_t>(args[1].AsI32())));
+        std::string reversed(s.rbegin(), s.rend());
+        std::vector<Value> alloc_args = {Value::I32(static_cast<int32_t>(reversed.size()))};
+        STELE_ASSIGN_OR_RETURN(std::vector<Value> ptr, call.CallExport("stele_alloc", alloc_args));
+        const uint32_t p = static_cast<uint32_t>(ptr.at(0).AsI32());
+        STELE_TRY(call.WriteString(p, reversed));
+        return std::vector<Value>{
+            Value::I64(static_cast<int64_t>((uint64_t{p} << 32) | reversed.size()))};
+      });
+  table->Add(
+      "env", "fail", kFailType,
+      [state](HostCall&, std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
+        ++state->fail_calls;
+        return Unexpected(WasmError::Make(WasmError::Kind::kHostError,
+                                          "host says no to " + std::to_string(args[0].AsI32())));
+      });
+  table->Add(
+      "env", "where", kWhereType,
+      [state](HostCall& call, std::span<const Value>) -> Result<std::vector<Value>, WasmError> {
+        state->where = call.Backtrace();
+        return std::vector<Value>{};
+      });
   return table;
 }
 
@@ -252,21 +257,22 @@ TEST_F(WasmEngineTest, AGuestFailureInsideAHostFunctionFailsTheOuterCall) {
   // "log" re-enters the guest: a missing export and bad arguments are
   // ordinary errors; then a nested call that fails (its host function
   // errs), which the host function swallows.
-  imports->Add("env", "log", kLogType,
-               [](HostCall& call, std::span<const Value>) -> Result<std::vector<Value>, WasmError> {
-                 auto missing = call.CallExport("no_such_export", {});
-                 if (missing.has_value() || missing.error().kind != WasmError::Kind::kNoSuchExport) {
-                   return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kNoSuchExport"));
-                 }
-                 std::vector<Value> args;  // bad arity: kBadArguments, also ordinary
-                 auto bad = call.CallExport("stele_alloc", args);
-                 if (bad.has_value() || bad.error().kind != WasmError::Kind::kBadArguments) {
-                   return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kBadArguments"));
-                 }
-                 // Swallowing a guest trap must not let the outer call succeed.
-                 (void)call.CallExport("call_fail", {});
-                 return std::vector<Value>{};
-               });
+  imports->Add(
+      "env", "log", kLogType,
+      [](HostCall& call, std::span<const Value>) -> Result<std::vector<Value>, WasmError> {
+        auto missing = call.CallExport("no_such_export", {});
+        if (missing.has_value() || missing.error().kind != WasmError::Kind::kNoSuchExport) {
+          return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kNoSuchExport"));
+        }
+        std::vector<Value> args;  // bad arity: kBadArguments, also ordinary
+        auto bad = call.CallExport("stele_alloc", args);
+        if (bad.has_value() || bad.error().kind != WasmError::Kind::kBadArguments) {
+          return Unexpected(WasmError::Make(WasmError::Kind::kHostError, "expected kBadArguments"));
+        }
+        // Swallowing a guest trap must not let the outer call succeed.
+        (void)call.CallExport("call_fail", {});
+        return std::vector<Value>{};
+      });
   auto instance = Instantiate(*engine_->Compile(ReadGuest("host"), imports->AsLimits()), imports);
   auto r = instance->Call("greet", {});
   ASSERT_FALSE(r.has_value());
@@ -431,8 +437,8 @@ TEST_F(WasmEngineTest, SharedAndMultipleMemoriesAreRejected) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().kind, Kind::kDisallowedFeature);
   // An imported memory is an import like any other: disallowed.
-  std::vector<uint8_t> imported = {0, 'a', 's', 'm', 1, 0, 0, 0, 2, 12, 1, 3, 'e', 'n', 'v', 3,
-                                   'm', 'e', 'm', 2, 0, 1};
+  std::vector<uint8_t> imported = {0, 'a', 's', 'm', 1, 0,   0,   0,   2, 12, 1,
+                                   3, 'e', 'n', 'v', 3, 'm', 'e', 'm', 2, 0,  1};
   r = engine_->Compile(imported, {});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().kind, Kind::kDisallowedImport);
@@ -495,7 +501,8 @@ TEST_F(WasmEngineTest, OneModuleOnManyThreads) {
 TEST_F(WasmEngineTest, AnInstanceMayMoveBetweenThreads) {
   auto instance = Instantiate(CompileBasic());
   std::vector<Value> args = {Value::I32(2), Value::I32(3)};
-  std::thread other([&] { EXPECT_EQ(*instance->Call("add", args), std::vector<Value>{Value::I32(5)}); });
+  std::thread other(
+      [&] { EXPECT_EQ(*instance->Call("add", args), std::vector<Value>{Value::I32(5)}); });
   other.join();
   EXPECT_EQ(*instance->Call("add", args), std::vector<Value>{Value::I32(5)});
   std::thread destroyer([&] { instance.reset(); });

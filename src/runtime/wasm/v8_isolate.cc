@@ -45,7 +45,8 @@ IsolateHolder::~IsolateHolder() {
   isolate_->Dispose();
 }
 
-v8::MaybeLocal<v8::Function> IsolateHolder::HostFunction(uint32_t index, v8::FunctionCallback callback) {
+v8::MaybeLocal<v8::Function> IsolateHolder::HostFunction(uint32_t index,
+                                                         v8::FunctionCallback callback) {
   while (host_functions_.size() <= index) {
     v8::Local<v8::Function> fn;
     const uint32_t i = static_cast<uint32_t>(host_functions_.size());

@@ -76,11 +76,16 @@ class Reader {
 
 std::optional<ValType> NumberType(uint8_t b) {
   switch (b) {
-    case 0x7f: return ValType::kI32;
-    case 0x7e: return ValType::kI64;
-    case 0x7d: return ValType::kF32;
-    case 0x7c: return ValType::kF64;
-    default: return std::nullopt;
+    case 0x7f:
+      return ValType::kI32;
+    case 0x7e:
+      return ValType::kI64;
+    case 0x7d:
+      return ValType::kF32;
+    case 0x7c:
+      return ValType::kF64;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -133,8 +138,8 @@ Result<void, WasmError> ParseTypes(Reader& r, ParsedModule& m) {
         (part == 0 ? ft.params : ft.results).push_back(*t);
       }
     }
-    m.types.push_back(ParsedType{numbers_only ? std::optional<FuncType>(std::move(ft))
-                                              : std::nullopt});
+    m.types.push_back(
+        ParsedType{numbers_only ? std::optional<FuncType>(std::move(ft)) : std::nullopt});
   }
   return {};
 }
@@ -175,7 +180,8 @@ Result<void, WasmError> ParseImports(Reader& r, ParsedModule& m) {
         STELE_TRY(r.U32());
         break;
       }
-      default: return r.Fail("bad import kind");
+      default:
+        return r.Fail("bad import kind");
     }
     imp.kind = static_cast<ExternKind>(kind);
     m.imports.push_back(std::move(imp));
@@ -282,7 +288,8 @@ std::optional<FuncType> ParsedModule::FunctionType(uint32_t index) const {
 Result<ParsedModule, WasmError> ParseModule(std::span<const uint8_t> bytes) {
   Reader header(bytes, 0);
   STELE_ASSIGN_OR_RETURN(std::span<const uint8_t> magic, header.Bytes(4));
-  if (!std::equal(magic.begin(), magic.end(), kMagic)) return header.Fail("not a wasm module (magic)");
+  if (!std::equal(magic.begin(), magic.end(), kMagic))
+    return header.Fail("not a wasm module (magic)");
   STELE_ASSIGN_OR_RETURN(std::span<const uint8_t> version, header.Bytes(4));
   if (!std::equal(version.begin(), version.end(), kVersion)) {
     return header.Fail("unsupported wasm version (a component, or not wasm)");
@@ -315,15 +322,24 @@ Result<ParsedModule, WasmError> ParseModule(std::span<const uint8_t> bytes) {
         m.custom_sections.emplace_back(std::move(name), std::string(rest.begin(), rest.end()));
         continue;  // the payload is the rest by definition
       }
-      case kType: STELE_TRY(ParseTypes(p, m)); break;
-      case kImport: STELE_TRY(ParseImports(p, m)); break;
-      case kFunction: STELE_TRY(ParseFunctions(p, m)); break;
+      case kType:
+        STELE_TRY(ParseTypes(p, m));
+        break;
+      case kImport:
+        STELE_TRY(ParseImports(p, m));
+        break;
+      case kFunction:
+        STELE_TRY(ParseFunctions(p, m));
+        break;
       case kMemory:
         STELE_TRY(ParseMemories(p, m));
         m.memory_section = std::make_pair(section_begin, pos);
         break;
-      case kExport: STELE_TRY(ParseExports(p, m)); break;
-      default: continue;  // tables, globals, code ...: the engine validates them
+      case kExport:
+        STELE_TRY(ParseExports(p, m));
+        break;
+      default:
+        continue;  // tables, globals, code ...: the engine validates them
     }
     if (!p.done()) return p.Fail("section size mismatch");
   }

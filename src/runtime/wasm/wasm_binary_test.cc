@@ -65,8 +65,7 @@ TEST(WasmBinaryTest, ParsesTheSampleModule) {
   auto parsed = ParseModule(SampleModule());
   ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
   ASSERT_EQ(parsed->types.size(), 2u);
-  EXPECT_EQ(parsed->types[0].type,
-            (FuncType{{ValType::kI32, ValType::kI64}, {ValType::kF64}}));
+  EXPECT_EQ(parsed->types[0].type, (FuncType{{ValType::kI32, ValType::kI64}, {ValType::kF64}}));
   EXPECT_FALSE(parsed->types[1].type.has_value());  // v128
   ASSERT_EQ(parsed->imports.size(), 1u);
   EXPECT_EQ(parsed->imports[0].module, "env");
@@ -146,7 +145,7 @@ TEST(WasmBinaryTest, HostileInputsAreInvalidNotCrashes) {
   std::vector<Bytes> cases;
   cases.push_back({});
   cases.push_back({0, 'a', 's'});
-  cases.push_back({0, 'a', 's', 'm', 2, 0, 0, 0});  // wrong version
+  cases.push_back({0, 'a', 's', 'm', 2, 0, 0, 0});     // wrong version
   cases.push_back({0, 'a', 's', 'm', 0x0d, 0, 1, 0});  // a component
   Bytes huge_section = Header();
   huge_section.insert(huge_section.end(), {1, 0xff, 0xff, 0xff, 0xff, 0x0f});

@@ -11,10 +11,14 @@ namespace stele::wasm {
 
 std::string_view ValTypeName(ValType type) {
   switch (type) {
-    case ValType::kI32: return "i32";
-    case ValType::kI64: return "i64";
-    case ValType::kF32: return "f32";
-    case ValType::kF64: return "f64";
+    case ValType::kI32:
+      return "i32";
+    case ValType::kI64:
+      return "i64";
+    case ValType::kF32:
+      return "f32";
+    case ValType::kF64:
+      return "f64";
   }
   return "?";
 }
@@ -56,10 +60,14 @@ double Value::AsF64() const {
 std::string Value::ToString() const {
   std::string s(ValTypeName(type));
   switch (type) {
-    case ValType::kI32: return s + ":" + std::to_string(AsI32());
-    case ValType::kI64: return s + ":" + std::to_string(AsI64());
-    case ValType::kF32: return s + ":" + std::to_string(AsF32());
-    case ValType::kF64: return s + ":" + std::to_string(AsF64());
+    case ValType::kI32:
+      return s + ":" + std::to_string(AsI32());
+    case ValType::kI64:
+      return s + ":" + std::to_string(AsI64());
+    case ValType::kF32:
+      return s + ":" + std::to_string(AsF32());
+    case ValType::kF64:
+      return s + ":" + std::to_string(AsF64());
   }
   return s;
 }
@@ -67,19 +75,32 @@ std::string Value::ToString() const {
 std::string_view WasmErrorKindName(WasmError::Kind kind) {
   using Kind = WasmError::Kind;
   switch (kind) {
-    case Kind::kInvalidModule: return "invalid module";
-    case Kind::kDisallowedImport: return "disallowed import";
-    case Kind::kDisallowedFeature: return "disallowed feature";
-    case Kind::kLinkError: return "link error";
-    case Kind::kMemoryLimit: return "memory limit";
-    case Kind::kTrap: return "trap";
-    case Kind::kInterrupted: return "interrupted";
-    case Kind::kStackOverflow: return "stack overflow";
-    case Kind::kHostError: return "host error";
-    case Kind::kOutOfResources: return "out of resources";
-    case Kind::kNoSuchExport: return "no such export";
-    case Kind::kBadArguments: return "bad arguments";
-    case Kind::kPoisoned: return "poisoned instance";
+    case Kind::kInvalidModule:
+      return "invalid module";
+    case Kind::kDisallowedImport:
+      return "disallowed import";
+    case Kind::kDisallowedFeature:
+      return "disallowed feature";
+    case Kind::kLinkError:
+      return "link error";
+    case Kind::kMemoryLimit:
+      return "memory limit";
+    case Kind::kTrap:
+      return "trap";
+    case Kind::kInterrupted:
+      return "interrupted";
+    case Kind::kStackOverflow:
+      return "stack overflow";
+    case Kind::kHostError:
+      return "host error";
+    case Kind::kOutOfResources:
+      return "out of resources";
+    case Kind::kNoSuchExport:
+      return "no such export";
+    case Kind::kBadArguments:
+      return "bad arguments";
+    case Kind::kPoisoned:
+      return "poisoned instance";
   }
   return "unknown";
 }
@@ -122,8 +143,8 @@ Result<std::string, WasmError> HostCall::ReadString(uint32_t ptr, uint32_t len) 
 }
 
 Result<void, WasmError> HostCall::WriteString(uint32_t ptr, std::string_view s) {
-  return WriteBytes(ptr, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()),
-                                                  s.size()));
+  return WriteBytes(ptr,
+                    std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
 }
 
 const HostFunction* ImportTable::Find(std::string_view module, std::string_view name) const {

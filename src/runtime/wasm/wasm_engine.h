@@ -84,19 +84,19 @@ struct Value {
 
 struct WasmError {
   enum class Kind {
-    kInvalidModule,     // not a valid wasm binary (our parser or the engine)
-    kDisallowedImport,  // an import outside ModuleLimits (or wrong signature)
-    kDisallowedFeature, // shared memory (threads), memory64, several memories
-    kLinkError,         // instantiation: missing/mismatched host function, start trap
-    kMemoryLimit,       // the module needs more memory than ModuleLimits allow
-    kTrap,              // deterministic guest fault: unreachable, div by zero, OOB ...
-    kInterrupted,       // Interrupt(), budget or cancellation: retry, never an outcome
-    kStackOverflow,     // depends on the JIT tier: retryable, never deterministic
-    kHostError,         // a host function returned an error; message is the host's
-    kOutOfResources,    // the engine could not allocate (memory, isolate ...)
-    kNoSuchExport,      // Call of a missing export or a non-function export
-    kBadArguments,      // Call with arguments not matching the export's FuncType
-    kPoisoned,          // Call on an instance that already failed once
+    kInvalidModule,      // not a valid wasm binary (our parser or the engine)
+    kDisallowedImport,   // an import outside ModuleLimits (or wrong signature)
+    kDisallowedFeature,  // shared memory (threads), memory64, several memories
+    kLinkError,          // instantiation: missing/mismatched host function, start trap
+    kMemoryLimit,        // the module needs more memory than ModuleLimits allow
+    kTrap,               // deterministic guest fault: unreachable, div by zero, OOB ...
+    kInterrupted,        // Interrupt(), budget or cancellation: retry, never an outcome
+    kStackOverflow,      // depends on the JIT tier: retryable, never deterministic
+    kHostError,          // a host function returned an error; message is the host's
+    kOutOfResources,     // the engine could not allocate (memory, isolate ...)
+    kNoSuchExport,       // Call of a missing export or a non-function export
+    kBadArguments,       // Call with arguments not matching the export's FuncType
+    kPoisoned,           // Call on an instance that already failed once
   };
 
   Kind kind = Kind::kTrap;

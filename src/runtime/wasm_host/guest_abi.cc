@@ -15,7 +15,8 @@ using wasm::WasmError;
 std::string Trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r'))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
@@ -41,26 +42,33 @@ Result<DeclaredFunction, std::string> ParseEntry(std::string_view line, size_t i
   } else if (kind_text == "activity") {
     kind = GuestKind::kActivity;
   } else {
-    return Unexpected(where + ": kind must be \"workflow\" or \"activity\", got \"" + kind_text + "\"");
+    return Unexpected(where + ": kind must be \"workflow\" or \"activity\", got \"" + kind_text +
+                      "\"");
   }
   STELE_ASSIGN_OR_RETURN(std::string ffqn_text, StringMember(entry, "ffqn", where));
   auto ffqn = core::FunctionFqn::Parse(ffqn_text);
   if (!ffqn) {
-    return Unexpected(where + ": invalid ffqn `" + ffqn_text + "` (expected ns:pkg/ifc.fn): " +
-                      ffqn.error().message);
+    return Unexpected(where + ": invalid ffqn `" + ffqn_text +
+                      "` (expected ns:pkg/ifc.fn): " + ffqn.error().message);
   }
   STELE_ASSIGN_OR_RETURN(std::string export_name, StringMember(entry, "export", where));
   STELE_ASSIGN_OR_RETURN(std::string params, StringMember(entry, "params", where));
   STELE_ASSIGN_OR_RETURN(std::string return_type, StringMember(entry, "return", where));
   auto param_list = ParseParamList(params);
   if (!param_list) return Unexpected(where + " (" + ffqn_text + "): " + param_list.error());
-  return DeclaredFunction{kind,          std::move(*ffqn),       std::move(export_name),
-                          std::move(params), std::move(return_type), std::move(*param_list)};
+  return DeclaredFunction{kind,
+                          std::move(*ffqn),
+                          std::move(export_name),
+                          std::move(params),
+                          std::move(return_type),
+                          std::move(*param_list)};
 }
 
 }  // namespace
 
-wasm::FuncType ExportFuncType() { return wasm::FuncType{{ValType::kI32, ValType::kI32}, {ValType::kI64}}; }
+wasm::FuncType ExportFuncType() {
+  return wasm::FuncType{{ValType::kI32, ValType::kI32}, {ValType::kI64}};
+}
 
 Result<std::vector<std::pair<std::string, std::string>>, std::string> ParseParamList(
     std::string_view text) {
@@ -85,7 +93,8 @@ Result<std::vector<std::pair<std::string, std::string>>, std::string> ParseParam
     char c = text[i];
     if (c == '<' || c == '(') ++depth;
     if (c == '>' || c == ')') {
-      if (--depth < 0) return Unexpected("unbalanced `" + std::string(1, c) + "` in `" + std::string(text) + "`");
+      if (--depth < 0)
+        return Unexpected("unbalanced `" + std::string(1, c) + "` in `" + std::string(text) + "`");
     }
     if (c == ',' && depth == 0) {
       STELE_TRY(add(text.substr(start, i - start)));
@@ -120,8 +129,8 @@ Result<std::vector<DeclaredFunction>, std::string> ParseDeclarations(
         if (e.name == fn.export_name) found = &e;
       }
       if (found == nullptr) {
-        return Unexpected("function " + fn.ffqn.ToString() + " declares export `" +
-                          fn.export_name + "`, which the module does not export");
+        return Unexpected("function " + fn.ffqn.ToString() + " declares export `" + fn.export_name +
+                          "`, which the module does not export");
       }
       if (!(found->type == ExportFuncType())) {
         return Unexpected("export `" + fn.export_name + "` has type " + found->type.ToString() +
@@ -134,7 +143,7 @@ Result<std::vector<DeclaredFunction>, std::string> ParseDeclarations(
 }
 
 Result<core::SupportedFunctionReturnValue, std::string> ParseExportResult(std::string_view text,
-                                                                         bool* non_retryable) {
+                                                                          bool* non_retryable) {
   core::Json json = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     return Unexpected("the result is not JSON: `" + std::string(text.substr(0, 200)) + "`");

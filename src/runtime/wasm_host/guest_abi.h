@@ -57,7 +57,8 @@ struct DeclaredFunction {
 // Also checks that each export exists with type (i32, i32) -> i64 and that
 // no ffqn is declared twice.
 Result<std::vector<DeclaredFunction>, std::string> ParseDeclarations(
-    const std::vector<std::string_view>& payloads, const std::vector<wasm::ExportedFunction>& exports);
+    const std::vector<std::string_view>& payloads,
+    const std::vector<wasm::ExportedFunction>& exports);
 
 // Splits "a: string, b: result<string, string>" at top-level commas.
 Result<std::vector<std::pair<std::string, std::string>>, std::string> ParseParamList(
@@ -92,7 +93,8 @@ Result<core::SupportedFunctionReturnValue, std::string> StubValue(int32_t status
 // (stele_alloc returned 0, or outside memory) is a kTrap-kind error saying
 // the guest is out of memory.
 Result<uint32_t, wasm::WasmError> PlaceInGuest(wasm::HostCall& call, std::string_view bytes);
-Result<uint32_t, wasm::WasmError> PlaceInGuest(wasm::WasmInstance& instance, std::string_view bytes);
+Result<uint32_t, wasm::WasmError> PlaceInGuest(wasm::WasmInstance& instance,
+                                               std::string_view bytes);
 
 // Places `bytes` and writes {ptr, len} (two little-endian u32) at `out_ptr`.
 // out_ptr == 0 means the guest does not want the payload.

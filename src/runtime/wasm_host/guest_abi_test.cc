@@ -2,9 +2,9 @@
 // results, stub values and the loader on malformed and hostile input.
 #include "runtime/wasm_host/guest_abi.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "runtime/wasm_host/wasm_component.h"
 
@@ -44,7 +44,8 @@ TEST(GuestAbiTest, RejectsMalformedDeclarations) {
   for (const char* text : bad) {
     EXPECT_FALSE(ParseDeclarations({text}, Exports("a:b/c.d"))) << text;
   }
-  std::string twice = R"({"kind":"workflow","ffqn":"a:b/c.d","export":"a:b/c.d","params":"","return":"u64"})";
+  std::string twice =
+      R"({"kind":"workflow","ffqn":"a:b/c.d","export":"a:b/c.d","params":"","return":"u64"})";
   auto parsed = ParseDeclarations({twice + "\n" + twice}, Exports("a:b/c.d"));
   ASSERT_FALSE(parsed);
   EXPECT_NE(parsed.error().find("twice"), std::string::npos);
@@ -79,9 +80,12 @@ TEST(GuestAbiTest, ParsesANonRetryableErr) {
 }
 
 TEST(GuestAbiTest, ResultPayloadsAndStubValues) {
-  EXPECT_EQ(ResultPayload(core::ReturnValueOk{core::Json(3)}), std::make_pair(Status::kOk, std::string("3")));
-  EXPECT_EQ(ResultPayload(core::ReturnValueErr{}), std::make_pair(Status::kErr, std::string("null")));
-  auto failed = ResultPayload(core::FinishedExecutionError{core::ExecutionFailureKind::kTimedOut, "late", {}});
+  EXPECT_EQ(ResultPayload(core::ReturnValueOk{core::Json(3)}),
+            std::make_pair(Status::kOk, std::string("3")));
+  EXPECT_EQ(ResultPayload(core::ReturnValueErr{}),
+            std::make_pair(Status::kErr, std::string("null")));
+  auto failed = ResultPayload(
+      core::FinishedExecutionError{core::ExecutionFailureKind::kTimedOut, "late", {}});
   EXPECT_EQ(failed.first, Status::kFailed);
   EXPECT_EQ(core::Json::parse(failed.second)["kind"], "timed_out");
   EXPECT_TRUE(StubValue(0, "true"));
@@ -108,7 +112,8 @@ TEST(LoaderTest, RejectsGarbageAndBadNames) {
   auto no_sdk = LoadWasmComponent(engine, minimal, "x", GuestKind::kWorkflow);
   ASSERT_FALSE(no_sdk);
   EXPECT_NE(no_sdk.error().find("stele_alloc"), std::string::npos) << no_sdk.error();
-  auto bad_name = LoadWasmComponentFile(engine, STELE_TEST_WORKFLOWS_WASM, "bad name!", GuestKind::kWorkflow);
+  auto bad_name =
+      LoadWasmComponentFile(engine, STELE_TEST_WORKFLOWS_WASM, "bad name!", GuestKind::kWorkflow);
   EXPECT_FALSE(bad_name);
   EXPECT_FALSE(LoadWasmComponentFile(engine, "/nonexistent/file.wasm", "x", GuestKind::kWorkflow));
 }
@@ -116,11 +121,13 @@ TEST(LoaderTest, RejectsGarbageAndBadNames) {
 TEST(LoaderTest, KindsMustMatch) {
   auto engine = wasm::CreateV8Engine();
   // An activity module imports WASI: rejected as a workflow.
-  auto as_workflow = LoadWasmComponentFile(engine, STELE_TEST_ACTIVITIES_WASM, "a", GuestKind::kWorkflow);
+  auto as_workflow =
+      LoadWasmComponentFile(engine, STELE_TEST_ACTIVITIES_WASM, "a", GuestKind::kWorkflow);
   ASSERT_FALSE(as_workflow);
   EXPECT_NE(as_workflow.error().find("no WASI"), std::string::npos) << as_workflow.error();
   // A workflow module imports "stele": rejected as an activity.
-  auto as_activity = LoadWasmComponentFile(engine, STELE_TEST_WORKFLOWS_WASM, "w", GuestKind::kActivity);
+  auto as_activity =
+      LoadWasmComponentFile(engine, STELE_TEST_WORKFLOWS_WASM, "w", GuestKind::kActivity);
   ASSERT_FALSE(as_activity);
   EXPECT_NE(as_activity.error().find("stele."), std::string::npos) << as_activity.error();
 }
@@ -132,7 +139,8 @@ TEST(LoaderTest, LoadsDeclarationsAndDigest) {
   const auto& component = **loaded;
   EXPECT_EQ(component.component_id.component_type, core::ComponentType::kWorkflow);
   EXPECT_EQ(component.component_id.input_digest.ToString(), component.module->digest());
-  const DeclaredFunction* hello = component.Find(core::FunctionFqn::Parse("testing:wasm/wf.hello").value());
+  const DeclaredFunction* hello =
+      component.Find(core::FunctionFqn::Parse("testing:wasm/wf.hello").value());
   ASSERT_NE(hello, nullptr);
   EXPECT_EQ(hello->params, "name: string");
   EXPECT_EQ(hello->return_type, "string");

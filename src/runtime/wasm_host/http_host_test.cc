@@ -2,9 +2,14 @@
 // server on 127.0.0.1 (httplib), through the real executor on SQLite: what
 // the guest receives, what is refused before any byte is sent, and the
 // HttpClientTraces stored on the attempt's events.
-#include <httplib.h>
+#include "runtime/wasm_host/http_host.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,12 +18,6 @@
 #include <string>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include "runtime/wasm_host/http_host.h"
 #include "runtime/wasm_host/wasm_host_test_util.h"
 
 namespace stele::runtime::wasm_host::testing {
@@ -26,7 +25,9 @@ namespace {
 
 using core::Json;
 
-TEST(HostAllowedTest, EmptyListAllowsEverything) { EXPECT_TRUE(HostAllowed({}, "example.com", 443)); }
+TEST(HostAllowedTest, EmptyListAllowsEverything) {
+  EXPECT_TRUE(HostAllowed({}, "example.com", 443));
+}
 
 TEST(HostAllowedTest, ExactHostsPortsAndSubdomains) {
   const std::vector<std::string> allowed = {"api.test", "db.test:5432", "*.cdn.test", "[::1]:8080",
@@ -129,7 +130,8 @@ class HttpHostTest : public ::testing::Test {
              std::chrono::milliseconds lock = std::chrono::milliseconds(5000)) {
     EnvConfig config;
     config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_WASM, "test_workflows", GuestKind::kWorkflow);
-    config.activities = LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
+    config.activities =
+        LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
     config.activity_max_retries = max_retries;
     config.activity_lock = lock;
     config.activity_options.http = std::move(http);
@@ -137,7 +139,8 @@ class HttpHostTest : public ::testing::Test {
     return *env_;
   }
   // Runs testing:wasm/act.fetch with `request` and returns its result.
-  core::SupportedFunctionReturnValue Fetch(const Json& request, core::ExecutionId* id_out = nullptr) {
+  core::SupportedFunctionReturnValue Fetch(const Json& request,
+                                           core::ExecutionId* id_out = nullptr) {
     auto id = env_->Submit("testing:wasm/act.fetch", Json::array({request.dump()}));
     if (id_out != nullptr) *id_out = id;
     return env_->Await(id, std::chrono::seconds(60));
@@ -150,7 +153,8 @@ class HttpHostTest : public ::testing::Test {
           [&](const auto& request) {
             if constexpr (requires { request.http_client_traces; }) {
               if (request.http_client_traces) {
-                out.insert(out.end(), request.http_client_traces->begin(), request.http_client_traces->end());
+                out.insert(out.end(), request.http_client_traces->begin(),
+                           request.http_client_traces->end());
               }
             }
           },
@@ -229,13 +233,15 @@ TEST_F(HttpHostTest, MalformedRequestsAreErrorsNotTraps) {
   EXPECT_NE(ErrMessage(Fetch(Json{{"url", "file:///etc/passwd"}})).find("only http and https"),
             std::string::npos);
   EXPECT_NE(ErrMessage(Fetch(Json{{"url", "http://"}})).find("url"), std::string::npos);
-  EXPECT_NE(ErrMessage(Fetch(Json{{"url", server_.Url("/hello")}, {"method", "GE T"}})).find("method"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrMessage(Fetch(Json{{"url", server_.Url("/hello")}, {"method", "GE T"}})).find("method"),
+      std::string::npos);
   EXPECT_NE(ErrMessage(Fetch(Json{{"url", server_.Url("/hello")},
                                   {"headers", {{"X-A", "b\r\nInjected: yes"}}}}))
                 .find("invalid header"),
             std::string::npos);
-  EXPECT_NE(ErrMessage(Fetch(Json{{"url", server_.Url("/hello")}, {"timeout_ms", -5}})).find("timeout_ms"),
+  EXPECT_NE(ErrMessage(Fetch(Json{{"url", server_.Url("/hello")}, {"timeout_ms", -5}}))
+                .find("timeout_ms"),
             std::string::npos);
   EXPECT_EQ(server_.hits(), 0);
 }

@@ -222,15 +222,16 @@ void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state) 
   bound["sched_yield"] = [](HostCall&, Args) { return Errno(kSuccess); };
   bound["proc_exit"] = [state](HostCall&, Args a) -> HostResult {
     state->exit_code = a[0].AsI32();
-    return Unexpected(WasmError::Make(WasmError::Kind::kHostError,
-                                      std::string(kProcExitMessage) + "(" +
-                                          std::to_string(a[0].AsI32()) + ")"));
+    return Unexpected(
+        WasmError::Make(WasmError::Kind::kHostError,
+                        std::string(kProcExitMessage) + "(" + std::to_string(a[0].AsI32()) + ")"));
   };
 
   for (const auto& sig : AllSignatures()) {
     FuncType type{sig.params, sig.results};
     auto it = bound.find(sig.name);
-    wasm::HostFn fn = it != bound.end() ? it->second : [](HostCall&, Args) { return Errno(kEnosys); };
+    wasm::HostFn fn =
+        it != bound.end() ? it->second : [](HostCall&, Args) { return Errno(kEnosys); };
     table.Add(std::string(kWasiModule), sig.name, std::move(type), std::move(fn));
   }
 }

@@ -2,12 +2,12 @@
 // guests built against wasi-libc (testdata/test_activities.c) run by the
 // executor on SQLite: output captured to the log, clocks, random bytes,
 // args and env from the config, proc_exit.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/log.h"
 #include "runtime/wasm_host/wasm_host_test_util.h"
@@ -37,7 +37,8 @@ class WasiHostTest : public ::testing::Test {
   Env& Start(WasiConfig wasi = {}, uint32_t max_retries = 0) {
     EnvConfig config;
     config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_WASM, "test_workflows", GuestKind::kWorkflow);
-    config.activities = LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
+    config.activities =
+        LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
     config.activity_max_retries = max_retries;
     config.activity_options.wasi = std::move(wasi);
     env_ = std::make_unique<Env>(dir_, std::move(config));
@@ -73,8 +74,8 @@ TEST_F(WasiHostTest, StdoutAndStderrAreLoggedLineByLineWithTheExecutionId) {
     EXPECT_EQ(Ok(id), Json("written"));
   });
   const std::string prefix = id.ToString() + " ";
-  for (const std::string line : {"[stdout] out 1: Ada", "[stdout] out 2: Ada", "[stderr] err: Ada",
-                                 "[stdout] partial"}) {
+  for (const std::string line :
+       {"[stdout] out 1: Ada", "[stdout] out 2: Ada", "[stderr] err: Ada", "[stdout] partial"}) {
     EXPECT_NE(logged.find(prefix + line + "\n"), std::string::npos) << line << "\n" << logged;
   }
 }
@@ -91,7 +92,8 @@ TEST_F(WasiHostTest, LinesPrintedWithoutFlushReachTheLog) {
   });
   for (const std::string line : {"line 1", "line 2", "line 3"}) {
     EXPECT_NE(logged.find(id.ToString() + " [stdout] " + line + "\n"), std::string::npos)
-        << line << "\n" << logged;
+        << line << "\n"
+        << logged;
   }
 }
 
@@ -108,7 +110,8 @@ TEST_F(WasiHostTest, OutputBeyondTheCapIsDroppedAndCounted) {
   // whatever the guest's buffering, and 26 are dropped.
   EXPECT_NE(logged.find(id.ToString() + " [stdout] out 1: Ada\n"), std::string::npos) << logged;
   EXPECT_EQ(logged.find("out 2: Ada"), std::string::npos) << logged;
-  EXPECT_NE(logged.find(id.ToString() + ": 26 bytes of output dropped"), std::string::npos) << logged;
+  EXPECT_NE(logged.find(id.ToString() + ": 26 bytes of output dropped"), std::string::npos)
+      << logged;
 }
 
 TEST_F(WasiHostTest, ClocksAreTheHostsRealtimeAndMonotonicClocks) {

@@ -20,7 +20,8 @@ void LogOutput(const std::string& execution_id, const WasiState& state) {
     while (pos < text.size()) {
       size_t end = text.find('\n', pos);
       if (end == std::string::npos) end = text.size();
-      STELE_LOG(kInfo, execution_id << " [" << stream << "] " << std::string_view(text).substr(pos, end - pos));
+      STELE_LOG(kInfo, execution_id << " [" << stream << "] "
+                                    << std::string_view(text).substr(pos, end - pos));
       pos = end + 1;
     }
   };
@@ -65,14 +66,16 @@ executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx)
   const std::string id = ctx.execution_id.ToString();
   auto trap = [&](const WasmError& error) {
     std::string reason = error.message;
-    if (state->exit_code) reason = "activity called proc_exit(" + std::to_string(*state->exit_code) + ")";
-    return executor::WorkerResult::Err(ctx.version,
-                                       executor::ActivityTrap{reason, error.ToString(), TakeTraces(*http)});
+    if (state->exit_code)
+      reason = "activity called proc_exit(" + std::to_string(*state->exit_code) + ")";
+    return executor::WorkerResult::Err(
+        ctx.version, executor::ActivityTrap{reason, error.ToString(), TakeTraces(*http)});
   };
   auto failed = [&](const WasmError& error) {
     LogOutput(id, *state);
     if (error.kind == WasmError::Kind::kInterrupted) {
-      return executor::WorkerResult::Err(ctx.version, executor::TemporaryTimeout{TakeTraces(*http)});
+      return executor::WorkerResult::Err(ctx.version,
+                                         executor::TemporaryTimeout{TakeTraces(*http)});
     }
     if (error.kind == WasmError::Kind::kOutOfResources) {
       return executor::WorkerResult::Err(ctx.version, executor::LimitReached{error.ToString()});
@@ -117,8 +120,8 @@ executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx)
   }
   if (auto* err = std::get_if<core::ReturnValueErr>(&*value);
       err && options_.retry_on_err && !non_retryable) {
-    return executor::WorkerResult::Err(ctx.version,
-                                       executor::ActivityReturnedError{std::move(*err), {}, TakeTraces(*http)});
+    return executor::WorkerResult::Err(
+        ctx.version, executor::ActivityReturnedError{std::move(*err), {}, TakeTraces(*http)});
   }
   return executor::WorkerResult::Ok(std::move(*value), ctx.version, TakeTraces(*http));
 }

@@ -26,9 +26,10 @@ const DeclaredFunction* WasmComponent::Find(const core::FunctionFqn& ffqn) const
 
 void WasmComponent::RegisterIn(workflow::MapFunctionRegistry& registry) const {
   for (const auto& fn : functions) {
-    registry.Add(fn.ffqn, workflow::FunctionInfo{component_id, fn.kind == GuestKind::kWorkflow
-                                                                   ? workflow::FunctionKind::kWorkflow
-                                                                   : workflow::FunctionKind::kActivity});
+    registry.Add(fn.ffqn,
+                 workflow::FunctionInfo{component_id, fn.kind == GuestKind::kWorkflow
+                                                          ? workflow::FunctionKind::kWorkflow
+                                                          : workflow::FunctionKind::kActivity});
   }
 }
 
@@ -71,17 +72,20 @@ Result<std::shared_ptr<const WasmComponent>, std::string> LoadWasmComponent(
   const wasm::ExportedFunction* alloc = (*module)->FindExport(kAllocExport);
   if (alloc == nullptr ||
       !(alloc->type == wasm::FuncType{{wasm::ValType::kI32}, {wasm::ValType::kI32}})) {
-    return Unexpected(what + ": the module must export `stele_alloc: (i32) -> (i32)` "
-                             "(include the Stele guest SDK)");
+    return Unexpected(what +
+                      ": the module must export `stele_alloc: (i32) -> (i32)` "
+                      "(include the Stele guest SDK)");
   }
   if (!(*module)->memory_initial_pages()) {
     return Unexpected(what + ": the module must export its linear memory as `memory`");
   }
-  auto declared = ParseDeclarations((*module)->CustomSections(kFunctionsSection), (*module)->exports());
+  auto declared =
+      ParseDeclarations((*module)->CustomSections(kFunctionsSection), (*module)->exports());
   if (!declared) return Unexpected(what + ": " + declared.error());
   if (declared->empty()) {
-    return Unexpected(what + ": no functions declared (no \"stele:functions\" custom section; "
-                             "use STELE_WORKFLOW / STELE_ACTIVITY)");
+    return Unexpected(what +
+                      ": no functions declared (no \"stele:functions\" custom section; "
+                      "use STELE_WORKFLOW / STELE_ACTIVITY)");
   }
   for (const auto& fn : *declared) {
     if (fn.kind != kind) {
@@ -90,14 +94,15 @@ Result<std::shared_ptr<const WasmComponent>, std::string> LoadWasmComponent(
     }
   }
   auto digest = core::InputContentDigest::Parse((*module)->digest());
-  if (!digest) return Unexpected(what + ": engine digest `" + (*module)->digest() + "` is malformed");
+  if (!digest)
+    return Unexpected(what + ": engine digest `" + (*module)->digest() + "` is malformed");
 
   auto component = std::make_shared<WasmComponent>();
   component->kind = kind;
-  component->component_id = core::ComponentId{
-      kind == GuestKind::kWorkflow ? core::ComponentType::kWorkflow
-                                   : core::ComponentType::kActivityWasm,
-      std::move(name), *digest};
+  component->component_id =
+      core::ComponentId{kind == GuestKind::kWorkflow ? core::ComponentType::kWorkflow
+                                                     : core::ComponentType::kActivityWasm,
+                        std::move(name), *digest};
   component->engine = std::move(engine);
   component->module = std::move(*module);
   component->functions = std::move(*declared);
@@ -107,7 +112,8 @@ Result<std::shared_ptr<const WasmComponent>, std::string> LoadWasmComponent(
 Result<std::vector<uint8_t>, std::string> ReadFileBytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Unexpected("cannot open `" + path.string() + "`");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   if (in.bad()) return Unexpected("cannot read `" + path.string() + "`");
   return bytes;
 }

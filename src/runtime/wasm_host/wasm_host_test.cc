@@ -1,10 +1,10 @@
 // End-to-end tests of wasm workflows and activities on real SQLite files
 // with the real executors, V8 and guests compiled by clang
 // (testdata/*.c, built by this folder's CMakeLists.txt).
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/json_codec.h"
 #include "runtime/wasm_host/wasm_host_test_util.h"
@@ -55,7 +55,8 @@ class WasmHostTest : public ::testing::Test {
 
 TEST_F(WasmHostTest, HelloCallsANativeActivityAndSleeps) {
   EnvConfig config;
-  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&, const Json& p) -> ActivityResult {
+  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&,
+                                                          const Json& p) -> ActivityResult {
     return Json("hi, " + p.at(0).get<std::string>());
   };
   Env& env = Start(std::move(config));
@@ -294,7 +295,8 @@ TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
       return got.has_value();
     }));
     bool named = false;
-    for (const auto& frame : trace->wasm_backtrace.frames) named |= frame.func_name == "place_the_call";
+    for (const auto& frame : trace->wasm_backtrace.frames)
+      named |= frame.func_name == "place_the_call";
     EXPECT_TRUE(named);
     for (const auto& e : env.Events(id)) {
       if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
@@ -311,7 +313,8 @@ TEST_F(WasmHostTest, ChangedCodeInsideTheRecordedPrefixIsNondeterminism) {
     env_.reset();
   }
   EnvConfig config;
-  config.workflows = LoadOrDie(STELE_TEST_WORKFLOWS_V2_WASM, "test_workflows", GuestKind::kWorkflow);
+  config.workflows =
+      LoadOrDie(STELE_TEST_WORKFLOWS_V2_WASM, "test_workflows", GuestKind::kWorkflow);
   const core::InputContentDigest v2 = config.workflows->component_id.input_digest;
   ASSERT_NE(v1, v2);
   config.activities = Activities();
@@ -342,9 +345,9 @@ TEST_F(WasmHostTest, HumanApprovalCompletedByStubUnderBothStrategies) {
   ExpectSameHistoryUnderBothStrategies(config, [](Env& env, const core::ExecutionId& id) {
     env.Submit("testing:wasm/wf.approval", Json::array({100}), id);
     ASSERT_TRUE(env.WaitUntil([&] { return env.StateName(id) == "BlockedByJoinSet"; }));
-    auto children = env.api().ListExecutions(
-        core::FunctionFqn::Parse("testing:wasm/stub.approve").value(), false,
-        core::ExecutionListPagination{});
+    auto children =
+        env.api().ListExecutions(core::FunctionFqn::Parse("testing:wasm/stub.approve").value(),
+                                 false, core::ExecutionListPagination{});
     ASSERT_TRUE(children);
     ASSERT_EQ(children->size(), 1u);
     ASSERT_TRUE(env.engine().Stub(children->front().execution_id.ToString(),
@@ -383,8 +386,10 @@ TEST_F(WasmHostTest, EveryWasmRunRecordsTheEngine) {
   env.Await(trapped);
   std::vector<std::optional<std::string>> attempts;
   for (const auto& e : env.Events(trapped)) {
-    if (const auto* failed = std::get_if<core::TemporarilyFailed>(&e.event)) attempts.push_back(failed->engine);
-    if (const auto* finished = std::get_if<core::Finished>(&e.event)) attempts.push_back(finished->engine);
+    if (const auto* failed = std::get_if<core::TemporarilyFailed>(&e.event))
+      attempts.push_back(failed->engine);
+    if (const auto* finished = std::get_if<core::Finished>(&e.event))
+      attempts.push_back(finished->engine);
   }
   EXPECT_EQ(attempts, (std::vector<std::optional<std::string>>{engine, engine}));
 
@@ -412,14 +417,16 @@ TEST_F(WasmHostTest, EveryWasmRunRecordsTheEngine) {
 // the engine, the native child's does not (its JSON is as it always was).
 TEST_F(WasmHostTest, NativeRunsRecordNoEngine) {
   EnvConfig config;
-  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&, const Json& p) -> ActivityResult {
+  config.native_activities["testing:wasm/act.greet"] = [](ActivityContext&,
+                                                          const Json& p) -> ActivityResult {
     return Json("hi, " + p.at(0).get<std::string>());
   };
   Env& env = Start(std::move(config));
   auto id = env.Submit("testing:wasm/wf.hello", Json::array({"Ada"}));
   EXPECT_EQ(OkJson(env.Await(id)), Json("hi, Ada"));
   const auto events = env.Events(id);
-  EXPECT_EQ(std::get<core::Finished>(events.back().event).engine, wasm::CreateV8Engine()->EngineId());
+  EXPECT_EQ(std::get<core::Finished>(events.back().event).engine,
+            wasm::CreateV8Engine()->EngineId());
   std::optional<core::ExecutionId> child = FirstChild(events);
   ASSERT_TRUE(child);
   const auto child_events = env.Events(*child);

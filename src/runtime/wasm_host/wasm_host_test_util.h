@@ -112,7 +112,9 @@ class FilteredWorker final : public executor::Worker {
       if (!excluded.count(f.ToString())) ffqns_.push_back(f);
     }
   }
-  executor::WorkerResult Run(executor::WorkerContext ctx) override { return inner_->Run(std::move(ctx)); }
+  executor::WorkerResult Run(executor::WorkerContext ctx) override {
+    return inner_->Run(std::move(ctx));
+  }
   const std::vector<core::FunctionFqn>& ExportedFunctions() const override { return ffqns_; }
 
  private:
@@ -144,7 +146,8 @@ class Env {
   Env(const std::filesystem::path& dir, EnvConfig config) : config_(std::move(config)) {
     storage::sqlite::SqliteOptions sqlite{.path = (dir / "stele.sqlite").string()};
     sqlite.synchronous = storage::sqlite::SqliteOptions::Synchronous::kNormal;
-    pool_ = std::shared_ptr<storage::DbPool>(MustDb(storage::sqlite::SqlitePool::Open(sqlite), "open"));
+    pool_ =
+        std::shared_ptr<storage::DbPool>(MustDb(storage::sqlite::SqlitePool::Open(sqlite), "open"));
     api_ = std::shared_ptr<storage::DbExternalApi>(MustDb(pool_->ExternalApiConn(), "api"));
     EngineOptions options;
     options.pool = pool_;
@@ -182,9 +185,10 @@ class Env {
     run_options.subscription_interruption = std::chrono::milliseconds(100);
     workflow_worker_ = std::make_shared<WasmWorkflowWorker>(
         config_.workflows,
-        WasmWorkflowWorkerDeps{std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
-                               SystemClock::Shared(), &registry_, &dispatch_, handoff_.get(), run_options,
-                               config_.guest_slice, true});
+        WasmWorkflowWorkerDeps{
+            std::shared_ptr<storage::DbConnection>(MustDb(pool_->Connection(), "conn")),
+            SystemClock::Shared(), &registry_, &dispatch_, handoff_.get(), run_options,
+            config_.guest_slice, true});
     probe_ = std::make_shared<OverlapProbe>(workflow_worker_);
     executor::ExecutorOptions wf;
     wf.lock_expiry = config_.workflow_lock;
@@ -199,13 +203,14 @@ class Env {
     dispatch_.Add(workflow_worker_->ExportedFunctions(), tasks_.back().get());
     if (config_.activities) {
       auto worker = std::make_shared<FilteredWorker>(
-          std::make_shared<WasmActivityWorker>(config_.activities, config_.activity_options), native);
+          std::make_shared<WasmActivityWorker>(config_.activities, config_.activity_options),
+          native);
       executor::ExecutorOptions act;
       act.lock_expiry = config_.activity_lock;
       act.tick_sleep = std::chrono::milliseconds(20);
       act.component_id = config_.activities->component_id;
-      act.retry_config = core::ComponentRetryConfig{config_.activity_max_retries,
-                                                    core::Duration::FromMillis(10)};
+      act.retry_config =
+          core::ComponentRetryConfig{config_.activity_max_retries, core::Duration::FromMillis(10)};
       act.response_handoff = handoff_;
       tasks_.push_back(std::make_unique<executor::ExecTask>(
           worker, MustDb(pool_->DbExecConn(), "exec"), SystemClock::Shared(), act));
@@ -226,22 +231,24 @@ class Env {
                            core::ExecutionPolicy policy = {}) {
     auto f = Ffqn(ffqn);
     core::ComponentId component = config_.workflows->component_id;
-    if (config_.activities && config_.activities->Find(f)) component = config_.activities->component_id;
+    if (config_.activities && config_.activities->Find(f))
+      component = config_.activities->component_id;
     core::ExecutionId execution_id = id ? *id : core::ExecutionId::Generate();
     DateTime now = SystemClock::Instance().Now();
-    storage::CreateRequest request{now, execution_id, f, std::move(params), std::nullopt,
+    storage::CreateRequest request{now, execution_id, f,  std::move(params), std::nullopt,
                                    now, component,    {}, std::nullopt};
     request.policy = std::move(policy);
     MustDb(api_->Create(request), "create");
     return execution_id;
   }
 
-  core::SupportedFunctionReturnValue Await(const core::ExecutionId& id,
-                                           std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  core::SupportedFunctionReturnValue Await(
+      const core::ExecutionId& id, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
     auto result = api_->WaitForFinishedResult(id, storage::WaitOptions::For(limit));
     if (!result) {
       ADD_FAILURE() << "waiting for " << id.ToString() << ": " << result.error().ToString();
-      return core::FinishedExecutionError{core::ExecutionFailureKind::kUncategorized, "no result", {}};
+      return core::FinishedExecutionError{
+          core::ExecutionFailureKind::kUncategorized, "no result", {}};
     }
     return *result;
   }
@@ -322,14 +329,17 @@ size_t CountEvents(const std::vector<core::ExecutionEvent>& events) {
 // blocking strategies may differ in) and the resolved expiries of delays
 // (now + duration on the first run: two runs at different times differ;
 // the schedule intent, which replay compares, is kept).
-inline std::vector<core::HistoryEvent> NormalisedHistory(const std::vector<core::ExecutionEvent>& events) {
+inline std::vector<core::HistoryEvent> NormalisedHistory(
+    const std::vector<core::ExecutionEvent>& events) {
   std::vector<core::HistoryEvent> out;
   for (const auto& e : events) {
     if (const auto* h = std::get_if<core::HistoryEventRequest>(&e.event)) {
       core::HistoryEvent event = h->event;
-      if (auto* next = std::get_if<core::HistoryJoinNext>(&event)) next->run_expires_at = DateTime{};
+      if (auto* next = std::get_if<core::HistoryJoinNext>(&event))
+        next->run_expires_at = DateTime{};
       if (auto* request = std::get_if<core::HistoryJoinSetRequest>(&event)) {
-        if (auto* delay = std::get_if<core::DelayRequest>(&request->request)) delay->expires_at = DateTime{};
+        if (auto* delay = std::get_if<core::DelayRequest>(&request->request))
+          delay->expires_at = DateTime{};
       }
       out.push_back(std::move(event));
     }
@@ -350,7 +360,8 @@ template <class Scenario>
 void ExpectSameHistoryUnderBothStrategies(const EnvConfig& config, Scenario scenario) {
   const core::ExecutionId id = core::ExecutionId::Generate();
   std::vector<std::vector<core::HistoryEvent>> histories;
-  for (auto strategy : {workflow::BlockingStrategy::kAwait, workflow::BlockingStrategy::kInterrupt}) {
+  for (auto strategy :
+       {workflow::BlockingStrategy::kAwait, workflow::BlockingStrategy::kInterrupt}) {
     SCOPED_TRACE(std::string("blocking strategy ") + StrategyName(strategy));
     const std::filesystem::path dir = MakeTempDir();
     {

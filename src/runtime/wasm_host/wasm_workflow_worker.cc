@@ -90,8 +90,8 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
       return executor::WorkerResult::Err(run.version(),
                                          executor::LimitReached{instance.error().ToString()});
     }
-    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kCannotInstantiate,
-                                         instance.error().ToString());
+    return executor::WorkerResult::Fatal(
+        run.version(), executor::FatalErrorKind::kCannotInstantiate, instance.error().ToString());
   }
   wasm::WasmInstance& guest = **instance;
 
@@ -101,7 +101,8 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
     if (traces.empty()) return;
     for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
     if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
-      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << run.execution_id().ToString()
+      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
+                                  << run.execution_id().ToString()
                                   << " failed: " << stored.error().ToString());
     }
   };
@@ -156,19 +157,22 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   }
 
   if (called->size() != 1 || (*called)[0].type != wasm::ValType::kI64) {
-    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
+    return executor::WorkerResult::Fatal(run.version(),
+                                         executor::FatalErrorKind::kResultParsingError,
                                          "export `" + fn->export_name + "` must return one i64");
   }
   uint64_t packed = static_cast<uint64_t>((*called)[0].AsI64());
   auto bytes = guest.ReadBytes(PackedPtr(packed), PackedLen(packed));
   if (!bytes) {
-    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
+    return executor::WorkerResult::Fatal(run.version(),
+                                         executor::FatalErrorKind::kResultParsingError,
                                          "result out of guest memory: " + bytes.error().ToString());
   }
-  auto value = ParseExportResult(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  auto value = ParseExportResult(
+      std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
   if (!value) {
-    return executor::WorkerResult::Fatal(run.version(), executor::FatalErrorKind::kResultParsingError,
-                                         value.error());
+    return executor::WorkerResult::Fatal(
+        run.version(), executor::FatalErrorKind::kResultParsingError, value.error());
   }
   return run.Finish(std::move(*value));
 }

@@ -64,8 +64,8 @@
 namespace stele::runtime::wasm_host {
 
 struct WasmWorkflowWorkerDeps {
-  std::shared_ptr<storage::DbConnection> db;     // REQUIRES: non-null
-  SharedClock clock = nullptr;                   // REQUIRES: non-null
+  std::shared_ptr<storage::DbConnection> db;              // REQUIRES: non-null
+  SharedClock clock = nullptr;                            // REQUIRES: non-null
   const workflow::FunctionRegistry* functions = nullptr;  // REQUIRES: non-null
   // Eager dispatch of children (executor/local_dispatch.h); may be null.
   const executor::LocalDispatch* dispatch = nullptr;

@@ -39,11 +39,16 @@ core::HistoryEventScheduleAt InMillis(uint64_t millis) {
 
 LogLevel ToLogLevel(int32_t level) {
   switch (level) {
-    case 0: return LogLevel::kTrace;
-    case 1: return LogLevel::kDebug;
-    case 2: return LogLevel::kInfo;
-    case 3: return LogLevel::kWarn;
-    default: return LogLevel::kError;
+    case 0:
+      return LogLevel::kTrace;
+    case 1:
+      return LogLevel::kDebug;
+    case 2:
+      return LogLevel::kInfo;
+    case 3:
+      return LogLevel::kWarn;
+    default:
+      return LogLevel::kError;
   }
 }
 
@@ -81,8 +86,9 @@ Result<core::Params, WasmError> ParseParams(WorkflowHost& host, const std::strin
                                             const std::string& ffqn) {
   core::Json params = core::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (params.is_discarded() || !params.is_array()) {
-    host.Interrupt(Kind::kImportedFunctionCallError,
-                   "params of " + ffqn + " must be a JSON array, got `" + text.substr(0, 200) + "`");
+    host.Interrupt(
+        Kind::kImportedFunctionCallError,
+        "params of " + ffqn + " must be a JSON array, got `" + text.substr(0, 200) + "`");
     return Unexpected(host.Abort());
   }
   return params;
@@ -238,7 +244,8 @@ HostResult JoinNextOrTry(WorkflowHost& host, HostCall& c, Args a, bool wait) {
       STELE_TRY(WriteOut(c, U32(a[5]), "null"));
       return Status::kOk;
     }
-    STELE_TRY(WriteOut(c, U32(a[5]), R"({"kind":"cancelled","reason":"delay cancelled","detail":null})"));
+    STELE_TRY(
+        WriteOut(c, U32(a[5]), R"({"kind":"cancelled","reason":"delay cancelled","detail":null})"));
     return Status::kFailed;
   };
   if (*next) {
@@ -247,7 +254,8 @@ HostResult JoinNextOrTry(WorkflowHost& host, HostCall& c, Args a, bool wait) {
   }
   const auto& error = next->error();
   if (error.kind == wf::JoinNextError::Kind::kAllProcessed) {
-    STELE_TRY(WriteOut(c, U32(a[5]), "\"every submission of " + js_text + " was awaited already\""));
+    STELE_TRY(
+        WriteOut(c, U32(a[5]), "\"every submission of " + js_text + " was awaited already\""));
     return StatusResult(Status::kAllProcessed);
   }
   if (error.kind == wf::JoinNextError::Kind::kCancelled) {

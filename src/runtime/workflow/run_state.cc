@@ -100,8 +100,8 @@ RunState::~RunState() {
   // if that fails their executors record them.
   std::vector<storage::ChildOutcome> outcomes;
   for (const TakenOutcome& taken : taken_) outcomes.push_back(taken.outcome);
-  auto written =
-      deps.db->WriteStep(storage::StepWrite{Now(), ctx.execution_id, version_, {}, {}, {}, outcomes});
+  auto written = deps.db->WriteStep(
+      storage::StepWrite{Now(), ctx.execution_id, version_, {}, {}, {}, outcomes});
   ResolveTaken(written.has_value());
 }
 
@@ -544,8 +544,7 @@ Result<std::optional<JoinSetResponseValue>, Interruption> RunState::AwaitJoinNex
 std::unique_ptr<executor::ResponseHandoff::Slot> RunState::OpenHandoffSlot(
     const JoinSetState& state, const CancellationToken& wake) {
   if (deps.handoff == nullptr || options.blocking_strategy != BlockingStrategy::kAwait ||
-      state.unconsumed.size() != 1 ||
-      unconsumed_total_ != 1) {
+      state.unconsumed.size() != 1 || unconsumed_total_ != 1) {
     return nullptr;
   }
   // Exactly one child outstanding, and its result is the awaited one: with

@@ -210,9 +210,9 @@ Result<void, Interruption> EndCancelled(RunState& state) {
       join_set->closed = true;
       continue;
     }
-    const uint64_t unawaited =
-        join_set->submissions > join_set->join_nexts ? join_set->submissions - join_set->join_nexts
-                                                     : 0;
+    const uint64_t unawaited = join_set->submissions > join_set->join_nexts
+                                   ? join_set->submissions - join_set->join_nexts
+                                   : 0;
     for (uint64_t i = 0; i < unawaited; ++i) {
       STELE_TRY(state.Step(state.JoinNextKey(id, std::nullopt, /*closing=*/true)));
       STELE_TRY(state.AwaitJoinNextResponse(id, /*closing=*/true));
@@ -356,8 +356,7 @@ CallResult<JoinSetResponseValue, JoinNextError> WorkflowRun::JoinNext(
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
                          state_->OpenJoinSet(join_set, "join next"));
-  STELE_ASSIGN_OR_RETURN(bool all_processed,
-                         RecordIfAllProcessed(*state_, *found, requested_ffqn));
+  STELE_ASSIGN_OR_RETURN(bool all_processed, RecordIfAllProcessed(*state_, *found, requested_ffqn));
   if (all_processed) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
@@ -374,8 +373,7 @@ CallResult<std::optional<JoinSetResponseValue>, JoinNextError> WorkflowRun::Join
   STELE_TRY(state_->Begin());
   STELE_ASSIGN_OR_RETURN(internal::JoinSetState * found,
                          state_->OpenJoinSet(join_set, "join next try"));
-  STELE_ASSIGN_OR_RETURN(bool all_processed,
-                         RecordIfAllProcessed(*state_, *found, requested_ffqn));
+  STELE_ASSIGN_OR_RETURN(bool all_processed, RecordIfAllProcessed(*state_, *found, requested_ffqn));
   if (all_processed) {
     return Inner(Unexpected(JoinNextError{JoinNextError::Kind::kAllProcessed, std::nullopt}));
   }
@@ -546,7 +544,7 @@ CallResult<void, StubError> WorkflowRun::Stub(const core::FunctionFqn& ffqn,
 // --- Durable steps -----------------------------------------------------------------------------
 
 Result<core::SupportedFunctionReturnValue, Interruption> WorkflowRun::RunStep(std::string_view name,
-                                                                             const StepFn& fn) {
+                                                                              const StepFn& fn) {
   STELE_TRY(state_->Begin());
   if (state_->replaying()) {
     STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded,
@@ -610,17 +608,17 @@ Result<DateTime, Interruption> WorkflowRun::Now() {
   STELE_TRY(state_->Begin());
   if (state_->step_time) return *state_->step_time;
   const int64_t now_ms = ToMicros(state_->Now()) / 1000;
-  int64_t ms = state_->last_step_time ? std::max(now_ms, ToMicros(*state_->last_step_time) / 1000)
-                                      : now_ms;
+  int64_t ms =
+      state_->last_step_time ? std::max(now_ms, ToMicros(*state_->last_step_time) / 1000) : now_ms;
   STELE_ASSIGN_OR_RETURN(const core::HistoryEvent* recorded,
                          state_->Step(core::HistoryPersist{U64Bytes(static_cast<uint64_t>(ms)),
                                                            core::PersistKindTime{}}));
   if (recorded != nullptr) {
     const auto& value = std::get<core::HistoryPersist>(*recorded).value;
     if (value.size() != 8) {
-      return state_->Interrupt(Kind::kNondeterminism,
-                               "a recorded step time holds " + std::to_string(value.size()) +
-                                   " bytes, not 8");
+      return state_->Interrupt(
+          Kind::kNondeterminism,
+          "a recorded step time holds " + std::to_string(value.size()) + " bytes, not 8");
     }
     uint64_t bits = 0;
     for (int i = 0; i < 8; ++i) bits |= static_cast<uint64_t>(value[i]) << (8 * i);

@@ -173,7 +173,7 @@ struct WorkflowRunOptions {
   // Where max_events_per_execution is set, in the face's words: named by
   // the error of an execution that reaches it.
   std::string max_events_setting = "WorkflowRunOptions::max_events_per_execution";
-  uint32_t max_join_set_size = 10'000;          // submissions to one join set
+  uint32_t max_join_set_size = 10'000;  // submissions to one join set
   // Params (as JSON) of a child or scheduled execution the workflow
   // creates; the same default as EngineOptions::max_params_bytes for
   // top-level submissions.
@@ -432,8 +432,9 @@ class WorkflowRun {
   // Direct call: JoinSetCreate(o:<k>-<fn>) + ChildExecutionRequest + JoinNext
   // and the child's Created in one transaction, then await. The child's
   // result may be an ExecutionError (timed out, cancelled, ...).
-  Result<core::SupportedFunctionReturnValue, Interruption> Call(
-      const core::FunctionFqn& ffqn, core::Params params, const ChildOptions& own = {});
+  Result<core::SupportedFunctionReturnValue, Interruption> Call(const core::FunctionFqn& ffqn,
+                                                                core::Params params,
+                                                                const ChildOptions& own = {});
   // The policy a child is created with (docs/model.md §9.7): its own retry
   // override, and the earlier of its own deadline (now + timeout) and this
   // execution's — a child never outlives its parent's deadline. A timeout
@@ -500,7 +501,7 @@ class WorkflowRun {
   // retry policy retries. The lease is checked (and extended) before `fn`
   // runs, not while it runs: a step must end well within the lease.
   Result<core::SupportedFunctionReturnValue, Interruption> RunStep(std::string_view name,
-                                                                  const StepFn& fn);
+                                                                   const StepFn& fn);
 
   // --- Randomness --------------------------------------------------------------------
   // Uniform in [min, max_exclusive); kTrap when the range is empty.

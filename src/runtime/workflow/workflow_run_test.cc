@@ -365,22 +365,21 @@ TEST_P(WorkflowRunTest, ChildParamsOverTheLimitEndTheWorkflow) {
 TEST_P(WorkflowRunTest, ChildParamsOfTheWrongTypeEndTheWorkflow) {
   for (const std::string verb : {"submit", "call", "schedule"}) {
     SCOPED_TRACE(verb);
-    TestEnv env(std::get<0>(GetParam()), TestOptions(std::get<1>(GetParam())),
-                [verb](WorkflowRun& run) {
-                  const core::Json good = core::Json::array({7});
-                  const core::Json bad = core::Json::array({"not a number"});
-                  WF_TRY(auto js, run.CreateJoinSet());
-                  WF_TRY(auto fits, run.SubmitChild(js, ActivityFfqn(), good));
-                  if (verb == "submit") {
-                    WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), bad));
-                  } else if (verb == "call") {
-                    WF_TRY(auto result, run.Call(ActivityFfqn(), bad));
-                  } else {
-                    WF_TRY(auto id, run.Schedule(core::HistoryEventScheduleAt::Now(),
-                                                 ActivityFfqn(), bad));
-                  }
-                  return run.Finish(OkValue("created it"));
-                });
+    TestEnv env(
+        std::get<0>(GetParam()), TestOptions(std::get<1>(GetParam())), [verb](WorkflowRun& run) {
+          const core::Json good = core::Json::array({7});
+          const core::Json bad = core::Json::array({"not a number"});
+          WF_TRY(auto js, run.CreateJoinSet());
+          WF_TRY(auto fits, run.SubmitChild(js, ActivityFfqn(), good));
+          if (verb == "submit") {
+            WF_TRY(auto child, run.SubmitChild(js, ActivityFfqn(), bad));
+          } else if (verb == "call") {
+            WF_TRY(auto result, run.Call(ActivityFfqn(), bad));
+          } else {
+            WF_TRY(auto id, run.Schedule(core::HistoryEventScheduleAt::Now(), ActivityFfqn(), bad));
+          }
+          return run.Finish(OkValue("created it"));
+        });
     core::FunctionSignature signature{ActivityFfqn(), {}, std::nullopt};
     signature.params.push_back({"n", *core::TypeDesc::Parse("u64")});
     env.DeclareActivitySignature(std::move(signature));
@@ -390,7 +389,8 @@ TEST_P(WorkflowRunTest, ChildParamsOfTheWrongTypeEndTheWorkflow) {
     const auto* error =
         std::get_if<core::FinishedExecutionError>(&(result_holder = env.Result(id)));
     ASSERT_NE(error, nullptr);
-    EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr("do not match its declared types"));
+    EXPECT_THAT(error->reason.value_or(""),
+                ::testing::HasSubstr("do not match its declared types"));
     EXPECT_THAT(error->reason.value_or(""), ::testing::HasSubstr(ActivityFfqn().ToString()));
     size_t requests = 0;
     for (const auto& event : env.History(id)) {

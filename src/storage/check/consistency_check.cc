@@ -104,8 +104,9 @@ bool CheckShape(const Snapshot& snap, std::vector<std::string>& out) {
     }
     if (std::holds_alternative<core::Finished>(snap.events[i].event) &&
         i + 1 != snap.events.size()) {
-      out.push_back("Finished at version " + snap.events[i].version.ToString() + " is followed by " +
-                    std::to_string(snap.events.size() - i - 1) + " more event(s)");
+      out.push_back("Finished at version " + snap.events[i].version.ToString() +
+                    " is followed by " + std::to_string(snap.events.size() - i - 1) +
+                    " more event(s)");
       replayable = false;
     }
   }
@@ -127,10 +128,9 @@ bool CheckShape(const Snapshot& snap, std::vector<std::string>& out) {
 Result<core::PendingState, std::string> Derive(const ExecutionId& id, const Snapshot& snap) {
   const auto& head = snap.events.front();
   const auto& created = std::get<core::Created>(head.event);
-  memory::internal::ExecutionJournal journal(
-      CreateRequest{head.created_at, id, created.ffqn, created.params, created.parent,
-                    created.scheduled_at, created.component_id, created.metadata,
-                    created.scheduled_by, created.policy});
+  memory::internal::ExecutionJournal journal(CreateRequest{
+      head.created_at, id, created.ffqn, created.params, created.parent, created.scheduled_at,
+      created.component_id, created.metadata, created.scheduled_by, created.policy});
   size_t next = 0;
   std::map<core::JoinSetId, size_t> fed;
   std::map<core::JoinSetId, size_t> join_nexts;
@@ -193,8 +193,8 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
       const auto& js = request->join_set_id;
       // A channel's join set is never created (docs/model.md §2.2).
       if (created_sets.count(js) == 0 && js.kind() != core::JoinSetKind::kMessages) {
-        out.push_back("request at version " + event.version.ToString() +
-                      " in join set " + js.ToString() + ", which was not created before");
+        out.push_back("request at version " + event.version.ToString() + " in join set " +
+                      js.ToString() + ", which was not created before");
       }
       ++requests[js];
       if (const auto* child = std::get_if<core::ChildExecutionRequest>(&request->request)) {
@@ -215,8 +215,7 @@ Result<void, std::string> CheckJoinSets(DbExternalApi& db, const Snapshot& snap,
     if (js.kind() == core::JoinSetKind::kMessages) continue;
     if (count > requests[js]) {
       out.push_back("join set " + js.ToString() + " has " + std::to_string(count) +
-                    " JoinNext event(s) but only " + std::to_string(requests[js]) +
-                    " request(s)");
+                    " JoinNext event(s) but only " + std::to_string(requests[js]) + " request(s)");
     }
   }
 
@@ -341,10 +340,9 @@ Result<CheckReport, std::string> CheckStore(DbExternalApi& db, const CheckOption
   CheckReport report;
   std::optional<ExecutionId> cursor;
   while (true) {
-    auto page = db.ListExecutions(
-        std::nullopt, /*top_level_only=*/false,
-        core::Pagination<std::optional<ExecutionId>>::OlderThan(options.execution_page, cursor,
-                                                                 false));
+    auto page = db.ListExecutions(std::nullopt, /*top_level_only=*/false,
+                                  core::Pagination<std::optional<ExecutionId>>::OlderThan(
+                                      options.execution_page, cursor, false));
     if (!page) return Unexpected(page.error().ToString());
     for (const auto& row : *page) {
       auto findings = CheckExecution(db, row.execution_id, options, &report);

@@ -41,11 +41,11 @@ struct Finding {
 };
 
 struct CheckOptions {
-  uint16_t execution_page = 200;       // executions per ListExecutions page
-  Version::Type event_page = 1000;     // events per ListExecutionEvents call
-  uint16_t response_page = 1000;       // responses per ListResponses call
-  int max_attempts = 3;                // re-reads of an execution that changed
-  size_t max_findings = 10000;         // stop collecting after this many
+  uint16_t execution_page = 200;    // executions per ListExecutions page
+  Version::Type event_page = 1000;  // events per ListExecutionEvents call
+  uint16_t response_page = 1000;    // responses per ListResponses call
+  int max_attempts = 3;             // re-reads of an execution that changed
+  size_t max_findings = 10000;      // stop collecting after this many
 };
 
 struct CheckReport {
@@ -53,7 +53,7 @@ struct CheckReport {
   uint64_t events = 0;      // events read
   uint64_t responses = 0;   // responses read
   std::vector<Finding> findings;
-  bool truncated = false;   // max_findings was reached
+  bool truncated = false;  // max_findings was reached
 };
 
 // Checks one execution. Errors: the database error text when it cannot be

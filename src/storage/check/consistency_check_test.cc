@@ -252,8 +252,10 @@ TEST_F(CheckSqliteTest, MissingChildResponseIsFound) {
 TEST_F(CheckSqliteTest, MismatchedPendingStateIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
-  RawExec("UPDATE t_state SET pending_expires_finished = pending_expires_finished + 1000000 "
-          "WHERE execution_id = '" + id + "'");
+  RawExec(
+      "UPDATE t_state SET pending_expires_finished = pending_expires_finished + 1000000 "
+      "WHERE execution_id = '" +
+      id + "'");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "stored pending state")));
   EXPECT_EQ(report.findings.size(), 1u);
@@ -262,8 +264,10 @@ TEST_F(CheckSqliteTest, MismatchedPendingStateIsFound) {
 TEST_F(CheckSqliteTest, UnfinishedStateOfFinishedLogIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
-  RawExec("UPDATE t_state SET state = 'pending_at', result_kind = NULL "
-          "WHERE execution_id = '" + id + "'");
+  RawExec(
+      "UPDATE t_state SET state = 'pending_at', result_kind = NULL "
+      "WHERE execution_id = '" +
+      id + "'");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "stored pending state")));
 }

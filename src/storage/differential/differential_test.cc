@@ -54,8 +54,8 @@ std::string Describe(const AppendDelayResponseOutcome& o) {
 }
 std::string Describe(const LockedExecution& l) {
   std::ostringstream out;
-  out << l.execution_id.ToString() << "@" << l.next_version.value() << " history="
-      << l.event_history.size() << " responses=" << l.responses.size()
+  out << l.execution_id.ToString() << "@" << l.next_version.value()
+      << " history=" << l.event_history.size() << " responses=" << l.responses.size()
       << " count=" << l.intermittent_event_count;
   return out.str();
 }
@@ -145,9 +145,10 @@ class Scenario {
 
   CreateRequest NewCreate(ExecutionId id, std::optional<std::pair<ExecutionId, JoinSetId>> parent) {
     DateTime scheduled = Chance(70) ? now_ : Later(2000);
-    return CreateRequest{now_,   std::move(id), Pick(ffqns_), core::Json::array({rng_() % 100}),
-                         parent, scheduled,     Component(),  {},
-                         std::nullopt};
+    return CreateRequest{
+        now_,        std::move(id), Pick(ffqns_), core::Json::array({rng_() % 100}),
+        parent,      scheduled,     Component(),  {},
+        std::nullopt};
   }
 
   void Step() {
@@ -168,7 +169,8 @@ class Scenario {
   void CreateTopLevel() {
     ExecutionId id(RandomUlid());
     auto req = NewCreate(id, std::nullopt);
-    auto res = Apply("create " + id.ToString(), [&](DbConnectionTest& db) { return db.Create(req); });
+    auto res =
+        Apply("create " + id.ToString(), [&](DbConnectionTest& db) { return db.Create(req); });
     if (res) executions_.push_back(id);
     if (Chance(10)) {  // duplicate create must fail the same way everywhere
       (void)Apply("create twice", [&](DbConnectionTest& db) { return db.Create(req); });
@@ -216,8 +218,8 @@ class Scenario {
       case 3:
         return core::Finished{RandomResult(), std::nullopt};
       case 4: {
-        auto js = JoinSetId::Create(core::JoinSetKind::kNamed, "n" + std::to_string(rng_() % 3))
-                      .value();
+        auto js =
+            JoinSetId::Create(core::JoinSetKind::kNamed, "n" + std::to_string(rng_() % 3)).value();
         join_sets_[id.ToString()].push_back(js);
         return core::HistoryEventRequest{core::HistoryJoinSetCreate{js}};
       }
@@ -228,8 +230,9 @@ class Scenario {
         delays_.push_back(delay);
         DateTime expires = Later(1500);
         return core::HistoryEventRequest{core::HistoryJoinSetRequest{
-            js, core::DelayRequest{delay, expires,
-                                   core::HistoryEventScheduleAt::In(core::Duration::FromMillis(5))}}};
+            js,
+            core::DelayRequest{delay, expires,
+                               core::HistoryEventScheduleAt::In(core::Duration::FromMillis(5))}}};
       }
       case 6:
       case 7: {
@@ -240,11 +243,12 @@ class Scenario {
             core::HistoryJoinNext{js, run_expires, std::nullopt, Chance(20)}};
       }
       case 8:
-        return core::HistoryEventRequest{core::HistoryPersist{
-            {uint8_t(rng_()), uint8_t(rng_())}, core::PersistKindRandomU64{0, 255}}};
+        return core::HistoryEventRequest{core::HistoryPersist{{uint8_t(rng_()), uint8_t(rng_())},
+                                                              core::PersistKindRandomU64{0, 255}}};
       default:
-        return core::Locked{Component(), Pick(executors_), core::RunId(RandomUlid()), Later(2000),
-                            core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(50)}};
+        return core::Locked{
+            Component(), Pick(executors_), core::RunId(RandomUlid()), Later(2000),
+            core::ComponentRetryConfig{std::nullopt, core::Duration::FromMillis(50)}};
     }
   }
 
@@ -255,14 +259,13 @@ class Scenario {
       for (int i = 0, n = 1 + int(rng_() % 3); i < n; ++i) {
         batch.push_back(AppendRequest{now_, RandomEvent(id)});
       }
-      (void)Apply("append batch " + id.ToString(), [&](DbConnectionTest& db) {
-        return db.AppendBatch(now_, batch, id, version);
-      });
+      (void)Apply("append batch " + id.ToString(),
+                  [&](DbConnectionTest& db) { return db.AppendBatch(now_, batch, id, version); });
       return;
     }
     AppendRequest req{now_, RandomEvent(id)};
     (void)Apply("append " + id.ToString() + " " + core::ToJson(req.event).dump(),
-          [&](DbConnectionTest& db) { return db.Append(id, version, req); });
+                [&](DbConnectionTest& db) { return db.Append(id, version, req); });
   }
 
   void SubmitChild(const ExecutionId& parent) {
@@ -271,10 +274,9 @@ class Scenario {
             .value());
     const auto child = parent.NextLevel(js, 1 + rng_() % 2);
     auto create = NewCreate(child, std::make_pair(parent, js));
-    std::vector<AppendRequest> batch{
-        AppendRequest{now_, core::HistoryEventRequest{core::HistoryJoinSetRequest{
-                                js, core::ChildExecutionRequest{child, create.ffqn,
-                                                                create.params}}}}};
+    std::vector<AppendRequest> batch{AppendRequest{
+        now_, core::HistoryEventRequest{core::HistoryJoinSetRequest{
+                  js, core::ChildExecutionRequest{child, create.ffqn, create.params}}}}};
     const Version version = NextVersion(parent);
     auto res = Apply("submit child " + child.ToString(), [&](DbConnectionTest& db) {
       return db.AppendBatchCreateNewExecution(now_, batch, parent, version, {create});
@@ -293,8 +295,8 @@ class Scenario {
     const auto result = RandomResult();
     (void)Apply("finish child " + child.ToString(), [&](DbConnectionTest& db) {
       return db.AppendBatchRespondToParent(
-          AppendEventsToExecution{child, version,
-                                  {AppendRequest{now_, core::Finished{result, std::nullopt}}}},
+          AppendEventsToExecution{
+              child, version, {AppendRequest{now_, core::Finished{result, std::nullopt}}}},
           AppendResponseToExecution{parent, now_, js, child, version, result}, now_);
     });
   }
@@ -310,7 +312,7 @@ class Scenario {
 
   void CancelActivity(const ExecutionId& id) {
     (void)Apply("cancel " + id.ToString(),
-          [&](DbConnectionTest& db) { return db.CancelActivity(id, now_); });
+                [&](DbConnectionTest& db) { return db.CancelActivity(id, now_); });
   }
 
   void Stub() {
@@ -334,9 +336,9 @@ class Scenario {
             [](const auto& v) {
               using V = std::decay_t<decltype(v)>;
               if constexpr (std::is_same_v<V, ExpiredLock>) {
-                return "lock " + v.execution_id.ToString() + "@" + v.next_version.ToString() +
-                       "/" + v.locked_at_version.ToString() + " n=" +
-                       std::to_string(v.intermittent_event_count);
+                return "lock " + v.execution_id.ToString() + "@" + v.next_version.ToString() + "/" +
+                       v.locked_at_version.ToString() +
+                       " n=" + std::to_string(v.intermittent_event_count);
               } else if constexpr (std::is_same_v<V, ExpiredDelay>) {
                 return "delay " + v.delay_id.ToString();
               } else {
@@ -440,8 +442,8 @@ TEST(DifferentialTest, MemoryAndSqliteAgree) {
     }
   }
   std::filesystem::remove_all(dir);
-  std::cout << "differential: " << runs << " runs from seed " << first_seed << ", "
-            << operations << " operations, " << succeeded << " succeeded\n";
+  std::cout << "differential: " << runs << " runs from seed " << first_seed << ", " << operations
+            << " operations, " << succeeded << " succeeded\n";
   // The generator must mostly produce valid operations, or the comparison
   // would only cover error paths.
   EXPECT_GT(succeeded * 2, operations);

@@ -140,7 +140,8 @@ TEST_F(PostgresPoolTest, NotifyWakesAWaiterOfAnotherPool) {
   finisher.join();
   EXPECT_TRUE(result.has_value()) << result.error().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
-  EXPECT_GT(NoticesSentWithin(*writer_pool, std::chrono::seconds(10)), 0u);  // through the notice sender
+  EXPECT_GT(NoticesSentWithin(*writer_pool, std::chrono::seconds(10)),
+            0u);  // through the notice sender
 
   // Pending work too.
   auto waiting_executor = Must(waiter_pool->DbExecConn());

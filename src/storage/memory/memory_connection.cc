@@ -168,8 +168,7 @@ Result<Version, DbErrorWrite> MemoryConnection::Append(const ExecutionId& execut
   return journal->next_version();
 }
 
-Result<CreatedAndLockedChildren, DbErrorWrite> MemoryConnection::WriteStep(
-    const StepWrite& write) {
+Result<CreatedAndLockedChildren, DbErrorWrite> MemoryConnection::WriteStep(const StepWrite& write) {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   STELE_TRY(ValidateStepWrite(write));

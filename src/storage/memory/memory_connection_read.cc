@@ -179,7 +179,8 @@ Result<ExecutionCounts, DbErrorGeneric> MemoryConnection::CountExecutionsByState
           using S = std::decay_t<decltype(s)>;
           if constexpr (std::is_same_v<S, core::PendingStatePendingAt>) ++counts.pending_at;
           if constexpr (std::is_same_v<S, core::PendingStateLocked>) ++counts.locked;
-          if constexpr (std::is_same_v<S, core::PendingStateBlockedByJoinSet>) ++counts.blocked_by_join_set;
+          if constexpr (std::is_same_v<S, core::PendingStateBlockedByJoinSet>)
+            ++counts.blocked_by_join_set;
           if constexpr (std::is_same_v<S, core::PendingStateFinished>) ++counts.finished;
         },
         journal.pending_state().value);
@@ -205,8 +206,7 @@ Result<PendingCounts, DbErrorGeneric> MemoryConnection::CountPendingByFfqns(
   return counts;
 }
 
-Result<std::vector<DigestCount>, DbErrorGeneric>
-MemoryConnection::CountPendingByComponentDigest() {
+Result<std::vector<DigestCount>, DbErrorGeneric> MemoryConnection::CountPendingByComponentDigest() {
   std::lock_guard lock(state_->mu);
   if (state_->closed) return Unexpected(DbErrorGeneric::Close());
   std::map<core::InputContentDigest, uint64_t> by_digest;

@@ -54,8 +54,7 @@ void MemoryConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
   BlockUntil(wait, [&] {
     return std::any_of(state_->journals.begin(), state_->journals.end(), [&](const auto& entry) {
       const ExecutionJournal& journal = entry.second;
-      const auto* pending =
-          journal.pending_state().RunnablePendingAt();
+      const auto* pending = journal.pending_state().RunnablePendingAt();
       return pending != nullptr && pending->scheduled_at <= pending_at_or_sooner &&
              std::find(ffqns.begin(), ffqns.end(), journal.created().ffqn) != ffqns.end();
     });
@@ -68,8 +67,7 @@ void MemoryConnection::WaitForPendingByComponentId(DateTime pending_at_or_sooner
   BlockUntil(wait, [&] {
     return std::any_of(state_->journals.begin(), state_->journals.end(), [&](const auto& entry) {
       const ExecutionJournal& journal = entry.second;
-      const auto* pending =
-          journal.pending_state().RunnablePendingAt();
+      const auto* pending = journal.pending_state().RunnablePendingAt();
       return pending != nullptr && pending->scheduled_at <= pending_at_or_sooner &&
              journal.component_digest() == component_id.input_digest;
     });

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/backtrace.h"
-#include "storage/schedule.h"
 #include "storage/memory/execution_journal.h"
+#include "storage/schedule.h"
 
 namespace stele::storage::memory::internal {
 

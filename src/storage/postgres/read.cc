@@ -81,61 +81,58 @@ Result<ExecutionLog, DbErrorRead> PostgresConnection::Get(const ExecutionId& exe
 
 Result<std::vector<ExpiredTimer>, DbErrorGeneric> PostgresConnection::GetExpiredTimers(
     DateTime at) {
-  return store_->Read<std::vector<ExpiredTimer>, DbErrorGeneric>(
-      [&](PgConn& db) -> Result<std::vector<ExpiredTimer>, DbErrorGeneric> {
-        std::vector<ExpiredTimer> expired;
-        static const std::string kLocks = "SELECT " + std::string(kStateColumns) +
-                                          " FROM t_state WHERE state = 'locked' AND "
-                                          "pending_expires_finished <= $1 "
-                                          "ORDER BY pending_expires_finished, execution_id";
-        static const std::string kDelays =
-            "SELECT execution_id, join_set_id, delay_id, expires_at "
-            "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at";
-        // Armed deadlines of unfinished executions only.
-        static const std::string kDeadlines =
-            "SELECT execution_id, deadline FROM t_deadline WHERE deadline <= $1 "
-            "ORDER BY deadline, execution_id";
-        // All in one snapshot, one round trip.
-        STELE_ASSIGN_OR_RETURN(
-            auto results, SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
-                                            Statement{kDelays, Params().Int(TimeColumn(at))},
-                                            Statement{kDeadlines, Params().Int(TimeColumn(at))}}));
-        const PgResult& locks = results[0];
-        const PgResult& delays = results[1];
-        const PgResult& deadlines = results[2];
-        for (int row = 0; row < locks.rows(); ++row) {
-          STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(locks, row));
-          STELE_ASSIGN_OR_RETURN(auto id,
-                                 ParseColumn<ExecutionId>(state.execution_id, "execution_id"));
-          const auto& locked = std::get<core::PendingStateLocked>(state.pending_state.value);
-          if (!state.retry_exp_backoff) {
-            return Unexpected(DbErrorGeneric::Uncategorized("corrupt t_state row of `" +
-                                                            state.execution_id +
-                                                            "`: locked without retry config"));
-          }
-          expired.emplace_back(ExpiredLock{std::move(id), *state.last_lock_version,
-                                           state.NextVersion(), state.intermittent_event_count,
-                                           state.max_retries, *state.retry_exp_backoff,
-                                           locked.locked_by});
-        }
-        for (int row = 0; row < delays.rows(); ++row) {
-          STELE_ASSIGN_OR_RETURN(
-              auto id, ParseColumn<ExecutionId>(delays.Text(row, 0), "t_delay.execution_id"));
-          STELE_ASSIGN_OR_RETURN(auto join_set_id, ParseColumn<core::JoinSetId>(
-                                                       delays.Text(row, 1), "t_delay.join_set_id"));
-          STELE_ASSIGN_OR_RETURN(
-              auto delay_id, ParseColumn<core::DelayId>(delays.Text(row, 2), "t_delay.delay_id"));
-          expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
-                                            std::move(delay_id),
-                                            TimeFromColumn(delays.Int(row, 3))});
-        }
-        for (int row = 0; row < deadlines.rows(); ++row) {
-          STELE_ASSIGN_OR_RETURN(auto id, ParseColumn<ExecutionId>(deadlines.Text(row, 0),
-                                                                   "t_deadline.execution_id"));
-          expired.emplace_back(ExpiredDeadline{std::move(id), TimeFromColumn(deadlines.Int(row, 1))});
-        }
-        return expired;
-      });
+  return store_->Read<std::vector<ExpiredTimer>,
+                      DbErrorGeneric>([&](PgConn& db)
+                                          -> Result<std::vector<ExpiredTimer>, DbErrorGeneric> {
+    std::vector<ExpiredTimer> expired;
+    static const std::string kLocks = "SELECT " + std::string(kStateColumns) +
+                                      " FROM t_state WHERE state = 'locked' AND "
+                                      "pending_expires_finished <= $1 "
+                                      "ORDER BY pending_expires_finished, execution_id";
+    static const std::string kDelays =
+        "SELECT execution_id, join_set_id, delay_id, expires_at "
+        "FROM t_delay WHERE expires_at <= $1 ORDER BY expires_at";
+    // Armed deadlines of unfinished executions only.
+    static const std::string kDeadlines =
+        "SELECT execution_id, deadline FROM t_deadline WHERE deadline <= $1 "
+        "ORDER BY deadline, execution_id";
+    // All in one snapshot, one round trip.
+    STELE_ASSIGN_OR_RETURN(auto results,
+                           SnapshotRead(db, {Statement{kLocks, Params().Int(TimeColumn(at))},
+                                             Statement{kDelays, Params().Int(TimeColumn(at))},
+                                             Statement{kDeadlines, Params().Int(TimeColumn(at))}}));
+    const PgResult& locks = results[0];
+    const PgResult& delays = results[1];
+    const PgResult& deadlines = results[2];
+    for (int row = 0; row < locks.rows(); ++row) {
+      STELE_ASSIGN_OR_RETURN(ExecutionState state, DecodeStateRow(locks, row));
+      STELE_ASSIGN_OR_RETURN(auto id, ParseColumn<ExecutionId>(state.execution_id, "execution_id"));
+      const auto& locked = std::get<core::PendingStateLocked>(state.pending_state.value);
+      if (!state.retry_exp_backoff) {
+        return Unexpected(DbErrorGeneric::Uncategorized(
+            "corrupt t_state row of `" + state.execution_id + "`: locked without retry config"));
+      }
+      expired.emplace_back(ExpiredLock{std::move(id), *state.last_lock_version, state.NextVersion(),
+                                       state.intermittent_event_count, state.max_retries,
+                                       *state.retry_exp_backoff, locked.locked_by});
+    }
+    for (int row = 0; row < delays.rows(); ++row) {
+      STELE_ASSIGN_OR_RETURN(auto id,
+                             ParseColumn<ExecutionId>(delays.Text(row, 0), "t_delay.execution_id"));
+      STELE_ASSIGN_OR_RETURN(auto join_set_id, ParseColumn<core::JoinSetId>(delays.Text(row, 1),
+                                                                            "t_delay.join_set_id"));
+      STELE_ASSIGN_OR_RETURN(auto delay_id,
+                             ParseColumn<core::DelayId>(delays.Text(row, 2), "t_delay.delay_id"));
+      expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id), std::move(delay_id),
+                                        TimeFromColumn(delays.Int(row, 3))});
+    }
+    for (int row = 0; row < deadlines.rows(); ++row) {
+      STELE_ASSIGN_OR_RETURN(
+          auto id, ParseColumn<ExecutionId>(deadlines.Text(row, 0), "t_deadline.execution_id"));
+      expired.emplace_back(ExpiredDeadline{std::move(id), TimeFromColumn(deadlines.Int(row, 1))});
+    }
+    return expired;
+  });
 }
 
 Result<std::vector<core::ExecutionEvent>, DbErrorRead> PostgresConnection::ListExecutionEvents(

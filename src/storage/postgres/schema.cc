@@ -303,12 +303,8 @@ struct Migration {
 };
 // Append new migrations at the end; never edit a released one.
 constexpr Migration kMigrations[] = {
-    {1, kMigrationV1},
-    {2, kMigrationV2},
-    {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
-    {4, kMigrationV4},
-    {5, kMigrationV5},
-    {6, kMigrationV6},
+    {1, kMigrationV1}, {2, kMigrationV2}, {3, kMigrationV3, &BackfillListKeys, kMigrationV3After},
+    {4, kMigrationV4}, {5, kMigrationV5}, {6, kMigrationV6},
     {7, kMigrationV7},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);

@@ -71,7 +71,8 @@ void PostgresConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
     // One query for all the ffqns (the partial pending index serves each).
     if (!ffqns.empty() &&
         AnyDue(*store_,
-               "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = false AND ffqn = ANY($1::text[]) AND "
+               "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = false AND ffqn = "
+               "ANY($1::text[]) AND "
                "pending_expires_finished <= $2 LIMIT 1",
                Params().Text(names.Literal()).Int(TimeColumn(pending_at_or_sooner)))) {
       return;

@@ -109,8 +109,7 @@ Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
 
 }  // namespace
 
-Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::WriteStep(
-    const StepWrite& write) {
+Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::WriteStep(const StepWrite& write) {
   STELE_TRY(ValidateStepWrite(write));
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {

@@ -116,9 +116,10 @@ void AddCount(ExecutionCounts& counts, std::string_view state, uint64_t count) {
 
 Result<ExecutionCounts, DbErrorGeneric> SqliteConnection::CountExecutionsByState() {
   return store_->Read([&](Connection& db) -> Result<ExecutionCounts, DbErrorGeneric> {
-    STELE_ASSIGN_OR_RETURN(Statement stmt,
-                           db.Prepare("SELECT CASE WHEN paused = 1 AND state <> 'finished' THEN 'paused' "
-                                      "ELSE state END AS s, COUNT(*) FROM t_state GROUP BY s"));
+    STELE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare("SELECT CASE WHEN paused = 1 AND state <> 'finished' THEN 'paused' "
+                   "ELSE state END AS s, COUNT(*) FROM t_state GROUP BY s"));
     ExecutionCounts counts;
     while (true) {
       STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -164,8 +165,7 @@ Result<PendingCounts, DbErrorGeneric> SqliteConnection::CountPendingByFfqns(
   });
 }
 
-Result<std::vector<DigestCount>, DbErrorGeneric>
-SqliteConnection::CountPendingByComponentDigest() {
+Result<std::vector<DigestCount>, DbErrorGeneric> SqliteConnection::CountPendingByComponentDigest() {
   return store_->Read([&](Connection& db) -> Result<std::vector<DigestCount>, DbErrorGeneric> {
     // A scan of idx_t_state_pending_digest (pending rows only).
     STELE_ASSIGN_OR_RETURN(

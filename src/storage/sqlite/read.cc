@@ -93,8 +93,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> SqliteConnection::GetExpiredTi
                              ParseColumn<core::JoinSetId>(stmt.Text(1), "t_delay.join_set_id"));
       STELE_ASSIGN_OR_RETURN(auto delay_id,
                              ParseColumn<core::DelayId>(stmt.Text(2), "t_delay.delay_id"));
-      expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id),
-                                        std::move(delay_id), TimeFromColumn(stmt.Int64(3))});
+      expired.emplace_back(ExpiredDelay{std::move(id), std::move(join_set_id), std::move(delay_id),
+                                        TimeFromColumn(stmt.Int64(3))});
     }
     // t_deadline holds the armed deadlines of unfinished executions only.
     STELE_ASSIGN_OR_RETURN(Statement deadlines,
@@ -104,8 +104,8 @@ Result<std::vector<ExpiredTimer>, DbErrorGeneric> SqliteConnection::GetExpiredTi
     while (true) {
       STELE_ASSIGN_OR_RETURN(bool row, deadlines.Step());
       if (!row) break;
-      STELE_ASSIGN_OR_RETURN(auto id,
-                             ParseColumn<ExecutionId>(deadlines.Text(0), "t_deadline.execution_id"));
+      STELE_ASSIGN_OR_RETURN(
+          auto id, ParseColumn<ExecutionId>(deadlines.Text(0), "t_deadline.execution_id"));
       expired.emplace_back(ExpiredDeadline{std::move(id), TimeFromColumn(deadlines.Int64(1))});
     }
     return expired;

@@ -303,12 +303,9 @@ struct Migration {
 };
 // Append new migrations at the end; never edit a released one.
 constexpr Migration kMigrations[] = {
-    {1, kMigrationV1},
-    {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
-    {3, kMigrationV3},
-    {4, kMigrationV4},
-    {5, kMigrationV5},
-    {6, kMigrationV6},
+    {1, kMigrationV1}, {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
+    {3, kMigrationV3}, {4, kMigrationV4},
+    {5, kMigrationV5}, {6, kMigrationV6},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -78,8 +78,8 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
     EXPECT_EQ(ids, newest_first);
   }
   // V3: the schedules table exists and works on the migrated store.
-  storage::ScheduleDefinition def{"nightly", "0 0 2 * * *", "UTC", "a:b/c.d", "[]", "skip",
-                                  "last", 10, false};
+  storage::ScheduleDefinition def{"nightly", "0 0 2 * * *", "UTC", "a:b/c.d", "[]",
+                                  "skip",    "last",        10,    false};
   EXPECT_TRUE(pool().ExternalApiConn().value()->CreateSchedule(def, DateTime{}).has_value());
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_schedule"), 1);
   // V4: the pause and cancel flags, unset on the rows already there.
@@ -407,9 +407,10 @@ TEST_F(SqliteTest, LockOnlyCommitsSkipTheFsyncOthersDoNot) {
   const auto id = core::ExecutionId::Generate();
   ASSERT_TRUE(db().Create(NewCreate(id, T(0))));
   EXPECT_EQ(pool().stats().unsynced_commits, 0u) << "a submission is synced";
-  auto locked = db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1), core::ComponentId::DummyActivity(),
-                                        core::ExecutorId::Generate(), T(10), core::RunId::Generate(),
-                                        core::ComponentRetryConfig::Zero());
+  auto locked =
+      db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1), core::ComponentId::DummyActivity(),
+                              core::ExecutorId::Generate(), T(10), core::RunId::Generate(),
+                              core::ComponentRetryConfig::Zero());
   ASSERT_TRUE(locked);
   ASSERT_EQ(locked->size(), 1u);
   EXPECT_EQ(pool().stats().unsynced_commits, 1u) << "a lock is not";
@@ -421,7 +422,8 @@ TEST_F(SqliteTest, LockOnlyCommitsSkipTheFsyncOthersDoNot) {
 TEST_F(SqliteTest, NormalSynchronousHasNoUnsyncedCommitsToCount) {
   Open();  // synchronous=NORMAL: every commit is already unsynced
   ASSERT_TRUE(db().Create(NewCreate(core::ExecutionId::Generate(), T(0))));
-  ASSERT_TRUE(db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1), core::ComponentId::DummyActivity(),
+  ASSERT_TRUE(db().LockPendingByFfqns(10, T(1), {TestFfqn()}, T(1),
+                                      core::ComponentId::DummyActivity(),
                                       core::ExecutorId::Generate(), T(10), core::RunId::Generate(),
                                       core::ComponentRetryConfig::Zero()));
   EXPECT_EQ(pool().stats().unsynced_commits, 0u);

@@ -97,7 +97,8 @@ class Store {
  private:
   template <class T, class E, class F>
   Result<T, E> Submit(F&& fn, bool needs_sync) {
-    auto op = std::make_unique<TypedWriteOp<T, E, std::decay_t<F>>>(std::forward<F>(fn), needs_sync);
+    auto op =
+        std::make_unique<TypedWriteOp<T, E, std::decay_t<F>>>(std::forward<F>(fn), needs_sync);
     std::future<Result<T, E>> future = op->Future();
     if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
       return Unexpected(std::move(submitted).error());

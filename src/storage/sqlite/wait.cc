@@ -33,7 +33,8 @@ constexpr const char* kAnyDueByFfqn =
     "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = 0 AND ffqn = ? AND "
     "pending_expires_finished <= ? LIMIT 1";
 constexpr const char* kAnyDueByDigest =
-    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = 0 AND component_id_input_digest = ? AND "
+    "SELECT 1 FROM t_state WHERE state = 'pending_at' AND paused = 0 AND component_id_input_digest "
+    "= ? AND "
     "pending_expires_finished <= ? LIMIT 1";
 
 DbErrorReadWithTimeout WaitError(WaitEnd end) {

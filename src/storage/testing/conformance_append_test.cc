@@ -386,11 +386,10 @@ TEST_P(AppendTest, AppendBatchCreateAndLockChildrenLeavesARefusedLockPending) {
   Runner child_runner = Runner::New();
 
   CreatedAndLockedChildren result = Must(db().AppendBatchCreateAndLockChildren(
-      kT0 + 1s, {JoinSetCreateReq(kT0 + 1s, join_set), ChildRequestReq(kT0 + 1s, later)}, parent,
-      v, {later_req},
+      kT0 + 1s, {JoinSetCreateReq(kT0 + 1s, join_set), ChildRequestReq(kT0 + 1s, later)}, parent, v,
+      {later_req},
       {ChildLock{ExecutionId(later), core::Locked{ComponentA(), child_runner.executor_id,
-                                                  child_runner.run_id, kT0 + 5s,
-                                                  RetryConfig()}}}));
+                                                  child_runner.run_id, kT0 + 5s, RetryConfig()}}}));
 
   EXPECT_EQ(result.next_version, Version(4));
   EXPECT_THAT(result.locked, IsEmpty());
@@ -409,10 +408,10 @@ TEST_P(AppendTest, AppendBatchCreateAndLockChildrenIsAllOrNothingForTheCreation)
                                                  child_runner.run_id, kT0 + 5s, RetryConfig()}}};
 
   // A stale parent version: nothing is created, nothing locked.
-  EXPECT_THAT(db().AppendBatchCreateAndLockChildren(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)},
-                                                    parent, Version(1),
-                                                    {ChildCreateReq(fresh, kT0 + 1s)}, locks),
-              IsVersionConflict(2, 1));
+  EXPECT_THAT(
+      db().AppendBatchCreateAndLockChildren(kT0 + 1s, {ChildRequestReq(kT0 + 1s, fresh)}, parent,
+                                            Version(1), {ChildCreateReq(fresh, kT0 + 1s)}, locks),
+      IsVersionConflict(2, 1));
   EXPECT_THAT(db().GetPendingState(ExecutionId(fresh)), IsNotFound());
   EXPECT_THAT(Must(db().Get(parent)).events, SizeIs(2));
 }
@@ -424,16 +423,18 @@ Version SetupBlockedParent(DbConnection& db, const ExecutionId& parent,
                            const core::ExecutionIdDerived& child, const core::JoinSetId& join_set) {
   Version v = CreateLocked(db, parent, kT0, Runner::New(), kT0 + 10s);
   v = Must(db.AppendBatchCreateNewExecution(
-      kT0, {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
-            JoinNextReq(kT0, join_set, kT0 + 10s)},
+      kT0,
+      {JoinSetCreateReq(kT0, join_set), ChildRequestReq(kT0, child),
+       JoinNextReq(kT0, join_set, kT0 + 10s)},
       parent, v, {ChildCreateReq(child, kT0)}));
   Must(LockOneAt(db, ExecutionId(child), Version(1), kT0, Runner::New(), kT0 + 5s));
   return v;
 }
 ChildOutcome OutcomeOf(const core::ExecutionIdDerived& child, uint32_t index) {
-  return ChildOutcome{AppendEventsToExecution{ExecutionId(child), Version(2),
-                                              {FinishedReq(kT0 + 1s, OkResult(core::Json(7)))}},
-                      ChildResponse(child, kT0 + 1s, Version(2), OkResult(core::Json(7))), index};
+  return ChildOutcome{
+      AppendEventsToExecution{
+          ExecutionId(child), Version(2), {FinishedReq(kT0 + 1s, OkResult(core::Json(7)))}},
+      ChildResponse(child, kT0 + 1s, Version(2), OkResult(core::Json(7))), index};
 }
 
 TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
@@ -443,8 +444,7 @@ TEST_P(AppendTest, OutcomeAndTheParentsNextStepCommitTogether) {
   Version v = SetupBlockedParent(db(), parent, child, join_set);
 
   CreatedAndLockedChildren written = Must(db().AppendOutcomesAndBatch(
-      kT0 + 1s, {OutcomeOf(child, 0)}, {PersistReq(kT0 + 1s)}, parent, v, {},
-      {}));
+      kT0 + 1s, {OutcomeOf(child, 0)}, {PersistReq(kT0 + 1s)}, parent, v, {}, {}));
   EXPECT_EQ(written.next_version, Version(v.value() + 1));
   EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
   ExecutionLog log = Must(db().Get(parent));
@@ -458,8 +458,8 @@ TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
   core::ExecutionIdDerived child = ChildId(parent, join_set, 1);
   Version v = SetupBlockedParent(db(), parent, child, join_set);
 
-  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 1)},
-                                          {PersistReq(kT0 + 1s)}, parent, v, {}, {}),
+  EXPECT_THAT(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 1)}, {PersistReq(kT0 + 1s)},
+                                          parent, v, {}, {}),
               IsNonRetriable(kConflict));
   EXPECT_FALSE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
   ExecutionLog log = Must(db().Get(parent));
@@ -467,10 +467,10 @@ TEST_P(AppendTest, OutcomeAtTheWrongResponseIndexWritesNothing) {
   EXPECT_EQ(log.next_version, v);
 
   // With an empty batch only the outcome is written.
-  EXPECT_EQ(Must(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 0)},
-                                             {}, parent, v, {}, {}))
-                .next_version,
-            v);
+  EXPECT_EQ(
+      Must(db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(child, 0)}, {}, parent, v, {}, {}))
+          .next_version,
+      v);
   EXPECT_TRUE(Must(db().GetPendingState(ExecutionId(child))).IsFinished());
   EXPECT_THAT(Must(db().Get(parent)).responses, SizeIs(1));
 }
@@ -492,9 +492,9 @@ TEST_P(AppendTest, AJoinNextSeesAnOutcomeOfTheSameTransaction) {
   Must(LockOneAt(db(), ExecutionId(first), Version(1), kT0, Runner::New(), kT0 + 5s));
   Must(LockOneAt(db(), ExecutionId(second), Version(1), kT0, Runner::New(), kT0 + 5s));
 
-  CreatedAndLockedChildren written = Must(db().AppendOutcomesAndBatch(
-      kT0 + 1s, {OutcomeOf(first, 0), OutcomeOf(second, 1)},
-      {JoinNextReq(kT0 + 1s, join_set, kT0 + 10s)}, parent, v, {}, {}));
+  CreatedAndLockedChildren written = Must(
+      db().AppendOutcomesAndBatch(kT0 + 1s, {OutcomeOf(first, 0), OutcomeOf(second, 1)},
+                                  {JoinNextReq(kT0 + 1s, join_set, kT0 + 10s)}, parent, v, {}, {}));
   EXPECT_EQ(written.next_version, Version(v.value() + 1));
   EXPECT_FALSE(std::holds_alternative<core::PendingStateBlockedByJoinSet>(
       Must(db().GetPendingState(parent)).value));

@@ -181,8 +181,8 @@ TEST_P(CancelTest, ACancelRequestMakesABlockedWorkflowPendingAtOnce) {
   ExecutionId id = NewId();
   const Runner runner = Runner::New();
   Version v = CreateLocked(db(), id, kT0, runner, kT0 + 10s);
-  v = Must(db().AppendBatch(kT0, {JoinSetCreateReq(kT0, join_set_), JoinNextReq(kT0, join_set_, kT0)},
-                            id, v));
+  v = Must(db().AppendBatch(
+      kT0, {JoinSetCreateReq(kT0, join_set_), JoinNextReq(kT0, join_set_, kT0)}, id, v));
   ASSERT_EQ(Must(db().GetPendingState(id)), BlockedState(join_set_, kT0));
 
   EXPECT_EQ(Must(AppendCancelRequest(db(), id, CancelRequest(kT0 + 60s), kT0 + 1s)),
@@ -195,8 +195,7 @@ TEST_P(CancelTest, ACancelRequestMakesABlockedWorkflowPendingAtOnce) {
       Must(LockPendingA(db(), 10, kT0 + 1s, Runner::New(), kT0 + 20s));
   ASSERT_THAT(locked, SizeIs(1));
   ASSERT_FALSE(locked[0].event_history.empty());
-  EXPECT_EQ(locked[0].event_history.back().first,
-            core::HistoryEvent(CancelRequest(kT0 + 60s)));
+  EXPECT_EQ(locked[0].event_history.back().first, core::HistoryEvent(CancelRequest(kT0 + 60s)));
   EXPECT_EQ(locked[0].event_history.back().second, v);
 }
 
@@ -226,8 +225,7 @@ TEST_P(CancelTest, ACancelRequestToAFinishedExecutionWritesNothing) {
   EXPECT_EQ(Must(AppendCancelRequest(db(), id, CancelRequest(kT0 + 60s), kT0 + 1s)),
             CancelOutcome::kAlreadyFinished);
   EXPECT_THAT(Must(db().Get(id)).events, SizeIs(events));
-  EXPECT_THAT(AppendCancelRequest(db(), NewId(), CancelRequest(kT0 + 60s), kT0 + 1s),
-              IsNotFound());
+  EXPECT_THAT(AppendCancelRequest(db(), NewId(), CancelRequest(kT0 + 60s), kT0 + 1s), IsNotFound());
 }
 
 }  // namespace

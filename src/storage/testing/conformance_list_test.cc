@@ -195,8 +195,9 @@ TEST_P(ListTest, CountExecutionsByStateCountsEveryExecution) {
   Version v = CreateLocked(db(), finished, kT0, Runner::New(), kT0 + 10s);
   Must(db().Append(finished, v, FinishedReq(kT0 + 1s, OkResult())));
   CreateLocked(db(), NewId(), kT0, Runner::New(), kT0 + 10s);
-  EXPECT_EQ(Must(db().CountExecutionsByState()),
-            (ExecutionCounts{.pending_at = 2, .locked = 1, .blocked_by_join_set = 0, .finished = 1}));
+  EXPECT_EQ(
+      Must(db().CountExecutionsByState()),
+      (ExecutionCounts{.pending_at = 2, .locked = 1, .blocked_by_join_set = 0, .finished = 1}));
 }
 
 TEST_P(ListTest, CountPendingByFfqnsCountsTheQueueOfTheGivenFunctions) {
@@ -333,12 +334,14 @@ TEST_P(ListTest, TheEngineOfARunIsKept) {
   core::BacktraceInfo trace = Backtrace(id, persisted.value(), v.value());
   trace.wasm_backtrace.engine = engine;
   Must(db().AppendBacktrace(trace));
-  const core::ExecutionRequest finished = core::Finished{OkResult(core::Json(1)), std::nullopt, engine};
+  const core::ExecutionRequest finished =
+      core::Finished{OkResult(core::Json(1)), std::nullopt, engine};
   Must(db().Append(id, v, AppendRequest{kT0 + 3s, finished}));
 
   EXPECT_EQ(Must(db().GetExecutionEvent(id, Version(2))).event, failed);
   EXPECT_EQ(Must(db().GetExecutionEvent(id, v)).event, finished);
-  std::vector<core::ExecutionEvent> listed = Must(db().ListExecutionEvents(id, Version(0), 10, true));
+  std::vector<core::ExecutionEvent> listed =
+      Must(db().ListExecutionEvents(id, Version(0), 10, true));
   ASSERT_THAT(listed, SizeIs(6));
   EXPECT_EQ(listed[2].event, failed);
   EXPECT_EQ(listed[5].event, finished);

@@ -34,10 +34,10 @@ TEST_P(PauseTest, APausedExecutionIsNeverLockedUntilResumed) {
   EXPECT_EQ(paused.DisplayStateName(), "Paused");
   EXPECT_THAT(Must(LockPendingA(db(), 10, kT0 + 2s, Runner::New(), kT0 + 12s)), IsEmpty());
   const Runner other = Runner::New();
-  EXPECT_THAT(Must(db().LockPendingByComponentId(10, kT0 + 2s, ComponentA(), kT0 + 2s,
-                                                 other.executor_id, kT0 + 12s, other.run_id,
-                                                 RetryConfig())),
-              IsEmpty());
+  EXPECT_THAT(
+      Must(db().LockPendingByComponentId(10, kT0 + 2s, ComponentA(), kT0 + 2s, other.executor_id,
+                                         kT0 + 12s, other.run_id, RetryConfig())),
+      IsEmpty());
   EXPECT_THAT(LockOneAt(db(), id, Version(2), kT0 + 2s, Runner::New(), kT0 + 12s),
               IsNonRetriable(kIllegalState));
   PendingCounts counts = Must(db().CountPendingByFfqns({FfqnA()}, kT0 + 2s));

@@ -93,9 +93,9 @@ TEST_P(TimerTest, ExpiredDelayIsFoundUntilItsResponseArrives) {
   EXPECT_THAT(Must(db().GetExpiredTimers(kT0 + 4s)), IsEmpty());
   EXPECT_THAT(ExpiredDelaysOf(Must(db().GetExpiredTimers(kT0 + 5s))),
               ElementsAre(ExpiredDelay{id, join_set, early, kT0 + 5s}));
-  EXPECT_THAT(
-      ExpiredDelaysOf(Must(db().GetExpiredTimers(kT0 + 8s))),
-      UnorderedElementsAre(ExpiredDelay{id, join_set, early, kT0 + 5s}, ExpiredDelay{id, join_set, late, kT0 + 8s}));
+  EXPECT_THAT(ExpiredDelaysOf(Must(db().GetExpiredTimers(kT0 + 8s))),
+              UnorderedElementsAre(ExpiredDelay{id, join_set, early, kT0 + 5s},
+                                   ExpiredDelay{id, join_set, late, kT0 + 8s}));
 
   Must(db().AppendDelayResponse(kT0 + 8s, id, join_set, early, true));
   EXPECT_THAT(ExpiredDelaysOf(Must(db().GetExpiredTimers(kT0 + 8s))),

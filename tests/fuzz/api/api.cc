@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -39,7 +39,8 @@ using namespace stele;  // NOLINT(google-build-using-namespace): fuzz target
 core::FunctionSignature Signature(std::string_view ffqn,
                                   std::vector<std::pair<std::string, std::string>> params,
                                   std::string_view return_type) {
-  core::FunctionSignature sig{*core::FunctionFqn::Parse(ffqn), {}, *core::TypeDesc::Parse(return_type)};
+  core::FunctionSignature sig{
+      *core::FunctionFqn::Parse(ffqn), {}, *core::TypeDesc::Parse(return_type)};
   for (auto& [name, type] : params) sig.params.push_back({name, *core::TypeDesc::Parse(type)});
   return sig;
 }
@@ -68,8 +69,8 @@ server::ServerImpl& Server() {
     wf.config.name = "fuzz_wf";
     wf.component_id = core::ComponentId::DummyWorkflow();
     wf.kind = runtime::workflow::FunctionKind::kWorkflow;
-    wf.functions.push_back(
-        Signature("fuzz:app/api.wf", {{"a", "u8"}, {"b", "list<string>"}}, "result<string, string>"));
+    wf.functions.push_back(Signature("fuzz:app/api.wf", {{"a", "u8"}, {"b", "list<string>"}},
+                                     "result<string, string>"));
     server::LoadedComponent act;
     act.config.kind = server::ComponentKind::kActivityExec;
     act.config.name = "fuzz_act";
@@ -145,11 +146,14 @@ std::string Handle(std::string_view request) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // The fixed executions the seeds refer to.
-  for (const char* body :
-       {R"({"ffqn":"fuzz:app/api.wf","params":[1,["x"]],"execution_id":"E_01KBNHM5FQW81KP5Y3XMNX31K4"})",
-        R"({"ffqn":"fuzz:app/api.act","params":["y"],"execution_id":"E_01ARZ3NDEKTSV4RRFFQ69G5FAV"})"}) {
-    std::string request = "POST /v1/executions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(std::strlen(body)) + "\r\n\r\n" + body;
+  for (
+      const char* body :
+      {R"({"ffqn":"fuzz:app/api.wf","params":[1,["x"]],"execution_id":"E_01KBNHM5FQW81KP5Y3XMNX31K4"})",
+       R"({"ffqn":"fuzz:app/api.act","params":["y"],"execution_id":"E_01ARZ3NDEKTSV4RRFFQ69G5FAV"})"}) {
+    std::string request =
+        "POST /v1/executions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(std::strlen(body)) + "\r\n\r\n" + body;
     std::string response = Handle(request);
     FUZZ_CHECK(response.rfind("HTTP/1.1 20", 0) == 0);
   }

@@ -3,6 +3,8 @@
 // name a key and a line, never crash; `${VAR}` interpolation sees a fixed
 // fake environment, relative paths resolve against /fuzz. Durations go
 // through ParseDurationText as well.
+#include "server/config.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10,7 +12,6 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "server/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace stele::server;  // NOLINT(google-build-using-namespace): fuzz target

@@ -5,12 +5,13 @@
 // (Parse(ToString()) == type); the value is then type-checked as a single
 // parameter (CheckParams) and as a return value, and the signature goes
 // through its JSON mapping and back.
+#include "core/function_type.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "core/function_type.h"
 #include "core/json_codec.h"
 #include "fuzz_check.h"
 

@@ -2,6 +2,8 @@
 // core/component_id.h) with the whole input as text. Each parser must
 // reject or accept without crashing, and an accepted id must print back to
 // text that parses to an equal id (the ids' round-trip contract).
+#include "core/ids.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -9,7 +11,6 @@
 
 #include "core/component_id.h"
 #include "core/function_fqn.h"
-#include "core/ids.h"
 #include "fuzz_check.h"
 
 namespace {

@@ -3,12 +3,13 @@
 // responses, pending states, return values, backtraces, ...). Decoding must
 // never throw or crash, and whatever decodes must round-trip:
 // FromJson<T>(ToJson(x)) == x, and its text must encode stably.
+#include "core/json_codec.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "core/json_codec.h"
 #include "fuzz_check.h"
 
 namespace {

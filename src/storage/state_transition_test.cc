@@ -12,7 +12,7 @@ namespace {
 
 using std::chrono::seconds;
 
-const DateTime kT0 = DateTimeFromMicros(1'700'000'000'000'000);
+const DateTime kTransitionT0 = DateTimeFromMicros(1'700'000'000'000'000);
 
 core::JoinSetId TransitionJs(const std::string& name) {
   return core::JoinSetId::Create(core::JoinSetKind::kNamed, name).value();
@@ -22,17 +22,17 @@ class StateTransitionTest : public ::testing::Test {
  protected:
   StateTransitionTest() {
     state_.execution_id = id_.ToString();
-    state_.pending_state.value = core::PendingStateLocked{by_, kT0 + seconds(2), {}};
+    state_.pending_state.value = core::PendingStateLocked{by_, kTransitionT0 + seconds(2), {}};
     state_.corresponding_version = Version(1);
     state_.ffqn = "test:rules/ifc.fn";
     state_.last_lock = by_;
     state_.last_lock_version = Version(1);
-    state_.created_at = kT0;
-    state_.first_scheduled_at = kT0;
-    state_.updated_at = kT0;
+    state_.created_at = kTransitionT0;
+    state_.first_scheduled_at = kTransitionT0;
+    state_.updated_at = kTransitionT0;
   }
 
-  static AppendRequest History(core::HistoryEvent event, DateTime at = kT0) {
+  static AppendRequest History(core::HistoryEvent event, DateTime at = kTransitionT0) {
     return AppendRequest{at, core::HistoryEventRequest{std::move(event)}};
   }
 
@@ -64,15 +64,17 @@ TEST_F(StateTransitionTest, ChecksFinishedThenVersionThenLock) {
   EXPECT_EQ(conflict.error(),
             DbErrorWrite(DbErrorWriteNonRetriable::VersionConflict(Version(2), Version(5))));
 
-  const AppendRequest steal{
-      kT0, core::Locked{
-               {}, core::ExecutorId::Generate(), core::RunId::Generate(), kT0 + seconds(5), {}}};
+  const AppendRequest steal{kTransitionT0, core::Locked{{},
+                                                        core::ExecutorId::Generate(),
+                                                        core::RunId::Generate(),
+                                                        kTransitionT0 + seconds(5),
+                                                        {}}};
   auto locked = CheckAppend(state_, Version(2), steal);
   ASSERT_FALSE(locked);
   EXPECT_EQ(locked.error(),
             DbErrorWrite(DbErrorWriteNonRetriable::IllegalState("cannot lock, already locked")));
 
-  Apply(AppendRequest{kT0, core::Finished{core::ReturnValueOk{}, {}}});
+  Apply(AppendRequest{kTransitionT0, core::Finished{core::ReturnValueOk{}, {}}});
   auto finished = CheckAppend(state_, Version(5), persist);
   ASSERT_FALSE(finished);
   EXPECT_EQ(finished.error(),
@@ -80,16 +82,17 @@ TEST_F(StateTransitionTest, ChecksFinishedThenVersionThenLock) {
 }
 
 TEST_F(StateTransitionTest, JoinSetCreateOnlyMovesTheVersion) {
-  const auto effects = Apply(History(core::HistoryJoinSetCreate{js_}, kT0 + seconds(1)));
+  const auto effects = Apply(History(core::HistoryJoinSetCreate{js_}, kTransitionT0 + seconds(1)));
   EXPECT_TRUE(effects.version_only);
   EXPECT_FALSE(effects.pending_at);
   EXPECT_EQ(state_.corresponding_version, Version(2));
-  EXPECT_EQ(state_.updated_at, kT0 + seconds(1));
+  EXPECT_EQ(state_.updated_at, kTransitionT0 + seconds(1));
   EXPECT_TRUE(std::holds_alternative<core::PendingStateLocked>(state_.pending_state.value));
 }
 
 TEST_F(StateTransitionTest, JoinNextWithoutItsResponseBlocksOnTheJoinSet) {
-  const auto effects = Apply(History(core::HistoryJoinNext{js_, kT0 + seconds(2), {}, false}));
+  const auto effects =
+      Apply(History(core::HistoryJoinNext{js_, kTransitionT0 + seconds(2), {}, false}));
   EXPECT_EQ(awaited_calls_, 1);
   EXPECT_FALSE(effects.version_only);
   EXPECT_FALSE(effects.pending_at);
@@ -97,60 +100,62 @@ TEST_F(StateTransitionTest, JoinNextWithoutItsResponseBlocksOnTheJoinSet) {
       std::get_if<core::PendingStateBlockedByJoinSet>(&state_.pending_state.value);
   ASSERT_NE(blocked, nullptr);
   EXPECT_EQ(blocked->join_set_id, js_);
-  EXPECT_EQ(blocked->lock_expires_at, kT0 + seconds(2));
+  EXPECT_EQ(blocked->lock_expires_at, kTransitionT0 + seconds(2));
   EXPECT_FALSE(state_.last_lock_version);
   EXPECT_EQ(state_.last_lock, by_);  // kept: the warm run may extend
 
   // The response arrives before the lease ends: pending when the lease ends.
-  const auto at = ApplyResponse(state_, js_, kT0 + seconds(1));
+  const auto at = ApplyResponse(state_, js_, kTransitionT0 + seconds(1));
   ASSERT_TRUE(at);
-  EXPECT_EQ(*at, kT0 + seconds(2));
-  EXPECT_EQ(state_.updated_at, kT0 + seconds(1));
+  EXPECT_EQ(*at, kTransitionT0 + seconds(2));
+  EXPECT_EQ(state_.updated_at, kTransitionT0 + seconds(1));
   // A response on another join set changes nothing.
-  EXPECT_FALSE(ApplyResponse(state_, TransitionJs("b"), kT0 + seconds(3)));
+  EXPECT_FALSE(ApplyResponse(state_, TransitionJs("b"), kTransitionT0 + seconds(3)));
 }
 
 TEST_F(StateTransitionTest, JoinNextWithItsResponsePendsAtTheLaterOfLeaseAndResponse) {
   const auto effects =
-      Apply(History(core::HistoryJoinNext{js_, kT0 + seconds(2), {}, false}), kT0 + seconds(7));
+      Apply(History(core::HistoryJoinNext{js_, kTransitionT0 + seconds(2), {}, false}),
+            kTransitionT0 + seconds(7));
   ASSERT_TRUE(effects.pending_at);
-  EXPECT_EQ(*effects.pending_at, kT0 + seconds(7));
+  EXPECT_EQ(*effects.pending_at, kTransitionT0 + seconds(7));
   const auto* pending = std::get_if<core::PendingStatePendingAt>(&state_.pending_state.value);
   ASSERT_NE(pending, nullptr);
-  EXPECT_EQ(pending->scheduled_at, kT0 + seconds(7));
+  EXPECT_EQ(pending->scheduled_at, kTransitionT0 + seconds(7));
   EXPECT_EQ(state_.intermittent_event_count, 0u);
 }
 
 TEST_F(StateTransitionTest, TemporaryFailureCountsARetryUnlockDoesNot) {
-  Apply(AppendRequest{kT0, core::Unlocked{kT0 + seconds(1), "shutdown"}});
+  Apply(AppendRequest{kTransitionT0, core::Unlocked{kTransitionT0 + seconds(1), "shutdown"}});
   EXPECT_EQ(state_.intermittent_event_count, 0u);
-  state_.pending_state.value = core::PendingStateLocked{by_, kT0 + seconds(2), {}};
+  state_.pending_state.value = core::PendingStateLocked{by_, kTransitionT0 + seconds(2), {}};
   core::TemporarilyFailed failed;
-  failed.backoff_expires_at = kT0 + seconds(4);
+  failed.backoff_expires_at = kTransitionT0 + seconds(4);
   failed.reason = "boom";
-  const auto effects = Apply(AppendRequest{kT0, failed});
+  const auto effects = Apply(AppendRequest{kTransitionT0, failed});
   EXPECT_EQ(state_.intermittent_event_count, 1u);
   ASSERT_TRUE(effects.pending_at);
-  EXPECT_EQ(*effects.pending_at, kT0 + seconds(4));
+  EXPECT_EQ(*effects.pending_at, kTransitionT0 + seconds(4));
 }
 
 TEST_F(StateTransitionTest, CancelResumesAPausedRunAndTerminateDisarmsTheDeadline) {
-  Apply(AppendRequest{kT0, core::Paused{"ops"}});
+  Apply(AppendRequest{kTransitionT0, core::Paused{"ops"}});
   EXPECT_TRUE(state_.pending_state.paused);
   // Paused while locked: the run is fenced out, the execution pends.
   EXPECT_TRUE(std::holds_alternative<core::PendingStatePendingAt>(state_.pending_state.value));
 
-  const auto effects = Apply(History(
-      core::HistoryCancelRequest{kT0 + seconds(60), true, "stop", false}, kT0 + seconds(1)));
+  const auto effects =
+      Apply(History(core::HistoryCancelRequest{kTransitionT0 + seconds(60), true, "stop", false},
+                    kTransitionT0 + seconds(1)));
   EXPECT_TRUE(effects.disarm_deadline);
   EXPECT_FALSE(state_.pending_state.paused);
   EXPECT_TRUE(state_.pending_state.cancelling);
   ASSERT_TRUE(effects.pending_at);
-  EXPECT_EQ(*effects.pending_at, kT0 + seconds(1));
+  EXPECT_EQ(*effects.pending_at, kTransitionT0 + seconds(1));
 }
 
 TEST_F(StateTransitionTest, FinishedDisarmsAndHandsTheResultOver) {
-  const AppendRequest req{kT0 + seconds(1), core::Finished{core::ReturnValueOk{}, {}}};
+  const AppendRequest req{kTransitionT0 + seconds(1), core::Finished{core::ReturnValueOk{}, {}}};
   const auto effects = Apply(req);
   EXPECT_TRUE(effects.disarm_deadline);
   ASSERT_NE(effects.finished, nullptr);
@@ -165,16 +170,16 @@ TEST(SqlRowsTest, EveryStateRoundTripsThroughItsColumns) {
   state.execution_id = ExecutionId::Generate().ToString();
   state.ffqn = "test:rules/ifc.fn";
   state.corresponding_version = Version(4);
-  state.created_at = kT0;
-  state.first_scheduled_at = kT0;
-  state.updated_at = kT0 + seconds(1);
+  state.created_at = kTransitionT0;
+  state.first_scheduled_at = kTransitionT0;
+  state.updated_at = kTransitionT0 + seconds(1);
   state.response_count = 3;
   state.last_lock = by;
   state.max_retries = 7;
   state.retry_exp_backoff = core::Duration::FromMillis(250);
   const std::vector<decltype(core::PendingState::value)> values = {
-      core::PendingStatePendingAt{kT0 + seconds(3), by, {}},
-      core::PendingStateBlockedByJoinSet{TransitionJs("a"), kT0 + seconds(2), true, {}},
+      core::PendingStatePendingAt{kTransitionT0 + seconds(3), by, {}},
+      core::PendingStateBlockedByJoinSet{TransitionJs("a"), kTransitionT0 + seconds(2), true, {}},
   };
   for (const auto& value : values) {
     state.pending_state.value = value;

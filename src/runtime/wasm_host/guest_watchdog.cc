@@ -1,6 +1,22 @@
 #include "runtime/wasm_host/guest_watchdog.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+
 namespace stele::runtime::wasm_host {
+
+namespace {
+
+// Nanoseconds of CPU time `clock` has counted, or nullopt when it cannot be
+// read (its thread ended).
+std::optional<int64_t> CpuNanos(clockid_t clock) {
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return std::nullopt;
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
 
 GuestWatchdog::~GuestWatchdog() {
   {
@@ -15,21 +31,32 @@ uint64_t GuestWatchdog::Watch(wasm::WasmInstance* instance) {
   std::lock_guard lock(mu_);
   if (!thread_.joinable()) thread_ = std::thread([this] { Main(); });
   uint64_t handle = ++next_handle_;
-  entries_[handle] = Entry{instance, std::nullopt};
+  entries_[handle] = Entry{instance, std::nullopt, CLOCK_THREAD_CPUTIME_ID, std::nullopt};
   return handle;
 }
 
 void GuestWatchdog::Pause(uint64_t handle) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(handle);
-  if (it != entries_.end()) it->second.deadline.reset();
+  if (it == entries_.end()) return;
+  it->second.deadline.reset();
+  it->second.cpu_deadline_ns.reset();
 }
 
-void GuestWatchdog::Resume(uint64_t handle, SteadyTime deadline) {
+void GuestWatchdog::Resume(uint64_t handle, std::chrono::nanoseconds cpu_budget,
+                           SteadyTime deadline) {
+  // The clock of the calling thread, read before taking the lock.
+  clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
+  std::optional<int64_t> cpu_deadline;
+  if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+    if (auto used = CpuNanos(clock)) cpu_deadline = *used + cpu_budget.count();
+  }
   std::lock_guard lock(mu_);
   auto it = entries_.find(handle);
   if (it == entries_.end()) return;
   it->second.deadline = deadline;
+  it->second.cpu_clock = clock;
+  it->second.cpu_deadline_ns = cpu_deadline;
   wakeup_.notify_all();
 }
 
@@ -50,10 +77,19 @@ void GuestWatchdog::Main() {
     std::optional<SteadyTime> earliest;
     for (auto& [handle, entry] : entries_) {
       if (!entry.deadline) continue;
-      if (*entry.deadline <= now) {
+      bool due = *entry.deadline <= now;
+      if (!due && entry.cpu_deadline_ns) {
+        const auto used = CpuNanos(entry.cpu_clock);
+        due = used && *used >= *entry.cpu_deadline_ns;
+        // A CPU budget has no instant on the steady clock: look again soon.
+        const SteadyTime poll = now + kPollInterval;
+        if (!earliest || poll < *earliest) earliest = poll;
+      }
+      if (due) {
         // Interrupt is thread-safe and does not call back into us.
         entry.instance->Interrupt();
         entry.deadline.reset();
+        entry.cpu_deadline_ns.reset();
         ++interrupts_;
         continue;
       }

@@ -2,10 +2,12 @@
 // calling the host. A workflow's wall time is mostly spent inside host
 // functions (waiting for responses, writing to the database), so a budget on
 // the whole WasmInstance::Call would not do; instead each stretch of guest
-// code between host calls (a slice) gets its own deadline on the steady
-// clock: the guest is interrupted (WasmInstance::Interrupt) when it runs
-// past it without entering a host function. The caller picks each
-// deadline (WorkflowHost: the slice, bounded by the run's lease).
+// code between host calls (a slice) gets its own budget: CPU time of the
+// guest's thread (a run that waits for a core under load has computed
+// nothing) and a deadline on the steady clock (the run's lease). The guest
+// is interrupted (WasmInstance::Interrupt) when it passes either without
+// entering a host function. While a stretch is armed the watchdog reads its
+// thread's CPU clock every kPollInterval.
 //
 // Threading: one watchdog thread per GuestWatchdog, started on first use;
 // Watch/Pause/Resume/Unwatch are thread-safe. Ownership: the watchdog does
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,17 +42,23 @@ class GuestWatchdog {
   uint64_t Watch(wasm::WasmInstance* instance);
   // The guest entered a host function: its clock stops.
   void Pause(uint64_t handle);
-  // The guest (re)starts running: it is interrupted at `deadline` unless
-  // it enters a host function first.
-  void Resume(uint64_t handle, SteadyTime deadline);
+  // The guest (re)starts running on the calling thread: it is interrupted
+  // once that thread has used `cpu_budget` of CPU time or at `deadline`,
+  // unless it enters a host function first.
+  void Resume(uint64_t handle, std::chrono::nanoseconds cpu_budget, SteadyTime deadline);
   void Unwatch(uint64_t handle);
   // How many instances it interrupted (tests).
   uint64_t interrupts() const;
+
+  // How late a CPU budget may be noticed.
+  static constexpr std::chrono::milliseconds kPollInterval{5};
 
  private:
   struct Entry {
     wasm::WasmInstance* instance;
     std::optional<SteadyTime> deadline;  // nullopt while paused
+    clockid_t cpu_clock = CLOCK_THREAD_CPUTIME_ID;
+    std::optional<int64_t> cpu_deadline_ns;  // on cpu_clock; nullopt while paused
   };
   void Main();
 

@@ -521,7 +521,10 @@ bool WorkflowHost::Leave() {
 
 bool WorkflowHost::StartSlice() {
   if (watchdog_ == nullptr || run_ == nullptr || clock_ == nullptr) return true;
-  auto lease_end = run_->EnsureLease(policy_.slice + policy_.margin);
+  // The slice counts CPU time, the lease wall time: twice the slice leaves
+  // a run that waits for a core (under load) room to use its slice before
+  // the lease's end stops it.
+  auto lease_end = run_->EnsureLease(2 * policy_.slice + policy_.margin);
   if (!lease_end) return false;  // recorded in the run
   const auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       *lease_end - clock_->Now() -
@@ -533,9 +536,7 @@ bool WorkflowHost::StartSlice() {
                                        " ms, before the guest could compute");
     return false;
   }
-  const auto now = std::chrono::steady_clock::now();
-  watchdog_->Resume(watch_handle_,
-                    now + std::min<std::chrono::steady_clock::duration>(policy_.slice, left));
+  watchdog_->Resume(watch_handle_, policy_.slice, std::chrono::steady_clock::now() + left);
   return true;
 }
 

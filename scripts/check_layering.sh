@@ -69,7 +69,7 @@ BEGIN {
   allow["runtime/webhook"] = "base core"
   allow["runtime/wasm_host"] = "base core storage executor runtime/workflow runtime/wasm runtime/http runtime/webhook"
   allow["runtime/exec"] = "base core storage executor"
-  allow["runtime/js"] = "base core storage executor runtime/workflow runtime/wasm runtime/http"
+  allow["runtime/js"] = "base core storage executor runtime/workflow runtime/wasm runtime/http runtime/webhook"
   allow["service"] = "base core storage executor runtime/workflow"
   allow["engine"] = "base core storage executor runtime/workflow runtime/native service"
   allow["http"] = "base"

@@ -2,6 +2,7 @@
 // includes Beast or Asio: the rest of the code sees http/message.h.
 #include "http/server.h"
 
+#include <array>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -19,6 +20,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -41,6 +43,10 @@ namespace {
 constexpr size_t kMaxRefusing = 64;
 // How long Stop lets connections end on their own.
 constexpr std::chrono::milliseconds kStopGrace{2000};
+// A lingering close (Session::Linger): how long, and how many bytes, the
+// input of a connection is read and discarded after its last response.
+constexpr std::chrono::seconds kLingerTime{5};
+constexpr size_t kLingerMaxBytes = size_t{64} << 20;
 
 bool MethodHasBody(std::string_view method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
@@ -346,12 +352,34 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       if (close_after_) {
         beast::error_code ignored;
         stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        return Close();
+        return Linger();
       }
       ReadHead();
       return;
     }
     WriteNext();
+  }
+
+  // A lingering close: the peer may still be sending what was not read (a
+  // body refused with 413 before it was read, the rest of a pipeline).
+  // Closing a socket with unread input makes the kernel reset the
+  // connection, and the peer, still writing, then loses the response it
+  // has not read yet. So after the last response (the write side is shut
+  // down) the input is read and discarded until the peer closes, for at
+  // most kLingerTime and kLingerMaxBytes, then the socket is closed.
+  void Linger() {
+    if (closed_) return;
+    if (!drain_) drain_ = std::make_unique<std::array<char, 16384>>();
+    if (lingered_ == 0) stream_.expires_after(kLingerTime);
+    stream_.async_read_some(asio::buffer(*drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (self->closed_) return;
+                              self->lingered_ += n;
+                              if (ec || n == 0 || self->lingered_ > kLingerMaxBytes) {
+                                return self->Close();
+                              }
+                              self->Linger();
+                            });
   }
 
   void Close() {
@@ -382,6 +410,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   bool head_only_ = false;
   bool close_after_ = false;
   bool closed_ = false;
+  std::unique_ptr<std::array<char, 16384>> drain_;  // Linger's discard buffer
+  size_t lingered_ = 0;                             // bytes Linger discarded
   std::deque<Pending> queue_;
   std::vector<std::function<void()>> abandoned_;
 };

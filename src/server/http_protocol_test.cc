@@ -252,6 +252,24 @@ TEST_F(HttpFramingTest, RequestAnsweredWithoutItsBodyEndsTheConnection) {
   EXPECT_EQ(next->status, 200);
 }
 
+// A body over the limit is answered 413 before it is read; a client that
+// keeps sending it (as httplib's client and curl do) still gets the 413:
+// the server reads and discards the rest before it closes (a lingering
+// close), instead of resetting the connection under the client's write.
+TEST_F(HttpFramingTest, AClientStillSendingARefusedBodyReadsThe413) {
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.connected());
+  const std::string body(8 << 20, 'a');  // 8 MiB, over max_body_bytes (1 MiB)
+  ASSERT_TRUE(c.Send("POST /v1/executions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " +
+                     std::string(kToken) + "\r\nContent-Type: application/json\r\n" +
+                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_TRUE(c.Send(body));
+  auto res = c.Read(std::chrono::seconds(10));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413) << res->body;
+  EXPECT_TRUE(c.ClosedByServer(std::chrono::seconds(10)));
+}
+
 // The accept queue of this process's socket listening on 127.0.0.1:`port`
 // (TCP_INFO of a listener reports its backlog in tcpi_sacked), or -1.
 int ListenBacklogOfPort(int port) {

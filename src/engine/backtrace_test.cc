@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "core/ids.h"
 #include "engine/sdk_test_util.h"
@@ -58,7 +60,13 @@ class BacktraceTest : public testing::PoolEngineTest {
 
 TEST_F(BacktraceTest, TheBlockingCallSiteIsStoredOnce) {
   const std::string id = RunOne(true);
+  // The run stores its backtrace beside its result, not before it: the
+  // result may be seen first.
   auto last = Backtrace(id, storage::BacktraceFilter::Last());
+  for (int i = 0; i < 200 && !last; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    last = Backtrace(id, storage::BacktraceFilter::Last());
+  }
   ASSERT_TRUE(last) << last.error().ToString();
   ASSERT_EQ(last->wasm_backtrace.frames.size(), 1u);
   const core::FrameInfo& frame = last->wasm_backtrace.frames[0];

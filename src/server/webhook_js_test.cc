@@ -8,15 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <string>
 
-#include "core/json_codec.h"
-#include "server/components.h"
-#include "server/config.h"
-#include "server/server.h"
+#include "server/webhook_test_fixture.h"
 
 namespace stele::server {
 namespace {
@@ -26,37 +21,8 @@ namespace {
 using core::Json;
 using ::testing::HasSubstr;
 
-// The saga's steps are stubs nobody answers: the saga waits.
-constexpr const char* kJsWebhookStubSteps = R"(
-[[activity_stub]]
-name = "shop"
-[[activity_stub.functions]]
-ffqn = "shop:payments/card.charge"
-params = [{ name = "order", type = "string" }, { name = "amount", type = "u64" }]
-[[activity_stub.functions]]
-ffqn = "shop:payments/card.refund"
-[[activity_stub.functions]]
-ffqn = "shop:stock/items.reserve"
-[[activity_stub.functions]]
-ffqn = "shop:stock/items.release"
-[[activity_stub.functions]]
-ffqn = "shop:shipping/parcels.ship"
-)";
-
-class JsWebhookServerTest : public ::testing::Test {
+class JsWebhookServerTest : public testing::WebhookServerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stele_server_js_webhook_test_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
   void Start(const std::string& api = "") {
     const std::string wasm = STELE_SERVER_WEBHOOK_WASM_DIR;
     const std::string src = STELE_SOURCE_DIR;
@@ -65,7 +31,7 @@ class JsWebhookServerTest : public ::testing::Test {
         "[api]\nlisten = \"127.0.0.1:0\"\n" + api +
         "[executor]\ntick_sleep = \"20ms\"\nlock_expiry = \"5s\"\n"
         "[[workflow_wasm]]\nname = \"order_saga\"\nlocation = \"" +
-        wasm + "/webhook_order_saga.wasm\"\n" + kJsWebhookStubSteps +
+        wasm + "/webhook_order_saga.wasm\"\n" + testing::kWebhookStubSteps +
         "[[webhook_js]]\nname = \"orders\"\nroute = \"POST /orders/:id\"\nlocation = \"" + src +
         "/examples/js/plain/order_webhook.js\"\n"
         "[[webhook_js]]\nname = \"t\"\nroute = \"POST /t/:what\"\nenv = { MODE = \"test\" }\n"
@@ -79,31 +45,8 @@ class JsWebhookServerTest : public ::testing::Test {
         "[[webhook_js]]\nname = \"small\"\nroute = \"POST /small/:what\"\nmax_memory_mib = 16\n"
         "location = \"" +
         guest + "\"\n";
-    auto config = ParseConfig(toml, "stele.toml", dir_.string(), ProcessEnv());
-    ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
-    auto components = LoadComponents(*config, "stele.toml");
-    ASSERT_TRUE(components.has_value()) << FormatErrors(components.error());
-    auto server = Server::Start(std::move(*config), std::move(*components));
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
+    StartServer(toml);
   }
-
-  httplib::Client Client() {
-    httplib::Client client("127.0.0.1", server_->port());
-    client.set_read_timeout(60, 0);
-    return client;
-  }
-  httplib::Result Post(const std::string& path, const std::string& body) {
-    return Client().Post(path, body, "application/json");
-  }
-  static Json BodyJson(const httplib::Result& res) {
-    auto json = core::ParseJson(res->body);
-    EXPECT_TRUE(json.has_value()) << res->body;
-    return json.value_or(Json());
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Server> server_;
 };
 
 TEST_F(JsWebhookServerTest, OrderWebhookStartsTheSagaAndAnswers202) {
@@ -111,21 +54,21 @@ TEST_F(JsWebhookServerTest, OrderWebhookStartsTheSagaAndAnswers202) {
   auto res = Post("/orders/A-1", R"({"amount": 4999, "item": "teapot", "address": "Baker St"})");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 202) << res->body;
-  const std::string id = BodyJson(res)["execution_id"];
+  const std::string id = BodyOf(res)["execution_id"];
   EXPECT_EQ(res->get_header_value("Location"), "/v1/executions/" + id);
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   auto execution = Client().Get("/v1/executions/" + id);
   ASSERT_EQ(execution->status, 200) << execution->body;
-  EXPECT_EQ(BodyJson(execution)["ffqn"], "shop:orders/saga.place-order");
+  EXPECT_EQ(BodyOf(execution)["ffqn"], "shop:orders/saga.place-order");
   auto events = Client().Get("/v1/executions/" + id + "/events");
   EXPECT_THAT(events->body, HasSubstr(R"(["A-1",4999,"teapot","Baker St"])"));
   // The service's type check reaches the handler as Err {kind, message}.
   auto bad = Post("/orders/A-2", R"({"amount": "lots", "item": "teapot", "address": "x"})");
   ASSERT_EQ(bad->status, 400) << bad->body;
-  EXPECT_EQ(BodyJson(bad)["error"]["kind"], "validation");
+  EXPECT_EQ(BodyOf(bad)["error"]["kind"], "validation");
   EXPECT_EQ(Post("/orders/A-3", "not json")->status, 400);
 
-  Json listing = BodyJson(Client().Get("/v1/components"));
+  Json listing = BodyOf(Client().Get("/v1/components"));
   ASSERT_EQ(listing["webhooks"].size(), 4u) << listing.dump();
   EXPECT_EQ(listing["webhooks"][0]["name"], "orders");
   EXPECT_EQ(listing["webhooks"][0]["type"], "webhook_endpoint");
@@ -139,7 +82,7 @@ TEST_F(JsWebhookServerTest, WhatTheHandlerReadsAndHowItFails) {
   Start("max_body_bytes = 2048\n");
   auto echo = Client().Post("/t/echo?a=1", {{"X-Thing", "v"}}, "hello", "text/plain");
   ASSERT_EQ(echo->status, 200) << echo->body;
-  Json request = BodyJson(echo);
+  Json request = BodyOf(echo);
   EXPECT_EQ(request["method"], "POST");
   EXPECT_EQ(request["path"], "/t/echo");
   EXPECT_EQ(request["params"], Json({{"what", "echo"}}));
@@ -152,7 +95,7 @@ TEST_F(JsWebhookServerTest, WhatTheHandlerReadsAndHowItFails) {
   for (const char* what : {"throw", "pending", "bad"}) {
     auto res = Post(std::string("/t/") + what, "{}");
     EXPECT_EQ(res->status, 500) << what << ": " << res->body;
-    EXPECT_EQ(BodyJson(res)["error"]["kind"], "webhook_failed") << what;
+    EXPECT_EQ(BodyOf(res)["error"]["kind"], "webhook_failed") << what;
   }
   EXPECT_THAT(Post("/t/throw", "{}")->body, HasSubstr("TypeError: no such order"));
   EXPECT_THAT(Post("/t/bad", "{}")->body, HasSubstr("response is malformed"));
@@ -163,16 +106,16 @@ TEST_F(JsWebhookServerTest, WhatTheHandlerReadsAndHowItFails) {
   // An endless loop: stopped at the webhook's 300 ms, 504.
   auto spin = Post("/slow/spin", "{}");
   EXPECT_EQ(spin->status, 504) << spin->body;
-  EXPECT_EQ(BodyJson(spin)["error"]["kind"], "webhook_timeout");
+  EXPECT_EQ(BodyOf(spin)["error"]["kind"], "webhook_timeout");
   // A wait for a saga that waits ends pending; the handler answers.
   auto wait = Post("/t/await", R"(["C-1", 1, "x", "y"])");
   ASSERT_EQ(wait->status, 200) << wait->body;
-  EXPECT_EQ(BodyJson(wait)["pending"], true);
+  EXPECT_EQ(BodyOf(wait)["pending"], true);
   // The server goes on; what the handlers submitted stays.
   auto submitted = Post("/t/submit", R"(["C-2", 1, "x", "y"])");
   ASSERT_EQ(submitted->status, 201) << submitted->body;
   EXPECT_EQ(Client().Post("/t/echo", "ok", "text/plain")->status, 200);
-  auto list = BodyJson(Client().Get("/v1/executions"));
+  auto list = BodyOf(Client().Get("/v1/executions"));
   EXPECT_EQ(list["executions"].size(), 2u) << list.dump();
   auto metrics = Client().Get("/metrics");
   EXPECT_THAT(metrics->body, HasSubstr("stele_webhook_requests_total{webhook=\"slow\",route=\"POST "
@@ -186,7 +129,7 @@ TEST_F(JsWebhookServerTest, TheApiTokenGuardsJsWebhooks) {
   client.set_bearer_token_auth("s3cret");
   auto ok = client.Post("/t/echo", "{}", "application/json");
   ASSERT_EQ(ok->status, 200) << ok->body;
-  EXPECT_FALSE(BodyJson(ok)["headers"].contains("authorization")) << ok->body;
+  EXPECT_FALSE(BodyOf(ok)["headers"].contains("authorization")) << ok->body;
 }
 
 #endif

@@ -9,16 +9,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
-#include "core/json_codec.h"
-#include "server/components.h"
-#include "server/config.h"
-#include "server/server.h"
+#include "server/webhook_test_fixture.h"
 
 namespace stele::server {
 namespace {
@@ -28,24 +23,7 @@ using ::testing::HasSubstr;
 
 #if defined(STELE_SERVER_WEBHOOK_WASM_DIR)
 
-// The saga's steps: stubs (nobody answers them, so the saga waits) or the
-// demo's exec script (the saga finishes at once).
-constexpr const char* kStubSteps = R"(
-[[activity_stub]]
-name = "shop"
-[[activity_stub.functions]]
-ffqn = "shop:payments/card.charge"
-params = [{ name = "order", type = "string" }, { name = "amount", type = "u64" }]
-[[activity_stub.functions]]
-ffqn = "shop:payments/card.refund"
-[[activity_stub.functions]]
-ffqn = "shop:stock/items.reserve"
-[[activity_stub.functions]]
-ffqn = "shop:stock/items.release"
-[[activity_stub.functions]]
-ffqn = "shop:shipping/parcels.ship"
-)";
-
+// The saga's steps as the demo's exec script (the saga finishes at once).
 std::string ExecSteps() {
   const std::string s = "{ name = \"order\", type = \"string\" }";
   auto fn = [](const std::string& ffqn, const std::string& params) {
@@ -60,20 +38,8 @@ std::string ExecSteps() {
          fn("shop:shipping/parcels.ship", s + ", { name = \"address\", type = \"string\" }");
 }
 
-class WebhookServerTest : public ::testing::Test {
+class WebhookServerTest : public testing::WebhookServerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stele_server_webhook_test_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
   // A server with the order webhook, the test guest's routes, the saga
   // and `steps`; [api] extra lines in `api`.
   void Start(const std::string& steps, const std::string& api = "") {
@@ -100,39 +66,12 @@ class WebhookServerTest : public ::testing::Test {
         "[[webhook_wasm]]\nname = \"public\"\nroute = \"GET /public/:what\"\nauth = \"none\"\n"
         "location = \"" +
         wasm + "/webhook_test_guest.wasm\"\n";
-    auto config = ParseConfig(toml, "stele.toml", dir_.string(), ProcessEnv());
-    ASSERT_TRUE(config.has_value()) << FormatErrors(config.error());
-    auto components = LoadComponents(*config, "stele.toml");
-    ASSERT_TRUE(components.has_value()) << FormatErrors(components.error());
-    auto server = Server::Start(std::move(*config), std::move(*components));
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
+    StartServer(toml);
   }
-
-  httplib::Client Client(const std::string& token = "") {
-    httplib::Client client("127.0.0.1", server_->port());
-    client.set_read_timeout(60, 0);
-    if (!token.empty()) client.set_bearer_token_auth(token);
-    return client;
-  }
-
-  httplib::Result Post(const std::string& path, const std::string& body,
-                       const std::string& token = "") {
-    return Client(token).Post(path, body, "application/json");
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Server> server_;
 };
 
-Json BodyOf(const httplib::Result& res) {
-  auto json = core::ParseJson(res->body);
-  EXPECT_TRUE(json.has_value()) << res->body;
-  return json.value_or(Json());
-}
-
 TEST_F(WebhookServerTest, OrderWebhookAnswers202WithTheIdWhileTheSagaWaits) {
-  Start(kStubSteps);
+  Start(testing::kWebhookStubSteps);
   auto res = Post("/orders/A-1", R"({"amount": 4999, "item": "teapot", "address": "Baker St"})");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 202) << res->body;
@@ -187,7 +126,7 @@ TEST_F(WebhookServerTest, OrderWebhookAnswers200WithTheResultWhenTheSagaFinishes
 }
 
 TEST_F(WebhookServerTest, RoutingLimitsAndGuestFailures) {
-  Start(kStubSteps, "max_body_bytes = 2048\n");
+  Start(testing::kWebhookStubSteps, "max_body_bytes = 2048\n");
   // Unknown paths: under a webhook's prefix or not, 404 in the API's envelope.
   for (const char* path : {"/orders/A-1/extra", "/nothing/here"}) {
     auto res = Post(path, "{}");
@@ -250,7 +189,7 @@ TEST_F(WebhookServerTest, RoutingLimitsAndGuestFailures) {
 }
 
 TEST_F(WebhookServerTest, TheApiTokenGuardsWebhooksUnlessAuthIsNone) {
-  Start(kStubSteps, "token = \"s3cret\"\n");
+  Start(testing::kWebhookStubSteps, "token = \"s3cret\"\n");
   auto anonymous = Post("/t/echo", "{}");
   EXPECT_EQ(anonymous->status, 401) << anonymous->body;
   auto wrong = Post("/t/echo", "{}", "nope");

@@ -1,9 +1,6 @@
 #include "runtime/js/js_activity_worker.h"
 
-#include <openssl/rand.h>
-
 #include <chrono>
-#include <random>
 #include <utility>
 
 #include "base/check.h"
@@ -26,7 +23,7 @@ LogLevel ToLogLevel(std::string_view level) {
 
 // The host of one attempt: fetch, logs, cancellation; real time and
 // randomness.
-class JsActivityHost final : public JsHost {
+class JsActivityHost final : public NonDeterministicJsHost {
  public:
   JsActivityHost(std::string execution_id, http::HttpClientConfig http, CancellationToken cancel)
       : execution_id_(std::move(execution_id)), cancel_(cancel) {
@@ -58,20 +55,6 @@ class JsActivityHost final : public JsHost {
     return HostReply::Throw("TypeError",
                             "`" + std::string(op) + "` is not available to activities");
   }
-  Result<double, std::string> Now() override {
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-  }
-  Result<double, std::string> Random() override {
-    return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  }
-  Result<void, std::string> RandomBytes(std::span<uint8_t> bytes) override {
-    if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
-      return Unexpected(std::string("the OS random source failed"));
-    }
-    return {};
-  }
 
   http::HttpState& http() { return http_; }
 
@@ -79,7 +62,6 @@ class JsActivityHost final : public JsHost {
   std::string execution_id_;
   CancellationToken cancel_;
   http::HttpState http_;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "runtime/js/js_engine.h"
 
+#include <openssl/rand.h>
+
+#include <chrono>
+
 namespace stele::runtime::js {
 
 std::string FormatStack(const std::vector<JsFrame>& frames) {
@@ -50,6 +54,23 @@ const JsDeclaredFunction* JsModule::Find(std::string_view ffqn) const {
     if (f.ffqn == ffqn) return &f;
   }
   return nullptr;
+}
+
+Result<double, std::string> NonDeterministicJsHost::Now() {
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
+}
+
+Result<double, std::string> NonDeterministicJsHost::Random() {
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+Result<void, std::string> NonDeterministicJsHost::RandomBytes(std::span<uint8_t> bytes) {
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    return Unexpected(std::string("the OS random source failed"));
+  }
+  return {};
 }
 
 }  // namespace stele::runtime::js

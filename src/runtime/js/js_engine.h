@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -112,6 +113,8 @@ class JsModule {
   virtual JsFlavor flavor() const = 0;
   virtual const std::vector<JsDeclaredFunction>& functions() const = 0;
   const JsDeclaredFunction* Find(std::string_view ffqn) const;
+  // Realms kept ready for the next runs (for tests and metrics).
+  virtual size_t idle_realms() const = 0;
 };
 
 // The host's answer to one operation.
@@ -155,6 +158,18 @@ class JsHost {
   virtual std::optional<std::chrono::steady_clock::time_point> GuestDeadline() {
     return std::nullopt;
   }
+};
+
+// A JsHost for guests outside a workflow's log (activities, webhooks): the
+// real clock and the OS random source, since nothing replays them.
+class NonDeterministicJsHost : public JsHost {
+ public:
+  Result<double, std::string> Now() override;
+  Result<double, std::string> Random() override;
+  Result<void, std::string> RandomBytes(std::span<uint8_t> bytes) override;
+
+ private:
+  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 // Limits of one run.
@@ -201,7 +216,16 @@ class JsEngine {
                                          JsHost& host, const RunBudget& budget) = 0;
   // "v8 10.2.154.26-node.36".
   virtual std::string EngineId() const = 0;
+  // Destroys the realms of every module that have been idle since before
+  // `now` - kIdleRealmTtl, keeping the most recently used one per module;
+  // returns how many. The engine calls it every few seconds on its own, so
+  // that a burst's realms do not stay after it; tests call it with a
+  // later `now`.
+  virtual size_t TrimIdleRealms(std::chrono::steady_clock::time_point now) = 0;
 };
+
+// How long an idle realm is kept for the next run of its module.
+inline constexpr std::chrono::seconds kIdleRealmTtl{30};
 
 // The process's V8 engine (created on first use, shared).
 std::shared_ptr<JsEngine> CreateV8JsEngine();

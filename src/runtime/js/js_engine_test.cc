@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <latch>
 #include <map>
 #include <string>
 #include <thread>
@@ -315,6 +316,44 @@ TEST_F(JsEngineTest, AnEndlessLoopIsInterruptedAndTheRealmReplaced) {
   auto next = RunF(*module, core::Json::array({2}));
   ASSERT_TRUE(next.has_value()) << next.error().ToString();
   EXPECT_EQ(next->value, "done");
+}
+
+// A burst of concurrent runs needs a realm each (creating one costs
+// milliseconds); all of them stay ready for the next burst, until they have
+// been idle for kIdleRealmTtl.
+TEST_F(JsEngineTest, ABurstsRealmsStayReadyUntilTheyIdleOut) {
+  auto module = MustLoad(Module("await ctx.call('t:js/api.child', []); return 'done';"));
+  ASSERT_EQ(module->idle_realms(), 1u);  // the one Load evaluated the module in
+  constexpr int kRuns = 24;              // more than the 16 realms kept before
+  std::latch all_inside(kRuns);
+  std::vector<std::thread> runs;
+  std::vector<std::string> values(kRuns);
+  for (int i = 0; i < kRuns; ++i) {
+    runs.emplace_back([&, i] {
+      FakeHost host;
+      host.ops["call"] = [&](const core::Json&) {
+        all_inside.arrive_and_wait();  // every run holds its realm at once
+        return HostReply::Value(core::Json{{"ok", nullptr}});
+      };
+      auto r = engine_->Run(*module, "t:js/api.f", RunInfo{"E_1", "t:js/api.f", 1, 0, {}},
+                            core::Json::array({1}), host, RunBudget{});
+      values[i] = r ? r->value.get<std::string>() : r.error().ToString();
+    });
+  }
+  for (auto& t : runs) t.join();
+  EXPECT_EQ(values, std::vector<std::string>(kRuns, "done"));
+  EXPECT_EQ(module->idle_realms(), static_cast<size_t>(kRuns));
+
+  EXPECT_EQ(engine_->TrimIdleRealms(std::chrono::steady_clock::now()), 0u);
+  const auto later = std::chrono::steady_clock::now() + kIdleRealmTtl + std::chrono::seconds(1);
+  EXPECT_GE(engine_->TrimIdleRealms(later), static_cast<size_t>(kRuns - 1));
+  EXPECT_EQ(module->idle_realms(), 1u);  // the most recently used one stays
+  host_.ops["call"] = [](const core::Json&) {
+    return HostReply::Value(core::Json{{"ok", nullptr}});
+  };
+  auto again = RunF(*module);
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_EQ(again->value, "done");
 }
 
 TEST_F(JsEngineTest, TheHostDeadlineCutsTheSlice) {

@@ -1,12 +1,10 @@
 #include "runtime/js/js_webhook.h"
 
-#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
 #include <fstream>
 #include <iterator>
-#include <random>
 
 #include "base/log.h"
 #include "runtime/js/js_workflow_host.h"
@@ -34,7 +32,7 @@ core::Json WebhookHostError(const wh::WebhookHost::Error& e) {
 // The host of one request: submit and awaitResult through the server's
 // WebhookHost, logs; real time and randomness. The whole request must end
 // by `deadline` (GuestDeadline: the watchdog stops guest code there).
-class JsWebhookHost final : public JsHost {
+class JsWebhookHost final : public NonDeterministicJsHost {
  public:
   JsWebhookHost(wh::WebhookHost& host, SteadyClock::time_point deadline, std::string log_prefix)
       : host_(host), deadline_(deadline), log_prefix_(std::move(log_prefix)) {}
@@ -66,20 +64,6 @@ class JsWebhookHost final : public JsHost {
     }
     return HostReply::Throw("TypeError", "`" + std::string(op) + "` is not available to webhooks");
   }
-  Result<double, std::string> Now() override {
-    return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-  }
-  Result<double, std::string> Random() override {
-    return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  }
-  Result<void, std::string> RandomBytes(std::span<uint8_t> bytes) override {
-    if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
-      return Unexpected(std::string("the OS random source failed"));
-    }
-    return {};
-  }
   std::optional<SteadyClock::time_point> GuestDeadline() override { return deadline_; }
 
  private:
@@ -90,7 +74,6 @@ class JsWebhookHost final : public JsHost {
   wh::WebhookHost& host_;
   const SteadyClock::time_point deadline_;
   const std::string log_prefix_;
-  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 }  // namespace

@@ -15,6 +15,9 @@
 //                      one wasm activity attempt without the database, and
 //                      without the instance pool
 //   activity_attempt_pooled  the same attempt through the instance pool
+//   pool_rss_activity_full  resident memory a full pool (8 idle instances
+//                      of square_activity.wasm, each after one attempt)
+//                      adds to the process
 //   fanout_e2e         sum-of-squares(n) (examples/wasm/fan_out.cc): n child
 //                      activities submitted to one join set and awaited, on
 //                      SQLite through the real executors
@@ -72,6 +75,19 @@ auto Must(R result, const std::string& what) {
 void Report(const std::string& metric, double value, const char* unit) {
   std::printf("stele wasm %s %.1f %s\n", metric.c_str(), value, unit);
   std::fflush(stdout);
+}
+
+// VmRSS of this process.
+double RssMiB() {
+  FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %lf kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib / 1024.0;
 }
 
 double MicrosSince(Clock::time_point start) {
@@ -162,12 +178,13 @@ void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square, boo
   auto table = std::make_shared<wasm::ImportTable>();
   wh::AddWasiImports(*table, std::make_shared<wh::WasiState>());
   wh::AddHttpImports(*table, std::make_shared<wh::HttpState>());
-  wh::InstancePool pool(square->engine, square->module, {.capacity = pooled ? 8u : 0u},
-                        [](wasm::WasmInstance& instance,
-                           const wasm::CallBudget& budget) -> Result<void, wasm::WasmError> {
-                          STELE_TRY(instance.Call("_initialize", {}, budget));
-                          return {};
-                        });
+  const wh::InstancePool::Prepare initialize =
+      [](wasm::WasmInstance& instance,
+         const wasm::CallBudget& budget) -> Result<void, wasm::WasmError> {
+    STELE_TRY(instance.Call("_initialize", {}, budget));
+    return {};
+  };
+  wh::InstancePool pool(square->engine, square->module, {.capacity = pooled ? 8u : 0u}, initialize);
   auto once = [&] {
     auto lease = Must(pool.Acquire(table), "acquire");
     wasm::WasmInstance* instance = &lease.instance();
@@ -182,6 +199,19 @@ void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square, boo
   for (int i = 0; i < kRuns; ++i) once();
   Report(pooled ? "activity_attempt_pooled" : "activity_attempt", MicrosSince(start) / kRuns,
          "us/attempt");
+  if (!pooled) return;
+  // The idle cost of a full pool: 8 attempts at once, then all returned.
+  const double before = RssMiB();
+  {
+    wh::InstancePool full(square->engine, square->module, {}, initialize);
+    std::vector<wh::InstancePool::Lease> leases;
+    for (size_t i = 0; i < wh::InstancePool::Options{}.capacity; ++i) {
+      leases.push_back(Must(full.Acquire(table), "acquire"));
+    }
+    leases.clear();
+    if (full.idle() != wh::InstancePool::Options{}.capacity) Die("the pool did not keep them");
+    Report("pool_rss_activity_full", RssMiB() - before, "MiB");
+  }
 }
 
 // The fan-out on SQLite with one ExecTask per component, as the server runs it.

@@ -180,5 +180,52 @@ TEST(InstancePoolTest, HostFunctionsOfTheCurrentLeaseAreCalled) {
   }
 }
 
+executor::WorkerContext PoolWorkerContext(const std::string& ffqn) {
+  const DateTime now = SystemClock::Instance().Now();
+  core::Locked locked{core::ComponentId::DummyActivity(), core::ExecutorId::Generate(),
+                      core::RunId::Generate(), now + std::chrono::seconds(30),
+                      core::ComponentRetryConfig{3u, core::Duration::FromMillis(100)}};
+  return executor::WorkerContext{
+      .execution_id = core::ExecutionId::Generate(),
+      .ffqn = Ffqn(ffqn),
+      .params = core::Json::array(),
+      .metadata = {},
+      .event_history = {},
+      .responses = {},
+      .version = core::Version(2),
+      .locked_event = locked,
+      .parent = std::nullopt,
+      .intermittent_event_count = 0,
+      .can_be_retried = true,
+      .execution_deadline = locked.lock_expires_at,
+      .cancel = CancellationToken(),
+      .run_id = locked.run_id,
+      .executor_id = locked.executor_id,
+  };
+}
+
+// The worker's own pool: attempts after a trap and after ordinary attempts
+// all return what the first attempt in a fresh instance returned.
+TEST(InstancePoolTest, ActivityWorkerAttemptsSeeAFreshInstance) {
+  auto component = PoolGuest();
+  WasmActivityWorker worker(component, WasmActivityOptions{});
+  auto attempt = [&](const std::string& ffqn) { return worker.Run(PoolWorkerContext(ffqn)); };
+  const executor::WorkerResult first = attempt("test:pool/api.remember");
+  const auto* ok = std::get_if<executor::WorkerOk>(&first.value);
+  ASSERT_NE(ok, nullptr);
+  const auto* value = std::get_if<core::ReturnValueOk>(&ok->value);
+  ASSERT_NE(value, nullptr);
+  ASSERT_TRUE(value->ok.has_value());
+  EXPECT_EQ((*value->ok)[0], 1);
+  EXPECT_TRUE(std::holds_alternative<executor::WorkerError>(
+      attempt("test:pool/api.crash").value));  // a trap: that instance is dropped
+  for (int i = 0; i < 3; ++i) {
+    const executor::WorkerResult again = attempt("test:pool/api.remember");
+    const auto* again_ok = std::get_if<executor::WorkerOk>(&again.value);
+    ASSERT_NE(again_ok, nullptr);
+    EXPECT_EQ(again_ok->value, ok->value) << "attempt " << i + 2;
+  }
+}
+
 }  // namespace
 }  // namespace stele::runtime::wasm_host

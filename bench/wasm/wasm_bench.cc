@@ -6,16 +6,27 @@
 //                      the host and back, through the adapter
 //   workflow_instantiate  instantiate fan_out.wasm with the "stele"
 //                      imports and drop it, calling nothing: the fixed cost
-//                      every workflow run pays before its first replayed step
+//                      of a workflow run without the instance pool
+//   workflow_start_pooled  the same through the workers' instance pool
+//                      (instance_pool.h): bind a warm instance to the run's
+//                      imports, then restore it to its checkpoint
 //   activity_attempt   instantiate square_activity.wasm with the WASI and
 //                      HTTP imports, `_initialize`, call the export, drop —
-//                      one wasm activity attempt without the database
+//                      one wasm activity attempt without the database, and
+//                      without the instance pool
+//   activity_attempt_pooled  the same attempt through the instance pool
+//   pool_rss_activity_full  resident memory a full pool (8 idle instances
+//                      of square_activity.wasm, each after one attempt)
+//                      adds to the process
 //   fanout_e2e         sum-of-squares(n) (examples/wasm/fan_out.cc): n child
 //                      activities submitted to one join set and awaited, on
 //                      SQLite through the real executors
-//   replay             the finished fan-out replayed in a fresh instance from
-//                      its recorded history (no database writes): the cost
-//                      an `interrupt`-strategy workflow pays per wake-up
+//   replay             the finished fan-out replayed from its recorded
+//                      history (no database writes) by the workflow worker:
+//                      the cost an `interrupt`-strategy workflow pays per
+//                      wake-up
+// STELE_BENCH_WASM_POOL=0 runs the fan-out and replays with instance pools of
+// capacity 0 (a fresh instance per run, as before the pool).
 //
 // Usage: stele_wasm_bench <dir with the example .wasm files> [n...]
 //        (STELE_BENCH_QUICK=1: few iterations, to check that it runs)
@@ -35,6 +46,7 @@
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm_host/guest_abi.h"
 #include "runtime/wasm_host/http_host.h"
+#include "runtime/wasm_host/instance_pool.h"
 #include "runtime/wasm_host/wasi_host.h"
 #include "runtime/wasm_host/wasm_activity_worker.h"
 #include "runtime/wasm_host/wasm_component.h"
@@ -63,6 +75,19 @@ auto Must(R result, const std::string& what) {
 void Report(const std::string& metric, double value, const char* unit) {
   std::printf("stele wasm %s %.1f %s\n", metric.c_str(), value, unit);
   std::fflush(stdout);
+}
+
+// VmRSS of this process.
+double RssMiB() {
+  FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %lf kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib / 1024.0;
 }
 
 double MicrosSince(Clock::time_point start) {
@@ -126,7 +151,26 @@ void WorkflowInstantiate(const std::shared_ptr<const wh::WasmComponent>& workflo
   Report("workflow_instantiate", MicrosSince(start) / runs, "us/instance");
 }
 
-void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
+void WorkflowStartPooled(const std::shared_ptr<const wh::WasmComponent>& workflows) {
+  wh::WorkflowHost host(nullptr, workflows->component_id);
+  const auto imports = host.Imports();
+  wh::InstancePool pool(workflows->engine, workflows->module, {}, nullptr);
+  if (!pool.poolable()) Die("fan_out.wasm cannot be pooled: " + workflows->module->reset_blocker());
+  const int runs = Quick() ? 20 : 20000;
+  auto once = [&] { Must(pool.Acquire(imports), "acquire"); };
+  for (int i = 0; i < runs / 10; ++i) once();  // warm-up
+  auto start = Clock::now();
+  for (int i = 0; i < runs; ++i) once();
+  Report("workflow_start_pooled", MicrosSince(start) / runs, "us/run");
+}
+
+// Pools of this capacity in the fan-out's workers (STELE_BENCH_WASM_POOL).
+size_t BenchPoolCapacity() {
+  const char* pool = std::getenv("STELE_BENCH_WASM_POOL");
+  return pool != nullptr && std::string(pool) == "0" ? 0 : wh::InstancePool::Options{}.capacity;
+}
+
+void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square, bool pooled) {
   const wh::DeclaredFunction* fn =
       square->Find(core::FunctionFqn::Parse("math:squares/api.square").value());
   if (fn == nullptr) Die("square_activity.wasm does not export math:squares/api.square");
@@ -134,9 +178,16 @@ void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
   auto table = std::make_shared<wasm::ImportTable>();
   wh::AddWasiImports(*table, std::make_shared<wh::WasiState>());
   wh::AddHttpImports(*table, std::make_shared<wh::HttpState>());
+  const wh::InstancePool::Prepare initialize =
+      [](wasm::WasmInstance& instance,
+         const wasm::CallBudget& budget) -> Result<void, wasm::WasmError> {
+    STELE_TRY(instance.Call("_initialize", {}, budget));
+    return {};
+  };
+  wh::InstancePool pool(square->engine, square->module, {.capacity = pooled ? 8u : 0u}, initialize);
   auto once = [&] {
-    auto instance = Must(square->engine->Instantiate(square->module, table), "instantiate");
-    if (!instance->Call("_initialize", {})) Die("_initialize");
+    auto lease = Must(pool.Acquire(table), "acquire");
+    wasm::WasmInstance* instance = &lease.instance();
     const std::string params = "[12345]";
     uint32_t ptr = Must(wh::PlaceInGuest(*instance, params), "params");
     const wasm::Value args[] = {wasm::Value::I32(static_cast<int32_t>(ptr)),
@@ -146,7 +197,21 @@ void ActivityAttempt(const std::shared_ptr<const wh::WasmComponent>& square) {
   for (int i = 0; i < kRuns / 20; ++i) once();  // warm-up: compile tiers, allocator
   auto start = Clock::now();
   for (int i = 0; i < kRuns; ++i) once();
-  Report("activity_attempt", MicrosSince(start) / kRuns, "us/attempt");
+  Report(pooled ? "activity_attempt_pooled" : "activity_attempt", MicrosSince(start) / kRuns,
+         "us/attempt");
+  if (!pooled) return;
+  // The idle cost of a full pool: 8 attempts at once, then all returned.
+  const double before = RssMiB();
+  {
+    wh::InstancePool full(square->engine, square->module, {}, initialize);
+    std::vector<wh::InstancePool::Lease> leases;
+    for (size_t i = 0; i < wh::InstancePool::Options{}.capacity; ++i) {
+      leases.push_back(Must(full.Acquire(table), "acquire"));
+    }
+    leases.clear();
+    if (full.idle() != wh::InstancePool::Options{}.capacity) Die("the pool did not keep them");
+    Report("pool_rss_activity_full", RssMiB() - before, "MiB");
+  }
 }
 
 // The fan-out on SQLite with one ExecTask per component, as the server runs it.
@@ -170,11 +235,15 @@ struct FanOutWorld {
     activities->RegisterIn(registry);
     wf::WorkflowRunOptions run_options;
     run_options.blocking_strategy = wf::BlockingStrategy::kInterrupt;
-    workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(
-        workflows,
-        wh::WasmWorkflowWorkerDeps{
-            std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
-            SystemClock::Shared(), &registry, &dispatch, nullptr, run_options});
+    wh::WasmWorkflowWorkerDeps deps{
+        std::shared_ptr<storage::DbConnection>(Must(pool->Connection(), "connection")),
+        SystemClock::Shared(),
+        &registry,
+        &dispatch,
+        nullptr,
+        run_options};
+    deps.instance_pool.capacity = BenchPoolCapacity();
+    workflow_worker = std::make_shared<wh::WasmWorkflowWorker>(workflows, std::move(deps));
     auto add_task = [&](std::shared_ptr<executor::Worker> worker,
                         const core::ComponentId& component) {
       const std::vector<core::FunctionFqn> ffqns = worker->ExportedFunctions();
@@ -189,7 +258,9 @@ struct FanOutWorld {
       dispatch.Add(ffqns, tasks.back().get());  // as the server does
     };
     add_task(workflow_worker, workflows->component_id);
-    add_task(std::make_shared<wh::WasmActivityWorker>(activities, wh::WasmActivityOptions{}),
+    wh::WasmActivityOptions activity_options;
+    activity_options.instance_pool.capacity = BenchPoolCapacity();
+    add_task(std::make_shared<wh::WasmActivityWorker>(activities, std::move(activity_options)),
              activities->component_id);
     for (auto& task : tasks) task->Start();
   }
@@ -305,7 +376,10 @@ int Main(int argc, char** argv) {
   HostCall(engine, dir / "host_call_guest.wasm");
 #endif
   WorkflowInstantiate(workflows);
-  ActivityAttempt(activities);
+  WorkflowStartPooled(workflows);
+  ActivityAttempt(activities, /*pooled=*/false);
+  ActivityAttempt(activities, /*pooled=*/true);
+  Report("fanout_pool_capacity", static_cast<double>(BenchPoolCapacity()), "instances");
 
   const char* tmp = std::getenv("STELE_BENCH_DIR");
   std::filesystem::path db = std::filesystem::path(tmp ? tmp : "/tmp") / "stele_wasm_bench.sqlite";

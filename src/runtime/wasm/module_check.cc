@@ -17,6 +17,47 @@ WasmError Error(WasmError::Kind kind, std::string message) {
 
 std::string Qualified(const ParsedImport& imp) { return imp.module + "." + imp.name; }
 
+// Exports the hidden state of the module (mutable globals, tables) under
+// reserved names, or says why an instance cannot be reset.
+Result<void, WasmError> AddResetExports(const ParsedModule& parsed, CheckedModule& out) {
+  if (parsed.has_droppable_segments) {
+    out.reset_blocker = "the module has passive segments or a data-count section";
+    return {};
+  }
+  if (!parsed.export_section) {
+    out.reset_blocker = "the module has no export section";
+    return {};
+  }
+  for (const ParsedExport& e : parsed.exports) {
+    if (e.name.rfind(kResetExportPrefix, 0) == 0) {
+      out.reset_blocker = "the module exports " + e.name;
+      return {};
+    }
+  }
+  std::vector<ParsedExport> extra;
+  for (uint32_t i = 0; i < parsed.globals.size(); ++i) {
+    if (!parsed.globals[i].is_mutable) continue;
+    const uint8_t type = parsed.globals[i].type;
+    if (type != 0x7f && type != 0x7e && type != 0x7d && type != 0x7c) {
+      out.reset_blocker = "mutable global " + std::to_string(i) + " is not of a number type";
+      return {};
+    }
+    extra.push_back(
+        {std::string(kResetExportPrefix) + "global." + std::to_string(i), ExternKind::kGlobal, i});
+    out.reset_globals.push_back(extra.back().name);
+  }
+  for (uint32_t i = 0; i < parsed.tables; ++i) {
+    extra.push_back(
+        {std::string(kResetExportPrefix) + "table." + std::to_string(i), ExternKind::kTable, i});
+    out.reset_tables.push_back(extra.back().name);
+  }
+  if (extra.empty()) return {};
+  // Re-parsed: the memory section may have been rewritten already.
+  STELE_ASSIGN_OR_RETURN(ParsedModule engine_parsed, ParseModule(out.engine_bytes));
+  out.engine_bytes = AppendExports(out.engine_bytes, engine_parsed, extra);
+  return {};
+}
+
 }  // namespace
 
 std::string Sha256Digest(std::span<const uint8_t> bytes) {
@@ -104,6 +145,7 @@ Result<CheckedModule, WasmError> CheckModule(std::span<const uint8_t> bytes,
     // they are left out rather than rejected (a toolchain may add some).
     if (type) out.exports.push_back(ExportedFunction{e.name, *type});
   }
+  STELE_TRY(AddResetExports(parsed, out));
   out.custom_sections = std::move(parsed.custom_sections);
   out.function_names = std::move(parsed.function_names);
   return out;

@@ -3,7 +3,9 @@
 // signatures, functions only), memory (no shared memory, no memory64, at most
 // one memory, initial size within the cap, maximum lowered to the cap) and
 // exports. Produces the bytes to hand to the engine (the memory section
-// rewritten when the cap applies) and the module's description.
+// rewritten when the cap applies; every mutable global and every table
+// exported under a reserved name, so that an instance can be reset:
+// WasmInstance::Checkpoint) and the module's description.
 //
 // Threading: pure function. Ownership: CheckedModule owns copies.
 
@@ -15,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,7 +35,13 @@ struct CheckedModule {
   std::map<uint32_t, std::string> function_names;
   std::optional<uint32_t> memory_initial_pages;
   std::optional<uint32_t> memory_max_pages;
+  std::string reset_blocker;
+  std::vector<std::string> reset_globals;
+  std::vector<std::string> reset_tables;
 };
+
+// The prefix of the exports CheckModule adds ("stele:reset.global.3").
+inline constexpr std::string_view kResetExportPrefix = "stele:reset.";
 
 Result<CheckedModule, WasmError> CheckModule(std::span<const uint8_t> bytes,
                                              const ModuleLimits& limits);

@@ -35,6 +35,7 @@
 #include "base/check.h"
 #include "runtime/wasm/module_check.h"
 #include "runtime/wasm/v8_isolate.h"
+#include "runtime/wasm/v8_reset.h"
 #include "runtime/wasm/wasm_engine.h"
 #include "runtime/wasm/watchdog.h"
 
@@ -111,6 +112,11 @@ class InterruptState {
       isolate_->TerminateExecution();
     }
   }
+  // True once InterruptAll was called.
+  bool sticky() {
+    std::lock_guard lock(mu_);
+    return sticky_;
+  }
   // Begins an outermost call; returns its generation, or nullopt when the
   // instance was interrupted for good.
   std::optional<uint64_t> Begin() {
@@ -169,6 +175,7 @@ class V8Instance final : public WasmInstance {
 
   ~V8Instance() override {
     Entered entered(*holder_);
+    reset_.reset();
     functions_.clear();
     memory_.Reset();
     exports_.Reset();
@@ -194,6 +201,8 @@ class V8Instance final : public WasmInstance {
     return MemoryLocked().size();
   }
   const WasmModule& module() const override { return *module_; }
+  Result<void, WasmError> Checkpoint() override;
+  bool Restore() override;
 
   // Isolate entered by the caller from here on.
   std::span<uint8_t> MemoryLocked();
@@ -215,6 +224,7 @@ class V8Instance final : public WasmInstance {
   v8::Global<v8::Object> exports_;
   v8::Global<v8::WasmMemoryObject> memory_;
   std::map<std::string, v8::Global<v8::Function>, std::less<>> functions_;
+  std::unique_ptr<internal::ResetState> reset_;  // set by Checkpoint
   bool poisoned_ = false;
   int depth_ = 0;
   // The first failure of a host function (or of a guest call it made) during
@@ -413,6 +423,39 @@ Result<void, WasmError> V8Instance::WriteLocked(uint32_t ptr, std::span<const ui
   }
   std::copy(bytes.begin(), bytes.end(), memory.begin() + ptr);
   return {};
+}
+
+Result<void, WasmError> V8Instance::Checkpoint() {
+  if (!module_->reset_blocker().empty()) {
+    return Unexpected(Error(Kind::kDisallowedFeature, "instances of this module cannot be reset: " +
+                                                          module_->reset_blocker()));
+  }
+  if (poisoned_ || interrupt_->sticky()) {
+    return Unexpected(Error(Kind::kPoisoned, "the instance failed before and must be discarded"));
+  }
+  Entered entered(*holder_);
+  v8::Isolate* isolate = holder_->isolate();
+  auto state = std::make_unique<internal::ResetState>();
+  std::string error;
+  v8::Local<v8::WasmMemoryObject> memory;
+  if (!memory_.IsEmpty()) memory = memory_.Get(isolate);
+  if (!state->Capture(isolate, entered.context(), exports_.Get(isolate), memory,
+                      module_->reset_globals(), module_->reset_tables(), &error)) {
+    return Unexpected(Error(Kind::kOutOfResources, error));
+  }
+  reset_ = std::move(state);
+  return {};
+}
+
+bool V8Instance::Restore() {
+  if (reset_ == nullptr || poisoned_ || depth_ > 0 || interrupt_->sticky()) return false;
+  Entered entered(*holder_);
+  v8::Isolate* isolate = holder_->isolate();
+  v8::Local<v8::WasmMemoryObject> memory;
+  if (!memory_.IsEmpty()) memory = memory_.Get(isolate);
+  if (reset_->Restore(isolate, entered.context(), memory)) return true;
+  poisoned_ = true;  // half restored: never use again
+  return false;
 }
 
 std::vector<std::string> V8Instance::CurrentBacktrace() {

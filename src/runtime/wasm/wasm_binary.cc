@@ -18,6 +18,8 @@ enum SectionId : uint8_t {
   kMemory = 5,
   kGlobal = 6,
   kExport = 7,
+  kElement = 9,
+  kDataCount = 12,
 };
 
 // A cursor over one span; every read checks the bounds and reports the
@@ -223,6 +225,87 @@ Result<void, WasmError> ParseExports(Reader& r, ParsedModule& m) {
   return {};
 }
 
+// Skips a constant expression up to its `end`. False for an opcode this
+// reader does not know (the engine validates; the caller then treats the
+// module as one it cannot reason about).
+bool SkipConstExpr(Reader& r) {
+  auto skip_leb = [&] {
+    for (int i = 0; i < 10; ++i) {
+      Result<uint8_t, WasmError> b = r.Byte();
+      if (!b) return false;
+      if ((*b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  for (int ops = 0; ops < 1024; ++ops) {
+    Result<uint8_t, WasmError> op = r.Byte();
+    if (!op) return false;
+    switch (*op) {
+      case 0x0b:  // end
+        return true;
+      case 0x41:  // i32.const
+      case 0x42:  // i64.const
+      case 0x23:  // global.get
+      case 0xd2:  // ref.func
+        if (!skip_leb()) return false;
+        break;
+      case 0x43:  // f32.const
+        if (!r.Bytes(4)) return false;
+        break;
+      case 0x44:  // f64.const
+        if (!r.Bytes(8)) return false;
+        break;
+      case 0xd0:  // ref.null t
+        if (!r.Byte()) return false;
+        break;
+      case 0x6a:  // extended constants: i32.add/sub/mul, i64.add/sub/mul
+      case 0x6b:
+      case 0x6c:
+      case 0x7c:
+      case 0x7d:
+      case 0x7e:
+        break;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// Globals and element segments matter only for resetting instances: what
+// this reader cannot decode marks the module as not resettable rather than
+// failing it.
+void ParseGlobals(Reader r, ParsedModule& m) {
+  Result<uint32_t, WasmError> n = r.Count();
+  if (!n) return void(m.has_droppable_segments = true);
+  for (uint32_t i = 0; i < *n; ++i) {
+    Result<uint8_t, WasmError> type = r.Byte();
+    Result<uint8_t, WasmError> mut = type ? r.Byte() : Unexpected(type.error());
+    if (!mut || *mut > 1 || !SkipConstExpr(r)) return void(m.has_droppable_segments = true);
+    m.globals.push_back(ParsedGlobal{*type, *mut == 1});
+  }
+}
+
+void ParseElements(Reader r, ParsedModule& m) {
+  Result<uint32_t, WasmError> n = r.Count();
+  if (!n) return void(m.has_droppable_segments = true);
+  for (uint32_t i = 0; i < *n; ++i) {
+    Result<uint32_t, WasmError> flags = r.U32();
+    // Passive (1, 5) segments stay droppable after instantiation.
+    if (!flags || *flags > 7 || (*flags & 3) == 1) return void(m.has_droppable_segments = true);
+    bool ok = true;
+    if (*flags == 2 || *flags == 6) ok = r.U32().has_value();         // table index
+    if (ok && (*flags & 1) == 0) ok = SkipConstExpr(r);               // offset
+    if (ok && *flags != 0 && *flags != 4) ok = r.Byte().has_value();  // elemkind / reftype
+    Result<uint32_t, WasmError> count = ok ? r.Count() : Unexpected(WasmError{});
+    ok = count.has_value();
+    for (uint32_t j = 0; ok && j < *count; ++j) {
+      ok = (*flags & 4) != 0 ? SkipConstExpr(r) : r.U32().has_value();
+    }
+    if (!ok) return void(m.has_droppable_segments = true);
+  }
+}
+
 // The `name` section is advisory (the spec says a malformed one is ignored):
 // any error leaves the names read so far.
 void ParseNames(std::span<const uint8_t> payload, ParsedModule& m) {
@@ -335,9 +418,28 @@ Result<ParsedModule, WasmError> ParseModule(std::span<const uint8_t> bytes) {
         STELE_TRY(ParseMemories(p, m));
         m.memory_section = std::make_pair(section_begin, pos);
         break;
-      case kExport:
+      case kExport: {
+        Reader count = p;
+        STELE_TRY(count.U32());
+        m.export_entries_begin = count.offset();
         STELE_TRY(ParseExports(p, m));
+        m.export_section = std::make_pair(section_begin, pos);
         break;
+      }
+      case kTable: {
+        Reader t = p;
+        if (auto n = t.Count()) m.tables = *n;
+        continue;
+      }
+      case kGlobal:
+        ParseGlobals(p, m);
+        continue;
+      case kElement:
+        ParseElements(p, m);
+        continue;
+      case kDataCount:
+        m.has_droppable_segments = true;
+        continue;
       default:
         continue;  // tables, globals, code ...: the engine validates them
     }
@@ -360,6 +462,31 @@ std::vector<uint8_t> RewriteMemorySection(std::span<const uint8_t> bytes,
   out.reserve(bytes.size() + 16);
   out.insert(out.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(begin));
   out.push_back(kMemory);
+  AppendLeb(&out, content.size());
+  out.insert(out.end(), content.begin(), content.end());
+  out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(end), bytes.end());
+  return out;
+}
+
+std::vector<uint8_t> AppendExports(std::span<const uint8_t> bytes, const ParsedModule& parsed,
+                                   const std::vector<ParsedExport>& extra) {
+  STELE_CHECK(parsed.export_section.has_value(), "AppendExports: no export section");
+  const auto [begin, end] = *parsed.export_section;
+  std::vector<uint8_t> content;
+  AppendLeb(&content, parsed.exports.size() + extra.size());
+  content.insert(content.end(),
+                 bytes.begin() + static_cast<std::ptrdiff_t>(parsed.export_entries_begin),
+                 bytes.begin() + static_cast<std::ptrdiff_t>(end));
+  for (const ParsedExport& e : extra) {
+    AppendLeb(&content, e.name.size());
+    content.insert(content.end(), e.name.begin(), e.name.end());
+    content.push_back(static_cast<uint8_t>(e.kind));
+    AppendLeb(&content, e.index);
+  }
+  std::vector<uint8_t> out;
+  out.reserve(bytes.size() + content.size());
+  out.insert(out.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(begin));
+  out.push_back(kExport);
   AppendLeb(&out, content.size());
   out.insert(out.end(), content.begin(), content.end());
   out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(end), bytes.end());

@@ -1,7 +1,9 @@
 // A small reader of the WebAssembly binary format: just the sections the
 // adapter's engine-neutral checks need (types, imports, functions, memories,
-// exports, custom sections and the `name` section's function names), plus a
-// rewrite of the memory section that lowers the declared maximum to a cap.
+// exports, custom sections and the `name` section's function names, what
+// decides whether an instance can be reset: mutable globals, tables, passive
+// segments), plus rewrites of the memory section (lower the declared maximum
+// to a cap) and of the export section (export hidden state to the host).
 //
 // It validates only what it reads; full validation is the engine's job. It
 // must never crash or allocate unboundedly on hostile input: every length is
@@ -54,6 +56,12 @@ struct ParsedType {
   std::optional<FuncType> type;
 };
 
+// A global defined by the module (imported globals are not listed).
+struct ParsedGlobal {
+  uint8_t type = 0;  // value type byte (0x7f i32 ...)
+  bool is_mutable = false;
+};
+
 struct ParsedModule {
   std::vector<ParsedType> types;
   std::vector<ParsedImport> imports;
@@ -65,6 +73,16 @@ struct ParsedModule {
   std::map<uint32_t, std::string> function_names;
   // Byte range [begin, end) of the memory section (id byte to end), if any.
   std::optional<std::pair<size_t, size_t>> memory_section;
+  // Byte range of the export section and the offset of its first entry.
+  std::optional<std::pair<size_t, size_t>> export_section;
+  size_t export_entries_begin = 0;
+  std::vector<ParsedGlobal> globals;
+  uint32_t tables = 0;  // defined tables
+  // What the reset of an instance cannot see: a data-count section (needed
+  // by memory.init and data.drop, whose dropped-segment state is per
+  // instance) or a passive element segment (elem.drop). Also set when a
+  // global or element section holds something this reader does not decode.
+  bool has_droppable_segments = false;
 
   // The FuncType of function `index`, if it is a number-only signature.
   std::optional<FuncType> FunctionType(uint32_t index) const;
@@ -77,6 +95,11 @@ Result<ParsedModule, WasmError> ParseModule(std::span<const uint8_t> bytes);
 // REQUIRES: parsed.memory_section is set (parsed from `bytes`).
 std::vector<uint8_t> RewriteMemorySection(std::span<const uint8_t> bytes,
                                           const ParsedModule& parsed, const Limits& memory);
+
+// The bytes with `extra` appended to the export section.
+// REQUIRES: parsed.export_section is set (parsed from `bytes`).
+std::vector<uint8_t> AppendExports(std::span<const uint8_t> bytes, const ParsedModule& parsed,
+                                   const std::vector<ParsedExport>& extra);
 
 // Reads an unsigned LEB128 of at most `bits` bits at bytes[*pos]; advances pos.
 // Exposed for tests.

@@ -229,5 +229,57 @@ TEST(WasmBinaryTest, EveryTruncationAndRandomCorruptionOfAValidModuleIsHandled) 
   }
 }
 
+// (table 1 funcref) (global i64 (i64.const -1)) (global (mut i32) (i32.const 128))
+// (func (export "run")) and one element segment: `passive` = (elem func 0),
+// else (elem (i32.const 0) func 0).
+Bytes ResetSample(bool passive) {
+  Bytes m = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60,
+             0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x04, 0x04, 0x01, 0x70, 0x00, 0x01,
+             0x06, 0x0c, 0x02, 0x7e, 0x00, 0x42, 0x7f, 0x0b, 0x7f, 0x01, 0x41, 0x80,
+             0x01, 0x0b, 0x07, 0x07, 0x01, 0x03, 0x72, 0x75, 0x6e, 0x00, 0x00};
+  const Bytes passive_elem = {0x09, 0x05, 0x01, 0x01, 0x00, 0x01, 0x00};
+  const Bytes active_elem = {0x09, 0x07, 0x01, 0x00, 0x41, 0x00, 0x0b, 0x01, 0x00};
+  const Bytes& elem = passive ? passive_elem : active_elem;
+  m.insert(m.end(), elem.begin(), elem.end());
+  const Bytes code = {0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b};
+  m.insert(m.end(), code.begin(), code.end());
+  return m;
+}
+
+TEST(WasmBinaryTest, ReadsWhatAResetNeedsAndExportsIt) {
+  auto parsed = ParseModule(ResetSample(/*passive=*/false));
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  ASSERT_EQ(parsed->globals.size(), 2u);
+  EXPECT_FALSE(parsed->globals[0].is_mutable);
+  EXPECT_TRUE(parsed->globals[1].is_mutable);
+  EXPECT_EQ(parsed->tables, 1u);
+  EXPECT_FALSE(parsed->has_droppable_segments);
+
+  auto checked = CheckModule(ResetSample(false), {});
+  ASSERT_TRUE(checked.has_value()) << checked.error().ToString();
+  EXPECT_EQ(checked->reset_blocker, "");
+  EXPECT_EQ(checked->reset_globals, std::vector<std::string>{"stele:reset.global.1"});
+  EXPECT_EQ(checked->reset_tables, std::vector<std::string>{"stele:reset.table.0"});
+  auto engine = ParseModule(checked->engine_bytes);
+  ASSERT_TRUE(engine.has_value()) << engine.error().ToString();
+  ASSERT_EQ(engine->exports.size(), 3u);
+  EXPECT_EQ(engine->exports[0].name, "run");
+  EXPECT_EQ(engine->exports[1].kind, ExternKind::kGlobal);
+  EXPECT_EQ(engine->exports[1].index, 1u);
+  EXPECT_EQ(engine->exports[2].kind, ExternKind::kTable);
+  EXPECT_EQ(checked->exports.size(), 1u);  // functions only
+  EXPECT_EQ(checked->digest, Sha256Digest(ResetSample(false)));
+}
+
+TEST(WasmBinaryTest, APassiveElementSegmentBlocksTheReset) {
+  auto parsed = ParseModule(ResetSample(/*passive=*/true));
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+  EXPECT_TRUE(parsed->has_droppable_segments);
+  auto checked = CheckModule(ResetSample(true), {});
+  ASSERT_TRUE(checked.has_value());
+  EXPECT_NE(checked->reset_blocker, "");
+  EXPECT_TRUE(checked->reset_globals.empty());
+}
+
 }  // namespace
 }  // namespace stele::wasm

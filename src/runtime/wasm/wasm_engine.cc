@@ -135,6 +135,9 @@ void WasmModule::Describe(CheckedModule&& checked) {
   function_names_ = std::move(checked.function_names);
   memory_initial_pages_ = checked.memory_initial_pages;
   memory_max_pages_ = checked.memory_max_pages;
+  reset_blocker_ = std::move(checked.reset_blocker);
+  reset_globals_ = std::move(checked.reset_globals);
+  reset_tables_ = std::move(checked.reset_tables);
 }
 
 Result<std::string, WasmError> HostCall::ReadString(uint32_t ptr, uint32_t len) {

@@ -172,6 +172,12 @@ class WasmModule {
   // The memory limits in effect after the cap (pages); nullopt without memory.
   std::optional<uint32_t> memory_initial_pages() const { return memory_initial_pages_; }
   std::optional<uint32_t> memory_max_pages() const { return memory_max_pages_; }
+  // Why an instance of this module cannot be reset (WasmInstance::Checkpoint),
+  // empty when it can.
+  const std::string& reset_blocker() const { return reset_blocker_; }
+  // The reserved exports of the mutable globals and tables (module_check.h).
+  const std::vector<std::string>& reset_globals() const { return reset_globals_; }
+  const std::vector<std::string>& reset_tables() const { return reset_tables_; }
 
  protected:
   WasmModule() = default;
@@ -185,6 +191,9 @@ class WasmModule {
   std::map<uint32_t, std::string> function_names_;
   std::optional<uint32_t> memory_initial_pages_;
   std::optional<uint32_t> memory_max_pages_;
+  std::string reset_blocker_;
+  std::vector<std::string> reset_globals_;
+  std::vector<std::string> reset_tables_;
 };
 
 // What a host function sees of its caller. Valid only during the host call.
@@ -266,6 +275,18 @@ class WasmInstance {
   virtual uint64_t MemorySize() = 0;
 
   virtual const WasmModule& module() const = 0;
+
+  // Resetting, so that one instance can serve many runs (an instance pool)
+  // with no state passed from one run to the next: Checkpoint saves the
+  // instance's whole mutable state — linear memory (contents and size),
+  // mutable globals, tables — and Restore puts it back. Errors of
+  // Checkpoint: kDisallowedFeature when the module cannot be reset
+  // (WasmModule::reset_blocker), kPoisoned. Restore returns false — the
+  // instance must then be discarded — when there is no checkpoint, the
+  // instance is poisoned or was interrupted (Interrupt), its memory grew or
+  // a table changed since the checkpoint. Not during a Call.
+  virtual Result<void, WasmError> Checkpoint() = 0;
+  virtual bool Restore() = 0;
 };
 
 class WasmEngine {

@@ -67,6 +67,8 @@ class GuestWatchdog {
   std::map<uint64_t, Entry> entries_;
   uint64_t next_handle_ = 0;
   uint64_t interrupts_ = 0;
+  // When the watchdog thread wakes by itself (nullopt: only when notified).
+  std::optional<SteadyTime> wakes_at_;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -33,6 +33,8 @@ class InterruptCountingInstance final : public wasm::WasmInstance {
   }
   uint64_t MemorySize() override { return 0; }
   const wasm::WasmModule& module() const override { std::abort(); }
+  Result<void, wasm::WasmError> Checkpoint() override { return {}; }
+  bool Restore() override { return false; }
 
   std::atomic<int> interrupts{0};
 };

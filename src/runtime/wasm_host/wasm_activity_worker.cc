@@ -39,7 +39,15 @@ WasmActivityWorker::WasmActivityWorker(std::shared_ptr<const WasmComponent> comp
     : component_(std::move(component)),
       options_(std::move(options)),
       engine_id_(component_->engine->EngineId()),
-      ffqns_(component_->Ffqns()) {}
+      ffqns_(component_->Ffqns()),
+      pool_(std::make_unique<InstancePool>(
+          component_->engine, component_->module, options_.instance_pool,
+          [](wasm::WasmInstance& instance,
+             const wasm::CallBudget& budget) -> Result<void, WasmError> {
+            if (instance.module().FindExport("_initialize") == nullptr) return {};
+            STELE_TRY(instance.Call("_initialize", {}, budget));
+            return {};
+          })) {}
 
 executor::WorkerResult WasmActivityWorker::Run(executor::WorkerContext ctx) {
   executor::WorkerResult result = RunGuest(std::move(ctx));
@@ -83,14 +91,10 @@ executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx)
     return trap(error);
   };
 
-  auto instance = component_->engine->Instantiate(component_->module, table);
-  if (!instance) return failed(instance.error());
-  wasm::WasmInstance& guest = **instance;
   const wasm::CallBudget budget{std::nullopt, ctx.cancel};
-  if (component_->module->FindExport("_initialize") != nullptr) {
-    auto init = guest.Call("_initialize", {}, budget);
-    if (!init) return failed(init.error());
-  }
+  auto lease = pool_->Acquire(table, budget);  // `_initialize` done
+  if (!lease) return failed(lease.error());
+  wasm::WasmInstance& guest = lease->instance();
   const std::string params = ctx.params.dump();
   auto ptr = PlaceInGuest(guest, params);
   if (!ptr) return failed(ptr.error());

@@ -1,8 +1,11 @@
 // WasmActivityWorker: runs the activities of one wasm component (built
 // against wasi-libc, docs/guest_abi.md §5) as an executor::Worker. Each
-// attempt gets a fresh instance with the WASI subset of wasi_host.h; a
-// reactor's `_initialize` is called first, then the export with the params
-// JSON. Output to stdout/stderr is logged with the execution id.
+// attempt gets an instance with the WASI subset of wasi_host.h in the state
+// right after the reactor's `_initialize`: a pooled one restored to that
+// state, or a fresh one on which `_initialize` is called
+// (instance_pool.h); then the export is called with the params JSON.
+// Output to stdout/stderr is logged with the execution id (output of
+// `_initialize` only with the attempt that created the instance).
 //
 // Mapping of one attempt (as runtime/native/activity_worker.h):
 //   {"ok": v}                         WorkerOk(v)
@@ -20,7 +23,8 @@
 // HttpClientTraces on the event that records the attempt, and every result
 // names the engine (WorkerResult::engine), which that event carries too.
 //
-// Threading: Run is called concurrently; the worker is immutable.
+// Threading: Run is called concurrently; the worker is immutable apart from
+// its instance pool (thread-safe).
 // Ownership: shares the component.
 #pragma once
 
@@ -30,6 +34,7 @@
 
 #include "executor/worker.h"
 #include "runtime/wasm_host/http_host.h"
+#include "runtime/wasm_host/instance_pool.h"
 #include "runtime/wasm_host/wasi_host.h"
 #include "runtime/wasm_host/wasm_component.h"
 
@@ -39,6 +44,8 @@ struct WasmActivityOptions {
   bool retry_on_err = true;
   WasiConfig wasi;
   HttpClientConfig http;
+  // Warm instances kept for later attempts (instance_pool.h).
+  InstancePool::Options instance_pool = {};
 };
 
 class WasmActivityWorker final : public executor::Worker {
@@ -56,6 +63,7 @@ class WasmActivityWorker final : public executor::Worker {
   WasmActivityOptions options_;
   std::string engine_id_;
   std::vector<core::FunctionFqn> ffqns_;
+  std::unique_ptr<InstancePool> pool_;
 };
 
 }  // namespace stele::runtime::wasm_host

@@ -39,7 +39,9 @@ WasmWorkflowWorker::WasmWorkflowWorker(std::shared_ptr<const WasmComponent> comp
       deps_(std::move(deps)),
       engine_id_(component_->engine->EngineId()),
       ffqns_(component_->Ffqns()),
-      watchdog_(std::make_unique<GuestWatchdog>()) {
+      watchdog_(std::make_unique<GuestWatchdog>()),
+      pool_(std::make_unique<InstancePool>(component_->engine, component_->module,
+                                           deps_.instance_pool, nullptr)) {
   // A run that writes its Finished itself names the engine there too.
   deps_.run_options.engine = engine_id_;
   slice_.slice = deps_.guest_slice;
@@ -84,16 +86,16 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
   // Declared before the instance: the instance's import table points at it.
   WorkflowHost host(&run, component_->component_id);
 
-  auto instance = component_->engine->Instantiate(component_->module, host.Imports());
-  if (!instance) {
-    if (instance.error().IsRetryable()) {
+  auto lease = pool_->Acquire(host.Imports());
+  if (!lease) {
+    if (lease.error().IsRetryable()) {
       return executor::WorkerResult::Err(run.version(),
-                                         executor::LimitReached{instance.error().ToString()});
+                                         executor::LimitReached{lease.error().ToString()});
     }
     return executor::WorkerResult::Fatal(
-        run.version(), executor::FatalErrorKind::kCannotInstantiate, instance.error().ToString());
+        run.version(), executor::FatalErrorKind::kCannotInstantiate, lease.error().ToString());
   }
-  wasm::WasmInstance& guest = **instance;
+  wasm::WasmInstance& guest = lease->instance();
 
   auto finish_backtraces = [&] {
     if (!deps_.store_backtraces) return;

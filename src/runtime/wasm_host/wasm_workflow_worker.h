@@ -22,8 +22,9 @@
 //   interrupted by ctx.cancel        → Interruption kCancelled's result
 //   stack overflow, engine out of resources
 //                                    → LimitReached: retried, not counted
-// The instance is discarded after every run; the next run instantiates
-// afresh and replays.
+// The next run replays from the start, in an instance in the state of a
+// fresh one: a pooled instance restored after the previous run, or a new
+// one (instance_pool.h; an instance that failed is never reused).
 //
 // The slice: the guest may compute at most
 //   slice = min(guest_slice, run_options.lock_extension / 4)
@@ -42,7 +43,7 @@
 // record the engine of every run that wrote anything (docs/wasm_engine.md).
 //
 // Threading: Run is called concurrently; the worker is immutable after
-// construction apart from the watchdog (thread-safe). Ownership: shares the
+// construction apart from the watchdog and the instance pool (thread-safe). Ownership: shares the
 // component and the DbConnection; borrows the Clock and the
 // FunctionRegistry, which must outlive it.
 #pragma once
@@ -55,6 +56,7 @@
 #include "base/clock.h"
 #include "executor/worker.h"
 #include "runtime/wasm_host/guest_watchdog.h"
+#include "runtime/wasm_host/instance_pool.h"
 #include "runtime/wasm_host/wasm_component.h"
 #include "runtime/wasm_host/workflow_host.h"
 #include "runtime/workflow/function_registry.h"
@@ -86,6 +88,8 @@ struct WasmWorkflowWorkerDeps {
   // Where the workflow's lease (run_options.lock_extension) is set, in the
   // words of the embedding program: named by the slice errors.
   std::string lock_expiry_setting = "WorkflowRunOptions::lock_extension";
+  // Warm instances kept for later runs (instance_pool.h).
+  InstancePool::Options instance_pool = {};
 };
 
 class WasmWorkflowWorker final : public executor::Worker {
@@ -111,6 +115,7 @@ class WasmWorkflowWorker final : public executor::Worker {
   std::vector<core::FunctionFqn> ffqns_;
   std::unique_ptr<GuestWatchdog> watchdog_;
   WorkflowHost::SlicePolicy slice_;
+  std::unique_ptr<InstancePool> pool_;
 };
 
 }  // namespace stele::runtime::wasm_host

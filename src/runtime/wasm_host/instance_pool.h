@@ -50,7 +50,9 @@ class InstancePool {
       std::function<Result<void, wasm::WasmError>(wasm::WasmInstance&, const wasm::CallBudget&)>;
 
   struct Options {
-    size_t capacity = 8;  // 0: no pooling
+    // A run takes only instances its own thread made: keep about one per
+    // busy thread (the default activity concurrency). 0: no pooling.
+    size_t capacity = 64;
     std::chrono::seconds max_idle{60};
   };
 

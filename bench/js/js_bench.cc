@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "bench/guest_bench_util.h"
 #include "core/ids.h"
 #include "executor/exec_task.h"
 #include "executor/local_dispatch.h"
@@ -50,37 +51,12 @@ namespace {
 namespace js = runtime::js;
 namespace wf = runtime::workflow;
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "stele_js_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class R>
-auto Must(R result, const std::string& what) {
-  if (!result) Die(what);
-  return std::move(*result);
-}
-
-void Report(const std::string& metric, double value, const char* unit) {
-  std::printf("stele js %s %.1f %s\n", metric.c_str(), value, unit);
-  std::fflush(stdout);
-}
-
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-// CPU time of this thread: the figures that do not depend on the load of
-// the shared machine as much as wall time does.
-double CpuMicros() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
-}
-
-bool Quick() {
-  const char* quick = std::getenv("STELE_BENCH_QUICK");
-  return quick != nullptr && std::string(quick) == "1";
-}
+using guest::CpuMicros;
+using guest::Die;
+using guest::MicrosSince;
+using guest::Must;
+using guest::Quick;
+using guest::Report;
 
 // Answers every operation with null; deterministic time and randomness.
 class NullHost final : public js::JsHost {
@@ -317,6 +293,8 @@ void FanOut(FanOutWorld& world, int n) {
 }
 
 int Main(int argc, char** argv) {
+  guest::program = "stele_js_bench";
+  guest::group = "js";
   if (argc < 2) Die("usage: stele_js_bench <dir with workflows.js and activities.js> [n...]");
   const std::filesystem::path dir = argv[1];
   std::vector<int> sizes;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "bench/guest_bench_util.h"
 #include "core/ids.h"
 #include "executor/exec_task.h"
 #include "executor/local_dispatch.h"
@@ -61,21 +62,12 @@ namespace {
 namespace wh = runtime::wasm_host;
 namespace wf = runtime::workflow;
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "stele_wasm_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class R>
-auto Must(R result, const std::string& what) {
-  if (!result) Die(what);
-  return std::move(*result);
-}
-
-void Report(const std::string& metric, double value, const char* unit) {
-  std::printf("stele wasm %s %.1f %s\n", metric.c_str(), value, unit);
-  std::fflush(stdout);
-}
+using guest::CpuMicros;
+using guest::Die;
+using guest::MicrosSince;
+using guest::Must;
+using guest::Quick;
+using guest::Report;
 
 // VmRSS of this process.
 double RssMiB() {
@@ -88,16 +80,6 @@ double RssMiB() {
   }
   std::fclose(status);
   return kib / 1024.0;
-}
-
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-// Iteration counts shrink with STELE_BENCH_QUICK=1 (a smoke run).
-bool Quick() {
-  const char* quick = std::getenv("STELE_BENCH_QUICK");
-  return quick != nullptr && std::string(quick) == "1";
 }
 
 uint32_t CallU32(wasm::WasmInstance& instance, const char* name, uint32_t arg) {
@@ -352,6 +334,8 @@ void FanOut(FanOutWorld& world, int n) {
 }
 
 int Main(int argc, char** argv) {
+  guest::program = "stele_wasm_bench";
+  guest::group = "wasm";
   if (argc < 2) {
     Die("usage: stele_wasm_bench <dir with fan_out.wasm and square_activity.wasm> [n...]");
   }

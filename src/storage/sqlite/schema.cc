@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS t_metadata (
 //    top-level filters: one index per combination, each matching the
 //    ORDER BY so that a page is a bounded index range scan.
 //  - count the JoinNexts of a join set: partial index over join_next events.
-//  - k-th response of a join set: (execution_id, join_set_id, idx).
+//  - k-th response of a join set: (execution_id, join_set_id, idx)
+//    (dropped in V8: the planner uses the primary key).
 //  - next response cursor / responses from a cursor: the primary key.
 constexpr std::string_view kMigrationV1 = R"sql(
 CREATE TABLE t_execution_log (
@@ -328,6 +329,16 @@ CREATE INDEX idx_t_execution_log_join_next
   WHERE history_event_type = 'join_next';
 )sql";
 
+// V8: drops idx_t_join_set_response_join_set, which no query used: the
+// only statement filtering responses by join set (KthResponseTime in
+// journal_tx.cc, `… WHERE execution_id = ? AND join_set_id = ? ORDER BY
+// idx LIMIT 1 OFFSET ?`) is planned on the primary key, whose order is the
+// ORDER BY (docs/storage_contract.md, "SQLite query plans"). It cost every
+// response a second copy of its execution id and join set id.
+constexpr std::string_view kMigrationV8 = R"sql(
+DROP INDEX IF EXISTS idx_t_join_set_response_join_set;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -341,7 +352,7 @@ constexpr Migration kMigrations[] = {
     {1, kMigrationV1}, {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
     {3, kMigrationV3}, {4, kMigrationV4},
     {5, kMigrationV5}, {6, kMigrationV6},
-    {7, kMigrationV7},
+    {7, kMigrationV7}, {8, kMigrationV8},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

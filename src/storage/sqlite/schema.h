@@ -33,7 +33,7 @@
 namespace stele::storage::sqlite::internal {
 
 // The newest schema version this code knows (and migrates to).
-inline constexpr int64_t kLatestSchemaVersion = 7;
+inline constexpr int64_t kLatestSchemaVersion = 8;
 
 // What a connection is for; decides its PRAGMAs.
 enum class ConnectionRole {

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config ccache       # toolchain
   libsqlite3-dev                                 # embedded storage backend
+  zlib1g-dev                                     # compressed event rows of the SQLite backend
   libpq-dev                                      # PostgreSQL storage backend (libpq)
   postgresql-15                                  # throw-away test clusters (scripts/with_postgres.sh)
   nlohmann-json3-dev                             # JSON encoding of events, params, API

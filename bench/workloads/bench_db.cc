@@ -75,4 +75,11 @@ uint64_t FreshDb::Bytes() const {
   return total;
 }
 
+uint64_t FreshDb::WalBytes() const {
+  if (target_.is_postgres()) return 0;
+  std::error_code ec;
+  auto size = std::filesystem::file_size(target_.sqlite_path + "-wal", ec);
+  return ec ? 0 : size;
+}
+
 }  // namespace stele::bench

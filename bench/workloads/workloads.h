@@ -93,6 +93,8 @@ class FreshDb {
   const DbTarget& target() const { return target_; }
   // SQLite: file + WAL + shm. PostgreSQL: tables, indexes and TOAST.
   uint64_t Bytes() const;
+  // SQLite: the WAL file alone (0 when absent, and on PostgreSQL).
+  uint64_t WalBytes() const;
 
  private:
   DbTarget target_;

@@ -8,6 +8,7 @@
 
 #include "core/list_key.h"
 #include "storage/request_rules.h"
+#include "storage/sqlite/event_codec.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
 #include "storage/state_transition.h"
@@ -77,20 +78,27 @@ Result<void, DbErrorGeneric> BumpVersion(Connection& db, std::string_view id, Ve
 Result<void, DbErrorWrite> InsertEvent(Connection& db, std::string_view id, Version version,
                                        DateTime created_at, const core::ExecutionRequest& event) {
   STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(event));
+  const std::string stored = CompressEventJson(json);
   STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("INSERT INTO t_execution_log "
-                 "(execution_id, version, created_at, json_value, variant, join_set_id) "
-                 "VALUES (?, ?, ?, ?, ?, ?)"));
+      Statement stmt, db.Prepare("INSERT INTO t_execution_log "
+                                 "(execution_id, version, created_at, json_value, variant, "
+                                 "join_set_id, history_event_type) VALUES (?, ?, ?, ?, ?, ?, ?)"));
   stmt.BindText(1, id);
   stmt.BindInt64(2, version.value());
   stmt.BindInt64(3, TimeColumn(created_at));
-  stmt.BindText(4, json);
+  stmt.BindBlob(4, stored.data(), stored.size());
   stmt.BindText(5, core::ExecutionRequestVariantTag(event));
   if (auto join_set_id = core::ExecutionRequestJoinSetId(event)) {
     stmt.BindText(6, join_set_id->ToString());
   } else {
     stmt.BindNull(6);
+  }
+  // Schema V7 stores what V1 generated from the JSON (which is compressed
+  // now): the history event's type tag, NULL for other variants.
+  if (const auto* history = std::get_if<core::HistoryEventRequest>(&event)) {
+    stmt.BindText(7, core::HistoryEventTypeTag(history->event));
+  } else {
+    stmt.BindNull(7);
   }
   STELE_TRY(stmt.Run());
   return {};
@@ -448,7 +456,8 @@ Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
     STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
     const int64_t version = stmt.Int64(0);
-    STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(stmt.Text(1), id, version));
+    STELE_ASSIGN_OR_RETURN(std::string json, EventJsonColumn(stmt, 1, id, version));
+    STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(json, id, version));
     if (auto* c = std::get_if<core::Created>(&event)) {
       created = std::move(*c);
     } else if (auto* h = std::get_if<core::HistoryEventRequest>(&event)) {

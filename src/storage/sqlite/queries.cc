@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "storage/sqlite/event_codec.h"
+
 namespace stele::storage::sqlite::internal {
 
 namespace {
@@ -16,7 +18,8 @@ Result<core::ExecutionEvent, DbErrorGeneric> DecodeEventRow(const Statement& stm
                                                     std::string(execution_id) +
                                                     "`: version out of range"));
   }
-  STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(stmt.Text(2), execution_id, version));
+  STELE_ASSIGN_OR_RETURN(std::string json, EventJsonColumn(stmt, 2, execution_id, version));
+  STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(json, execution_id, version));
   return core::ExecutionEvent{TimeFromColumn(stmt.Int64(1)), std::move(event), std::nullopt,
                               Version(static_cast<Version::Type>(version))};
 }

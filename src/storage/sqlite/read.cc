@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "storage/sqlite/connection.h"
+#include "storage/sqlite/event_codec.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
 
@@ -140,7 +141,8 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> SqliteConnection::ListExe
           STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
           if (!row) return events;
           const int64_t version = stmt.Int64(0);
-          STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(stmt.Text(2), id, version));
+          STELE_ASSIGN_OR_RETURN(std::string json, EventJsonColumn(stmt, 2, id, version));
+          STELE_ASSIGN_OR_RETURN(auto event, DecodeEvent(json, id, version));
           std::optional<Version> backtrace_id;
           if (auto min = stmt.OptionalInt64(3))
             backtrace_id = Version(static_cast<Version::Type>(*min));

@@ -7,6 +7,7 @@
 #include "core/backtrace.h"
 #include "core/json_codec.h"
 #include "core/return_value.h"
+#include "storage/sqlite/event_codec.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -57,7 +58,11 @@ Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const Statement& st
   c.child_execution_id = stmt.OptionalText(5);
   c.finished_version = stmt.OptionalInt64(6);
   c.child_result = stmt.OptionalText(7);
-  c.finished_event = stmt.OptionalText(8);
+  if (!stmt.IsNull(8)) {
+    STELE_ASSIGN_OR_RETURN(c.finished_event,
+                           EventJsonColumn(stmt, 8, c.child_execution_id.value_or(""),
+                                           c.finished_version.value_or(0)));
+  }
   c.message_id = stmt.OptionalText(9);
   c.message_body = stmt.OptionalText(10);
   return DecodeResponse(c, execution_id);

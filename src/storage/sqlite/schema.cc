@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS t_metadata (
 //    top-level filters: one index per combination, each matching the
 //    ORDER BY so that a page is a bounded index range scan.
 //  - count the JoinNexts of a join set: partial index over join_next events.
-//  - k-th response of a join set: (execution_id, join_set_id, idx).
+//  - k-th response of a join set: (execution_id, join_set_id, idx)
+//    (dropped in V8: the planner uses the primary key).
 //  - next response cursor / responses from a cursor: the primary key.
 constexpr std::string_view kMigrationV1 = R"sql(
 CREATE TABLE t_execution_log (
@@ -293,6 +294,51 @@ CREATE UNIQUE INDEX idx_t_join_set_response_message
   ON t_join_set_response (execution_id, message_id) WHERE message_id IS NOT NULL;
 )sql";
 
+// V7: compact event rows (storage/sqlite/event_codec.h). json_value
+// becomes ANY: new rows are a compressed BLOB, rows already there stay
+// TEXT and are not rewritten (the copy below moves them as they are).
+// history_event_type, generated from the JSON in V1, becomes a stored
+// column written with the row (SQL cannot read the compressed JSON); it is
+// copied from the generated one. SQLite cannot change a column's type, so
+// the table is rebuilt (copy, drop, rename) with its index, in the
+// migration's transaction: on a large store this takes about as long as
+// copying the log once. The rebuilt table is WITHOUT ROWID: its primary
+// key was a second B-tree beside the rows (as large as the compressed rows
+// of a small workflow); now the rows are stored in key order, once. Rows
+// whose compressed event exceeds about 1 KB spill to an overflow page
+// sooner than in a rowid table; events are mostly far smaller.
+constexpr std::string_view kMigrationV7 = R"sql(
+CREATE TABLE t_execution_log_v7 (
+  execution_id TEXT NOT NULL,
+  version INTEGER NOT NULL CHECK (version >= 0),
+  created_at INTEGER NOT NULL,
+  json_value ANY NOT NULL CHECK (typeof(json_value) IN ('text', 'blob')),
+  variant TEXT NOT NULL,
+  join_set_id TEXT,
+  history_event_type TEXT,
+  PRIMARY KEY (execution_id, version)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_execution_log_v7 (execution_id, version, created_at, json_value, variant,
+    join_set_id, history_event_type)
+  SELECT execution_id, version, created_at, json_value, variant, join_set_id,
+         history_event_type FROM t_execution_log ORDER BY execution_id, version;
+DROP TABLE t_execution_log;
+ALTER TABLE t_execution_log_v7 RENAME TO t_execution_log;
+CREATE INDEX idx_t_execution_log_join_next
+  ON t_execution_log (execution_id, join_set_id, history_event_type)
+  WHERE history_event_type = 'join_next';
+)sql";
+
+// V8: drops idx_t_join_set_response_join_set, which no query used: the
+// only statement filtering responses by join set (KthResponseTime in
+// journal_tx.cc, `… WHERE execution_id = ? AND join_set_id = ? ORDER BY
+// idx LIMIT 1 OFFSET ?`) is planned on the primary key, whose order is the
+// ORDER BY (docs/storage_contract.md, "SQLite query plans"). It cost every
+// response a second copy of its execution id and join set id.
+constexpr std::string_view kMigrationV8 = R"sql(
+DROP INDEX IF EXISTS idx_t_join_set_response_join_set;
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -306,6 +352,7 @@ constexpr Migration kMigrations[] = {
     {1, kMigrationV1}, {2, kMigrationV2, &BackfillListKeys, kMigrationV2After},
     {3, kMigrationV3}, {4, kMigrationV4},
     {5, kMigrationV5}, {6, kMigrationV6},
+    {7, kMigrationV7}, {8, kMigrationV8},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

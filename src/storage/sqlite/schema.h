@@ -5,8 +5,9 @@
 // the Unix epoch (index-friendly; base/time.h):
 //   t_metadata           one row per applied migration (schema_version).
 //   t_execution_log      the append-only journal, PK (execution_id, version);
-//                        json_value = core::ToJson(ExecutionRequest);
-//                        history_event_type generated from json_value.
+//                        json_value = core::ToJson(ExecutionRequest), a
+//                        compressed BLOB since V7 (event_codec.h);
+//                        history_event_type = the history event's tag.
 //   t_join_set_response  responses per execution in arrival order, PK
 //                        (execution_id, idx) with idx the 0-based cursor;
 //                        unique per child id and per delay id.
@@ -32,7 +33,7 @@
 namespace stele::storage::sqlite::internal {
 
 // The newest schema version this code knows (and migrates to).
-inline constexpr int64_t kLatestSchemaVersion = 6;
+inline constexpr int64_t kLatestSchemaVersion = 8;
 
 // What a connection is for; decides its PRAGMAs.
 enum class ConnectionRole {

@@ -169,6 +169,19 @@ std::vector<uint8_t> Statement::Blob(int column) const {
   return std::vector<uint8_t>(bytes, bytes + size);
 }
 
+bool Statement::IsBlob(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_BLOB;
+}
+
+std::string_view Statement::RawBytes(int column) const {
+  // Blob first: sqlite3_column_blob never converts, and for a TEXT value it
+  // returns the text's bytes.
+  const void* data = sqlite3_column_blob(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  if (data == nullptr || size <= 0) return {};
+  return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
+}
+
 // --- Connection --------------------------------------------------------------
 
 Result<std::unique_ptr<Connection>, DbErrorGeneric> Connection::Open(const std::string& path,

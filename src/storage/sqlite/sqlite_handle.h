@@ -73,6 +73,11 @@ class Statement {
   std::string Text(int column) const;
   std::optional<std::string> OptionalText(int column) const;
   std::vector<uint8_t> Blob(int column) const;
+  // True when the column's value is a BLOB (ANY columns hold either).
+  bool IsBlob(int column) const;
+  // The value's bytes as stored (text or blob), valid until the next
+  // Step/Reset of this statement.
+  std::string_view RawBytes(int column) const;
 
  private:
   friend class Connection;

@@ -110,6 +110,41 @@ TEST_F(SqliteTest, MigrationToV5AddsDeadlines) {
             (storage::ExpiredDeadline{new_id, T(10)}));
 }
 
+// A V7 store is migrated to V8 when opened: the response index that no
+// query used is dropped, and the k-th response lookup it was meant for
+// still plans on the primary key (docs/storage_contract.md).
+TEST_F(SqliteTest, MigrationToV8DropsTheUnusedResponseIndex) {
+  Open();
+  ClosePool();
+  RawExec(
+      "CREATE INDEX idx_t_join_set_response_join_set ON t_join_set_response "
+      "(execution_id, join_set_id, idx); DELETE FROM t_metadata WHERE schema_version > 7;");
+  ASSERT_EQ(RawCount("SELECT COUNT(*) FROM sqlite_schema WHERE name = "
+                     "'idx_t_join_set_response_join_set'"),
+            1);
+  Open();
+  EXPECT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), internal::kLatestSchemaVersion);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM sqlite_schema WHERE name = "
+                     "'idx_t_join_set_response_join_set'"),
+            0);
+  // The statement of KthResponseTime (journal_tx.cc); EXPLAIN QUERY
+  // PLAN's column 3 is the plan's text.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw,
+                               "EXPLAIN QUERY PLAN SELECT created_at FROM t_join_set_response "
+                               "WHERE execution_id = ? AND join_set_id = ? ORDER BY idx LIMIT 1 "
+                               "OFFSET ?",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  const std::string plan = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+  sqlite3_finalize(stmt);
+  sqlite3_close(raw);
+  EXPECT_EQ(plan, "SEARCH t_join_set_response USING PRIMARY KEY (execution_id=?)");
+}
+
 TEST_F(SqliteTest, UsesWalAndStrictTables) {
   Open();
   ClosePool();

@@ -192,6 +192,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
       return;
     }
     abandoned_.push_back(std::move(fn));
+    WatchForHangUp();
   }
 
   asio::any_io_executor executor() { return stream_.get_executor(); }
@@ -382,6 +383,29 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  // While a handler answers later, nothing reads the socket, so a client
+  // that leaves would go unnoticed until the answer is written: wait for
+  // the socket to turn readable, and close (running the abandonment
+  // callbacks) when that is its end (EOF or an error). Bytes of a next,
+  // pipelined request are left for ReadHead.
+  void WatchForHangUp() {
+    if (watching_hangup_ || closed_ || state_ == State::kReading || state_ == State::kDone) return;
+    watching_hangup_ = true;
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this(), r = request_](beast::error_code ec) {
+          self->watching_hangup_ = false;
+          if (self->closed_ || r != self->request_ || self->state_ == State::kDone) return;
+          if (ec == asio::error::operation_aborted) return;
+          if (ec) return self->Close();
+          char byte = 0;
+          beast::error_code peek;
+          const size_t n = self->stream_.socket().receive(asio::buffer(&byte, 1),
+                                                          tcp::socket::message_peek, peek);
+          if (peek == asio::error::would_block) return self->WatchForHangUp();
+          if (peek || n == 0) self->Close();
+        });
+  }
+
   void Close() {
     if (closed_) return;
     closed_ = true;
@@ -414,6 +438,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   size_t lingered_ = 0;                             // bytes Linger discarded
   std::deque<Pending> queue_;
   std::vector<std::function<void()>> abandoned_;
+  bool watching_hangup_ = false;  // a WatchForHangUp wait is pending
 };
 
 // The Responder of one request: forwards to its session's strand.

@@ -58,6 +58,22 @@ bool TryAcquireWaiter(ServerImpl& d) {
 
 void ReleaseWaiter(ServerImpl& d) { --d.waiters; }
 
+bool TryAcquireBlockingWaiter(ServerImpl& d) {
+  if (!TryAcquireWaiter(d)) return false;
+  if (d.blocking_waiters.fetch_add(1) >= std::min(d.config.api.max_waiters, kMaxBlockingWaits)) {
+    --d.blocking_waiters;
+    ReleaseWaiter(d);
+    ++d.waiters_refused;
+    return false;
+  }
+  return true;
+}
+
+void ReleaseBlockingWaiter(ServerImpl& d) {
+  --d.blocking_waiters;
+  ReleaseWaiter(d);
+}
+
 core::Json api::PendingStateToJson(const core::PendingState& state) {
   core::Json out;
   std::visit(
@@ -211,38 +227,50 @@ Result<core::Json, ApiError> GetExecution(ServerImpl& d, const http::Request& re
 
 // ---- GET /v1/executions/{id}/result ------------------------------------------
 
-Result<core::Json, ApiError> GetResult(ServerImpl& d, const http::Request& req) {
-  const std::string id = api::PathSegment(req);
-  auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
-  STELE_ASSIGN_OR_RETURN(auto timeout, api::QueryUint(req, "timeout", 0, max));
-  const auto wait = std::chrono::seconds(timeout.value_or(0));
-  // A wait holds its connection's thread: bounded by [api] max_waiters, so
-  // that waiting clients leave connections for everything else. A wait
-  // that cannot start (bad or unknown id) fails before taking a slot.
-  struct Slot {
-    ServerImpl* d = nullptr;
-    ~Slot() {
-      if (d) ReleaseWaiter(*d);
-    }
-  } slot;
-  if (wait.count() > 0) {
-    STELE_TRY(api::FromService(d.service->Get(id)));
-    if (!TryAcquireWaiter(d)) {
-      return Unexpected(api::Overloaded(
-          "too many waiting requests (the limit is " + std::to_string(d.config.api.max_waiters) +
-          ", [api] max_waiters); retry later or wait with a shorter timeout"));
-    }
-    slot.d = &d;
-  }
+// What a result wait answers (with or without a wait).
+Result<core::Json, ApiError> ResultAnswer(
+    const std::string& id,
+    Result<core::SupportedFunctionReturnValue, service::ServiceError> result) {
   // Stop cancels `stop_wait`: a stopping server ends the wait at once
   // instead of holding up its shutdown.
-  auto result = d.service->WaitForResult(id, wait, d.stop_wait);
   if (!result && result.error().kind == service::ServiceError::Kind::kCancelled) {
     return Unexpected(api::ShuttingDown("the server is shutting down; wait for " + id +
                                         " again once it is back"));
   }
   STELE_ASSIGN_OR_RETURN(auto value, api::FromService(std::move(result)));
   return core::Json{{"execution_id", id}, {"result", api::ResultToJson(value)}};
+}
+
+// On a worker. A wait holds no thread (api_waits.cc), but a slot of [api]
+// max_waiters, so that waiting clients stay bounded; a wait that cannot
+// start (bad or unknown id) fails before taking one.
+void StartResultWait(ServerImpl& d, const http::RequestPtr& req, const http::ResponderPtr& out) {
+  const std::string id = api::PathSegment(*req);
+  auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
+  auto timeout = api::QueryUint(*req, "timeout", 0, max);
+  if (!timeout) return SendAnswer(out, Unexpected(timeout.error()));
+  const auto wait = std::chrono::seconds(timeout->value_or(0));
+  if (wait.count() == 0) {
+    return SendAnswer(out, ResultAnswer(id, d.service->WaitForResult(id, wait, d.stop_wait)));
+  }
+  if (auto found = api::FromService(d.service->Get(id)); !found) {
+    return SendAnswer(out, Unexpected(found.error()));
+  }
+  std::shared_ptr<void> slot = AcquireWaiterSlot(d);
+  if (!slot) {
+    return SendAnswer(
+        out,
+        Unexpected(api::Overloaded(
+            "too many waiting requests (the limit is " + std::to_string(d.config.api.max_waiters) +
+            ", [api] max_waiters); retry later or wait with a shorter timeout")));
+  }
+  auto started = d.service->WaitForResultAsync(
+      id, wait, d.stop_wait, PostToWorkers(d),
+      [id, out, slot](Result<core::SupportedFunctionReturnValue, service::ServiceError> result) {
+        SendAnswer(out, ResultAnswer(id, std::move(result)));
+      });
+  if (!started) return SendAnswer(out, Unexpected(api::FromService(started.error())));
+  AbandonWithClient(out, *started);
 }
 
 // ---- GET /v1/executions ------------------------------------------------------
@@ -394,7 +422,7 @@ void InstallRoutes(ServerImpl& d, ServerImpl::Listener& listener) {
   });
   router.Get("/v1/executions", api::Wrap(d, ListExecutions));
   router.Get(kIdPath, api::Wrap(d, GetExecution));
-  router.AddAsync("GET", std::string(kIdPath) + "/result", OnWaitPool(d, api::Wrap(d, GetResult)));
+  router.AddAsync("GET", std::string(kIdPath) + "/result", OnWorkersAsync(d, StartResultWait));
   api::InstallOperationRoutes(d, router, kIdPath);
   api::InstallMessageRoutes(d, router, kIdPath);
   api::InstallScheduleRoutes(d, router);

@@ -61,32 +61,8 @@ Result<core::Json, ApiError> ListValues(ServerImpl& d, const http::Request& req)
 
 // ---- GET /v1/executions/{id}/values/{key} -----------------------------------
 
-Result<core::Json, ApiError> GetValue(ServerImpl& d, const http::Request& req) {
-  const std::string id = PathSegment(req);
-  const std::string key = PathSegment2(req);
-  auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
-  STELE_ASSIGN_OR_RETURN(auto timeout, QueryUint(req, "timeout", 0, max));
-  STELE_ASSIGN_OR_RETURN(auto after, QueryUint(req, "after_version", 0, UINT32_MAX));
-  service::ValueWait wait{std::nullopt, std::chrono::seconds(timeout.value_or(0))};
-  if (after) wait.after_version = core::Version(static_cast<core::Version::Type>(*after));
-  // A wait holds its connection's thread: bounded by [api] max_waiters, as
-  // the result's wait is. A wait that cannot start fails before taking one.
-  struct Slot {
-    ServerImpl* d = nullptr;
-    ~Slot() {
-      if (d) ReleaseWaiter(*d);
-    }
-  } slot;
-  if (wait.timeout.count() > 0) {
-    STELE_TRY(FromService(d.service->Get(id)));
-    if (!TryAcquireWaiter(d)) {
-      return Unexpected(Overloaded(
-          "too many waiting requests (the limit is " + std::to_string(d.config.api.max_waiters) +
-          ", [api] max_waiters); retry later or wait with a shorter timeout"));
-    }
-    slot.d = &d;
-  }
-  auto value = d.service->GetValue(id, key, wait, d.stop_wait);
+Result<core::Json, ApiError> ValueAnswer(
+    const std::string& id, Result<service::PublishedValue, service::ServiceError> value) {
   if (!value && value.error().kind == service::ServiceError::Kind::kCancelled) {
     return Unexpected(
         ShuttingDown("the server is shutting down; wait for " + id + " again once it is back"));
@@ -95,13 +71,49 @@ Result<core::Json, ApiError> GetValue(ServerImpl& d, const http::Request& req) {
   return ValueToJson(id, found);
 }
 
+// On a worker. A wait holds no thread (api_waits.cc) but a slot of [api]
+// max_waiters, as the result's wait does; a wait that cannot start fails
+// before taking one.
+void StartValueWait(ServerImpl& d, const http::RequestPtr& req, const http::ResponderPtr& out) {
+  const std::string id = PathSegment(*req);
+  const std::string key = PathSegment2(*req);
+  auto max = static_cast<uint64_t>(d.config.api.max_result_wait.count());
+  auto timeout = QueryUint(*req, "timeout", 0, max);
+  if (!timeout) return SendAnswer(out, Unexpected(timeout.error()));
+  auto after = QueryUint(*req, "after_version", 0, UINT32_MAX);
+  if (!after) return SendAnswer(out, Unexpected(after.error()));
+  service::ValueWait wait{std::nullopt, std::chrono::seconds(timeout->value_or(0))};
+  if (*after) wait.after_version = core::Version(static_cast<core::Version::Type>(**after));
+  if (wait.timeout.count() == 0) {
+    return SendAnswer(out, ValueAnswer(id, d.service->GetValue(id, key, wait, d.stop_wait)));
+  }
+  if (auto found = FromService(d.service->Get(id)); !found) {
+    return SendAnswer(out, Unexpected(found.error()));
+  }
+  std::shared_ptr<void> slot = AcquireWaiterSlot(d);
+  if (!slot) {
+    return SendAnswer(
+        out,
+        Unexpected(Overloaded("too many waiting requests (the limit is " +
+                              std::to_string(d.config.api.max_waiters) +
+                              ", [api] max_waiters); retry later or wait with a shorter timeout")));
+  }
+  auto started = d.service->GetValueAsync(
+      id, key, wait, d.stop_wait, PostToWorkers(d),
+      [id, out, slot](Result<service::PublishedValue, service::ServiceError> value) {
+        SendAnswer(out, ValueAnswer(id, std::move(value)));
+      });
+  if (!started) return SendAnswer(out, Unexpected(FromService(started.error())));
+  AbandonWithClient(out, *started);
+}
+
 }  // namespace
 
 void InstallMessageRoutes(ServerImpl& d, http::Router& router, const std::string& id_path) {
   // A channel or key may hold `/`: the rest of the path is it.
   router.Post(id_path + "/messages/(.+)", Wrap(d, SendMessage));
   router.Get(id_path + "/values", Wrap(d, ListValues));
-  router.AddAsync("GET", id_path + "/values/(.+)", OnWaitPool(d, Wrap(d, GetValue)));
+  router.AddAsync("GET", id_path + "/values/(.+)", OnWorkersAsync(d, StartValueWait));
 }
 
 }  // namespace stele::server::api

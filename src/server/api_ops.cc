@@ -237,7 +237,7 @@ void Follow(ServerImpl& d, const http::Request& req, http::Responder& out) {
     return out.Send(std::move(res));
   }
   // A stream is one of [api] max_waiters, released when it ends.
-  if (!TryAcquireWaiter(d)) {
+  if (!TryAcquireBlockingWaiter(d)) {
     ReplyError(res, Overloaded("too many waiting requests (the limit is " +
                                std::to_string(d.config.api.max_waiters) +
                                ", [api] max_waiters); retry later"));
@@ -275,7 +275,7 @@ void Follow(ServerImpl& d, const http::Request& req, http::Responder& out) {
   }
   out.EndStream();
   --d.follow_streams;
-  ReleaseWaiter(d);
+  ReleaseBlockingWaiter(d);
 }
 
 void Healthz(ServerImpl& d, const http::Request&, http::Response& res) {

@@ -613,8 +613,8 @@ TEST_F(ApiTest, UnsetLimitsAreTheSharedDefaults) {
                               std::to_string(defaults::kMaxConcurrency) + "\n"));
   EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"workflow\"} " +
                               std::to_string(defaults::kMaxWorkflowConcurrency) + "\n"));
-  EXPECT_THAT(text, HasSubstr("stele_http_max_connections 10000\n"));
-  EXPECT_THAT(text, HasSubstr("stele_http_max_waiters 1536\n"));
+  EXPECT_THAT(text, HasSubstr("stele_http_max_connections 60000\n"));
+  EXPECT_THAT(text, HasSubstr("stele_http_max_waiters 50000\n"));
 }
 
 // One activity permit: the first gate run holds it and the next two wait,

@@ -3,6 +3,7 @@
 // tables here, the component tables and [[cron]] in config_components.cc.
 #include "server/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -105,8 +106,14 @@ void ReadApi(TableReader& root, ServerConfig& config) {
   }
   auto max_connections = r.Integer("max_connections", 2, 1000000);
   if (max_connections) config.api.max_connections = static_cast<size_t>(*max_connections);
-  auto max_waiters = r.Integer("max_waiters", 1, 16383);
-  if (max_waiters) config.api.max_waiters = static_cast<size_t>(*max_waiters);
+  auto max_waiters = r.Integer("max_waiters", 1, 999999);
+  if (max_waiters) {
+    config.api.max_waiters = static_cast<size_t>(*max_waiters);
+  } else if (max_connections) {
+    // Unset, it follows max_connections: five sixths of them (50,000 of
+    // the default 60,000), the rest left to the other requests.
+    config.api.max_waiters = std::max<size_t>(1, config.api.max_connections * 5 / 6);
+  }
   if ((max_connections || max_waiters) && config.api.max_waiters >= config.api.max_connections) {
     const char* key = max_waiters ? "max_waiters" : "max_connections";
     r.Error(TableReader::Line(*r.Get(key)), key,

@@ -41,16 +41,18 @@ struct ApiConfig {
   std::chrono::seconds max_result_wait{60};
   std::chrono::seconds max_follow{3600};
   // Connections served at once (idle keep-alive included); beyond it a 503
-  // and the connection is closed.
-  size_t max_connections = 10000;
+  // and the connection is closed. Each is a file descriptor (the server
+  // raises its soft RLIMIT_NOFILE to fit, server.cc).
+  size_t max_connections = 60000;
   // Threads that run the requests' database work (http/worker_pool.h).
   size_t workers = 16;
-  // Of those, requests that wait (GET .../result with a timeout, follow
-  // streams); beyond it a 503. Below max_connections, so that waiting
-  // clients never starve the other requests. A wait still holds a thread
-  // of the waits pool (started on demand); 1536 lets a client with a
-  // thousand workflows in flight wait for every result (BENCHMARKS.md).
-  size_t max_waiters = 1536;
+  // Of those, requests that wait (GET .../result and .../values/{key}
+  // with a timeout, follow streams); beyond it a 503. Below
+  // max_connections, so that waiting clients never starve the other
+  // requests. Result and value waits hold no thread (api_waits.cc); follow
+  // streams still hold one of the waits pool, at most kMaxBlockingWaits.
+  // When only max_connections is set, five sixths of it (config.cc).
+  size_t max_waiters = 50000;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)
   // [api] ui_listen: serve the UI on this address instead of `listen`. That
   // listener also serves the same API routes (same handlers, token and

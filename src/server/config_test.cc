@@ -303,16 +303,21 @@ TEST(ConfigTest, BadValuesAreErrorsWithKeyAndLine) {
   EXPECT_THAT(
       OneError("[api]\nmax_connections = 8\nmax_waiters = 8\n", "api.max_waiters", 3).message,
       HasSubstr("must be below max_connections"));
-  // Only max_connections given: checked against the default max_waiters.
-  OneError("[api]\nmax_connections = 100\n", "api.max_connections", 2);
 }
 
 TEST(ConfigTest, ConnectionLimits) {
   auto defaults = Parse("");
   ASSERT_TRUE(defaults.has_value());
-  EXPECT_EQ(defaults->api.max_connections, 10000u);
-  EXPECT_EQ(defaults->api.max_waiters, 1536u);
+  EXPECT_EQ(defaults->api.max_connections, 60000u);
+  EXPECT_EQ(defaults->api.max_waiters, 50000u);
   EXPECT_EQ(defaults->api.workers, 16u);
+  // Only max_connections given: max_waiters follows it (five sixths).
+  auto connections = Parse("[api]\nmax_connections = 100\n");
+  ASSERT_TRUE(connections.has_value()) << FormatErrors(connections.error());
+  EXPECT_EQ(connections->api.max_waiters, 83u);
+  auto two = Parse("[api]\nmax_connections = 2\n");
+  ASSERT_TRUE(two.has_value()) << FormatErrors(two.error());
+  EXPECT_EQ(two->api.max_waiters, 1u);
   auto set = Parse("[api]\nmax_connections = 16\nmax_waiters = 4\nworkers = 3\n");
   ASSERT_TRUE(set.has_value()) << FormatErrors(set.error());
   EXPECT_EQ(set->api.max_connections, 16u);

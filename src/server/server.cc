@@ -272,9 +272,12 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
 
   FitOpenFileLimit(d.config);
   d.workers = std::make_unique<http::WorkerPool>(d.config.api.workers);
-  // One more than the waiters, so that a request over the limit is
-  // answered (503) at once instead of queueing behind the waits.
-  d.waits = std::make_unique<http::WorkerPool>(d.config.api.max_waiters + 16);
+  // For what still blocks (follow streams, webhooks): more threads than
+  // blocking waits, so that a request over the limit is answered (503) at
+  // once instead of queueing behind them. Result and value waits hold no
+  // thread (api_waits.cc).
+  d.waits = std::make_unique<http::WorkerPool>(
+      std::min(d.config.api.max_waiters, kMaxBlockingWaits) + 16);
   InstallRoutes(d, d.http);
   const auto& listen = d.config.api;
   std::optional<std::string> bind_error;

@@ -20,6 +20,7 @@
 #include "http/router.h"
 #include "http/server.h"
 #include "http/worker_pool.h"
+#include "server/api_util.h"
 #include "server/components.h"
 #include "server/config.h"
 #include "server/webhooks.h"
@@ -71,6 +72,7 @@ class ServerImpl {
   // Requests holding a slot of [api] max_waiters (TryAcquireWaiter).
   std::atomic<uint64_t> waiters{0};
   std::atomic<uint64_t> waiters_refused{0};
+  std::atomic<uint64_t> blocking_waiters{0};  // of `waiters` (TryAcquireBlockingWaiter)
 
   // Counters for /metrics.
   std::mutex metrics_mu;
@@ -99,13 +101,38 @@ class ServerImpl {
 bool TryAcquireWaiter(ServerImpl& d);
 void ReleaseWaiter(ServerImpl& d);
 
+// Waits that still hold a thread of `waits` (follow streams): at most this
+// many at once, and at most max_waiters.
+constexpr size_t kMaxBlockingWaits = 1536;
+// A slot of max_waiters and one of kMaxBlockingWaits, as TryAcquireWaiter.
+bool TryAcquireBlockingWaiter(ServerImpl& d);
+void ReleaseBlockingWaiter(ServerImpl& d);
+
 // Registers every route of docs/api.md on `listener` and creates its
 // HttpServer (api.cc): `impl.http`, and `impl.ui_http` too when [api]
 // ui_listen is set. Both share the handlers and state of `impl`.
 void InstallRoutes(ServerImpl& impl, ServerImpl::Listener& listener);
 
-// A route handler that runs on `impl.waits` (a request that may wait).
+// A route handler that runs on `impl.waits` (a request that may wait and
+// still blocks: webhooks, follow streams).
 http::Router::AsyncHandler OnWaitPool(ServerImpl& impl, http::Router::Handler handler);
+
+// Requests that wait without a thread (api_waits.cc): `start` runs on
+// `impl.workers` and either answers at once or starts a service wait
+// (service/async_wait.h) that answers through the Responder later.
+using WaitStarter = void (*)(ServerImpl& impl, const http::RequestPtr& req,
+                             const http::ResponderPtr& out);
+http::Router::AsyncHandler OnWorkersAsync(ServerImpl& impl, WaitStarter start);
+// A held slot of [api] max_waiters, released when the last copy goes
+// (with the wait's callback); null when all are taken.
+std::shared_ptr<void> AcquireWaiterSlot(ServerImpl& impl);
+// Runs a wait's reads on `impl.workers`.
+service::PostFn PostToWorkers(ServerImpl& impl);
+// Abandons `wait` when the client goes away before its answer.
+void AbandonWithClient(const http::ResponderPtr& out,
+                       const std::shared_ptr<service::AsyncWait>& wait);
+// Sends `answer` (200 with its JSON, or its error) through `out`.
+void SendAnswer(const http::ResponderPtr& out, const Result<core::Json, api::ApiError>& answer);
 
 // Connections open and refused, over every listener (for /metrics).
 uint64_t OpenConnections(const ServerImpl& impl);

@@ -128,6 +128,18 @@ Result<void, storage::DbErrorReadWithTimeout> TimedDbConnection::WaitForPublish(
   return inner_->WaitForPublish(execution_id, since, wait);
 }
 
+Result<storage::WatchToken, storage::DbErrorRead> TimedDbConnection::WatchFinished(
+    const ExecutionId& execution_id, storage::WatchCallback on_change) {
+  return inner_->WatchFinished(execution_id, std::move(on_change));
+}
+
+Result<storage::WatchToken, storage::DbErrorRead> TimedDbConnection::WatchPublish(
+    const ExecutionId& execution_id, storage::Version since, storage::WatchCallback on_change) {
+  return inner_->WatchPublish(execution_id, since, std::move(on_change));
+}
+
+void TimedDbConnection::Unwatch(storage::WatchToken token) { inner_->Unwatch(token); }
+
 Result<void, storage::DbErrorWrite> TimedDbConnection::AppendBacktrace(
     const core::BacktraceInfo& info) {
   return Timed([&] { return inner_->AppendBacktrace(info); });

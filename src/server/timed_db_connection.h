@@ -86,6 +86,12 @@ class TimedDbConnection final : public storage::DbConnection {
   Result<void, storage::DbErrorReadWithTimeout> WaitForPublish(
       const storage::ExecutionId& execution_id, storage::Version since,
       const storage::WaitOptions& wait) override;
+  Result<storage::WatchToken, storage::DbErrorRead> WatchFinished(
+      const storage::ExecutionId& execution_id, storage::WatchCallback on_change) override;
+  Result<storage::WatchToken, storage::DbErrorRead> WatchPublish(
+      const storage::ExecutionId& execution_id, storage::Version since,
+      storage::WatchCallback on_change) override;
+  void Unwatch(storage::WatchToken token) override;
   Result<void, storage::DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, storage::DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;

@@ -47,7 +47,9 @@ Result<void, ServiceError> CheckOptions(const ServiceOptions& o) {
 
 ExecutionService::ExecutionService(ServiceOptions options,
                                    std::unique_ptr<storage::DbExternalApi> api)
-    : options_(std::move(options)), api_(std::move(api)) {
+    : options_(std::move(options)),
+      api_(std::move(api)),
+      async_waits_(std::make_unique<AsyncWaits>(*api_)) {
   limiter_ = executor::ConcurrencyLimiter::Create(options_.max_concurrency);
   workflow_limiter_ = executor::ConcurrencyLimiter::Create(options_.max_workflow_concurrency);
   cron_ = std::make_unique<CronTicker>(

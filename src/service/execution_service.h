@@ -49,6 +49,7 @@
 #include "executor/concurrency_limiter.h"
 #include "executor/exec_task.h"
 #include "executor/expired_timers_watcher.h"
+#include "service/async_wait.h"
 #include "service/component.h"
 #include "service/retention.h"
 #include "service/service_error.h"
@@ -255,6 +256,19 @@ class ExecutionService {
   Result<core::SupportedFunctionReturnValue, ServiceError> WaitForResult(
       std::string_view execution_id, std::chrono::milliseconds timeout,
       const CancellationToken& cancel = CancellationToken());
+  // The callback form of WaitForResult, holding no thread while it waits
+  // (async_wait.h): `done` gets, once, what WaitForResult would return
+  // (kNotFound, kTimeout after `timeout`, kCancelled when `cancel` fires,
+  // kUnavailable), run through `post` like every database read of the
+  // wait; `done` itself may run on the timer or the cancelling thread and
+  // must be cheap. Returns the handle to abandon it with (a client gone).
+  // Errors returned at once: kInvalidArgument (malformed id).
+  Result<std::shared_ptr<AsyncWait>, ServiceError> WaitForResultAsync(
+      std::string_view execution_id, std::chrono::milliseconds timeout,
+      const CancellationToken& cancel, PostFn post,
+      std::function<void(Result<core::SupportedFunctionReturnValue, ServiceError>)> done);
+  // Waits started by WaitForResultAsync / GetValueAsync still in flight.
+  size_t AsyncWaitsInFlight() const { return async_waits_->size(); }
   // Errors: kInvalidArgument (limit, cursor, ffqn, prefixes over 512 bytes).
   Result<ListPage, ServiceError> List(const ListQuery& query);
   // Errors: kInvalidArgument (length), kNotFound.
@@ -322,6 +336,13 @@ class ExecutionService {
   Result<PublishedValue, ServiceError> GetValue(
       std::string_view execution_id, std::string_view key, const ValueWait& wait = {},
       const CancellationToken& cancel = CancellationToken());
+  // The callback form of GetValue, as WaitForResultAsync is of
+  // WaitForResult. Errors returned at once: kInvalidArgument (malformed id
+  // or key, a negative wait); every other outcome goes to `done`.
+  Result<std::shared_ptr<AsyncWait>, ServiceError> GetValueAsync(
+      std::string_view execution_id, std::string_view key, const ValueWait& wait,
+      const CancellationToken& cancel, PostFn post,
+      std::function<void(Result<PublishedValue, ServiceError>)> done);
   // Messages this service delivered (SendMessage and its workflows' sends;
   // idempotent repeats not counted) and messages its workflows consumed.
   struct MessageCounts {
@@ -437,6 +458,9 @@ class ExecutionService {
 
   ServiceOptions options_;
   std::unique_ptr<storage::DbExternalApi> api_;
+  // Waits in flight without a thread; destroyed (abandoning them) before
+  // api_, which they use.
+  std::unique_ptr<AsyncWaits> async_waits_;
   runtime::workflow::MapFunctionRegistry registry_;
   std::map<core::FunctionFqn, core::FunctionSignature> signatures_;
   std::vector<ComponentSpec> components_;

@@ -107,6 +107,58 @@ Result<std::vector<PublishedValue>, ServiceError> ExecutionService::ListValues(
   return out;
 }
 
+namespace {
+
+// A value wait between its looks (GetValue, GetValueAsync).
+struct ValueLook {
+  core::ExecutionId id;
+  std::string name;
+  ValueWait wait;
+  std::string what;
+  std::chrono::steady_clock::time_point deadline;
+  ValuesSoFar values;
+
+  ServiceError TimeoutError() const {
+    return ServiceError::Timeout("no value `" + name + "` of " + what + " within " +
+                                 std::to_string(wait.timeout.count()) + " ms");
+  }
+  ServiceError CancelledError() const {
+    return ServiceError::Cancelled("the wait for `" + name + "` of " + what + " was cancelled");
+  }
+};
+
+// Reads on from `look.values.next`: the answer, or nullopt to wait for a
+// Publish (of any key: the next look reads on from there) or the end.
+std::optional<Result<PublishedValue, ServiceError>> LookForValue(storage::DbExternalApi& api,
+                                                                 ValueLook& look) {
+  // Finished first, then the log: a value published before the end is in
+  // the read that follows.
+  auto state = api.GetPendingState(look.id);
+  if (!state) return Unexpected(FromRead(state.error(), look.what));
+  if (auto read = ReadValues(api, look.id, look.values); !read) {
+    return Unexpected(std::move(read).error());
+  }
+  auto found = look.values.by_key.find(look.name);
+  const auto& after = look.wait.after_version;
+  if (found != look.values.by_key.end() && (!after || found->second.version > *after)) {
+    return found->second;
+  }
+  if (state->IsFinished()) {
+    return Unexpected(ServiceError::NotFound(look.what + " finished without publishing `" +
+                                             look.name + "`" +
+                                             (after ? " after version " + after->ToString() : "")));
+  }
+  if (look.wait.timeout.count() == 0) {
+    return Unexpected(ServiceError::NotFound(look.what + " has published no value `" + look.name +
+                                             "`" +
+                                             (after ? " after version " + after->ToString() : "")));
+  }
+  if (std::chrono::steady_clock::now() >= look.deadline) return Unexpected(look.TimeoutError());
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view execution_id,
                                                                 std::string_view key,
                                                                 const ValueWait& wait,
@@ -116,53 +168,67 @@ Result<PublishedValue, ServiceError> ExecutionService::GetValue(std::string_view
   if (wait.timeout.count() < 0) {
     return Unexpected(ServiceError::InvalidArgument("the wait must not be negative"));
   }
-  const std::string what = "execution " + id.ToString();
-  const std::string name(key);
-  auto fits = [&](const PublishedValue& value) {
-    return !wait.after_version || value.version > *wait.after_version;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + wait.timeout;
-  ValuesSoFar values;
+  ValueLook look{id,
+                 std::string(key),
+                 wait,
+                 "execution " + id.ToString(),
+                 std::chrono::steady_clock::now() + wait.timeout,
+                 {}};
   // Only a value published after `after_version` can answer: the log is
   // read from there (a reader following a long-running workflow does not
   // read its whole log again at every value).
-  if (wait.after_version) values.next = wait.after_version->Increment();
+  if (wait.after_version) look.values.next = wait.after_version->Increment();
   for (;;) {
-    // Finished first, then the log: a value published before the end is
-    // in the read that follows.
-    auto state = api_->GetPendingState(id);
-    if (!state) return Unexpected(FromRead(state.error(), what));
-    STELE_TRY(ReadValues(*api_, id, values));
-    auto found = values.by_key.find(name);
-    if (found != values.by_key.end() && fits(found->second)) return found->second;
-    if (state->IsFinished()) {
-      return Unexpected(ServiceError::NotFound(
-          what + " finished without publishing `" + name + "`" +
-          (wait.after_version ? " after version " + wait.after_version->ToString() : "")));
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (wait.timeout.count() == 0) {
-      return Unexpected(ServiceError::NotFound(
-          what + " has published no value `" + name + "`" +
-          (wait.after_version ? " after version " + wait.after_version->ToString() : "")));
-    }
-    if (now >= deadline) {
-      return Unexpected(ServiceError::Timeout("no value `" + name + "` of " + what + " within " +
-                                              std::to_string(wait.timeout.count()) + " ms"));
-    }
-    // Sleeps until a Publish after what was read (of any key: the loop
-    // reads on from there) or the end commits; a timeout is answered by
-    // the deadline check above. Each read starts where the last one ended.
-    auto woken = api_->WaitForPublish(id, values.next, storage::WaitOptions{deadline, cancel});
+    if (auto out = LookForValue(*api_, look)) return std::move(*out);
+    // Sleeps until a Publish after what was read or the end commits; a
+    // timeout is answered by the next look. Each read starts where the
+    // last one ended.
+    auto woken =
+        api_->WaitForPublish(id, look.values.next, storage::WaitOptions{look.deadline, cancel});
     if (!woken && woken.error().IsTimeout() &&
         woken.error().timeout() == storage::TimeoutOutcome::kCancel) {
-      return Unexpected(
-          ServiceError::Cancelled("the wait for `" + name + "` of " + what + " was cancelled"));
+      return Unexpected(look.CancelledError());
     }
     if (!woken && !woken.error().IsTimeout()) {
-      return Unexpected(FromRead(woken.error().read(), what));
+      return Unexpected(FromRead(woken.error().read(), look.what));
     }
   }
+}
+
+Result<std::shared_ptr<AsyncWait>, ServiceError> ExecutionService::GetValueAsync(
+    std::string_view execution_id, std::string_view key, const ValueWait& wait,
+    const CancellationToken& cancel, PostFn post,
+    std::function<void(Result<PublishedValue, ServiceError>)> done) {
+  STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(execution_id));
+  STELE_TRY(CheckValueKey(key));
+  if (wait.timeout.count() < 0) {
+    return Unexpected(ServiceError::InvalidArgument("the wait must not be negative"));
+  }
+  // Touched by the attempts and watches only, one at a time (async_wait.h);
+  // the error makers read its immutable fields.
+  auto look = std::make_shared<ValueLook>(ValueLook{id,
+                                                    std::string(key),
+                                                    wait,
+                                                    "execution " + id.ToString(),
+                                                    std::chrono::steady_clock::now() + wait.timeout,
+                                                    {}});
+  if (wait.after_version) look->values.next = wait.after_version->Increment();
+  storage::DbExternalApi* api = api_.get();
+  internal::AsyncWaitSpec<PublishedValue> spec;
+  spec.attempt = [api, look] { return LookForValue(*api, *look); };
+  spec.watch = [api, look](storage::WatchCallback fired) {
+    return api->WatchPublish(look->id, look->values.next, std::move(fired));
+  };
+  if (wait.timeout.count() > 0) spec.deadline = look->deadline;
+  spec.timeout_error = [look] { return look->TimeoutError(); };
+  spec.cancelled_error = [look] { return look->CancelledError(); };
+  spec.watch_error = [look](const storage::DbErrorRead& error) {
+    return FromRead(error, look->what);
+  };
+  spec.cancel = cancel;
+  spec.post = std::move(post);
+  spec.done = std::move(done);
+  return async_waits_->Start(std::move(spec));
 }
 
 }  // namespace stele::service

@@ -9,6 +9,24 @@ namespace stele::service {
 
 namespace {
 
+// What a failed result wait answers (WaitForResult, WaitForResultAsync).
+ServiceError ResultWaitError(const core::ExecutionId& id,
+                             const storage::DbErrorReadWithTimeout& error,
+                             std::chrono::milliseconds timeout) {
+  if (!error.IsTimeout()) {
+    return ServiceError::Unavailable("waiting for " + id.ToString() + ": " + error.ToString());
+  }
+  if (error.timeout() == storage::TimeoutOutcome::kCancel) {
+    return ServiceError::Cancelled("the wait for " + id.ToString() + " was cancelled");
+  }
+  return ServiceError::Timeout("execution " + id.ToString() + " did not finish within " +
+                               std::to_string(timeout.count()) + " ms");
+}
+
+}  // namespace
+
+namespace {
+
 constexpr size_t kMaxPrefixBytes = 512;
 
 }  // namespace
@@ -43,15 +61,59 @@ Result<core::SupportedFunctionReturnValue, ServiceError> ExecutionService::WaitF
   if (!state) return Unexpected(FromRead(state.error(), "execution " + id.ToString()));
   auto result = api_->WaitForFinishedResult(id, storage::WaitOptions::For(timeout, cancel));
   if (result) return std::move(*result);
-  if (!result.error().IsTimeout()) {
-    return Unexpected(ServiceError::Unavailable("waiting for " + id.ToString() + ": " +
-                                                result.error().ToString()));
-  }
-  if (result.error().timeout() == storage::TimeoutOutcome::kCancel) {
-    return Unexpected(ServiceError::Cancelled("the wait for " + id.ToString() + " was cancelled"));
-  }
-  return Unexpected(ServiceError::Timeout("execution " + id.ToString() + " did not finish within " +
-                                          std::to_string(timeout.count()) + " ms"));
+  return Unexpected(ResultWaitError(id, result.error(), timeout));
+}
+
+Result<std::shared_ptr<AsyncWait>, ServiceError> ExecutionService::WaitForResultAsync(
+    std::string_view text, std::chrono::milliseconds timeout, const CancellationToken& cancel,
+    PostFn post,
+    std::function<void(Result<core::SupportedFunctionReturnValue, ServiceError>)> done) {
+  using Value = core::SupportedFunctionReturnValue;
+  STELE_ASSIGN_OR_RETURN(core::ExecutionId id, internal::ParseExecutionId(text));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto checked = std::make_shared<bool>(false);  // only touched by attempts, one at a time
+  storage::DbExternalApi* api = api_.get();
+  internal::AsyncWaitSpec<Value> spec;
+  spec.attempt = [api, id, deadline, timeout,
+                  checked]() -> std::optional<Result<Value, ServiceError>> {
+    if (!*checked) {
+      // As WaitForResult: a missing id is NotFound, not a timeout.
+      auto state = api->GetPendingState(id);
+      if (!state) return Unexpected(FromRead(state.error(), "execution " + id.ToString()));
+      *checked = true;
+    }
+    // A deadline in the past makes this a read of the result if finished.
+    auto result = api->WaitForFinishedResult(
+        id, storage::WaitOptions{std::chrono::steady_clock::now() - std::chrono::seconds(1),
+                                 std::nullopt});
+    if (result) return std::move(*result);
+    const bool not_yet =
+        result.error().IsTimeout() && result.error().timeout() == storage::TimeoutOutcome::kTimeout;
+    if (!not_yet) return Unexpected(ResultWaitError(id, result.error(), timeout));
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Unexpected(ResultWaitError(id, result.error(), timeout));
+    }
+    return std::nullopt;
+  };
+  spec.watch = [api, id](storage::WatchCallback fired) {
+    return api->WatchFinished(id, std::move(fired));
+  };
+  spec.deadline = deadline;
+  spec.timeout_error = [id, timeout] {
+    return ResultWaitError(
+        id, storage::DbErrorReadWithTimeout::Timeout(storage::TimeoutOutcome::kTimeout), timeout);
+  };
+  spec.cancelled_error = [id, timeout] {
+    return ResultWaitError(
+        id, storage::DbErrorReadWithTimeout::Timeout(storage::TimeoutOutcome::kCancel), timeout);
+  };
+  spec.watch_error = [id](const storage::DbErrorRead& error) {
+    return FromRead(error, "execution " + id.ToString());
+  };
+  spec.cancel = cancel;
+  spec.post = std::move(post);
+  spec.done = std::move(done);
+  return async_waits_->Start(std::move(spec));
 }
 
 Result<ListPage, ServiceError> ExecutionService::List(const ListQuery& query) {

@@ -9,8 +9,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -27,6 +31,64 @@ namespace {
 using namespace std::chrono_literals;
 
 const char* const kValuesFfqn = "demo:values/api.job";
+
+// The PostFn of the async waits: one thread that runs what is posted.
+class ValuesTestPoster {
+ public:
+  ValuesTestPoster() : thread_([this] { Run(); }) {}
+  ~ValuesTestPoster() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  PostFn Fn() {
+    return [this](std::function<void()> task) {
+      std::lock_guard lock(mu_);
+      if (stop_) return false;
+      tasks_.push_back(std::move(task));
+      cv_.notify_all();
+      return true;
+    };
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<std::function<void()>> tasks_;
+  std::thread thread_;
+};
+
+// The outcome a `done` callback delivers, awaited with a bound that only a
+// lost completion reaches.
+template <class T>
+struct AsyncOutcome {
+  std::shared_ptr<std::promise<Result<T, ServiceError>>> promise =
+      std::make_shared<std::promise<Result<T, ServiceError>>>();
+  std::function<void(Result<T, ServiceError>)> Done() {
+    return [p = promise](Result<T, ServiceError> out) { p->set_value(std::move(out)); };
+  }
+  std::optional<Result<T, ServiceError>> Get() {
+    auto future = promise->get_future();
+    if (future.wait_for(std::chrono::seconds(60)) != std::future_status::ready) return std::nullopt;
+    return future.get();
+  }
+};
 constexpr std::chrono::milliseconds kValueLongWait = 30s;
 
 class ValueWaitTest : public ::testing::TestWithParam<std::string> {
@@ -132,6 +194,8 @@ class ValueWaitTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<storage::DbConnection> db_;
   std::unique_ptr<ExecutionService> service_;
   std::thread writer_;
+  // Outlives service_ (reset in TearDown), whose waits post to it.
+  ValuesTestPoster poster_;
   std::filesystem::path dir_;
   std::string dbname_;
 };
@@ -194,6 +258,95 @@ TEST_P(ValueWaitTest, ACancelledWaitAnswersCancelled) {
   canceller.join();
   ASSERT_FALSE(cancelled.has_value());
   EXPECT_EQ(cancelled.error().kind, ServiceError::Kind::kCancelled) << cancelled.error().ToString();
+}
+
+// The async forms (async_wait.h) answer as the blocking ones do, without a
+// thread of their own while they wait.
+TEST_P(ValueWaitTest, AsyncWaitsAnswerAsTheBlockingOnesDo) {
+  auto [id, v] = Running();
+  AsyncOutcome<PublishedValue> value;
+  auto started =
+      service_->GetValueAsync(id.ToString(), "stage", ValueWait{std::nullopt, kValueLongWait},
+                              CancellationToken(), poster_.Fn(), value.Done());
+  ASSERT_TRUE(started.has_value()) << started.error().ToString();
+  AsyncOutcome<core::SupportedFunctionReturnValue> result;
+  ASSERT_TRUE(service_
+                  ->WaitForResultAsync(id.ToString(), kValueLongWait, CancellationToken(),
+                                       poster_.Fn(), result.Done())
+                  .has_value());
+  WriteLater(id, v, {Publish("other", core::Json(0)), Publish("stage", core::Json("waiting"))});
+  auto got = value.Get();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->has_value()) << got->error().ToString();
+  EXPECT_EQ((*got)->value, core::Json("waiting"));
+  writer_.join();
+
+  WriteLater(id, core::Version(v.value() + 2),
+             {core::Finished{core::ReturnValueOk{core::Json(7)}, {}}});
+  auto finished = result.Get();
+  ASSERT_TRUE(finished.has_value());
+  ASSERT_TRUE(finished->has_value()) << finished->error().ToString();
+  EXPECT_EQ(**finished, core::SupportedFunctionReturnValue(core::ReturnValueOk{core::Json(7)}));
+  EXPECT_EQ(service_->AsyncWaitsInFlight(), 0u);
+}
+
+TEST_P(ValueWaitTest, AsyncWaitsTimeOutGetCancelledAndCanBeAbandoned) {
+  auto [id, v] = Running();
+  AsyncOutcome<core::SupportedFunctionReturnValue> timed_out;
+  ASSERT_TRUE(service_
+                  ->WaitForResultAsync(id.ToString(), 50ms, CancellationToken(), poster_.Fn(),
+                                       timed_out.Done())
+                  .has_value());
+  auto timeout = timed_out.Get();
+  ASSERT_TRUE(timeout.has_value());
+  ASSERT_FALSE(timeout->has_value());
+  EXPECT_EQ(timeout->error().kind, ServiceError::Kind::kTimeout) << timeout->error().ToString();
+
+  CancellationToken token;
+  AsyncOutcome<PublishedValue> cancelled;
+  ASSERT_TRUE(service_
+                  ->GetValueAsync(id.ToString(), "stage", ValueWait{std::nullopt, kValueLongWait},
+                                  token, poster_.Fn(), cancelled.Done())
+                  .has_value());
+  token.Cancel();
+  auto cancel = cancelled.Get();
+  ASSERT_TRUE(cancel.has_value());
+  ASSERT_FALSE(cancel->has_value());
+  EXPECT_EQ(cancel->error().kind, ServiceError::Kind::kCancelled) << cancel->error().ToString();
+
+  // Abandoned: released at once, and its callback never runs.
+  bool called = false;
+  auto abandoned = service_->WaitForResultAsync(
+      id.ToString(), kValueLongWait, CancellationToken(), poster_.Fn(),
+      [&called](Result<core::SupportedFunctionReturnValue, ServiceError>) { called = true; });
+  ASSERT_TRUE(abandoned.has_value());
+  (*abandoned)->Abandon();
+  EXPECT_EQ(service_->AsyncWaitsInFlight(), 0u);
+  // A finish after that reaches nobody (the waits of another execution,
+  // registered later, show its notification has gone by).
+  AsyncOutcome<core::SupportedFunctionReturnValue> after;
+  ASSERT_TRUE(service_
+                  ->WaitForResultAsync(id.ToString(), kValueLongWait, CancellationToken(),
+                                       poster_.Fn(), after.Done())
+                  .has_value());
+  WriteLater(id, v, {core::Finished{core::ReturnValueOk{std::nullopt}, {}}});
+  ASSERT_TRUE(after.Get().has_value());
+  EXPECT_FALSE(called);
+
+  // Unknown and malformed ids.
+  AsyncOutcome<core::SupportedFunctionReturnValue> unknown;
+  ASSERT_TRUE(service_
+                  ->WaitForResultAsync(core::ExecutionId::Generate().ToString(), kValueLongWait,
+                                       CancellationToken(), poster_.Fn(), unknown.Done())
+                  .has_value());
+  auto missing = unknown.Get();
+  ASSERT_TRUE(missing.has_value());
+  ASSERT_FALSE(missing->has_value());
+  EXPECT_EQ(missing->error().kind, ServiceError::Kind::kNotFound);
+  EXPECT_FALSE(service_
+                   ->WaitForResultAsync("nope", kValueLongWait, CancellationToken(), poster_.Fn(),
+                                        unknown.Done())
+                   .has_value());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/backtrace.h"
 #include "storage/db_executor.h"
+#include "storage/watch_registry.h"
 
 namespace stele::storage {
 
@@ -113,6 +114,28 @@ class DbConnection : public DbExecutor {
   virtual Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
                                                               Version since,
                                                               const WaitOptions& wait) = 0;
+
+  // Watches (docs/storage_contract.md "Watches"): the callback form of
+  // WaitForFinishedResult, for waits that hold no thread. Calls `on_change`
+  // once: after the commit that finishes `execution_id`, or on this thread
+  // before returning when it is finished already. It may also fire early,
+  // as a hint (the pool closes; a lost notification connection came back):
+  // the caller re-reads and watches again when not finished. `on_change`
+  // runs on a backend thread, possibly under a backend lock: it must be
+  // cheap and must not call into storage (it hands off). Returns the token
+  // for Unwatch (0 when it has fired already).
+  // Errors: NotFound, Generic (nothing stays registered; the callback may
+  // have run as a hint).
+  virtual Result<WatchToken, DbErrorRead> WatchFinished(const ExecutionId& execution_id,
+                                                        WatchCallback on_change) = 0;
+  // As WatchFinished, for the condition of WaitForPublish: a Publish at
+  // version >= `since`, or the execution finished. Later Publish events of
+  // any version fire it (a hint).
+  virtual Result<WatchToken, DbErrorRead> WatchPublish(const ExecutionId& execution_id,
+                                                       Version since, WatchCallback on_change) = 0;
+  // Cancels a watch: its callback does not start after Unwatch returns
+  // (it may be running already). Unknown and fired tokens are ignored.
+  virtual void Unwatch(WatchToken token) = 0;
 
   virtual Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) = 0;
   virtual Result<void, DbErrorWrite> AppendBacktraceBatch(

@@ -72,7 +72,10 @@ ExecutionJournal* MemoryConnection::FindJournal(const ExecutionId& execution_id)
   return it == state_->journals.end() ? nullptr : &it->second;
 }
 
-void MemoryConnection::NotifyChanged() { state_->changed.notify_all(); }
+void MemoryConnection::NotifyChanged() {
+  state_->changed.notify_all();
+  FireReadyWatches();
+}
 
 // --- Locking -----------------------------------------------------------------
 

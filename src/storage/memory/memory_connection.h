@@ -71,6 +71,11 @@ class MemoryConnection final : public DbConnectionTest {
   Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
                                                       Version since,
                                                       const WaitOptions& wait) override;
+  Result<WatchToken, DbErrorRead> WatchFinished(const ExecutionId& execution_id,
+                                                WatchCallback on_change) override;
+  Result<WatchToken, DbErrorRead> WatchPublish(const ExecutionId& execution_id, Version since,
+                                               WatchCallback on_change) override;
+  void Unwatch(WatchToken token) override;
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;
@@ -123,8 +128,13 @@ class MemoryConnection final : public DbConnectionTest {
   Result<AppendMessageOutcome, DbErrorWrite> AppendMessageLocked(
       DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
       const core::MessageReceived& message);
-  // REQUIRES: state_->mu held. Wakes every waiter to re-check.
+  // REQUIRES: state_->mu held. Wakes every waiter to re-check and fires
+  // the watches whose condition holds now.
   void NotifyChanged();
+  // REQUIRES: state_->mu held.
+  void FireReadyWatches();
+  Result<WatchToken, DbErrorRead> Watch(const ExecutionId& execution_id, WatchKind kind,
+                                        Version since, WatchCallback on_change);
   // Locks up to batch_size PendingAt executions accepted by `selected`.
   // REQUIRES: state_->mu held.
   template <class Selected>

@@ -9,6 +9,24 @@
 
 namespace stele::storage::memory::internal {
 
+namespace {
+
+// WaitForPublish's condition (kPublish) or WaitForFinishedResult's.
+bool MemoryWatchReady(const ExecutionJournal& journal, WatchKind kind, uint64_t since) {
+  if (journal.pending_state().IsFinished()) return true;
+  if (kind == WatchKind::kFinished) return false;
+  const auto& events = journal.events();
+  for (size_t v = since; v < events.size(); ++v) {
+    const auto* history = std::get_if<core::HistoryEventRequest>(&events[v].event);
+    if (history != nullptr && std::holds_alternative<core::HistoryPublish>(history->event)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 template <class Ready>
 MemoryConnection::WaitEnd MemoryConnection::BlockUntil(const std::optional<WaitOptions>& wait,
                                                        const Ready& ready) {
@@ -162,5 +180,45 @@ Result<void, DbErrorReadWithTimeout> MemoryConnection::WaitForPublish(
   }
   return Unexpected(DbErrorReadWithTimeout::Timeout(TimeoutOutcome::kTimeout));
 }
+
+void MemoryConnection::FireReadyWatches() {
+  if (state_->watches.size() == 0) return;
+  state_->watches.FireWhere([&](const std::string& id, WatchKind kind, uint64_t since) {
+    auto parsed = ExecutionId::Parse(id);
+    if (!parsed) return true;
+    const ExecutionJournal* journal = FindJournal(*parsed);
+    // A journal gone (retention) fires as a hint: the owner re-reads.
+    return journal == nullptr || MemoryWatchReady(*journal, kind, since);
+  });
+}
+
+Result<WatchToken, DbErrorRead> MemoryConnection::Watch(const ExecutionId& execution_id,
+                                                        WatchKind kind, Version since,
+                                                        WatchCallback on_change) {
+  std::unique_lock lock(state_->mu);
+  if (state_->closed) return Unexpected(DbErrorGeneric::Close());
+  const ExecutionJournal* journal = FindJournal(execution_id);
+  if (journal == nullptr) return Unexpected(DbErrorRead::NotFound());
+  if (MemoryWatchReady(*journal, kind, since.value())) {
+    lock.unlock();
+    on_change();
+    return WatchToken{0};
+  }
+  // Checked and registered under mu: no commit can slip in between.
+  return state_->watches.Add(execution_id.ToString(), kind, std::move(on_change), since.value());
+}
+
+Result<WatchToken, DbErrorRead> MemoryConnection::WatchFinished(const ExecutionId& execution_id,
+                                                                WatchCallback on_change) {
+  return Watch(execution_id, WatchKind::kFinished, Version(0), std::move(on_change));
+}
+
+Result<WatchToken, DbErrorRead> MemoryConnection::WatchPublish(const ExecutionId& execution_id,
+                                                               Version since,
+                                                               WatchCallback on_change) {
+  return Watch(execution_id, WatchKind::kPublish, since, std::move(on_change));
+}
+
+void MemoryConnection::Unwatch(WatchToken token) { state_->watches.Remove(token); }
 
 }  // namespace stele::storage::memory::internal

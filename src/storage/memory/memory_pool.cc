@@ -52,6 +52,7 @@ void MemoryPool::Close() {
   std::lock_guard lock(state_->mu);
   state_->closed = true;
   state_->changed.notify_all();  // releases every waiter
+  state_->watches.Close();
 }
 
 }  // namespace stele::storage::memory

@@ -14,6 +14,7 @@
 #include "core/backtrace.h"
 #include "storage/memory/execution_journal.h"
 #include "storage/schedule.h"
+#include "storage/watch_registry.h"
 
 namespace stele::storage::memory::internal {
 
@@ -32,6 +33,9 @@ struct MemoryState {
   std::map<std::string, bool> delay_responses;  // guarded by mu
   std::vector<core::BacktraceInfo> backtraces;  // guarded by mu, in insertion order
   std::map<std::string, Schedule> schedules;    // guarded by mu, by name
+  // Callback watches, re-checked after every committed change (under mu,
+  // lock order mu -> the registry's own mutex).
+  WatchRegistry watches;
 };
 
 }  // namespace stele::storage::memory::internal

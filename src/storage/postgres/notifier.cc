@@ -88,6 +88,11 @@ void Notifier::Notify(const std::vector<Notice>& notices) {
     }
   }
   for (const auto& waiter : woken) waiter->Wake(false, false);
+  for (const Notice& notice : notices) {
+    std::string_view key = notice.key;
+    if (key.starts_with("x:")) watches_.FireFinished(std::string(key.substr(2)));
+    if (key.starts_with("p:")) watches_.FirePublished(std::string(key.substr(2)));
+  }
 }
 
 void Notifier::WakeAll() {
@@ -99,6 +104,7 @@ void Notifier::WakeAll() {
     }
   }
   for (const auto& waiter : woken) waiter->Wake(false, false);
+  watches_.FireAll();
 }
 
 void Notifier::Close() {
@@ -111,6 +117,7 @@ void Notifier::Close() {
     }
   }
   for (const auto& waiter : woken) waiter->Wake(true, false);
+  watches_.Close();
 }
 
 void Notifier::Register(const std::shared_ptr<Waiter>& waiter) {

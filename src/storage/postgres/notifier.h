@@ -38,6 +38,7 @@
 #include "base/cancellation.h"
 #include "base/time.h"
 #include "storage/postgres/pg_conn.h"
+#include "storage/watch_registry.h"
 
 namespace stele::storage::postgres::internal {
 
@@ -81,11 +82,17 @@ class Waiter {
 
 class Notifier {
  public:
+  // Also fires the callback watches of "x:" / "p:" notices, after the
+  // waiters and outside mu_.
   void Notify(const std::vector<Notice>& notices);
-  // Wakes every registered waiter (after a listener reconnect).
+  // Wakes every registered waiter and fires every watch (after a listener
+  // reconnect: notices may have been lost meanwhile).
   void WakeAll();
-  // Releases every waiter (kClosed) now and every waiter registered later.
+  // Releases every waiter (kClosed) now and every waiter registered later;
+  // fires every watch.
   void Close();
+  // Callback watches (DbConnection::WatchFinished / WatchPublish).
+  WatchRegistry& watches() { return watches_; }
 
  private:
   friend class Registration;
@@ -95,6 +102,7 @@ class Notifier {
   std::mutex mu_;
   bool closed_ = false;                                                         // guarded by mu_
   std::unordered_map<std::string, std::vector<std::shared_ptr<Waiter>>> keys_;  // guarded by mu_
+  WatchRegistry watches_;
 };
 
 // A registered waiter for the scope of one wait call; also watches the

@@ -55,6 +55,44 @@ Result<T, DbErrorReadWithTimeout> WaitLoop(Store& store, Registration& registrat
   }
 }
 
+// Whether `id` is finished or its log holds a Publish at or after `since`
+// (WaitForPublish's condition), in one statement. NotFound when there is
+// no such execution.
+Result<bool, DbErrorRead> PublishReady(Store& store, const std::string& id, Version since) {
+  return store.Read<bool, DbErrorRead>([&](PgConn& db) -> Result<bool, DbErrorRead> {
+    // No row: no such execution; the EXISTS is a range of the log's
+    // primary key.
+    auto res = db.Exec(
+        "SELECT s.state = 'finished', EXISTS (SELECT 1 FROM t_execution_log l "
+        "WHERE l.execution_id = $1 AND l.version >= $2 AND "
+        "l.history_event_type = 'publish') FROM t_state s WHERE s.execution_id = $1",
+        Params().Text(id).Int(static_cast<int64_t>(since.value())));
+    if (!res) return Unexpected(DbErrorRead(res.error().ToGeneric()));
+    if (res->rows() == 0) return Unexpected(DbErrorRead::NotFound());
+    return res->Bool(0, 0) || res->Bool(0, 1);
+  });
+}
+
+// Registers a watch, then checks `ready` (register-then-check, as for the
+// waits): a commit lands before the check (seen: fired here) or after the
+// registration (fired by its notice).
+template <class Ready>
+Result<WatchToken, DbErrorRead> WatchThenCheck(WatchRegistry& watches, const std::string& id,
+                                               WatchKind kind, WatchCallback on_change,
+                                               const Ready& ready) {
+  const WatchToken token = watches.Add(id, kind, std::move(on_change));
+  Result<bool, DbErrorRead> now = ready();
+  if (!now) {
+    watches.Remove(token);
+    return Unexpected(std::move(now).error());
+  }
+  if (*now) {
+    watches.Fire(token);
+    return WatchToken{0};
+  }
+  return token;
+}
+
 }  // namespace
 
 void PostgresConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
@@ -180,28 +218,38 @@ Result<void, DbErrorReadWithTimeout> PostgresConnection::WaitForPublish(
   // A value waiter wakes on a Publish and on the end (no value follows it).
   Registration registration(store_->notifier(), {PublishKey(id), FinishedKey(id)}, std::nullopt,
                             wait.cancel);
-  auto done = WaitLoop<bool>(
-      *store_, registration, wait, [&]() -> Result<std::optional<bool>, DbErrorReadWithTimeout> {
-        return store_->Read<std::optional<bool>, DbErrorReadWithTimeout>(
-            [&](PgConn& db) -> Result<std::optional<bool>, DbErrorReadWithTimeout> {
-              // One statement: finished (no row: no such execution) and
-              // whether a Publish lies at or after `since` (a range of the
-              // log's primary key).
-              auto res = db.Exec(
-                  "SELECT s.state = 'finished', EXISTS (SELECT 1 FROM t_execution_log l "
-                  "WHERE l.execution_id = $1 AND l.version >= $2 AND "
-                  "l.history_event_type = 'publish') FROM t_state s WHERE s.execution_id = $1",
-                  Params().Text(id).Int(static_cast<int64_t>(since.value())));
-              if (!res) return Unexpected(DbErrorReadWithTimeout(res.error().ToGeneric()));
-              if (res->rows() == 0) return Unexpected(DbErrorRead::NotFound());
-              if (res->Bool(0, 0) || res->Bool(0, 1)) {
-                return std::optional<bool>(true);
-              }
-              return std::optional<bool>();
-            });
-      });
+  auto done = WaitLoop<bool>(*store_, registration, wait,
+                             [&]() -> Result<std::optional<bool>, DbErrorReadWithTimeout> {
+                               STELE_ASSIGN_OR_RETURN(bool ready, PublishReady(*store_, id, since));
+                               return ready ? std::optional<bool>(true) : std::nullopt;
+                             });
   if (!done) return Unexpected(std::move(done).error());
   return {};
 }
+
+Result<WatchToken, DbErrorRead> PostgresConnection::WatchFinished(const ExecutionId& execution_id,
+                                                                  WatchCallback on_change) {
+  const std::string id = execution_id.ToString();
+  return WatchThenCheck(
+      store_->notifier().watches(), id, WatchKind::kFinished, std::move(on_change), [&] {
+        return store_->Read<bool, DbErrorRead>([&](PgConn& db) -> Result<bool, DbErrorRead> {
+          auto res =
+              db.Exec("SELECT state FROM t_state WHERE execution_id = $1", Params().Text(id));
+          if (!res) return Unexpected(DbErrorRead(res.error().ToGeneric()));
+          if (res->rows() == 0) return Unexpected(DbErrorRead::NotFound());
+          return res->Text(0, 0) == "finished";
+        });
+      });
+}
+
+Result<WatchToken, DbErrorRead> PostgresConnection::WatchPublish(const ExecutionId& execution_id,
+                                                                 Version since,
+                                                                 WatchCallback on_change) {
+  const std::string id = execution_id.ToString();
+  return WatchThenCheck(store_->notifier().watches(), id, WatchKind::kPublish, std::move(on_change),
+                        [&] { return PublishReady(*store_, id, since); });
+}
+
+void PostgresConnection::Unwatch(WatchToken token) { store_->notifier().watches().Remove(token); }
 
 }  // namespace stele::storage::postgres::internal

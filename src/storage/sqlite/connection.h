@@ -77,6 +77,11 @@ class SqliteConnection final : public DbConnectionTest {
   Result<void, DbErrorReadWithTimeout> WaitForPublish(const ExecutionId& execution_id,
                                                       Version since,
                                                       const WaitOptions& wait) override;
+  Result<WatchToken, DbErrorRead> WatchFinished(const ExecutionId& execution_id,
+                                                WatchCallback on_change) override;
+  Result<WatchToken, DbErrorRead> WatchPublish(const ExecutionId& execution_id, Version since,
+                                               WatchCallback on_change) override;
+  void Unwatch(WatchToken token) override;
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;

@@ -151,7 +151,7 @@ void Notifier::Unregister(const WaiterPtr& waiter) {
 
 void Notifier::Notify(const Notifications& notes) {
   if (notes.empty()) return;
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const PendingNotice& notice : notes.pending) {
     auto wake = [&](const Registry& registry, const std::string& key) {
       auto it = registry.find(key);
@@ -208,9 +208,13 @@ void Notifier::Notify(const Notifications& notes) {
     // An execution finishes once; its waiters are done.
     finished_.erase(it);
   }
+  lock.unlock();
+  for (const std::string& execution_id : notes.published) watches_.FirePublished(execution_id);
+  for (const FinishedNotice& notice : notes.finished) watches_.FireFinished(notice.execution_id);
 }
 
 void Notifier::Close() {
+  watches_.Close();
   std::lock_guard lock(mu_);
   if (closed_) return;
   closed_ = true;

@@ -33,6 +33,7 @@
 #include "core/function_fqn.h"
 #include "core/ids.h"
 #include "storage/wait.h"
+#include "storage/watch_registry.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -132,8 +133,13 @@ class Notifier {
   // REQUIRES: called after the commit that made `notes` true.
   void Notify(const Notifications& notes);
 
-  // Releases every waiter (kClosed) now and every waiter registered later.
+  // Releases every waiter (kClosed) now and every waiter registered later;
+  // fires every watch.
   void Close();
+
+  // Callback watches (DbConnection::WatchFinished / WatchPublish), fired by
+  // Notify after the waiters, outside mu_.
+  WatchRegistry& watches() { return watches_; }
 
  private:
   using Registry = std::unordered_map<std::string, std::vector<WaiterPtr>>;
@@ -148,6 +154,7 @@ class Notifier {
   Registry responses_;   // guarded by mu_
   Registry finished_;    // guarded by mu_
   Registry published_;   // guarded by mu_
+  WatchRegistry watches_;
 };
 
 // Registry key of a component digest.

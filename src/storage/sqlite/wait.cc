@@ -69,6 +69,48 @@ class Registration {
   Notifier::WaiterPtr waiter_;
 };
 
+// Whether `execution_id` is finished or its log holds a Publish at or after
+// `since` (WaitForPublish's condition), in one statement on a read
+// connection. NotFound when there is no such execution.
+Result<bool, DbErrorRead> PublishReady(Store& store, const ExecutionId& execution_id,
+                                       Version since) {
+  return store.Read([&](Connection& db) -> Result<bool, DbErrorRead> {
+    // NULL first column: no such execution; the second is a range of the
+    // log's primary key.
+    STELE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare("SELECT (SELECT state = 'finished' FROM t_state WHERE execution_id = ?1), "
+                   "EXISTS (SELECT 1 FROM t_execution_log WHERE execution_id = ?1 AND "
+                   "version >= ?2 AND history_event_type = 'publish')"));
+    stmt.BindText(1, execution_id.ToString());
+    stmt.BindInt64(2, static_cast<int64_t>(since.value()));
+    STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row || stmt.IsNull(0)) return Unexpected(DbErrorRead::NotFound());
+    return stmt.Int64(0) != 0 || stmt.Int64(1) != 0;
+  });
+}
+
+// Registers a watch, then checks `ready` on a read connection
+// (register-then-check, as for the waits): a commit lands before the
+// check's snapshot (seen: fired here) or after the registration (fired by
+// Notify after its COMMIT).
+template <class Ready>
+Result<WatchToken, DbErrorRead> WatchThenCheck(WatchRegistry& watches, const ExecutionId& id,
+                                               WatchKind kind, WatchCallback on_change,
+                                               const Ready& ready) {
+  const WatchToken token = watches.Add(id.ToString(), kind, std::move(on_change));
+  Result<bool, DbErrorRead> now = ready();
+  if (!now) {
+    watches.Remove(token);
+    return Unexpected(std::move(now).error());
+  }
+  if (*now) {
+    watches.Fire(token);
+    return WatchToken{0};
+  }
+  return token;
+}
+
 }  // namespace
 
 void SqliteConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
@@ -170,21 +212,7 @@ Result<void, DbErrorReadWithTimeout> SqliteConnection::WaitForPublish(
     const ExecutionId& execution_id, Version since, const WaitOptions& wait) {
   Registration registration(store_->notifier(), Notifier::ForPublished(execution_id));
   registration.Arm();  // register-then-check, as for responses
-  // One statement: whether the execution is finished (NULL: no such
-  // execution) and whether a Publish lies at or after `since` (a range of
-  // the log's primary key).
-  auto found = store_->Read([&](Connection& db) -> Result<bool, DbErrorReadWithTimeout> {
-    STELE_ASSIGN_OR_RETURN(
-        Statement stmt,
-        db.Prepare("SELECT (SELECT state = 'finished' FROM t_state WHERE execution_id = ?1), "
-                   "EXISTS (SELECT 1 FROM t_execution_log WHERE execution_id = ?1 AND "
-                   "version >= ?2 AND history_event_type = 'publish')"));
-    stmt.BindText(1, execution_id.ToString());
-    stmt.BindInt64(2, static_cast<int64_t>(since.value()));
-    STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row || stmt.IsNull(0)) return Unexpected(DbErrorRead::NotFound());
-    return stmt.Int64(0) != 0 || stmt.Int64(1) != 0;
-  });
+  auto found = PublishReady(*store_, execution_id, since);
   if (!found) return Unexpected(std::move(found).error());
   if (*found) return {};
   // A notification is a hint: the caller re-reads the log either way.
@@ -192,5 +220,27 @@ Result<void, DbErrorReadWithTimeout> SqliteConnection::WaitForPublish(
   if (end == WaitEnd::kNotified) return {};
   return Unexpected(WaitError(end));
 }
+
+Result<WatchToken, DbErrorRead> SqliteConnection::WatchFinished(const ExecutionId& execution_id,
+                                                                WatchCallback on_change) {
+  return WatchThenCheck(
+      store_->notifier().watches(), execution_id, WatchKind::kFinished, std::move(on_change), [&] {
+        return store_->Read([&](Connection& db) -> Result<bool, DbErrorRead> {
+          STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, execution_id.ToString()));
+          if (!state) return Unexpected(DbErrorRead::NotFound());
+          return std::holds_alternative<core::PendingStateFinished>(state->pending_state.value);
+        });
+      });
+}
+
+Result<WatchToken, DbErrorRead> SqliteConnection::WatchPublish(const ExecutionId& execution_id,
+                                                               Version since,
+                                                               WatchCallback on_change) {
+  return WatchThenCheck(store_->notifier().watches(), execution_id, WatchKind::kPublish,
+                        std::move(on_change),
+                        [&] { return PublishReady(*store_, execution_id, since); });
+}
+
+void SqliteConnection::Unwatch(WatchToken token) { store_->notifier().watches().Remove(token); }
 
 }  // namespace stele::storage::sqlite::internal

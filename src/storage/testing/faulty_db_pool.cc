@@ -283,6 +283,17 @@ class FaultyConnectionT : public FaultyExecutorT<Iface> {
     return Guarded(*plan_, FaultyMethod::kWaitForFinishedResult, std::nullopt,
                    [&] { return inner_->WaitForPublish(execution_id, since, wait); });
   }
+  // Watches are forwarded without faults: their callers re-read through
+  // the faulty reads anyway.
+  Result<WatchToken, DbErrorRead> WatchFinished(const ExecutionId& execution_id,
+                                                WatchCallback on_change) override {
+    return inner_->WatchFinished(execution_id, std::move(on_change));
+  }
+  Result<WatchToken, DbErrorRead> WatchPublish(const ExecutionId& execution_id, Version since,
+                                               WatchCallback on_change) override {
+    return inner_->WatchPublish(execution_id, since, std::move(on_change));
+  }
+  void Unwatch(WatchToken token) override { inner_->Unwatch(token); }
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override {
     return Guarded(*plan_, FaultyMethod::kAppendBacktrace, std::nullopt,
                    [&] { return inner_->AppendBacktrace(info); });

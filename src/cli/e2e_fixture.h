@@ -16,6 +16,7 @@
 #include <httplib.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -195,7 +196,9 @@ class ServerProcess {
   ~ServerProcess() { Kill(SIGKILL); }
 
   // Starts the server and waits until it listens and /healthz answers.
-  ::testing::AssertionResult Start(const fs::path& config, const fs::path& log) {
+  // `open_files`: the child's soft and hard RLIMIT_NOFILE.
+  ::testing::AssertionResult Start(const fs::path& config, const fs::path& log,
+                                   std::optional<rlim_t> open_files = std::nullopt) {
     log_ = log;
     log_offset_ = fs::exists(log) ? fs::file_size(log) : 0;
     std::vector<std::string> args = {SteleBinary(), "server", "run", "--config", config.string()};
@@ -208,6 +211,10 @@ class ServerProcess {
     if (pid_ == 0) {
       dup2(fd, 1);
       dup2(fd, 2);
+      if (open_files) {
+        const rlimit limit{*open_files, *open_files};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }

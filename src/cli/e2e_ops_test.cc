@@ -183,6 +183,40 @@ TEST_F(E2eOpsTest, SecondServerOnAnAddressInUseFailsToStart) {
   }
 }
 
+// Under a hard open-file limit below what [api] max_connections needs, the
+// default is lowered to what fits (the server answers 503 past it rather
+// than the kernel refusing), while a configured value is kept with a
+// warning.
+TEST_F(E2eOpsTest, TheDefaultConnectionLimitFitsTheOpenFileLimit) {
+  const auto metric = [](const std::string& text, const std::string& name) {
+    const size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos
+               ? std::string("missing")
+               : text.substr(at + name.size() + 2, text.find('\n', at + 1) - at - name.size() - 2);
+  };
+  for (const bool configured : {false, true}) {
+    SCOPED_TRACE(configured ? "max_connections = 3500" : "the default");
+    const fs::path config = dir_ / (configured ? "configured.toml" : "default.toml");
+    WriteFile(config, "data_dir = \"" + (dir_ / (configured ? "d2" : "d1")).string() +
+                          "\"\n[api]\nlisten = \"127.0.0.1:0\"\n" +
+                          (configured ? "max_connections = 3500\n" : ""));
+    ServerProcess server;
+    ASSERT_TRUE(server.Start(config, dir_ / "fit.log", 4096));
+    httplib::Client http("127.0.0.1", server.port());
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    // 4,096 files less the 1,024 kept for the database and the runtimes.
+    EXPECT_EQ(metric(metrics->body, "stele_http_max_connections"), configured ? "3500" : "3072");
+    const std::string log = server.Log();
+    EXPECT_EQ(log.find("lowered to fit the open-file limit") != std::string::npos, !configured)
+        << log;
+    EXPECT_EQ(log.find("is below what [api] max_connections = 3500 needs") != std::string::npos,
+              configured)
+        << log;
+    server.Kill(SIGKILL);
+  }
+}
+
 // A cancel racing an exec activity that is finishing (its hold file is
 // removed at the same moment): the execution ends either cancelled or ok,
 // with exactly one Finished event, and the cancel's outcome says which.

@@ -105,7 +105,10 @@ void ReadApi(TableReader& root, ServerConfig& config) {
     config.api.max_result_wait = std::chrono::seconds(*v);
   }
   auto max_connections = r.Integer("max_connections", 2, 1000000);
-  if (max_connections) config.api.max_connections = static_cast<size_t>(*max_connections);
+  if (max_connections) {
+    config.api.max_connections = static_cast<size_t>(*max_connections);
+    config.api.max_connections_configured = true;
+  }
   auto max_waiters = r.Integer("max_waiters", 1, 999999);
   if (max_waiters) {
     config.api.max_waiters = static_cast<size_t>(*max_waiters);

@@ -44,6 +44,9 @@ struct ApiConfig {
   // and the connection is closed. Each is a file descriptor (the server
   // raises its soft RLIMIT_NOFILE to fit, server.cc).
   size_t max_connections = 60000;
+  // max_connections was written in the config. Unset, the default is
+  // lowered to fit the hard open-file limit instead of warning (server.cc).
+  bool max_connections_configured = false;
   // Threads that run the requests' database work (http/worker_pool.h).
   size_t workers = 16;
   // Of those, requests that wait (GET .../result and .../values/{key}

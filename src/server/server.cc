@@ -184,22 +184,38 @@ void StopAll(ServerImpl& d) {
 
 // Each connection is a file descriptor: raises the soft RLIMIT_NOFILE to
 // fit [api] max_connections (on every listener) plus the database's and
-// the runtimes' own files, up to the hard limit; warns when that is lower.
-void FitOpenFileLimit(const ServerConfig& config) {
+// the runtimes' own files, up to the hard limit. When that is lower, a
+// max_connections left at its default is lowered to fit (and max_waiters
+// to at most five sixths of that, so it stays below), so that the server
+// answers 503 past it instead of the kernel refusing connections; a
+// configured one that does not fit is kept, with a warning.
+void FitOpenFileLimit(ServerConfig& config) {
+  constexpr rlim_t kOwnFiles = 1024;
   const rlim_t listeners = config.api.ui_listen ? 2 : 1;
-  const rlim_t wanted = static_cast<rlim_t>(config.api.max_connections) * listeners + 1024;
+  const rlim_t wanted = static_cast<rlim_t>(config.api.max_connections) * listeners + kOwnFiles;
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
   const rlim_t before = limit.rlim_cur;
   limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
   if (limit.rlim_cur > before) (void)::setrlimit(RLIMIT_NOFILE, &limit);
-  if (limit.rlim_cur < wanted) {
-    STELE_LOG(kWarn, "the open-file limit (RLIMIT_NOFILE, hard "
-                         << limit.rlim_max << ") is below what [api] max_connections = "
-                         << config.api.max_connections << " needs (" << wanted
-                         << "): connections beyond it are refused by the kernel until others "
-                            "close; raise `ulimit -n` or lower max_connections");
+  if (limit.rlim_cur >= wanted) return;
+  ::getrlimit(RLIMIT_NOFILE, &limit);  // what setrlimit left
+  const size_t fits = limit.rlim_cur > kOwnFiles + 2 * listeners
+                          ? static_cast<size_t>((limit.rlim_cur - kOwnFiles) / listeners)
+                          : 2;
+  if (!config.api.max_connections_configured) {
+    STELE_LOG(kInfo, "[api] max_connections: "
+                         << fits << " (the default " << config.api.max_connections
+                         << " lowered to fit the open-file limit, hard " << limit.rlim_max << ")");
+    config.api.max_connections = fits;
+    config.api.max_waiters = std::min(config.api.max_waiters, std::max<size_t>(1, fits * 5 / 6));
+    return;
   }
+  STELE_LOG(kWarn, "the open-file limit (RLIMIT_NOFILE, hard "
+                       << limit.rlim_max << ") is below what [api] max_connections = "
+                       << config.api.max_connections << " needs (" << wanted
+                       << "): connections beyond it are refused by the kernel until others "
+                          "close; raise `ulimit -n` or lower max_connections");
 }
 
 // Executions left on a component version this configuration no longer

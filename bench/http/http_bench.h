@@ -102,6 +102,7 @@ class ServerProcess {
   // A field of /proc/PID/status in bytes ("VmRSS", "VmHWM"); 0 when gone.
   uint64_t StatusBytes(const char* field) const;
   uint64_t DatabaseBytes() const;  // the SQLite file with -wal and -shm
+  uint64_t WalBytes() const;       // the -wal file alone
   std::string effects_path() const { return run_dir_ + "/effects.txt"; }
   std::string LogTail() const;
 

@@ -182,6 +182,12 @@ uint64_t ServerProcess::DatabaseBytes() const {
   return total;
 }
 
+uint64_t ServerProcess::WalBytes() const {
+  std::error_code ec;
+  const auto size = fs::file_size(run_dir_ + "/data/stele.sqlite-wal", ec);
+  return ec ? 0 : size;
+}
+
 std::string ServerProcess::LogTail() const {
   const std::string text = ReadFile(run_dir_ + "/server.log");
   return text.size() > 4000 ? text.substr(text.size() - 4000) : text;

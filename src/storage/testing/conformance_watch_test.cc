@@ -140,10 +140,14 @@ TEST_P(WatchTest, ThousandsOfWatchesOnOneExecution) {
     Must(db().WatchFinished(id, fired.Callback()));
     db().Unwatch(Must(db().WatchPublish(id, v, unwatched.Callback())));
   }
+  // A watch may fire early as a hint while registered (PostgreSQL: a
+  // LISTEN (re)connect wakes every watch): only what comes after Unwatch
+  // returned counts.
+  const auto hinted = unwatched.count();
   Must(db().Append(id, v, FinishedReq(kT0 + 1s, OkResult(core::Json(5)))));
   ASSERT_TRUE(fired.AwaitAtLeast(kWatches));
   EXPECT_EQ(fired.count(), kWatches);
-  EXPECT_EQ(unwatched.count(), 0);
+  EXPECT_EQ(unwatched.count(), hinted);
 }
 
 TEST_P(WatchTest, WatchesOnManyExecutionsFireEachForItsOwn) {

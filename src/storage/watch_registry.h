@@ -22,6 +22,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/result.h"
+#include "storage/db_errors.h"
+
 namespace stele::storage {
 
 using WatchCallback = std::function<void()>;
@@ -79,5 +82,27 @@ class WatchRegistry {
   std::unordered_map<WatchToken, Entry> entries_;                                 // guarded by mu_
   std::unordered_map<std::string, std::unordered_set<WatchToken>> by_execution_;  // guarded by mu_
 };
+
+// Registers a watch on `watches`, then checks `ready()` (a read of the
+// condition: Result<bool, DbErrorRead>). Register-then-check, as for the
+// blocking waits: a commit lands before the check (seen: the watch fires
+// here and 0 is returned) or after the registration (fired by the
+// backend's commit notice). A failed check removes the watch.
+template <class Ready>
+Result<WatchToken, DbErrorRead> AddWatchThenCheck(WatchRegistry& watches,
+                                                  const std::string& execution_id, WatchKind kind,
+                                                  WatchCallback on_change, const Ready& ready) {
+  const WatchToken token = watches.Add(execution_id, kind, std::move(on_change));
+  Result<bool, DbErrorRead> now = ready();
+  if (!now) {
+    watches.Remove(token);
+    return Unexpected(std::move(now).error());
+  }
+  if (*now) {
+    watches.Fire(token);
+    return WatchToken{0};
+  }
+  return token;
+}
 
 }  // namespace stele::storage

@@ -73,26 +73,6 @@ Result<bool, DbErrorRead> PublishReady(Store& store, const std::string& id, Vers
   });
 }
 
-// Registers a watch, then checks `ready` (register-then-check, as for the
-// waits): a commit lands before the check (seen: fired here) or after the
-// registration (fired by its notice).
-template <class Ready>
-Result<WatchToken, DbErrorRead> WatchThenCheck(WatchRegistry& watches, const std::string& id,
-                                               WatchKind kind, WatchCallback on_change,
-                                               const Ready& ready) {
-  const WatchToken token = watches.Add(id, kind, std::move(on_change));
-  Result<bool, DbErrorRead> now = ready();
-  if (!now) {
-    watches.Remove(token);
-    return Unexpected(std::move(now).error());
-  }
-  if (*now) {
-    watches.Fire(token);
-    return WatchToken{0};
-  }
-  return token;
-}
-
 }  // namespace
 
 void PostgresConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
@@ -230,7 +210,7 @@ Result<void, DbErrorReadWithTimeout> PostgresConnection::WaitForPublish(
 Result<WatchToken, DbErrorRead> PostgresConnection::WatchFinished(const ExecutionId& execution_id,
                                                                   WatchCallback on_change) {
   const std::string id = execution_id.ToString();
-  return WatchThenCheck(
+  return AddWatchThenCheck(
       store_->notifier().watches(), id, WatchKind::kFinished, std::move(on_change), [&] {
         return store_->Read<bool, DbErrorRead>([&](PgConn& db) -> Result<bool, DbErrorRead> {
           auto res =
@@ -246,8 +226,8 @@ Result<WatchToken, DbErrorRead> PostgresConnection::WatchPublish(const Execution
                                                                  Version since,
                                                                  WatchCallback on_change) {
   const std::string id = execution_id.ToString();
-  return WatchThenCheck(store_->notifier().watches(), id, WatchKind::kPublish, std::move(on_change),
-                        [&] { return PublishReady(*store_, id, since); });
+  return AddWatchThenCheck(store_->notifier().watches(), id, WatchKind::kPublish,
+                           std::move(on_change), [&] { return PublishReady(*store_, id, since); });
 }
 
 void PostgresConnection::Unwatch(WatchToken token) { store_->notifier().watches().Remove(token); }

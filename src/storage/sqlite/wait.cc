@@ -90,27 +90,6 @@ Result<bool, DbErrorRead> PublishReady(Store& store, const ExecutionId& executio
   });
 }
 
-// Registers a watch, then checks `ready` on a read connection
-// (register-then-check, as for the waits): a commit lands before the
-// check's snapshot (seen: fired here) or after the registration (fired by
-// Notify after its COMMIT).
-template <class Ready>
-Result<WatchToken, DbErrorRead> WatchThenCheck(WatchRegistry& watches, const ExecutionId& id,
-                                               WatchKind kind, WatchCallback on_change,
-                                               const Ready& ready) {
-  const WatchToken token = watches.Add(id.ToString(), kind, std::move(on_change));
-  Result<bool, DbErrorRead> now = ready();
-  if (!now) {
-    watches.Remove(token);
-    return Unexpected(std::move(now).error());
-  }
-  if (*now) {
-    watches.Fire(token);
-    return WatchToken{0};
-  }
-  return token;
-}
-
 }  // namespace
 
 void SqliteConnection::WaitForPendingByFfqn(DateTime pending_at_or_sooner,
@@ -223,8 +202,9 @@ Result<void, DbErrorReadWithTimeout> SqliteConnection::WaitForPublish(
 
 Result<WatchToken, DbErrorRead> SqliteConnection::WatchFinished(const ExecutionId& execution_id,
                                                                 WatchCallback on_change) {
-  return WatchThenCheck(
-      store_->notifier().watches(), execution_id, WatchKind::kFinished, std::move(on_change), [&] {
+  return AddWatchThenCheck(
+      store_->notifier().watches(), execution_id.ToString(), WatchKind::kFinished,
+      std::move(on_change), [&] {
         return store_->Read([&](Connection& db) -> Result<bool, DbErrorRead> {
           STELE_ASSIGN_OR_RETURN(auto state, LoadState(db, execution_id.ToString()));
           if (!state) return Unexpected(DbErrorRead::NotFound());
@@ -236,9 +216,9 @@ Result<WatchToken, DbErrorRead> SqliteConnection::WatchFinished(const ExecutionI
 Result<WatchToken, DbErrorRead> SqliteConnection::WatchPublish(const ExecutionId& execution_id,
                                                                Version since,
                                                                WatchCallback on_change) {
-  return WatchThenCheck(store_->notifier().watches(), execution_id, WatchKind::kPublish,
-                        std::move(on_change),
-                        [&] { return PublishReady(*store_, execution_id, since); });
+  return AddWatchThenCheck(store_->notifier().watches(), execution_id.ToString(),
+                           WatchKind::kPublish, std::move(on_change),
+                           [&] { return PublishReady(*store_, execution_id, since); });
 }
 
 void SqliteConnection::Unwatch(WatchToken token) { store_->notifier().watches().Remove(token); }

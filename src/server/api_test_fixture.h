@@ -15,7 +15,9 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "core/json_codec.h"
 #include "server/components.h"
@@ -32,6 +34,21 @@ inline constexpr const char* kFail = "test:act/ifc.fail";
 inline constexpr const char* kGate = "test:act/ifc.gate";
 inline constexpr const char* kParent = "test:wf/ifc.parent";
 inline constexpr const char* kApprove = "test:stub/ifc.approve";
+
+// The value of the series `series` (name and labels, exactly as printed) in
+// a Prometheus text body; nullopt when absent.
+inline std::optional<double> MetricValue(const std::string& body, const std::string& series) {
+  const std::string prefix = series + " ";
+  for (size_t at = 0; at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    if (body.compare(at, prefix.size(), prefix) == 0) {
+      return std::stod(body.substr(at + prefix.size(), end - at - prefix.size()));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
 
 inline core::FunctionFqn Ffqn(const char* text) { return *core::FunctionFqn::Parse(text); }
 

@@ -323,10 +323,9 @@ Result<ServerConfig, ConfigErrors> ParseConfig(std::string_view text, const std:
                                                const std::string& config_dir,
                                                const EnvLookup& env) {
   ConfigErrors errors;
-  if (const int line = LineOfNonAsciiOutsideStrings(text); line != 0) {
-    errors.push_back(ConfigError{file, line, "",
-                                 "TOML syntax error: a non-ASCII character outside a string or a "
-                                 "comment (keys that are not quoted must be ASCII)"});
+  if (const auto hazard = FindTomlHazard(text)) {
+    errors.push_back(
+        ConfigError{file, hazard->line, "", "TOML syntax error: " + std::string(hazard->reason)});
     return Unexpected(std::move(errors));
   }
   toml::parse_result parsed = toml::parse(text, file);

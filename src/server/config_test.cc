@@ -75,6 +75,23 @@ TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
                   .message,
               HasSubstr("non-ASCII"));
   EXPECT_THAT(OneError("data_dir = x'c\xc3\xa9'\n", "", 1).message, HasSubstr("non-ASCII"));
+  // Nor do a dot or a bracket inside a bare value make the next quote a
+  // string's (the same unreachable; tests/fuzz/config corpus,
+  // regression-nonascii-after-dot-in-bare-value.toml).
+  EXPECT_THAT(OneError("data_dir = -a.b\"\"\"c.x[\"./\xd2\x98\"\n", "", 1).message,
+              HasSubstr("non-ASCII"));
+  // After a backslash in a basic string, and after a line-ending
+  // backslash's trimmed whitespace (valid TOML, but toml++ 3.3 reaches the
+  // same unreachable there: U+FEE8 and U+00E9 are in its broken ranges).
+  EXPECT_THAT(OneError("a = \"\"\"x\\\\\\\xef\xbb\xa8\"\"\"\n", "", 1).message,
+              HasSubstr("after a backslash"));
+  EXPECT_THAT(OneError("a = \"x\\\xc3\xa9\"\n", "", 1).message, HasSubstr("after a backslash"));
+  EXPECT_THAT(OneError("a = 1\ndata_dir = \"\"\"/srv/\\ \n\n  \xc3\xa9\"\"\"\n", "", 4).message,
+              HasSubstr("line-ending backslash"));
+  // A byte order mark is not code: toml++ skips it.
+  EXPECT_TRUE(Parse("\xef\xbb\xbf"
+                    "data_dir = \"/tmp/x\"\n")
+                  .has_value());
   auto config = Parse(
       "# caf\xc3\xa9\n"
       "data_dir = \"/tmp/caf\xc3\xa9 \\\" \xc3\xa9\"  # \xc3\xa9\n"
@@ -84,7 +101,9 @@ TEST(ConfigTest, NonAsciiOutsideStringsAndCommentsIsASyntaxError) {
       "\"k\xc3\xa9\" = [\"\xc3\xa9\", # \xc3\xa9\n  '\xc3\xa9',\n  {x.\"\xc3\xa9\" = "
       "\"\xc3\xa9\"}]\n"
       "a = \"\"\"\xc3\xa9\n\xc3\xa9\"\"\"\"\n"
-      "b = '''\xc3\xa9''\xc3\xa9'''\n");
+      "b = '''\xc3\xa9''\xc3\xa9'''\n"
+      "c = [[1, 2], [\"\xc3\xa9\"], {a.\"\xc3\xa9\" = 1979-05-27 07:32:00Z, b = '\xc3\xa9'}]\n"
+      "[[d.\"\xc3\xa9\"]]\ne = 1.5e3 # \xc3\xa9\n");
   // The unknown table is an error of its own; no non-ASCII complaint.
   ASSERT_FALSE(config.has_value());
   EXPECT_THAT(FormatErrors(config.error()), ::testing::Not(HasSubstr("non-ASCII")));

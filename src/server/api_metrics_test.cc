@@ -128,7 +128,8 @@ TEST_F(ApiMetricsTest, ExecutionStateGaugesFollowTheExecutions) {
 
 // An [executor] section that sets no limit (the fixture sets only
 // tick_sleep) and an [api] section that sets none: the server runs with
-// the executor defaults shared with libstele (stele/defaults.h) and serves
+// the executor defaults of stele/defaults.h (libstele's, but for the
+// workflow slots of guest workflows) and serves
 // a thousand clients waiting for results at once (issue 21: 500 clients
 // collecting W5's results after a restart got 503s with the old limits of
 // 256 connections and 128 waiters).
@@ -139,7 +140,7 @@ TEST_F(ApiTest, UnsetLimitsAreTheSharedDefaults) {
   EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"activity\"} " +
                               std::to_string(defaults::kMaxConcurrency) + "\n"));
   EXPECT_THAT(text, HasSubstr("stele_concurrency_limit{kind=\"workflow\"} " +
-                              std::to_string(defaults::kMaxWorkflowConcurrency) + "\n"));
+                              std::to_string(defaults::kGuestMaxWorkflowConcurrency) + "\n"));
   // 60,000 connections and 50,000 waiters, unless the hard open-file limit
   // is lower: then what fits beside the server's own 1,024 files.
   rlimit limit{};

@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "server/server_impl.h"
+#include "stele/defaults.h"
 #include "storage/sqlite/sqlite_pool.h"
 #if STELE_SERVER_HAVE_POSTGRES
 #include "storage/postgres/postgres_pool.h"
@@ -113,7 +114,8 @@ service::ServiceOptions ToServiceOptions(const ServerConfig& config, SharedClock
   o.workflow_lock_expiry_setting =
       "lock_expiry of the component, else [executor] workflow_lock_expiry";
   if (e.max_concurrency) o.max_concurrency = *e.max_concurrency;
-  if (e.max_workflow_concurrency) o.max_workflow_concurrency = *e.max_workflow_concurrency;
+  o.max_workflow_concurrency =
+      e.max_workflow_concurrency.value_or(defaults::kGuestMaxWorkflowConcurrency);
   o.start_watcher = config.watcher.enabled;
   o.watcher_tick = config.watcher.tick_sleep;
   o.watcher_leeway = config.watcher.leeway;

@@ -41,6 +41,13 @@ constexpr const char* kEffectScript =
     "printf '%s\\n' \"${STELE_EXECUTION_ID%%.*}\" >> \"$EFFECTS_FILE\"\n"
     "echo '{\"ok\": 1}'\n";
 
+// Writes `lines` (`;` between lines) to `toml`; nothing for nullptr.
+void AppendLines(std::ostream& toml, const char* lines) {
+  if (lines == nullptr) return;
+  for (const char* c = lines; *c != '\0'; ++c) toml << (*c == ';' ? '\n' : *c);
+  toml << "\n";
+}
+
 }  // namespace
 
 ServerProcess::ServerProcess(const Knobs& knobs, std::string run_dir)
@@ -76,13 +83,13 @@ void ServerProcess::WriteFiles() const {
   }
   // STELE_HTTP_EXECUTOR: more [executor] lines for experiments, `;`
   // between them ("max_workflow_concurrency = 1024;batch_size = 64").
-  if (const char* extra = std::getenv("STELE_HTTP_EXECUTOR"); extra != nullptr) {
-    for (const char* c = extra; *c != '\0'; ++c) toml << (*c == ';' ? '\n' : *c);
-    toml << "\n";
-  }
+  AppendLines(toml, std::getenv("STELE_HTTP_EXECUTOR"));
   toml << "\n[[workflow_" << kind << "]]\nname = \"bench_workflows\"\n"
        << "location = \"" << workflows << "\"\n";
   if (knobs_.tuned) toml << "blocking_strategy = \"await\"\nlock_expiry = \"2s\"\n";
+  // STELE_HTTP_WORKFLOW: more lines for the workflow component, `;`
+  // between them ("blocking_strategy = \"interrupt\"").
+  AppendLines(toml, std::getenv("STELE_HTTP_WORKFLOW"));
   toml << "\n[[activity_" << kind << "]]\nname = \"bench_activities\"\n"
        << "location = \"" << activities << "\"\n"
        << "\n[[activity_exec]]\nname = \"bench_effects\"\n"

@@ -131,6 +131,9 @@ Result<std::unique_ptr<Engine>, Error> OpenBenchEngine(const DbTarget& db,
   }
   options.max_concurrency = 4096;  // W1 runs all 2,000 at once
   options.batch_size = 256;
+  // STELE_BENCH_WORKFLOW_CONCURRENCY: workflow slots other than the default.
+  options.max_workflow_concurrency =
+      EnvU32("STELE_BENCH_WORKFLOW_CONCURRENCY", options.max_workflow_concurrency);
   STELE_ASSIGN_OR_RETURN(auto engine, Engine::Open(options));
   STELE_TRY(engine->RegisterActivity(
       kStep, [](ActivityContext&, const Json&) -> ActivityResult { return Json(1); }));

@@ -20,9 +20,10 @@ bool IsBareKeyChar(char c) {
          c == '-';
 }
 
+bool IsSpaceOrLineBreak(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
 bool IsValueTerminator(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ']' || c == '}' || c == ',' ||
-         c == '#';
+  return IsSpaceOrLineBreak(c) || c == ']' || c == '}' || c == ',' || c == '#';
 }
 
 }  // namespace
@@ -45,6 +46,11 @@ std::optional<TomlHazard> FindTomlHazard(std::string_view text) {
   std::string nesting;  // 'a' per open array, 't' per open inline table
   auto starts = [&](size_t i, std::string_view token) {
     return text.substr(i, token.size()) == token;
+  };
+  // A line break outside strings: arrays and inline tables may span lines;
+  // at the top level a new line starts with a key.
+  auto line_break = [&] {
+    if (nesting.empty()) expect = Expect::kKey;
   };
   // toml++ skips a UTF-8 byte order mark at the start.
   const size_t start = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
@@ -74,9 +80,7 @@ std::optional<TomlHazard> FindTomlHazard(std::string_view text) {
         } else if (c == '\'') {
           in = In::kLiteral;
         } else if (c == '\n') {
-          // Arrays and inline tables may span lines; at the top level a new
-          // line starts with a key.
-          if (nesting.empty()) expect = Expect::kKey;
+          line_break();
         } else if (c == ' ' || c == '\t' || c == '\r') {
         } else if (c == '=') {
           expect = Expect::kValue;
@@ -114,7 +118,7 @@ std::optional<TomlHazard> FindTomlHazard(std::string_view text) {
       case In::kComment:
         if (c == '\n') {
           in = In::kCode;
-          if (nesting.empty()) expect = Expect::kKey;
+          line_break();
         }
         break;
       case In::kBasic:
@@ -124,20 +128,20 @@ std::optional<TomlHazard> FindTomlHazard(std::string_view text) {
           ++i;
         } else if (c == '"' || c == '\n') {
           in = In::kCode;
-          if (c == '\n' && nesting.empty()) expect = Expect::kKey;
+          if (c == '\n') line_break();
         }
         break;
       case In::kLiteral:
         if (c == '\'' || c == '\n') {
           in = In::kCode;
-          if (c == '\n' && nesting.empty()) expect = Expect::kKey;
+          if (c == '\n') line_break();
         }
         break;
       case In::kMultiBasic:
         if (c == '\\' && i + 1 < text.size()) {
           const char next = text[i + 1];
           if (!is_ascii(next)) return TomlHazard{line, kAfterBackslash};
-          if (next != ' ' && next != '\t' && next != '\r' && next != '\n') {
+          if (!IsSpaceOrLineBreak(next)) {
             ++i;  // an escape
             break;
           }
@@ -145,8 +149,7 @@ std::optional<TomlHazard> FindTomlHazard(std::string_view text) {
           // that follow it; toml++ asks about each, up to the first other
           // character.
           size_t k = i + 1;
-          while (k < text.size() &&
-                 (text[k] == ' ' || text[k] == '\t' || text[k] == '\r' || text[k] == '\n')) {
+          while (k < text.size() && IsSpaceOrLineBreak(text[k])) {
             if (text[k] == '\n') ++line;
             ++k;
           }

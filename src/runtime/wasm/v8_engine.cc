@@ -1,22 +1,29 @@
 // The V8 implementation of wasm_engine.h (V8 10.2 from Debian's libnode108;
 // V8's own API only, no Node environment).
 //
-// Isolates: one per thread (thread_local), created on first use and shared
-// (shared_ptr) by the instances made on that thread, so an instance outliving
-// its thread keeps its isolate. Every entry into an isolate takes a v8::Locker,
-// which makes an instance usable from any thread (one at a time) and lets a
-// host function call back into its guest (Lockers are recursive).
+// Isolates: a few (v8_isolate.h, SharedIsolateCount) shared by every
+// thread; an instance is placed on one of them in turn when it is made.
+// An isolate per thread cost milliseconds and a MiB for each thread a burst
+// of runs started (docs/wasm_engine.md, "Isolates and threads"). Every entry
+// into an isolate takes a v8::Locker, which makes an instance usable from
+// any thread (one at a time) and lets a host function call back into its
+// guest (Lockers are recursive). A host function that blocks (a join waiting
+// for a response, a database write, an HTTP exchange) does so inside
+// HostCall::Park, behind a v8::Unlocker: the isolate serves other runs
+// meanwhile, and V8 keeps the parked run's frames until it locks again.
 //
 // Compiled code is shared: a module is compiled once (on the compiling
 // thread's isolate) into a v8::CompiledWasmModule, which every isolate turns
 // into its own WasmModuleObject (cached per isolate) without recompiling.
 //
-// Interrupts: Isolate::TerminateExecution, requested by Interrupt(), by the
-// watchdog for a wall-clock budget or by a CancellationToken. The state
-// machine in InterruptState makes sure that a termination only ever hits the
-// call it was meant for, and is cancelled before the isolate runs anything
-// else. Host errors also terminate (rather than throw) so that no guest code
-// — e.g. a wasm catch_all — can swallow them.
+// Interrupts: Isolate::TerminateExecution, asked for by Interrupt(), by the
+// watchdog for a wall-clock budget or by a CancellationToken, and raised
+// only on the thread of the call it is meant for (isolates are shared: see
+// InterruptState). The state machine in InterruptState makes sure that a
+// termination only ever hits the call it was meant for, and is cancelled
+// before the isolate runs anything else. Host errors also terminate (rather
+// than throw) so that no guest code — e.g. a wasm catch_all — can swallow
+// them.
 //
 // Flags: exception handling and threads are disabled (--no-experimental-wasm-
 // eh/-threads) so that a guest cannot catch a JS exception (stack overflow)
@@ -43,11 +50,12 @@ namespace stele::wasm {
 namespace {
 
 using Kind = WasmError::Kind;
+using internal::ActiveInstances;
 using internal::Entered;
 using internal::IsolateHolder;
 using internal::kMaxFrames;
 using internal::Platform;
-using internal::ThreadIsolate;
+using internal::SharedIsolate;
 
 WasmError Error(Kind kind, std::string message) {
   return WasmError::Make(kind, std::move(message));
@@ -87,30 +95,53 @@ class V8Module final : public WasmModule {
   const v8::CompiledWasmModule* compiled_;  // owned by V8Engine, never freed
 };
 
-// Who may stop a running call, and how: see the file comment.
+void OnInterruptRequest(v8::Isolate* isolate, void* unused);
+
+// Who may stop a running call, and how. Isolate::TerminateExecution hits
+// whichever thread runs on the isolate, and isolates are shared, so it is
+// called only on the call's own thread with the isolate locked. Another
+// thread asks with Isolate::RequestInterrupt: V8 runs OnInterruptRequest on
+// the thread that runs guest code on the isolate next, which raises the
+// termination only for calls of its own. A call parked in a host function
+// (HostCall::Park) may miss that; it raises the termination itself when it
+// locks the isolate again (DeliverRequested).
 class InterruptState {
  public:
   explicit InterruptState(v8::Isolate* isolate) : isolate_(isolate) {}
 
-  // Sticky: stops the running call and every later one.
+  // Sticky: stops the running call and every later one. Any thread.
   void InterruptAll() {
     std::lock_guard lock(mu_);
     sticky_ = true;
-    if (running_) Deliver("interrupted");
+    if (running_) Request("interrupted");
   }
-  // Stops call `generation` if it still runs.
+  // Stops call `generation` if it still runs. Any thread.
   void InterruptCall(uint64_t generation, const char* reason) {
     std::lock_guard lock(mu_);
-    if (running_ && generation_ == generation) Deliver(reason);
+    if (running_ && generation_ == generation) Request(reason);
   }
   // Terminates the running call on behalf of a host error (no reason: the
-  // host error is reported instead).
+  // host error is reported instead). The call's thread, isolate locked.
   void TerminateForHostError() {
     std::lock_guard lock(mu_);
     if (running_ && !delivered_) {
       delivered_ = true;
       isolate_->TerminateExecution();
     }
+  }
+  // Raises the termination asked for while the call ran. The call's
+  // thread, isolate locked.
+  void DeliverRequested() {
+    std::lock_guard lock(mu_);
+    if (running_ && requested_ && !delivered_) {
+      delivered_ = true;
+      isolate_->TerminateExecution();
+    }
+  }
+  // True once the running call's termination is raised.
+  bool terminating() {
+    std::lock_guard lock(mu_);
+    return delivered_;
   }
   // True once InterruptAll was called.
   bool sticky() {
@@ -123,6 +154,7 @@ class InterruptState {
     std::lock_guard lock(mu_);
     if (sticky_) return std::nullopt;
     running_ = true;
+    requested_ = false;
     reason_.clear();
     return ++generation_;
   }
@@ -131,6 +163,7 @@ class InterruptState {
   std::string End() {
     std::lock_guard lock(mu_);
     running_ = false;
+    requested_ = false;
     if (delivered_) {
       isolate_->CancelTerminateExecution();
       delivered_ = false;
@@ -139,19 +172,21 @@ class InterruptState {
   }
 
  private:
-  void Deliver(const char* reason) {
+  void Request(const char* reason) {
     if (reason_.empty()) reason_ = reason;
-    if (!delivered_) {
-      delivered_ = true;
-      isolate_->TerminateExecution();
-    }
+    if (requested_ || delivered_) return;
+    requested_ = true;
+    // A callback that outlives this call (or this instance) finds nothing
+    // to do: it looks only at the calls running on its thread.
+    isolate_->RequestInterrupt(&OnInterruptRequest, nullptr);
   }
 
   std::mutex mu_;
   v8::Isolate* const isolate_;
   bool running_ = false;
   bool sticky_ = false;
-  bool delivered_ = false;
+  bool requested_ = false;  // a termination was asked for, not yet raised
+  bool delivered_ = false;  // TerminateExecution was called for this call
   uint64_t generation_ = 0;
   std::string reason_;
 };
@@ -212,6 +247,8 @@ class V8Instance final : public WasmInstance {
                                                    std::span<const Value> args);
   std::vector<std::string> CurrentBacktrace();
   static void HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info);
+  IsolateHolder& holder() const { return *holder_; }
+  InterruptState& interrupt() const { return *interrupt_; }
 
  private:
   WasmError Classify(v8::TryCatch& try_catch);
@@ -247,10 +284,27 @@ class V8HostCall final : public HostCall {
     return instance_.CallLocked(name, args);
   }
   std::vector<std::string> Backtrace() override { return instance_.CurrentBacktrace(); }
+  void Park(const std::function<void()>& blocking) override {
+    InterruptState& interrupt = instance_.interrupt();
+    // A call being terminated unwinds; it has no reason to wait unlocked.
+    if (interrupt.terminating()) return blocking();
+    {
+      v8::Unlocker unlocker(instance_.holder().isolate());
+      blocking();
+    }
+    interrupt.DeliverRequested();
+  }
 
  private:
   V8Instance& instance_;
 };
+
+void OnInterruptRequest(v8::Isolate* isolate, void* /*unused*/) {
+  for (void* active : ActiveInstances()) {
+    auto* instance = static_cast<V8Instance*>(active);
+    if (instance->holder().isolate() == isolate) instance->interrupt().DeliverRequested();
+  }
+}
 
 v8::Local<v8::Value> ToV8(v8::Isolate* isolate, const Value& v) {
   switch (v.type) {
@@ -358,10 +412,10 @@ Result<void, WasmError> V8Instance::Init() {
   v8::Local<v8::Value> argv[] = {module_object, import_object};
   std::optional<uint64_t> generation = interrupt_->Begin();  // the start function may run
   STELE_CHECK(generation.has_value(), "new instance interrupted");
-  holder_->active().push_back(this);
+  ActiveInstances().push_back(this);
   v8::MaybeLocal<v8::Object> maybe_instance =
       holder_->instance_ctor()->NewInstance(context, 2, argv);
-  holder_->active().pop_back();
+  ActiveInstances().pop_back();
   std::string reason = interrupt_->End();
   v8::Local<v8::Object> instance;
   if (!maybe_instance.ToLocal(&instance)) {
@@ -517,10 +571,10 @@ Result<std::vector<Value>, WasmError> V8Instance::CallLocked(std::string_view ex
 
   v8::TryCatch try_catch(isolate);
   ++depth_;
-  holder_->active().push_back(this);
+  ActiveInstances().push_back(this);
   v8::MaybeLocal<v8::Value> maybe_result = found->second.Get(isolate)->Call(
       context, v8::Undefined(isolate), static_cast<int>(argv.size()), argv.data());
-  holder_->active().pop_back();
+  ActiveInstances().pop_back();
   --depth_;
   v8::Local<v8::Value> result;
   if (!maybe_result.ToLocal(&result)) {
@@ -602,7 +656,7 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
   std::string reason = interrupt_->End();
   // Not from inside another instance's host function: tasks must not run
   // while guest code is on the stack.
-  if (holder_->active().empty()) holder_->PumpTasks();
+  if (ActiveInstances().empty()) holder_->PumpTasks();
 
   // A host error terminates the guest, but a guest that returns before
   // V8's next termination check still returns a value: the error wins.
@@ -621,9 +675,8 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
 
 void V8Instance::HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
   v8::Isolate* isolate = info.GetIsolate();
-  IsolateHolder* holder = IsolateHolder::From(isolate);
-  STELE_CHECK(!holder->active().empty(), "host function called with no active instance");
-  V8Instance& self = *static_cast<V8Instance*>(holder->active().back());
+  STELE_CHECK(!ActiveInstances().empty(), "host function called with no active instance");
+  V8Instance& self = *static_cast<V8Instance*>(ActiveInstances().back());
   const uint32_t index = info.Data().As<v8::Uint32>()->Value();
   STELE_CHECK(index < self.bindings_.size(), "host function index out of range");
   HostBinding* binding = self.bindings_[index].get();
@@ -710,7 +763,7 @@ Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
   Compiled& entry = cache_[key];
   if (std::shared_ptr<const V8Module> cached = entry.module.lock()) return cached;
   if (entry.compiled == nullptr) {
-    std::shared_ptr<IsolateHolder> holder = ThreadIsolate();
+    std::shared_ptr<IsolateHolder> holder = SharedIsolate();
     Entered entered(*holder);
     v8::Isolate* isolate = holder->isolate();
     v8::TryCatch try_catch(isolate);
@@ -740,7 +793,7 @@ Result<std::unique_ptr<WasmInstance>, WasmError> V8Engine::Instantiate(
     std::shared_ptr<const WasmModule> module, std::shared_ptr<const ImportTable> imports) {
   auto v8_module = std::dynamic_pointer_cast<const V8Module>(module);
   STELE_CHECK(v8_module != nullptr, "Instantiate: module compiled by another engine");
-  auto instance = std::make_unique<V8Instance>(ThreadIsolate(), v8_module, std::move(imports));
+  auto instance = std::make_unique<V8Instance>(SharedIsolate(), v8_module, std::move(imports));
   STELE_TRY(instance->Init());
   return std::unique_ptr<WasmInstance>(std::move(instance));
 }

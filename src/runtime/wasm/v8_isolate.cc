@@ -1,5 +1,10 @@
 #include "runtime/wasm/v8_isolate.h"
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
 #include "base/check.h"
 #include "runtime/wasm/v8_platform.h"
 
@@ -74,13 +79,49 @@ v8::MaybeLocal<v8::WasmModuleObject> IsolateHolder::ModuleObject(
   return object;
 }
 
-std::shared_ptr<IsolateHolder> ThreadIsolate() {
-  thread_local std::shared_ptr<IsolateHolder> holder;
-  if (!holder) {
+size_t SharedIsolateCount() {
+  static const size_t count = [] {
+    const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    return std::clamp<size_t>(2 * cores, 4, 32);
+  }();
+  return count;
+}
+
+std::shared_ptr<IsolateHolder> SharedIsolate() {
+  struct Set {
+    std::mutex mu;
+    std::vector<std::shared_ptr<IsolateHolder>> holders;
+    std::atomic<size_t> next{0};
+  };
+  // Leaked on purpose, like V8 itself: instances may outlive every static.
+  static Set* set = [] {
     Platform();
-    holder = std::make_shared<IsolateHolder>();
-  }
-  return holder;
+    auto* s = new Set;
+    s->holders.resize(SharedIsolateCount());
+    return s;
+  }();
+  // At exit, the isolates no instance holds any more are disposed (so that
+  // leak checkers see V8's memory returned); the others stay with their
+  // instances. A later SharedIsolate() makes a new isolate.
+  struct Disposer {
+    ~Disposer() {
+      std::lock_guard lock(set->mu);
+      for (auto& holder : set->holders) {
+        if (holder.use_count() == 1) holder.reset();
+      }
+    }
+  };
+  static Disposer disposer;
+  const size_t i = set->next.fetch_add(1, std::memory_order_relaxed) % set->holders.size();
+  std::lock_guard lock(set->mu);
+  // Created lazily: each costs milliseconds (docs/wasm_engine.md).
+  if (!set->holders[i]) set->holders[i] = std::make_shared<IsolateHolder>();
+  return set->holders[i];
+}
+
+std::vector<void*>& ActiveInstances() {
+  thread_local std::vector<void*> active;
+  return active;
 }
 
 }  // namespace stele::wasm::internal

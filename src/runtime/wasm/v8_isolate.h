@@ -1,16 +1,19 @@
-// Isolates of the V8 engine (v8_engine.cc): the process-wide platform, one
-// isolate with one context per thread, and the scope that enters it. See
-// v8_engine.cc's header comment for why isolates are per thread and shared.
+// Isolates of the V8 engine (v8_engine.cc): the process-wide platform, a
+// small set of isolates shared by every thread, and the scope that enters
+// one. See v8_engine.cc's header comment for why isolates are shared and how
+// a run leaves its isolate while it blocks.
 //
 // Threading: IsolateHolder methods other than the constructor and
-// destructor run with the isolate locked (inside an Entered). Ownership:
-// ThreadIsolate() hands out shared ownership, so an instance outliving its
-// thread keeps its isolate. Internal to src/runtime/wasm.
+// destructor run with the isolate locked (inside an Entered); any thread may
+// lock any isolate, one at a time. Ownership: SharedIsolate() hands out
+// shared ownership of isolates that live as long as the process.
+// Internal to src/runtime/wasm.
 #pragma once
 
 #include <libplatform/libplatform.h>
 #include <v8.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -24,7 +27,7 @@ constexpr int kMaxFrames = 64;
 // V8's platform (v8_platform.h), initialised on first use.
 v8::Platform* Platform();
 
-// One isolate with one context, for the instances of one thread.
+// One isolate with one context, for the instances placed on it.
 class IsolateHolder {
  public:
   IsolateHolder();
@@ -37,11 +40,10 @@ class IsolateHolder {
   v8::Local<v8::Context> context() const { return context_.Get(isolate_); }
 
   // The function that stands for import number `index` of whichever instance
-  // is innermost in active(). Made once per isolate: creating functions per
-  // instance costs far more than the rest of an instantiation.
+  // is innermost in ActiveInstances() on the calling thread. Made once per
+  // isolate: creating functions per instance costs far more than the rest of
+  // an instantiation.
   v8::MaybeLocal<v8::Function> HostFunction(uint32_t index, v8::FunctionCallback callback);
-  // The instances running guest code on this isolate, innermost last.
-  std::vector<void*>& active() { return active_; }
   static IsolateHolder* From(v8::Isolate* isolate) {
     return static_cast<IsolateHolder*>(isolate->GetData(0));
   }
@@ -63,11 +65,18 @@ class IsolateHolder {
   v8::Global<v8::Function> instance_ctor_;
   std::unordered_map<const v8::CompiledWasmModule*, v8::Global<v8::WasmModuleObject>> modules_;
   std::vector<v8::Global<v8::Function>> host_functions_;
-  std::vector<void*> active_;
 };
 
-// This thread's isolate, created on first use.
-std::shared_ptr<IsolateHolder> ThreadIsolate();
+// How many isolates the process shares: twice the core count, at least 4
+// and at most 32 (docs/wasm_engine.md, "Isolates and threads").
+size_t SharedIsolateCount();
+
+// One of the shared isolates, in turn (round robin), created on first use.
+std::shared_ptr<IsolateHolder> SharedIsolate();
+
+// The instances running guest code on the calling thread, innermost last
+// (V8Instance pointers; on any isolate).
+std::vector<void*>& ActiveInstances();
 
 // Enters an isolate for the scope: lock, isolate, handles, context.
 class Entered {

@@ -218,6 +218,16 @@ class HostCall {
 
   // The guest stack at this host call, innermost first (function names).
   virtual std::vector<std::string> Backtrace() = 0;
+
+  // Runs `blocking` with the caller's isolate released, so that other runs
+  // placed on it go on while this one waits; V8 keeps this run's frames.
+  // A host function that may block — waits for a response, writes to the
+  // database, talks to the network — does that inside Park, or it stalls
+  // every run on its isolate (and deadlocks when what it waits for runs
+  // there). `blocking` must not touch the guest: no ReadBytes, WriteBytes,
+  // MemorySize, CallExport or Backtrace. An interrupt that came meanwhile
+  // takes effect when Park returns (the guest unwinds at its next step).
+  virtual void Park(const std::function<void()>& blocking) { blocking(); }
 };
 
 using HostFn =

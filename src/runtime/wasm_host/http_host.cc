@@ -1,5 +1,6 @@
 #include "runtime/wasm_host/http_host.h"
 
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -27,7 +28,10 @@ HostResult HandleRequest(HttpState& state, HostCall& call, std::span<const Value
   };
   if (u32(a[1]) > http::kMaxRequestJsonBytes) return fail("request too large");
   STELE_ASSIGN_OR_RETURN(auto text, call.ReadString(u32(a[0]), u32(a[1])));
-  auto response = http::PerformRequest(state, text);
+  // The exchange may take up to its timeout: the isolate serves other runs.
+  std::optional<decltype(http::PerformRequest(state, text))> performed;
+  call.Park([&] { performed.emplace(http::PerformRequest(state, text)); });
+  auto& response = *performed;
   if (!response) {
     if (response.error().interrupted) {
       return Unexpected(WasmError::Make(WasmError::Kind::kInterrupted, response.error().message));

@@ -85,7 +85,6 @@ InstancePool::Lease::~Lease() {
 
 Result<InstancePool::Lease, WasmError> InstancePool::Acquire(
     std::shared_ptr<const wasm::ImportTable> imports, const wasm::CallBudget& budget) {
-  const std::thread::id self = std::this_thread::get_id();
   std::vector<Slot> expired;  // destroyed outside the lock
   std::optional<Slot> reused;
   if (poolable_) {
@@ -99,13 +98,10 @@ Result<InstancePool::Lease, WasmError> InstancePool::Acquire(
         ++it;
       }
     }
-    // The most recently returned instance of this thread: the warmest.
-    for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
-      if (it->thread == self) {
-        reused = std::move(*it);
-        idle_.erase(std::next(it).base());
-        break;
-      }
+    // The most recently returned instance: the warmest.
+    if (!idle_.empty()) {
+      reused = std::move(idle_.back());
+      idle_.pop_back();
     }
   }
   if (reused) {
@@ -113,7 +109,6 @@ Result<InstancePool::Lease, WasmError> InstancePool::Acquire(
     return Lease(this, std::move(*reused), /*reused=*/true);
   }
   Slot slot;
-  slot.thread = self;
   if (!poolable_) {
     STELE_ASSIGN_OR_RETURN(slot.instance, engine_->Instantiate(module_, std::move(imports)));
     if (prepare_) STELE_TRY(prepare_(*slot.instance, budget));

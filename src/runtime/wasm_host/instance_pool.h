@@ -16,12 +16,11 @@
 // earlier run. Modules that cannot be reset (WasmModule::reset_blocker)
 // and pools of capacity 0 instantiate afresh for every lease.
 //
-// Instances belong to the isolate of the thread that made them (V8: one
-// per thread, v8_engine.cc): a lease takes only instances made on the
-// calling thread, so that runs on different threads never contend for one
-// isolate. At most `capacity` instances are kept (the least recently used
-// go first), and instances idle for longer than `max_idle` are dropped at
-// the next Acquire or lease end.
+// Any thread may take any idle instance (V8's isolates are shared by all
+// threads, v8_engine.cc); a lease takes the most recently returned one. At
+// most `capacity` instances are kept (the least recently used go first),
+// and instances idle for longer than `max_idle` are dropped at the next
+// Acquire or lease end.
 //
 // Threading: Acquire and the end of leases are thread-safe; a Lease and
 // its instance are used by one thread. Ownership: the pool owns idle
@@ -34,7 +33,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -50,8 +48,8 @@ class InstancePool {
       std::function<Result<void, wasm::WasmError>(wasm::WasmInstance&, const wasm::CallBudget&)>;
 
   struct Options {
-    // A run takes only instances its own thread made: keep about one per
-    // busy thread (the default activity concurrency). 0: no pooling.
+    // Keep about one per run in flight (the default activity
+    // concurrency). 0: no pooling.
     size_t capacity = 64;
     std::chrono::seconds max_idle{60};
   };
@@ -66,7 +64,6 @@ class InstancePool {
   struct Slot {
     std::unique_ptr<wasm::WasmInstance> instance;
     std::shared_ptr<Binding> binding;  // null: not poolable
-    std::thread::id thread;
     std::chrono::steady_clock::time_point idle_since;
   };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -62,9 +63,10 @@ HostResult WebhookSubmit(WebhookCallState& state, HostCall& call, std::span<cons
                          call.ReadString(WebhookU32(a[2]), WebhookU32(a[3])));
   auto params = core::ParseJson(params_text);
   if (!params) return fail({"validation", "params are not JSON: " + params.error().message});
-  auto id = state.host->Submit(ffqn, *params);
-  if (!id) return fail(id.error());
-  STELE_TRY(WriteOut(call, out, *id));
+  std::optional<decltype(state.host->Submit(ffqn, *params))> id;
+  call.Park([&] { id.emplace(state.host->Submit(ffqn, *params)); });
+  if (!*id) return fail(id->error());
+  STELE_TRY(WriteOut(call, out, **id));
   return WebhookStatusValue(Status::kOk);
 }
 
@@ -76,7 +78,9 @@ HostResult WebhookAwaitResult(WebhookCallState& state, HostCall& call, std::span
       std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - SteadyClock::now());
   auto wait = std::min(std::chrono::milliseconds(WebhookU32(a[2])), left);
   if (wait.count() < 0) wait = std::chrono::milliseconds(0);
-  auto result = state.host->AwaitResult(id, wait);
+  std::optional<decltype(state.host->AwaitResult(id, wait))> awaited;
+  call.Park([&] { awaited.emplace(state.host->AwaitResult(id, wait)); });
+  auto& result = *awaited;
   if (!result) {
     STELE_TRY(WriteOut(call, out, WebhookDump(WebhookErrorJson(result.error()))));
     return WebhookStatusValue(Status::kNotFound);

@@ -1,5 +1,6 @@
 #include "runtime/wasm_host/workflow_host.h"
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -52,13 +53,25 @@ LogLevel ToLogLevel(int32_t level) {
   }
 }
 
+// An engine call of the run, made with the isolate released
+// (HostCall::Park): any of them may wait, for the database (a lease
+// extension, a flush of cached events) or for a response.
+template <class EngineCall>
+auto Parked(HostCall& call, EngineCall engine_call) -> decltype(engine_call()) {
+  std::optional<decltype(engine_call())> out;
+  call.Park([&] { out.emplace(engine_call()); });
+  return std::move(*out);
+}
+
 // Every host function: entry/exit bookkeeping around `body`.
 template <class Body>
 wasm::HostFn Bind(WorkflowHost* host, Body body) {
   return [host, body = std::move(body)](HostCall& call, Args args) -> HostResult {
     host->Enter(call);
     HostResult result = body(*host, call, args);
-    if (!host->Leave() && result) return Unexpected(host->Abort());
+    if (!Parked(call, [host] { return host->Leave(); }) && result) {
+      return Unexpected(host->Abort());
+    }
     return result;
   };
 }
@@ -129,7 +142,9 @@ HostResult CallWith(WorkflowHost& host, HostCall& c, Args a, bool with_options) 
     STELE_READ(options_text, c, a[4], a[5]);
     STELE_ASSIGN_OR_RETURN(own, ParseChildOptions(host, options_text, ffqn_text));
   }
-  STELE_ASSIGN_OR_RETURN(auto value, Take(host, host.run().Call(ffqn, std::move(params), own)));
+  STELE_ASSIGN_OR_RETURN(
+      auto value,
+      Take(host, Parked(c, [&] { return host.run().Call(ffqn, std::move(params), own); })));
   auto [status, payload] = ResultPayload(value);
   STELE_TRY(WriteOut(c, U32(a[with_options ? 6 : 4]), payload));
   return StatusResult(status);
@@ -144,14 +159,15 @@ HostResult CallWithOptions(WorkflowHost& host, HostCall& c, Args a) {
 }
 
 HostResult JoinSetCreate(WorkflowHost& host, HostCall& c, Args a) {
-  STELE_ASSIGN_OR_RETURN(auto id, Take(host, host.run().CreateJoinSet()));
+  STELE_ASSIGN_OR_RETURN(auto id,
+                         Take(host, Parked(c, [&] { return host.run().CreateJoinSet(); })));
   STELE_TRY(WriteOut(c, U32(a[0]), id.ToString()));
   return StatusResult(Status::kOk);
 }
 
 HostResult JoinSetCreateNamed(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(name, c, a[0], a[1]);
-  auto created = host.run().CreateNamedJoinSet(name);
+  auto created = Parked(c, [&] { return host.run().CreateNamedJoinSet(name); });
   if (!created) return Unexpected(host.Abort());
   if (!*created) {
     std::string message =
@@ -179,8 +195,10 @@ HostResult SubmitWith(WorkflowHost& host, HostCall& c, Args a, bool with_options
     STELE_READ(options_text, c, a[6], a[7]);
     STELE_ASSIGN_OR_RETURN(own, ParseChildOptions(host, options_text, ffqn_text));
   }
-  STELE_ASSIGN_OR_RETURN(
-      auto child, Take(host, host.run().SubmitChild(join_set, ffqn, std::move(params), own)));
+  STELE_ASSIGN_OR_RETURN(auto child, Take(host, Parked(c, [&] {
+                                            return host.run().SubmitChild(join_set, ffqn,
+                                                                          std::move(params), own);
+                                          })));
   STELE_TRY(WriteOut(c, U32(a[with_options ? 8 : 6]), child.ToString()));
   return StatusResult(Status::kOk);
 }
@@ -196,8 +214,9 @@ HostResult SubmitWithOptions(WorkflowHost& host, HostCall& c, Args a) {
 HostResult SubmitDelay(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(js_text, c, a[0], a[1]);
   STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
-  STELE_ASSIGN_OR_RETURN(auto delay,
-                         Take(host, host.run().SubmitDelay(join_set, InMillis(U64(a[2])))));
+  STELE_ASSIGN_OR_RETURN(
+      auto delay,
+      Take(host, Parked(c, [&] { return host.run().SubmitDelay(join_set, InMillis(U64(a[2]))); })));
   STELE_TRY(WriteOut(c, U32(a[3]), delay.ToString()));
   return StatusResult(Status::kOk);
 }
@@ -216,9 +235,9 @@ HostResult JoinNextOrTry(WorkflowHost& host, HostCall& c, Args a, bool wait) {
       Result<wf::JoinSetResponseValue, wf::JoinNextError>(
           Unexpected(wf::JoinNextError{wf::JoinNextError::Kind::kAllProcessed, std::nullopt}));
   if (wait) {
-    next = host.run().JoinNext(join_set, requested);
+    next = Parked(c, [&] { return host.run().JoinNext(join_set, requested); });
   } else {
-    auto tried = host.run().JoinNextTry(join_set, requested);
+    auto tried = Parked(c, [&] { return host.run().JoinNextTry(join_set, requested); });
     if (!tried) return Unexpected(host.Abort());
     if (*tried && !**tried) {
       STELE_TRY(WriteOut(c, U32(a[5]), "\"nothing has arrived in " + js_text + " yet\""));
@@ -277,7 +296,8 @@ HostResult JoinNextTry(WorkflowHost& host, HostCall& c, Args a) {
 HostResult JoinSetClose(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(js_text, c, a[0], a[1]);
   STELE_ASSIGN_OR_RETURN(auto join_set, ParseJoinSet(host, js_text));
-  if (!host.run().CloseJoinSet(join_set)) return Unexpected(host.Abort());
+  if (!Parked(c, [&] { return host.run().CloseJoinSet(join_set); }))
+    return Unexpected(host.Abort());
   return StatusResult(Status::kOk);
 }
 
@@ -290,7 +310,7 @@ HostResult Get(WorkflowHost& host, HostCall& c, Args a) {
     STELE_TRY(WriteOut(c, U32(a[4]), "\"invalid child execution id\""));
     return StatusResult(Status::kNotFound);
   }
-  auto got = host.run().Get(*child, ffqn);
+  auto got = Parked(c, [&] { return host.run().Get(*child, ffqn); });
   if (!got) return Unexpected(host.Abort());
   const auto& result = *got;
   if (!result) {
@@ -305,8 +325,8 @@ HostResult Get(WorkflowHost& host, HostCall& c, Args a) {
   return StatusResult(status);
 }
 
-HostResult Sleep(WorkflowHost& host, HostCall&, Args a) {
-  auto slept = host.run().Sleep(InMillis(U64(a[0])));
+HostResult Sleep(WorkflowHost& host, HostCall& c, Args a) {
+  auto slept = Parked(c, [&] { return host.run().Sleep(InMillis(U64(a[0]))); });
   if (!slept) return Unexpected(host.Abort());
   return StatusResult(slept->has_value() ? Status::kOk : Status::kFailed);
 }
@@ -316,8 +336,10 @@ HostResult Schedule(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(params_text, c, a[2], a[3]);
   STELE_ASSIGN_OR_RETURN(auto ffqn, ParseFfqn(host, ffqn_text));
   STELE_ASSIGN_OR_RETURN(auto params, ParseParams(host, params_text, ffqn_text));
-  STELE_ASSIGN_OR_RETURN(
-      auto id, Take(host, host.run().Schedule(InMillis(U64(a[4])), ffqn, std::move(params))));
+  STELE_ASSIGN_OR_RETURN(auto id, Take(host, Parked(c, [&] {
+                                         return host.run().Schedule(InMillis(U64(a[4])), ffqn,
+                                                                    std::move(params));
+                                       })));
   STELE_TRY(WriteOut(c, U32(a[5]), id.ToString()));
   return StatusResult(Status::kOk);
 }
@@ -338,7 +360,7 @@ HostResult Stub(WorkflowHost& host, HostCall& c, Args a) {
     host.Interrupt(Kind::kImportedFunctionCallError, value.error());
     return Unexpected(host.Abort());
   }
-  auto stubbed = host.run().Stub(ffqn, *target, std::move(*value));
+  auto stubbed = Parked(c, [&] { return host.run().Stub(ffqn, *target, std::move(*value)); });
   if (!stubbed) return Unexpected(host.Abort());
   return StatusResult(*stubbed ? Status::kOk : Status::kErr);
 }
@@ -365,7 +387,7 @@ HostResult Receive(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(channel, c, a[0], a[1]);
   std::optional<core::HistoryEventScheduleAt> timeout;
   if (U64(a[2]) != UINT64_MAX) timeout = InMillis(U64(a[2]));
-  auto received = host.run().Receive(channel, timeout);
+  auto received = Parked(c, [&] { return host.run().Receive(channel, timeout); });
   if (!received) return Unexpected(host.Abort());
   if (!*received) {
     return StatusResult(received->error().kind == wf::ReceiveError::Kind::kCancelled
@@ -381,7 +403,7 @@ HostResult Receive(WorkflowHost& host, HostCall& c, Args a) {
 // message has arrived.
 HostResult ReceiveTry(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(channel, c, a[0], a[1]);
-  auto tried = host.run().TryReceive(channel);
+  auto tried = Parked(c, [&] { return host.run().TryReceive(channel); });
   if (!tried) return Unexpected(host.Abort());
   if (!*tried) return StatusResult(Status::kCancelled);
   if (!**tried) return StatusResult(Status::kPending);
@@ -394,7 +416,8 @@ HostResult Publish(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(key, c, a[0], a[1]);
   STELE_READ(value_text, c, a[2], a[3]);
   STELE_ASSIGN_OR_RETURN(auto value, ParseJsonValue(host, value_text, "a published value"));
-  if (!host.run().PublishValue(key, std::move(value))) return Unexpected(host.Abort());
+  if (!Parked(c, [&] { return host.run().PublishValue(key, std::move(value)); }))
+    return Unexpected(host.Abort());
   return StatusResult(Status::kOk);
 }
 
@@ -407,7 +430,7 @@ HostResult Send(WorkflowHost& host, HostCall& c, Args a) {
   auto target = core::ExecutionId::Parse(target_text);
   if (!target) return StatusResult(Status::kNotFound);
   STELE_ASSIGN_OR_RETURN(auto body, ParseJsonValue(host, body_text, "a message body"));
-  auto sent = host.run().SendMessage(*target, channel, std::move(body));
+  auto sent = Parked(c, [&] { return host.run().SendMessage(*target, channel, std::move(body)); });
   if (!sent) return Unexpected(host.Abort());
   if (!*sent) {
     return StatusResult(sent->error().kind == wf::SendError::Kind::kNotFound ? Status::kNotFound
@@ -416,26 +439,31 @@ HostResult Send(WorkflowHost& host, HostCall& c, Args a) {
   return StatusResult(Status::kOk);
 }
 
-HostResult RandomU64(WorkflowHost& host, HostCall&, Args a) {
-  STELE_ASSIGN_OR_RETURN(uint64_t v, Take(host, host.run().RandomU64(U64(a[0]), U64(a[1]))));
+HostResult RandomU64(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_ASSIGN_OR_RETURN(
+      uint64_t v,
+      Take(host, Parked(c, [&] { return host.run().RandomU64(U64(a[0]), U64(a[1])); })));
   return std::vector<Value>{Value::I64(static_cast<int64_t>(v))};
 }
 
-HostResult RandomU64Inclusive(WorkflowHost& host, HostCall&, Args a) {
-  STELE_ASSIGN_OR_RETURN(uint64_t v,
-                         Take(host, host.run().RandomU64Inclusive(U64(a[0]), U64(a[1]))));
+HostResult RandomU64Inclusive(WorkflowHost& host, HostCall& c, Args a) {
+  STELE_ASSIGN_OR_RETURN(
+      uint64_t v,
+      Take(host, Parked(c, [&] { return host.run().RandomU64Inclusive(U64(a[0]), U64(a[1])); })));
   return std::vector<Value>{Value::I64(static_cast<int64_t>(v))};
 }
 
 HostResult RandomString(WorkflowHost& host, HostCall& c, Args a) {
-  STELE_ASSIGN_OR_RETURN(auto s, Take(host, host.run().RandomString(U32(a[0]), U32(a[1]))));
+  STELE_ASSIGN_OR_RETURN(
+      auto s, Take(host, Parked(c, [&] { return host.run().RandomString(U32(a[0]), U32(a[1])); })));
   STELE_TRY(WriteOut(c, U32(a[2]), s));
   return StatusResult(Status::kOk);
 }
 
 HostResult Log(WorkflowHost& host, HostCall& c, Args a) {
   STELE_READ(message, c, a[1], a[2]);
-  if (!host.run().Log(ToLogLevel(a[0].AsI32()), message)) return Unexpected(host.Abort());
+  if (!Parked(c, [&] { return host.run().Log(ToLogLevel(a[0].AsI32()), message); }))
+    return Unexpected(host.Abort());
   return std::vector<Value>{};
 }
 

@@ -58,22 +58,6 @@ bool TryAcquireWaiter(ServerImpl& d) {
 
 void ReleaseWaiter(ServerImpl& d) { --d.waiters; }
 
-bool TryAcquireBlockingWaiter(ServerImpl& d) {
-  if (!TryAcquireWaiter(d)) return false;
-  if (d.blocking_waiters.fetch_add(1) >= std::min(d.config.api.max_waiters, kMaxBlockingWaits)) {
-    --d.blocking_waiters;
-    ReleaseWaiter(d);
-    ++d.waiters_refused;
-    return false;
-  }
-  return true;
-}
-
-void ReleaseBlockingWaiter(ServerImpl& d) {
-  --d.blocking_waiters;
-  ReleaseWaiter(d);
-}
-
 core::Json api::PendingStateToJson(const core::PendingState& state) {
   core::Json out;
   std::visit(

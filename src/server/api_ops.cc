@@ -3,7 +3,6 @@
 #include "server/api_ops.h"
 
 #include <chrono>
-#include <future>
 #include <memory>
 #include <optional>
 
@@ -213,71 +212,6 @@ Result<core::Json, ApiError> Components(ServerImpl& d, const http::Request&) {
   return core::Json{{"components", list}, {"webhooks", webhooks}};
 }
 
-// Writes one chunk of a stream and waits until it is written: false when
-// the client is gone or the server stops.
-bool WriteChunk(ServerImpl& d, http::Responder& out, std::string chunk) {
-  auto written = std::make_shared<std::promise<bool>>();
-  auto future = written->get_future();
-  out.Write(std::move(chunk), [written](bool ok) { written->set_value(ok); });
-  // A stopping server may drop the write unanswered.
-  while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-    if (d.stopping) return false;
-  }
-  return future.get();
-}
-
-// Server-Sent Events: `event: state` with the pending state on every change,
-// then `event: finished` with the result, then the stream ends. Runs on
-// ServerImpl::waits.
-void Follow(ServerImpl& d, const http::Request& req, http::Responder& out) {
-  auto info = d.service->Get(PathSegment(req));
-  http::Response res;
-  if (!info) {
-    ReplyError(res, FromService(info.error()));
-    return out.Send(std::move(res));
-  }
-  // A stream is one of [api] max_waiters, released when it ends.
-  if (!TryAcquireBlockingWaiter(d)) {
-    ReplyError(res, Overloaded("too many waiting requests (the limit is " +
-                               std::to_string(d.config.api.max_waiters) +
-                               ", [api] max_waiters); retry later"));
-    return out.Send(std::move(res));
-  }
-  ++d.follow_streams;
-  const auto deadline = std::chrono::steady_clock::now() + d.config.api.max_follow;
-  std::string last;
-  const std::string eid = info->execution_id.ToString();
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("Content-Type", "text/event-stream");
-  out.StartStream(std::move(res));
-  while (!d.stopping && std::chrono::steady_clock::now() <= deadline) {
-    auto current = d.service->Get(eid);
-    if (!current) {
-      WriteChunk(d, out,
-                 "event: error\ndata: " +
-                     core::SerializeJson({{"message", current.error().message}}) + "\n\n");
-      break;
-    }
-    std::string text = core::SerializeJson(PendingStateToJson(current->pending_state));
-    if (text != last) {
-      last = text;
-      if (!WriteChunk(d, out, "event: state\ndata: " + text + "\n\n")) break;
-    }
-    if (current->result) {
-      core::Json data = {{"execution_id", eid}, {"result", ResultToJson(*current->result)}};
-      WriteChunk(d, out, "event: finished\ndata: " + core::SerializeJson(data) + "\n\n");
-      break;
-    }
-    // Wakes at once when the execution finishes; otherwise polls the
-    // state again after a short wait (locks and unlocks have no waiter).
-    (void)d.service->WaitForResult(eid, std::chrono::milliseconds(200), d.stop_wait);
-  }
-  out.EndStream();
-  --d.follow_streams;
-  ReleaseBlockingWaiter(d);
-}
-
 void Healthz(ServerImpl& d, const http::Request&, http::Response& res) {
   if (auto ping = d.service->Ping(); !ping) return ReplyError(res, FromService(ping.error()));
   ReplyJson(res, 200, {{"status", "ok"}});
@@ -297,14 +231,7 @@ void InstallOperationRoutes(ServerImpl& d, http::Router& router, const std::stri
   router.Put(id_path + "/upgrade", Wrap(d, Upgrade));
   router.Get(id_path + "/backtrace", Wrap(d, Backtrace));
   router.Get("/v1/components", Wrap(d, Components));
-  router.AddAsync("GET", id_path + "/follow", [&d](http::RequestPtr req, http::ResponderPtr out) {
-    auto run = [&d, req, out] { Follow(d, *req, *out); };
-    if (!d.waits->Post(std::move(run))) {
-      http::Response res;
-      ReplyError(res, ShuttingDown("the server is shutting down"));
-      out->Send(std::move(res));
-    }
-  });
+  router.AddAsync("GET", id_path + "/follow", FollowHandler(d));
   router.Get("/healthz",
              [&d](const http::Request& req, http::Response& res) { Healthz(d, req, res); });
   router.Get("/metrics",

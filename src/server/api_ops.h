@@ -25,6 +25,9 @@ http::Router::Handler Wrap(ServerImpl& d, Handler h);
 core::Json PendingStateToJson(const core::PendingState& state);
 
 void InstallOperationRoutes(ServerImpl& d, http::Router& router, const std::string& id_path);
+// GET /v1/executions/{id}/follow: a Server-Sent Events stream that holds
+// no thread between its rounds (api_follow.cc).
+http::Router::AsyncHandler FollowHandler(ServerImpl& d);
 // /v1/executions/{id}/messages/{channel} and .../values (api_messages.cc).
 void InstallMessageRoutes(ServerImpl& d, http::Router& router, const std::string& id_path);
 // /v1/schedules... (api_schedules.cc).

@@ -136,6 +136,38 @@ TEST_F(ApiAsyncWaitsTest, ThousandsOfResultWaitsHoldNoThreadAndAllGetTheirResult
   EXPECT_TRUE(WaitersBecome(0));
 }
 
+// Follow streams (api_follow.cc) wait like result waits between their
+// reads: more of them than the old pool of waits had threads (1,536),
+// each ended by the execution's end; a client that leaves ends its own.
+TEST_F(ApiAsyncWaitsTest, FollowStreamsHoldNoThreadAndEndWithTheExecution) {
+  constexpr int kStreams = 1600;
+  std::string id = Parked();
+  const size_t threads_before = ThreadsOfThisProcess();
+  std::vector<std::unique_ptr<RawWaitClient>> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.push_back(
+        std::make_unique<RawWaitClient>(server_->port(), "/v1/executions/" + id + "/follow"));
+    ASSERT_TRUE(clients.back()->ok()) << i;
+  }
+  ASSERT_TRUE(WaitersBecome(kStreams));
+  EXPECT_THAT(Get("/metrics")->body,
+              HasSubstr("stele_follow_streams " + std::to_string(kStreams) + "\n"));
+  EXPECT_LT(ThreadsOfThisProcess(), threads_before + 500);
+  clients.back().reset();  // this client leaves: its stream ends, its slot goes
+  ASSERT_TRUE(WaitersBecome(kStreams - 1));
+
+  EXPECT_EQ(Body(Put("/v1/executions/" + id + "/cancel", Json::object()))["outcome"], "cancelled");
+  for (int i = 0; i + 1 < kStreams; ++i) {
+    std::string response = clients[i]->ReadAll();
+    ASSERT_THAT(response, StartsWith("HTTP/1.1 200")) << i;
+    EXPECT_THAT(response, HasSubstr("event: state\ndata: {\"status\":\"pending_at\"")) << i;
+    EXPECT_THAT(response, HasSubstr("event: finished\ndata: ")) << i;
+    EXPECT_THAT(response, HasSubstr("\"cancelled\"")) << i;
+  }
+  EXPECT_TRUE(WaitersBecome(0));
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("stele_follow_streams 0\n"));
+}
+
 TEST_F(ApiAsyncWaitsTest, AClientThatLeavesReleasesItsWait) {
   std::string id = Parked();
   {

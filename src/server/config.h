@@ -52,8 +52,8 @@ struct ApiConfig {
   // Of those, requests that wait (GET .../result and .../values/{key}
   // with a timeout, follow streams); beyond it a 503. Below
   // max_connections, so that waiting clients never starve the other
-  // requests. Result and value waits hold no thread (api_waits.cc); follow
-  // streams still hold one of the waits pool, at most kMaxBlockingWaits.
+  // requests. None of them holds a thread while it waits (api_waits.cc,
+  // api_follow.cc).
   // When only max_connections is set, five sixths of it (config.cc).
   size_t max_waiters = 50000;
   bool ui = true;  // serve the web UI at /ui/ (docs/ui.md)

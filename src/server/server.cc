@@ -290,10 +290,9 @@ Result<std::unique_ptr<Server>, std::string> Server::Start(ServerConfig config,
 
   FitOpenFileLimit(d.config);
   d.workers = std::make_unique<http::WorkerPool>(d.config.api.workers);
-  // For what still blocks (follow streams, webhooks): more threads than
-  // blocking waits, so that a request over the limit is answered (503) at
-  // once instead of queueing behind them. Result and value waits hold no
-  // thread (api_waits.cc).
+  // For what still blocks (webhooks, whose guests may wait for a result).
+  // Result and value waits and follow streams hold no thread
+  // (api_waits.cc, api_follow.cc).
   d.waits = std::make_unique<http::WorkerPool>(
       std::min(d.config.api.max_waiters, kMaxBlockingWaits) + 16);
   InstallRoutes(d, d.http);

@@ -56,9 +56,9 @@ class ServerImpl {
   // the same API routes as `http`.
   std::unique_ptr<Listener> ui_http;
   // Requests' blocking work runs on `workers` ([api] workers), never on the
-  // HTTP layer's I/O threads; requests that wait (result and value waits,
-  // follow streams, webhooks) run on `waits`, up to [api] max_waiters of
-  // them waiting. Stopped (joined) by Stop before the listeners are
+  // HTTP layer's I/O threads. Result and value waits and follow streams
+  // hold no thread while they wait; webhooks, whose guests may wait, run
+  // on `waits`. Stopped (joined) by Stop before the listeners are
   // destroyed: their tasks hold Responders.
   std::unique_ptr<http::WorkerPool> workers;
   std::unique_ptr<http::WorkerPool> waits;
@@ -72,7 +72,6 @@ class ServerImpl {
   // Requests holding a slot of [api] max_waiters (TryAcquireWaiter).
   std::atomic<uint64_t> waiters{0};
   std::atomic<uint64_t> waiters_refused{0};
-  std::atomic<uint64_t> blocking_waiters{0};  // of `waiters` (TryAcquireBlockingWaiter)
 
   // Counters for /metrics.
   std::mutex metrics_mu;
@@ -101,12 +100,9 @@ class ServerImpl {
 bool TryAcquireWaiter(ServerImpl& d);
 void ReleaseWaiter(ServerImpl& d);
 
-// Waits that still hold a thread of `waits` (follow streams): at most this
-// many at once, and at most max_waiters.
+// Threads of `waits` (webhook requests): at most this many, and at most
+// max_waiters.
 constexpr size_t kMaxBlockingWaits = 1536;
-// A slot of max_waiters and one of kMaxBlockingWaits, as TryAcquireWaiter.
-bool TryAcquireBlockingWaiter(ServerImpl& d);
-void ReleaseBlockingWaiter(ServerImpl& d);
 
 // Registers every route of docs/api.md on `listener` and creates its
 // HttpServer (api.cc): `impl.http`, and `impl.ui_http` too when [api]

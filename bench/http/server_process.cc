@@ -77,6 +77,14 @@ void ServerProcess::WriteFiles() const {
   std::ofstream toml(run_dir_ + "/stele.toml", std::ios::trunc);
   toml << "data_dir = \"" << run_dir_ << "/data\"\n"
        << "\n[api]\nlisten = \"127.0.0.1:0\"\nui = false\n";
+  // STELE_HTTP_API: more [api] lines for experiments, `;` between them.
+  AppendLines(toml, std::getenv("STELE_HTTP_API"));
+  // STELE_HTTP_DATABASE: [database] lines for experiments, `;` between
+  // them ("sqlite_synchronous = \"normal\"").
+  if (const char* database = std::getenv("STELE_HTTP_DATABASE")) {
+    toml << "\n[database]\n";
+    AppendLines(toml, database);
+  }
   toml << "\n[executor]\n";
   if (knobs_.tuned) {
     toml << "batch_size = 256\nmax_concurrency = 4096\nmax_workflow_concurrency = 256\n";

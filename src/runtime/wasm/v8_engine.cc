@@ -51,6 +51,7 @@ namespace {
 
 using Kind = WasmError::Kind;
 using internal::ActiveInstances;
+using internal::CompilingIsolate;
 using internal::Entered;
 using internal::IsolateHolder;
 using internal::kMaxFrames;
@@ -763,7 +764,7 @@ Result<std::shared_ptr<const WasmModule>, WasmError> V8Engine::Compile(
   Compiled& entry = cache_[key];
   if (std::shared_ptr<const V8Module> cached = entry.module.lock()) return cached;
   if (entry.compiled == nullptr) {
-    std::shared_ptr<IsolateHolder> holder = SharedIsolate();
+    std::shared_ptr<IsolateHolder> holder = CompilingIsolate();
     Entered entered(*holder);
     v8::Isolate* isolate = holder->isolate();
     v8::TryCatch try_catch(isolate);

@@ -87,11 +87,13 @@ size_t SharedIsolateCount() {
   return count;
 }
 
-std::shared_ptr<IsolateHolder> SharedIsolate() {
+namespace {
+
+// The shared isolates, each made on first use.
+std::shared_ptr<IsolateHolder> IsolateAt(size_t i) {
   struct Set {
     std::mutex mu;
     std::vector<std::shared_ptr<IsolateHolder>> holders;
-    std::atomic<size_t> next{0};
   };
   // Leaked on purpose, like V8 itself: instances may outlive every static.
   static Set* set = [] {
@@ -102,7 +104,7 @@ std::shared_ptr<IsolateHolder> SharedIsolate() {
   }();
   // At exit, the isolates no instance holds any more are disposed (so that
   // leak checkers see V8's memory returned); the others stay with their
-  // instances. A later SharedIsolate() makes a new isolate.
+  // instances. A later call makes a new isolate.
   struct Disposer {
     ~Disposer() {
       std::lock_guard lock(set->mu);
@@ -112,12 +114,20 @@ std::shared_ptr<IsolateHolder> SharedIsolate() {
     }
   };
   static Disposer disposer;
-  const size_t i = set->next.fetch_add(1, std::memory_order_relaxed) % set->holders.size();
   std::lock_guard lock(set->mu);
   // Created lazily: each costs milliseconds (docs/wasm_engine.md).
   if (!set->holders[i]) set->holders[i] = std::make_shared<IsolateHolder>();
   return set->holders[i];
 }
+
+}  // namespace
+
+std::shared_ptr<IsolateHolder> SharedIsolate() {
+  static std::atomic<size_t> next{0};
+  return IsolateAt(next.fetch_add(1, std::memory_order_relaxed) % SharedIsolateCount());
+}
+
+std::shared_ptr<IsolateHolder> CompilingIsolate() { return IsolateAt(0); }
 
 std::vector<void*>& ActiveInstances() {
   thread_local std::vector<void*> active;

@@ -71,8 +71,12 @@ class IsolateHolder {
 // and at most 32 (docs/wasm_engine.md, "Isolates and threads").
 size_t SharedIsolateCount();
 
-// One of the shared isolates, in turn (round robin), created on first use.
+// One of the shared isolates, in turn (round robin), created on first use:
+// where a new instance goes.
 std::shared_ptr<IsolateHolder> SharedIsolate();
+// The first shared isolate, where modules are compiled: compiling does not
+// take a turn, so that a process with a few instances makes few isolates.
+std::shared_ptr<IsolateHolder> CompilingIsolate();
 
 // The instances running guest code on the calling thread, innermost last
 // (V8Instance pointers; on any isolate).

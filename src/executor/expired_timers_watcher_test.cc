@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include "executor/deadline.h"
 #include "executor/exec_task.h"
@@ -314,6 +317,52 @@ TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {
   }
   EXPECT_EQ(Must(HandleExpiredTimers(db(), at + 10s, 500ms, 8)), Progress(0, 0))
       << "each answered once";
+}
+
+// A started watcher: delays it sees coming within a tick are fired at
+// their due time by its firing threads, each exactly once, although the
+// next tick's pass may find them due too.
+TEST_P(WatcherTest, AStartedWatcherFiresABurstOfUpcomingDelaysOnceEachWhenDue) {
+  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
+  const core::JoinSetId join_set =
+      core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
+  constexpr int kSleepers = 60;
+  std::vector<ExecutionId> sleepers;
+  for (int i = 0; i < kSleepers; ++i) {
+    const ExecutionId parent = ExecutionId::Generate();
+    Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
+    Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
+                      core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
+    BlockOnDelay(parent, join_set, core::DelayId(parent, join_set, 1));
+    sleepers.push_back(parent);
+  }
+  // Due at kT0 + 10s: within the look-ahead of a tick at kT0 + 9995ms.
+  clock_->Set(kT0 + 9995ms);
+  auto watcher = NewWatcher(500ms);
+  watcher->Start();
+  std::this_thread::sleep_for(50ms);  // a few ticks that find nothing due yet
+  for (const ExecutionId& parent : sleepers) {
+    EXPECT_TRUE(Log(parent).responses.empty()) << "fired early: " << parent.ToString();
+  }
+  clock_->Set(kT0 + 10s);
+  auto all_fired = [&] {
+    for (const ExecutionId& parent : sleepers) {
+      if (Log(parent).responses.empty()) return false;
+    }
+    return true;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!all_fired() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  std::this_thread::sleep_for(50ms);  // time for a second answer, if any
+  watcher->Stop();
+  for (const ExecutionId& parent : sleepers) {
+    const storage::ExecutionLog log = Log(parent);
+    ASSERT_EQ(log.responses.size(), 1u) << parent.ToString();
+    EXPECT_EQ(log.responses[0].created_at, kT0 + 10s);
+    EXPECT_EQ(ScheduledAt(parent), kT0 + 10s);
+  }
 }
 
 TEST_P(WatcherTest, WatcherLosesCleanlyToAWorkerThatWroteMeanwhile) {

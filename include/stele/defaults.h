@@ -31,13 +31,13 @@ inline constexpr uint32_t kMaxConcurrency = 64;
 // child holds one).
 inline constexpr uint32_t kMaxWorkflowConcurrency = 256;
 // The same limit in the `stele` server, whose workflows are wasm or JS
-// guests: a run in flight holds a worker thread, and every new thread
-// creates an engine isolate for its guests (~3 ms of CPU and over 1 MiB; a
-// third of the server's CPU in W3 with 256 slots). With 64, W1 through the
-// server ran ~940 against ~710 wf/s, W3 took ~365 against ~815 ms, W4's
-// p99 lateness was ~63 against ~134 ms and peak RSS ~200 against ~400 MiB
-// (BENCHMARKS.md, "Workflow slots of the server"). libstele's native
-// workflows lose a fifth of W1 at 32 slots, so they keep 256.
+// guests. While each worker thread created an engine isolate for its
+// guests (~3 ms of CPU and over 1 MiB), 64 ran W1 a third faster than 256;
+// with the isolates shared (docs/wasm_engine.md) the two are within the
+// noise on W1, W3 and W4, and 64 keeps W1's peak RSS ~100 against ~125 MiB
+// (BENCHMARKS.md, "Shared isolates"); a JS realm is still an isolate per
+// run in flight (docs/js.md). libstele's native workflows lose a
+// fifth of W1 at 32 slots, so they keep 256.
 inline constexpr uint32_t kGuestMaxWorkflowConcurrency = 64;
 // Lease of a workflow run, extended while it makes progress; bounds how
 // long a crashed process's workflows wait before they are taken over.

@@ -12,8 +12,8 @@
 // HostCall::Park, behind a v8::Unlocker: the isolate serves other runs
 // meanwhile, and V8 keeps the parked run's frames until it locks again.
 //
-// Compiled code is shared: a module is compiled once (on the compiling
-// thread's isolate) into a v8::CompiledWasmModule, which every isolate turns
+// Compiled code is shared: a module is compiled once (on the first shared
+// isolate) into a v8::CompiledWasmModule, which every isolate turns
 // into its own WasmModuleObject (cached per isolate) without recompiling.
 //
 // Interrupts: Isolate::TerminateExecution, asked for by Interrupt(), by the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -132,7 +133,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
   }
   std::atomic<uint32_t> delays{0};
   std::atomic<uint32_t> deadlines{0};
-  const uint32_t handled = ForEachInParallel(timers.size(), parallel_writes, [&](size_t i) {
+  auto handle = [&](size_t i) {
     if (const auto* delay = std::get_if<storage::ExpiredDelay>(&timers[i])) {
       const bool fired = FireDelay(db, *delay, now);
       if (fired) ++delays;
@@ -151,7 +152,23 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     }
     return SettleLock(db, std::get<storage::ExpiredLock>(timers[i]), locks_at,
                       activity_lock_expiry_setting, workflow_lock_expiry_setting);
-  });
+  };
+  // Deadlines in waves, shallowest executions first (the other timers go
+  // with the first wave). A workflow's terminate request is then committed
+  // before the deadlines of its descendants end them: otherwise a child
+  // timed out in the same pass could answer the workflow while it waits,
+  // and the workflow finish as if nothing happened before its own request
+  // lands (a subtree sharing one inherited deadline must end with it).
+  std::map<size_t, std::vector<size_t>> waves;
+  for (size_t i = 0; i < timers.size(); ++i) {
+    const auto* deadline = std::get_if<storage::ExpiredDeadline>(&timers[i]);
+    waves[deadline == nullptr ? 0 : deadline->execution_id.path().size()].push_back(i);
+  }
+  uint32_t handled = 0;
+  for (const auto& [depth, indices] : waves) {
+    handled += ForEachInParallel(indices.size(), parallel_writes,
+                                 [&](size_t k) { return handle(indices[k]); });
+  }
   WatcherTickProgress progress;
   progress.expired_delays = delays;
   progress.expired_deadlines = deadlines;

@@ -165,7 +165,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     waves[deadline == nullptr ? 0 : deadline->execution_id.path().size()].push_back(i);
   }
   uint32_t handled = 0;
-  for (const auto& [depth, indices] : waves) {
+  for (const auto& wave : waves) {
+    const std::vector<size_t>& indices = wave.second;
     handled += ForEachInParallel(indices.size(), parallel_writes,
                                  [&](size_t k) { return handle(indices[k]); });
   }

@@ -84,6 +84,20 @@ class WatcherTest : public BackendTest {
           core::HistoryEventRequest{core::HistoryJoinNext{join_set, kT0, std::nullopt, false}}}},
         parent, Version(2)));
   }
+  // `n` locked workflows, each blocked on its delay (BlockOnDelay).
+  std::vector<ExecutionId> Sleepers(int n, const core::JoinSetId& join_set) {
+    const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
+    std::vector<ExecutionId> sleepers;
+    for (int i = 0; i < n; ++i) {
+      const ExecutionId parent = ExecutionId::Generate();
+      Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
+      Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
+                        core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
+      BlockOnDelay(parent, join_set, core::DelayId(parent, join_set, 1));
+      sleepers.push_back(parent);
+    }
+    return sleepers;
+  }
 };
 
 TEST_P(WatcherTest, HangingLockShouldBeCleanedAndExecutionRetried) {
@@ -282,21 +296,11 @@ TEST_P(WatcherTest, ADeadlineTwoWatchersReadIsRequestedOnce) {
 // A burst of due timers is handled by concurrent writes (they share
 // commits); each is still answered exactly once.
 TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {
-  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
   const core::JoinSetId join_set =
       core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
   constexpr int kSleepers = 40;
   constexpr int kHangers = 10;
-  std::vector<ExecutionId> sleepers;
-  for (int i = 0; i < kSleepers; ++i) {
-    const ExecutionId parent = ExecutionId::Generate();
-    Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
-    Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
-                      core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
-    const core::DelayId delay(parent, join_set, 1);
-    BlockOnDelay(parent, join_set, delay);
-    sleepers.push_back(parent);
-  }
+  const std::vector<ExecutionId> sleepers = Sleepers(kSleepers, join_set);
   std::vector<ExecutionId> hangers;
   for (int i = 0; i < kHangers; ++i) {
     const ExecutionId id = ExecutionId::Generate();
@@ -320,22 +324,13 @@ TEST_P(WatcherTest, BurstOfDueDelaysAndExpiredLocksIsHandledOnceEach) {
 }
 
 // A started watcher: delays it sees coming within a tick are fired at
-// their due time by its firing threads, each exactly once, although the
+// their due time by its loop, each exactly once, although the
 // next tick's pass may find them due too.
 TEST_P(WatcherTest, AStartedWatcherFiresABurstOfUpcomingDelaysOnceEachWhenDue) {
-  const core::ComponentId workflow = core::ComponentId::DummyWorkflow();
   const core::JoinSetId join_set =
       core::JoinSetId::Create(core::JoinSetKind::kOneOff, "1-sleep").value();
   constexpr int kSleepers = 60;
-  std::vector<ExecutionId> sleepers;
-  for (int i = 0; i < kSleepers; ++i) {
-    const ExecutionId parent = ExecutionId::Generate();
-    Must(db().Create(CreateReq(parent, kT0, WorkflowFfqn(), workflow)));
-    Must(db().LockOne(kT0, workflow, parent, core::RunId::Generate(), Version(1),
-                      core::ExecutorId::Generate(), kT0 + 1s, Retries(std::nullopt, 1s)));
-    BlockOnDelay(parent, join_set, core::DelayId(parent, join_set, 1));
-    sleepers.push_back(parent);
-  }
+  const std::vector<ExecutionId> sleepers = Sleepers(kSleepers, join_set);
   // Due at kT0 + 10s: within the look-ahead of a tick at kT0 + 9995ms.
   clock_->Set(kT0 + 9995ms);
   auto watcher = NewWatcher(500ms);

@@ -19,7 +19,7 @@
 // Interrupts: Isolate::TerminateExecution, asked for by Interrupt(), by the
 // watchdog for a wall-clock budget or by a CancellationToken, and raised
 // only on the thread of the call it is meant for (isolates are shared: see
-// InterruptState). The state machine in InterruptState makes sure that a
+// InterruptState, v8_interrupt.h). The state machine in InterruptState makes sure that a
 // termination only ever hits the call it was meant for, and is cancelled
 // before the isolate runs anything else. Host errors also terminate (rather
 // than throw) so that no guest code — e.g. a wasm catch_all — can swallow
@@ -41,6 +41,7 @@
 
 #include "base/check.h"
 #include "runtime/wasm/module_check.h"
+#include "runtime/wasm/v8_interrupt.h"
 #include "runtime/wasm/v8_isolate.h"
 #include "runtime/wasm/v8_reset.h"
 #include "runtime/wasm/wasm_engine.h"
@@ -53,6 +54,7 @@ using Kind = WasmError::Kind;
 using internal::ActiveInstances;
 using internal::CompilingIsolate;
 using internal::Entered;
+using internal::InterruptState;
 using internal::IsolateHolder;
 using internal::kMaxFrames;
 using internal::Platform;
@@ -98,100 +100,6 @@ class V8Module final : public WasmModule {
 
 void OnInterruptRequest(v8::Isolate* isolate, void* unused);
 
-// Who may stop a running call, and how. Isolate::TerminateExecution hits
-// whichever thread runs on the isolate, and isolates are shared, so it is
-// called only on the call's own thread with the isolate locked. Another
-// thread asks with Isolate::RequestInterrupt: V8 runs OnInterruptRequest on
-// the thread that runs guest code on the isolate next, which raises the
-// termination only for calls of its own. A call parked in a host function
-// (HostCall::Park) may miss that; it raises the termination itself when it
-// locks the isolate again (DeliverRequested).
-class InterruptState {
- public:
-  explicit InterruptState(v8::Isolate* isolate) : isolate_(isolate) {}
-
-  // Sticky: stops the running call and every later one. Any thread.
-  void InterruptAll() {
-    std::lock_guard lock(mu_);
-    sticky_ = true;
-    if (running_) Request("interrupted");
-  }
-  // Stops call `generation` if it still runs. Any thread.
-  void InterruptCall(uint64_t generation, const char* reason) {
-    std::lock_guard lock(mu_);
-    if (running_ && generation_ == generation) Request(reason);
-  }
-  // Terminates the running call on behalf of a host error (no reason: the
-  // host error is reported instead). The call's thread, isolate locked.
-  void TerminateForHostError() {
-    std::lock_guard lock(mu_);
-    if (running_ && !delivered_) {
-      delivered_ = true;
-      isolate_->TerminateExecution();
-    }
-  }
-  // Raises the termination asked for while the call ran. The call's
-  // thread, isolate locked.
-  void DeliverRequested() {
-    std::lock_guard lock(mu_);
-    if (running_ && requested_ && !delivered_) {
-      delivered_ = true;
-      isolate_->TerminateExecution();
-    }
-  }
-  // True once the running call's termination is raised.
-  bool terminating() {
-    std::lock_guard lock(mu_);
-    return delivered_;
-  }
-  // True once InterruptAll was called.
-  bool sticky() {
-    std::lock_guard lock(mu_);
-    return sticky_;
-  }
-  // Begins an outermost call; returns its generation, or nullopt when the
-  // instance was interrupted for good.
-  std::optional<uint64_t> Begin() {
-    std::lock_guard lock(mu_);
-    if (sticky_) return std::nullopt;
-    running_ = true;
-    requested_ = false;
-    reason_.clear();
-    return ++generation_;
-  }
-  // Ends the outermost call (isolate locked): no termination may outlive it.
-  // Returns the interrupt reason, empty when not interrupted.
-  std::string End() {
-    std::lock_guard lock(mu_);
-    running_ = false;
-    requested_ = false;
-    if (delivered_) {
-      isolate_->CancelTerminateExecution();
-      delivered_ = false;
-    }
-    return std::move(reason_);
-  }
-
- private:
-  void Request(const char* reason) {
-    if (reason_.empty()) reason_ = reason;
-    if (requested_ || delivered_) return;
-    requested_ = true;
-    // A callback that outlives this call (or this instance) finds nothing
-    // to do: it looks only at the calls running on its thread.
-    isolate_->RequestInterrupt(&OnInterruptRequest, nullptr);
-  }
-
-  std::mutex mu_;
-  v8::Isolate* const isolate_;
-  bool running_ = false;
-  bool sticky_ = false;
-  bool requested_ = false;  // a termination was asked for, not yet raised
-  bool delivered_ = false;  // TerminateExecution was called for this call
-  uint64_t generation_ = 0;
-  std::string reason_;
-};
-
 class V8Instance;
 
 struct HostBinding {
@@ -207,7 +115,7 @@ class V8Instance final : public WasmInstance {
       : holder_(std::move(holder)),
         module_(std::move(module)),
         imports_(std::move(imports)),
-        interrupt_(std::make_shared<InterruptState>(holder_->isolate())) {}
+        interrupt_(std::make_shared<InterruptState>(holder_->isolate(), &OnInterruptRequest)) {}
 
   ~V8Instance() override {
     Entered entered(*holder_);

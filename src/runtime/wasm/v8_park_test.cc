@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "runtime/wasm/v8_isolate.h"
@@ -124,6 +125,42 @@ class ParkTest : public ::testing::Test {
     return {std::move(a), Make(second)};
   }
 
+  // Two runs on one isolate: one parked in reverse_hello's host call until
+  // `release` opens, one spinning in where_then_spin.
+  struct ParkedAndSpinning {
+    Gate parked, release, spinning;
+    Host parker, spinner;
+    std::unique_ptr<WasmInstance> spinning_run, parked_run;
+    std::optional<HostResult> parked_result, spinning_result;
+    std::atomic<bool> spinning_returned{false};
+    std::thread parked_thread, spinning_thread;
+    ~ParkedAndSpinning() {  // after a failed assertion: let the threads end
+      release.Open();
+      if (spinning_thread.joinable()) {
+        spinning_run->Interrupt();
+        spinning_thread.join();
+      }
+      if (parked_thread.joinable()) parked_thread.join();
+    }
+  };
+  // Starts both; true once the first is parked and the second spins.
+  bool Start(ParkedAndSpinning& runs) {
+    runs.parker.park = [&runs] {
+      runs.parked.Open();
+      return runs.release.Wait();
+    };
+    runs.spinner.where = [&runs] { runs.spinning.Open(); };
+    std::tie(runs.spinning_run, runs.parked_run) = MakeNeighbours(&runs.spinner, &runs.parker);
+    runs.parked_thread = std::thread(
+        [&runs] { runs.parked_result.emplace(runs.parked_run->Call("reverse_hello", {})); });
+    if (!runs.parked.Wait()) return false;
+    runs.spinning_thread = std::thread([&runs] {
+      runs.spinning_result.emplace(runs.spinning_run->Call("where_then_spin", {}));
+      runs.spinning_returned = true;
+    });
+    return runs.spinning.Wait();
+  }
+
   std::shared_ptr<WasmEngine> engine_ = CreateV8Engine();
   std::shared_ptr<const WasmModule> module_;
 };
@@ -158,66 +195,37 @@ TEST_F(ParkTest, RunsParkedTogetherLeaveTheirIsolatesToEachOther) {
 }
 
 TEST_F(ParkTest, AnInterruptStopsTheComputingRunAndNotItsParkedNeighbour) {
-  Gate parked, release, spinning;
-  Host parker, spinner;
-  parker.park = [&] {
-    parked.Open();
-    return release.Wait();
-  };
-  spinner.where = [&] { spinning.Open(); };
-  auto [spinning_run, parked_run] = MakeNeighbours(&spinner, &parker);
+  ParkedAndSpinning runs;
+  ASSERT_TRUE(Start(runs));
+  runs.spinning_run->Interrupt();
+  runs.spinning_thread.join();
+  runs.release.Open();
+  runs.parked_thread.join();
 
-  std::optional<HostResult> parked_result, spinning_result;
-  std::thread parked_thread([&] { parked_result.emplace(parked_run->Call("reverse_hello", {})); });
-  ASSERT_TRUE(parked.Wait());
-  std::thread spinning_thread(
-      [&] { spinning_result.emplace(spinning_run->Call("where_then_spin", {})); });
-  ASSERT_TRUE(spinning.Wait());
-  spinning_run->Interrupt();
-  spinning_thread.join();
-  release.Open();
-  parked_thread.join();
-
-  ASSERT_FALSE(spinning_result->has_value());
-  EXPECT_EQ(spinning_result->error().kind, Kind::kInterrupted);
-  ASSERT_TRUE(parked_result->has_value()) << parked_result->error().ToString();
-  EXPECT_EQ((*parked_result)->at(0).AsI32(), 't');
+  ASSERT_FALSE(runs.spinning_result->has_value());
+  EXPECT_EQ(runs.spinning_result->error().kind, Kind::kInterrupted);
+  ASSERT_TRUE(runs.parked_result->has_value()) << runs.parked_result->error().ToString();
+  EXPECT_EQ((*runs.parked_result)->at(0).AsI32(), 't');
 }
 
 TEST_F(ParkTest, AnInterruptOfAParkedRunTakesEffectWhenItResumesAndSparesTheRunningOne) {
-  Gate parked, release, spinning;
-  Host parker, spinner;
-  parker.park = [&] {
-    parked.Open();
-    return release.Wait();
-  };
-  spinner.where = [&] { spinning.Open(); };
-  auto [spinning_run, parked_run] = MakeNeighbours(&spinner, &parker);
-
-  std::optional<HostResult> parked_result, spinning_result;
-  std::atomic<bool> spinning_returned{false};
-  std::thread parked_thread([&] { parked_result.emplace(parked_run->Call("reverse_hello", {})); });
-  ASSERT_TRUE(parked.Wait());
-  std::thread spinning_thread([&] {
-    spinning_result.emplace(spinning_run->Call("where_then_spin", {}));
-    spinning_returned = true;
-  });
-  ASSERT_TRUE(spinning.Wait());
+  ParkedAndSpinning runs;
+  ASSERT_TRUE(Start(runs));
   // V8 runs the request on the thread computing on the isolate: the
   // spinning run, which must ignore a request that is not its own.
-  parked_run->Interrupt();
+  runs.parked_run->Interrupt();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_FALSE(spinning_returned.load());
-  spinning_run->Interrupt();
-  spinning_thread.join();
-  release.Open();
-  parked_thread.join();
+  EXPECT_FALSE(runs.spinning_returned.load());
+  runs.spinning_run->Interrupt();
+  runs.spinning_thread.join();
+  runs.release.Open();
+  runs.parked_thread.join();
 
-  ASSERT_FALSE(parked_result->has_value());
-  EXPECT_EQ(parked_result->error().kind, Kind::kInterrupted);
-  EXPECT_TRUE(parked_run->poisoned());
-  ASSERT_FALSE(spinning_result->has_value());
-  EXPECT_EQ(spinning_result->error().kind, Kind::kInterrupted);
+  ASSERT_FALSE(runs.parked_result->has_value());
+  EXPECT_EQ(runs.parked_result->error().kind, Kind::kInterrupted);
+  EXPECT_TRUE(runs.parked_run->poisoned());
+  ASSERT_FALSE(runs.spinning_result->has_value());
+  EXPECT_EQ(runs.spinning_result->error().kind, Kind::kInterrupted);
 }
 
 TEST_F(ParkTest, ABudgetEndsAParkedRunWithoutTouchingAnotherOnItsIsolate) {

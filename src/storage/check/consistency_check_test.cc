@@ -111,8 +111,13 @@ class CheckSqliteTest : public sqlite::testing::SqliteTest {
   // A parent that has at least one child response.
   std::string SomeParent() {
     return RawText(
-        "SELECT execution_id FROM t_join_set_response WHERE child_execution_id IS NOT NULL "
-        "ORDER BY execution_id LIMIT 1");
+        "SELECT s.execution_id FROM t_join_set_response r JOIN t_state s ON s.exec_key = "
+        "r.exec_key WHERE r.child_execution_id IS NOT NULL ORDER BY s.execution_id LIMIT 1");
+  }
+  // SQL for the exec_key of `id` (schema V9: the log and response rows are
+  // keyed by it).
+  static std::string Key(const std::string& id) {
+    return "(SELECT exec_key FROM t_state WHERE execution_id = '" + id + "')";
   }
 };
 
@@ -171,7 +176,7 @@ TEST_F(CheckSqliteTest, VersionGapIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
   ASSERT_FALSE(id.empty());
-  RawExec("DELETE FROM t_execution_log WHERE execution_id = '" + id + "' AND version = 2");
+  RawExec("DELETE FROM t_execution_log WHERE exec_key = " + Key(id) + " AND version = 2");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "not gap-free")));
   EXPECT_EQ(report.executions, kTotal);
@@ -180,7 +185,7 @@ TEST_F(CheckSqliteTest, VersionGapIsFound) {
 TEST_F(CheckSqliteTest, FirstEventNotCreatedIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
-  RawExec("DELETE FROM t_execution_log WHERE execution_id = '" + id + "' AND version = 0");
+  RawExec("DELETE FROM t_execution_log WHERE exec_key = " + Key(id) + " AND version = 0");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "not gap-free")));
 }
@@ -188,12 +193,12 @@ TEST_F(CheckSqliteTest, FirstEventNotCreatedIsFound) {
 TEST_F(CheckSqliteTest, EventAfterFinishedIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
-  // Copy the Finished row to the next version.
+  // Copy the Finished row (the last) to the next version.
   RawExec(
-      "INSERT INTO t_execution_log (execution_id, version, created_at, json_value, variant, "
-      "join_set_id) SELECT execution_id, version + 1, created_at, json_value, variant, join_set_id "
-      "FROM t_execution_log WHERE execution_id = '" +
-      id + "' AND variant = 'finished'");
+      "INSERT INTO t_execution_log (exec_key, version, created_at, json_value, join_set_id) "
+      "SELECT exec_key, version + 1, created_at, json_value, join_set_id FROM t_execution_log "
+      "WHERE exec_key = " +
+      Key(id) + " ORDER BY version DESC LIMIT 1");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "is followed by 1 more event")));
 }
@@ -204,13 +209,13 @@ TEST_F(CheckSqliteTest, ChildResultRecordedTwiceIsFound) {
   // The unique index forbids it; a damaged store may not have it.
   RawExec("DROP INDEX idx_t_join_set_response_child");
   RawExec(
-      "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, "
+      "INSERT INTO t_join_set_response (exec_key, idx, created_at, join_set_id, "
       "child_execution_id, finished_version, child_result) "
-      "SELECT execution_id, (SELECT max(idx) + 1 FROM t_join_set_response WHERE execution_id = '" +
-      id +
-      "'), created_at, join_set_id, child_execution_id, finished_version, child_result "
-      "FROM t_join_set_response WHERE execution_id = '" +
-      id + "' AND idx = 0");
+      "SELECT exec_key, (SELECT max(idx) + 1 FROM t_join_set_response WHERE exec_key = " +
+      Key(id) +
+      "), created_at, join_set_id, child_execution_id, finished_version, child_result "
+      "FROM t_join_set_response WHERE exec_key = " +
+      Key(id) + " AND idx = 0");
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "recorded more than once")));
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "response(s) but only")));
@@ -223,16 +228,16 @@ TEST_F(CheckSqliteTest, ResponseForADelayNeverRequestedIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
   const std::string join_set =
-      RawText("SELECT join_set_id FROM t_join_set_response WHERE execution_id = '" + id +
-              "' ORDER BY idx LIMIT 1");
+      RawText("SELECT join_set_id FROM t_join_set_response WHERE exec_key = " + Key(id) +
+              " ORDER BY idx LIMIT 1");
   auto owner = ExecutionId::Parse(id);
   auto js = core::JoinSetId::Parse(join_set);
   ASSERT_TRUE(owner && js) << id << " " << join_set;
   const std::string delay = core::DelayId(*owner, *js, 9).ToString();
   RawExec(
-      "INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, delay_id, "
-      "delay_success) SELECT execution_id, max(idx) + 1, max(created_at), join_set_id, '" +
-      delay + "', 0 FROM t_join_set_response WHERE execution_id = '" + id + "'");
+      "INSERT INTO t_join_set_response (exec_key, idx, created_at, join_set_id, delay_id, "
+      "delay_success) SELECT exec_key, max(idx) + 1, max(created_at), join_set_id, '" +
+      delay + "', 0 FROM t_join_set_response WHERE exec_key = " + Key(id));
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "response for delay " + delay +
                                                            ", which was never requested")));
@@ -242,9 +247,9 @@ TEST_F(CheckSqliteTest, MissingChildResponseIsFound) {
   SetUpStore();
   const std::string id = SomeParent();
   const int64_t last =
-      RawCount("SELECT max(idx) FROM t_join_set_response WHERE execution_id = '" + id + "'");
-  RawExec("DELETE FROM t_join_set_response WHERE execution_id = '" + id +
-          "' AND idx = " + std::to_string(last));
+      RawCount("SELECT max(idx) FROM t_join_set_response WHERE exec_key = " + Key(id));
+  RawExec("DELETE FROM t_join_set_response WHERE exec_key = " + Key(id) +
+          " AND idx = " + std::to_string(last));
   CheckReport report = Check();
   EXPECT_THAT(report.findings, Contains(FindingFor(id, "result was never recorded")));
 }

@@ -205,20 +205,33 @@ Result<void, DbErrorWrite> SqliteConnection::AppendBacktraceBatch(
   return store_->Write<void, DbErrorWrite>([&](WriteContext& tx) -> Result<void, DbErrorWrite> {
     // The first backtrace of a version range wins: a replayed run records
     // the same range again, and reads answer with the first (as the
-    // reference model does).
+    // reference model does). A text is stored once (schema V9,
+    // t_backtrace_text); a backtrace of an execution that is not there
+    // (deleted meanwhile) is dropped: nothing could read it.
+    STELE_ASSIGN_OR_RETURN(
+        Statement text,
+        tx.connection.Prepare("INSERT INTO t_backtrace_text (component_id, wasm_backtrace) "
+                              "SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM t_state WHERE "
+                              "execution_id = ?3) ON CONFLICT DO NOTHING"));
     STELE_ASSIGN_OR_RETURN(
         Statement insert,
         tx.connection.Prepare(
-            "INSERT INTO t_backtrace (execution_id, component_id, version_min_including, "
-            "version_max_excluding, wasm_backtrace) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO t_backtrace (exec_key, version_min_including, version_max_excluding, "
+            "text_id) SELECT s.exec_key, ?2, ?3, t.id FROM t_state s, t_backtrace_text t "
+            "WHERE s.execution_id = ?1 AND t.component_id = ?4 AND t.wasm_backtrace = ?5 "
             "ON CONFLICT DO NOTHING"));
     for (const core::BacktraceInfo& info : batch) {
       STELE_ASSIGN_OR_RETURN(std::string component, EncodeJson(info.component_id));
       STELE_ASSIGN_OR_RETURN(std::string backtrace, EncodeJson(info.wasm_backtrace));
+      text.BindText(1, component);
+      text.BindText(2, backtrace);
+      text.BindText(3, info.execution_id.ToString());
+      STELE_TRY(text.Run());
+      text.Reset();
       insert.BindText(1, info.execution_id.ToString());
-      insert.BindText(2, component);
-      insert.BindInt64(3, info.version_min_including.value());
-      insert.BindInt64(4, info.version_max_excluding.value());
+      insert.BindInt64(2, info.version_min_including.value());
+      insert.BindInt64(3, info.version_max_excluding.value());
+      insert.BindText(4, component);
       insert.BindText(5, backtrace);
       STELE_TRY(insert.Run());
       insert.Reset();

@@ -144,6 +144,7 @@ TEST_F(EventCodecMigrationTest, V6EventsStayReadableAndNewOnesAreCompressed) {
   const int64_t rows = RawCount("SELECT COUNT(*) FROM t_execution_log");
   ClosePool();
 
+  RawDowngradeToV8();
   DowngradeToV6();
   ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 6);
   ASSERT_EQ(RawCount("SELECT COUNT(*) FROM t_execution_log WHERE typeof(json_value) = 'text'"),

@@ -80,25 +80,25 @@ Result<void, DbErrorWrite> InsertEvent(Connection& db, std::string_view id, Vers
   STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(event));
   const std::string stored = CompressEventJson(json);
   STELE_ASSIGN_OR_RETURN(
-      Statement stmt, db.Prepare("INSERT INTO t_execution_log "
-                                 "(execution_id, version, created_at, json_value, variant, "
-                                 "join_set_id, history_event_type) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+      Statement stmt,
+      db.Prepare("INSERT INTO t_execution_log "
+                 "(exec_key, version, created_at, json_value, join_set_id, history_event_type) "
+                 "VALUES ((SELECT exec_key FROM t_state WHERE execution_id = ?), ?, ?, ?, ?, ?)"));
   stmt.BindText(1, id);
   stmt.BindInt64(2, version.value());
   stmt.BindInt64(3, TimeColumn(created_at));
   stmt.BindBlob(4, stored.data(), stored.size());
-  stmt.BindText(5, core::ExecutionRequestVariantTag(event));
   if (auto join_set_id = core::ExecutionRequestJoinSetId(event)) {
-    stmt.BindText(6, join_set_id->ToString());
+    stmt.BindText(5, join_set_id->ToString());
   } else {
-    stmt.BindNull(6);
+    stmt.BindNull(5);
   }
   // Schema V7 stores what V1 generated from the JSON (which is compressed
   // now): the history event's type tag, NULL for other variants.
   if (const auto* history = std::get_if<core::HistoryEventRequest>(&event)) {
-    stmt.BindText(7, core::HistoryEventTypeTag(history->event));
+    stmt.BindText(6, core::HistoryEventTypeTag(history->event));
   } else {
-    stmt.BindNull(7);
+    stmt.BindNull(6);
   }
   STELE_TRY(stmt.Run());
   return {};
@@ -129,9 +129,10 @@ Result<void, DbErrorGeneric> UpsertDelay(Connection& db, std::string_view id,
 Result<int64_t, DbErrorGeneric> CountJoinNexts(Connection& db, std::string_view id,
                                                const core::JoinSetId& join_set_id) {
   // Served by the partial index idx_t_execution_log_join_next.
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt, db.Prepare("SELECT COUNT(*) FROM t_execution_log WHERE execution_id = ? AND "
-                                 "join_set_id = ? AND history_event_type = 'join_next'"));
+  STELE_ASSIGN_OR_RETURN(Statement stmt,
+                         db.Prepare("SELECT COUNT(*) FROM t_execution_log WHERE exec_key = "
+                                    "(SELECT exec_key FROM t_state WHERE execution_id = ?) AND "
+                                    "join_set_id = ? AND history_event_type = 'join_next'"));
   stmt.BindText(1, id);
   stmt.BindText(2, join_set_id.ToString());
   STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -144,8 +145,9 @@ Result<std::optional<DateTime>, DbErrorGeneric> KthResponseTime(Connection& db, 
                                                                 int64_t k) {
   STELE_ASSIGN_OR_RETURN(
       Statement stmt,
-      db.Prepare("SELECT created_at FROM t_join_set_response WHERE execution_id = ? AND "
-                 "join_set_id = ? ORDER BY idx LIMIT 1 OFFSET ?"));
+      db.Prepare("SELECT created_at FROM t_join_set_response WHERE exec_key = (SELECT exec_key "
+                 "FROM t_state WHERE execution_id = ?) AND join_set_id = ? ORDER BY idx "
+                 "LIMIT 1 OFFSET ?"));
   stmt.BindText(1, id);
   stmt.BindText(2, join_set_id.ToString());
   stmt.BindInt64(3, k - 1);
@@ -251,7 +253,8 @@ Result<std::optional<core::JoinSetResponseEvent>, DbErrorGeneric> FindMessage(
     Connection& db, std::string_view id, const std::string& message_id) {
   STELE_ASSIGN_OR_RETURN(Statement stmt,
                          db.Prepare("SELECT join_set_id, message_body FROM t_join_set_response "
-                                    "WHERE execution_id = ? AND message_id = ?"));
+                                    "WHERE exec_key = (SELECT exec_key FROM t_state WHERE "
+                                    "execution_id = ?) AND message_id = ?"));
   stmt.BindText(1, id);
   stmt.BindText(2, message_id);
   STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -300,7 +303,8 @@ Result<bool, DbErrorGeneric> ChildFinishedWith(Connection& db, const std::string
 
 Result<uint32_t, DbErrorGeneric> NextCursor(Connection& db, std::string_view id) {
   STELE_ASSIGN_OR_RETURN(Statement stmt,
-                         db.Prepare("SELECT idx FROM t_join_set_response WHERE execution_id = ? "
+                         db.Prepare("SELECT idx FROM t_join_set_response WHERE exec_key = "
+                                    "(SELECT exec_key FROM t_state WHERE execution_id = ?) "
                                     "ORDER BY idx DESC LIMIT 1"));
   stmt.BindText(1, id);
   STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -327,9 +331,10 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   STELE_ASSIGN_OR_RETURN(uint32_t cursor, NextCursor(db, id));
   STELE_ASSIGN_OR_RETURN(
       Statement insert,
-      db.Prepare("INSERT INTO t_join_set_response (execution_id, idx, created_at, join_set_id, "
+      db.Prepare("INSERT INTO t_join_set_response (exec_key, idx, created_at, join_set_id, "
                  "delay_id, delay_success, child_execution_id, finished_version, child_result, "
-                 "message_id, message_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                 "message_id, message_body) VALUES ((SELECT exec_key FROM t_state WHERE "
+                 "execution_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.BindText(1, id);
   insert.BindInt64(2, cursor);
   insert.BindInt64(3, TimeColumn(response.created_at));
@@ -395,6 +400,22 @@ Result<void, DbErrorWrite> InsertResponseTx(WriteContext& tx, const ExecutionId&
   return {};
 }
 
+namespace {
+
+// The next t_state.exec_key (schema V9): taken from t_sequence in the
+// creating transaction, so a key is never given twice, not even after its
+// execution was deleted.
+Result<int64_t, DbErrorGeneric> NextExecutionKey(Connection& db) {
+  STELE_ASSIGN_OR_RETURN(Statement stmt,
+                         db.Prepare("UPDATE t_sequence SET next_value = next_value + 1 "
+                                    "WHERE name = 'exec_key' RETURNING next_value - 1"));
+  STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return Unexpected(DbErrorGeneric::Uncategorized("t_sequence has no `exec_key` row"));
+  return stmt.Int64(0);
+}
+
+}  // namespace
+
 Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& req,
                                        DateTime current_time) {
   Connection& db = tx.connection;
@@ -404,13 +425,13 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   if (existing) {
     return Unexpected(DbErrorWriteNonRetriable::IllegalState("execution already exists"));
   }
-  STELE_TRY(InsertEvent(db, id, Version(0), req.created_at, req.ToCreatedEvent()));
+  STELE_ASSIGN_OR_RETURN(int64_t key, NextExecutionKey(db));
   STELE_ASSIGN_OR_RETURN(
       Statement insert,
       db.Prepare("INSERT INTO t_state (execution_id, is_top_level, corresponding_version, ffqn, "
                  "created_at, component_id_input_digest, first_scheduled_at, "
                  "pending_expires_finished, state, updated_at, intermittent_event_count, "
-                 "list_key) VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'pending_at', ?, 0, ?)"));
+                 "list_key, exec_key) VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'pending_at', ?, 0, ?, ?)"));
   const std::string ffqn = req.ffqn.ToString();
   const auto& digest = req.component_id.input_digest.bytes();
   insert.BindText(1, id);
@@ -422,7 +443,10 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   insert.BindInt64(7, TimeColumn(req.scheduled_at));
   insert.BindInt64(8, TimeColumn(req.created_at));
   insert.BindText(9, core::ListKey(req.execution_id));
+  insert.BindInt64(10, key);
   STELE_TRY(insert.Run());
+  // After the t_state row: the event row takes its exec_key from there.
+  STELE_TRY(InsertEvent(db, id, Version(0), req.created_at, req.ToCreatedEvent()));
   if (req.policy.deadline) {
     STELE_ASSIGN_OR_RETURN(
         Statement deadline,
@@ -447,8 +471,9 @@ Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
   }
   STELE_ASSIGN_OR_RETURN(
       Statement stmt,
-      db.Prepare("SELECT version, json_value FROM t_execution_log WHERE execution_id = ? AND "
-                 "variant IN ('created', 'history_event') ORDER BY version"));
+      db.Prepare("SELECT version, json_value FROM t_execution_log WHERE exec_key = "
+                 "(SELECT exec_key FROM t_state WHERE execution_id = ?) AND (version = 0 OR "
+                 "history_event_type IS NOT NULL) ORDER BY version"));
   stmt.BindText(1, id);
   std::optional<core::Created> created;
   std::vector<std::pair<core::HistoryEvent, Version>> history;
@@ -464,7 +489,7 @@ Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
       history.emplace_back(std::move(h->event), Version(static_cast<Version::Type>(version)));
     } else {
       return Unexpected(DbErrorGeneric::Uncategorized("corrupt t_execution_log row of `" + id +
-                                                      "`: variant does not match the event"));
+                                                      "`: not a Created or history event"));
     }
   }
   if (!created) {

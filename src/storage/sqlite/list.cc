@@ -194,7 +194,9 @@ Result<std::vector<ResponseWithCursor>, DbErrorRead> SqliteConnection::ListRespo
     const bool newer = IsNewer(pagination);
     // NewerThan: the first `length` responses after the cursor; OlderThan:
     // the last `length` before it. Either way returned in arrival order.
-    std::string sql = std::string(kResponseSelect) + "WHERE r.execution_id = ?1 AND r.idx " +
+    std::string sql = std::string(kResponseSelect) +
+                      "WHERE r.exec_key = (SELECT exec_key FROM t_state WHERE "
+                      "execution_id = ?1) AND r.idx " +
                       std::string(pagination.Rel()) + " ?2 ORDER BY r.idx" +
                       (newer ? " ASC" : " DESC") + " LIMIT ?3";
     STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));

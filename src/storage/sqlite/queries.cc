@@ -40,9 +40,11 @@ Result<std::optional<ExecutionState>, DbErrorGeneric> LoadState(Connection& db,
 
 Result<std::vector<core::ExecutionEvent>, DbErrorGeneric> LoadEvents(
     Connection& db, std::string_view execution_id) {
-  STELE_ASSIGN_OR_RETURN(Statement stmt,
-                         db.Prepare("SELECT version, created_at, json_value FROM t_execution_log "
-                                    "WHERE execution_id = ? ORDER BY version"));
+  STELE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("SELECT version, created_at, json_value FROM t_execution_log "
+                 "WHERE exec_key = (SELECT exec_key FROM t_state WHERE execution_id = ?) "
+                 "ORDER BY version"));
   stmt.BindText(1, execution_id);
   std::vector<core::ExecutionEvent> events;
   while (true) {
@@ -56,9 +58,11 @@ Result<std::vector<core::ExecutionEvent>, DbErrorGeneric> LoadEvents(
 Result<std::optional<core::ExecutionEvent>, DbErrorGeneric> LoadEvent(Connection& db,
                                                                       std::string_view execution_id,
                                                                       Version version) {
-  STELE_ASSIGN_OR_RETURN(Statement stmt,
-                         db.Prepare("SELECT version, created_at, json_value FROM t_execution_log "
-                                    "WHERE execution_id = ? AND version = ?"));
+  STELE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("SELECT version, created_at, json_value FROM t_execution_log "
+                 "WHERE exec_key = (SELECT exec_key FROM t_state WHERE execution_id = ?) "
+                 "AND version = ?"));
   stmt.BindText(1, execution_id);
   stmt.BindInt64(2, version.value());
   STELE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -71,7 +75,9 @@ Result<std::vector<ResponseWithCursor>, DbErrorGeneric> LoadResponses(Connection
                                                                       std::string_view execution_id,
                                                                       uint32_t from_cursor) {
   static const std::string kSql =
-      std::string(kResponseSelect) + "WHERE r.execution_id = ? AND r.idx >= ? ORDER BY r.idx";
+      std::string(kResponseSelect) +
+      "WHERE r.exec_key = (SELECT exec_key FROM t_state WHERE execution_id = ?) AND r.idx >= ? "
+      "ORDER BY r.idx";
   STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(kSql));
   stmt.BindText(1, execution_id);
   stmt.BindInt64(2, from_cursor);

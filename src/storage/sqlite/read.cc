@@ -127,10 +127,11 @@ Result<std::vector<core::ExecutionEvent>, DbErrorRead> SqliteConnection::ListExe
             Statement stmt,
             db.Prepare("SELECT l.version, l.created_at, l.json_value, "
                        "CASE WHEN ?4 THEN (SELECT b.version_min_including FROM t_backtrace b "
-                       "WHERE b.execution_id = l.execution_id AND b.version_min_including <= "
+                       "WHERE b.exec_key = l.exec_key AND b.version_min_including <= "
                        "l.version AND b.version_max_excluding > l.version ORDER BY b.rowid "
                        "LIMIT 1) END "
-                       "FROM t_execution_log l WHERE l.execution_id = ?1 AND l.version >= ?2 "
+                       "FROM t_execution_log l WHERE l.exec_key = (SELECT exec_key FROM t_state "
+                       "WHERE execution_id = ?1) AND l.version >= ?2 "
                        "ORDER BY l.version LIMIT ?3"));
         stmt.BindText(1, id);
         stmt.BindInt64(2, since.value());
@@ -157,29 +158,26 @@ Result<core::BacktraceInfo, DbErrorRead> SqliteConnection::GetBacktrace(
     const ExecutionId& execution_id, BacktraceFilter filter) {
   return store_->Read([&](Connection& db) -> Result<core::BacktraceInfo, DbErrorRead> {
     // Ties (same range start) go to the backtrace recorded first.
-    const char* sql = nullptr;
+    // Since schema V9 the texts are shared rows of t_backtrace_text.
+    constexpr std::string_view kSelect =
+        "SELECT t.component_id, b.version_min_including, b.version_max_excluding, "
+        "t.wasm_backtrace FROM t_backtrace b JOIN t_backtrace_text t ON t.id = b.text_id "
+        "WHERE b.exec_key = (SELECT exec_key FROM t_state WHERE execution_id = ?1) ";
+    std::string_view order;
     switch (filter.kind) {
       case BacktraceFilter::Kind::kFirst:
-        sql =
-            "SELECT component_id, version_min_including, version_max_excluding, "
-            "wasm_backtrace FROM t_backtrace WHERE execution_id = ?1 "
-            "ORDER BY version_min_including, rowid LIMIT 1";
+        order = "ORDER BY b.version_min_including, b.rowid LIMIT 1";
         break;
       case BacktraceFilter::Kind::kLast:
-        sql =
-            "SELECT component_id, version_min_including, version_max_excluding, "
-            "wasm_backtrace FROM t_backtrace WHERE execution_id = ?1 "
-            "ORDER BY version_min_including DESC, rowid LIMIT 1";
+        order = "ORDER BY b.version_min_including DESC, b.rowid LIMIT 1";
         break;
       case BacktraceFilter::Kind::kSpecific:
-        sql =
-            "SELECT component_id, version_min_including, version_max_excluding, "
-            "wasm_backtrace FROM t_backtrace WHERE execution_id = ?1 AND "
-            "version_min_including <= ?2 AND version_max_excluding > ?2 "
-            "ORDER BY rowid LIMIT 1";
+        order =
+            "AND b.version_min_including <= ?2 AND b.version_max_excluding > ?2 "
+            "ORDER BY b.rowid LIMIT 1";
         break;
     }
-    STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+    STELE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(std::string(kSelect) + std::string(order)));
     stmt.BindText(1, execution_id.ToString());
     if (filter.kind == BacktraceFilter::Kind::kSpecific) {
       stmt.BindInt64(2, filter.version.value());

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,16 +21,49 @@ namespace stele::storage::sqlite::internal {
 
 namespace {
 
-// Everything stored for the executions of one id range; t_state last, its
-// count is the number of executions deleted.
-constexpr const char* kDeleteTree[] = {
-    "DELETE FROM t_execution_log WHERE execution_id >= ?1 AND execution_id < ?2",
-    "DELETE FROM t_join_set_response WHERE execution_id >= ?1 AND execution_id < ?2",
+// Everything stored for the executions of one id range, in this order:
+// the rows keyed by exec_key find the range's keys in t_state, so t_state
+// goes last; its count is the number of executions deleted. Backtraces go
+// in DeleteBacktraces, between kDeleteRows and kDeleteStates.
+constexpr const char* kDeleteRows[] = {
+    "DELETE FROM t_execution_log WHERE exec_key IN "
+    "(SELECT exec_key FROM t_state WHERE execution_id >= ?1 AND execution_id < ?2)",
+    "DELETE FROM t_join_set_response WHERE exec_key IN "
+    "(SELECT exec_key FROM t_state WHERE execution_id >= ?1 AND execution_id < ?2)",
     "DELETE FROM t_delay WHERE execution_id >= ?1 AND execution_id < ?2",
     "DELETE FROM t_deadline WHERE execution_id >= ?1 AND execution_id < ?2",
-    "DELETE FROM t_backtrace WHERE execution_id >= ?1 AND execution_id < ?2",
-    "DELETE FROM t_state WHERE execution_id >= ?1 AND execution_id < ?2",
 };
+constexpr const char* kDeleteStates =
+    "DELETE FROM t_state WHERE execution_id >= ?1 AND execution_id < ?2";
+
+// The range's backtraces, then each text (t_backtrace_text, schema V9) no
+// backtrace names any more; idx_t_backtrace_text finds whether one does.
+Result<void, DbErrorGeneric> DeleteBacktraces(Connection& db, const std::string& begin,
+                                              const std::string& end) {
+  std::set<int64_t> texts;
+  {
+    STELE_ASSIGN_OR_RETURN(
+        Statement del,
+        db.Prepare("DELETE FROM t_backtrace WHERE exec_key IN (SELECT exec_key FROM t_state "
+                   "WHERE execution_id >= ?1 AND execution_id < ?2) RETURNING text_id"));
+    del.BindText(1, begin);
+    del.BindText(2, end);
+    while (true) {
+      STELE_ASSIGN_OR_RETURN(bool row, del.Step());
+      if (!row) break;
+      texts.insert(del.Int64(0));
+    }
+  }
+  STELE_ASSIGN_OR_RETURN(Statement orphan,
+                         db.Prepare("DELETE FROM t_backtrace_text WHERE id = ?1 AND NOT EXISTS "
+                                    "(SELECT 1 FROM t_backtrace WHERE text_id = ?1)"));
+  for (int64_t id : texts) {
+    orphan.BindInt64(1, id);
+    STELE_TRY(orphan.Run());
+    orphan.Reset();
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -71,12 +105,15 @@ Result<DeletedExecutions, DbErrorWrite> SqliteConnection::DeleteFinishedExecutio
         for (const Candidate& candidate : candidates) {
           if (!candidate.collectable) continue;
           const std::string end = TreeIdEnd(candidate.id);
-          for (const char* sql : kDeleteTree) {
+          auto run = [&](const char* sql) -> Result<void, DbErrorGeneric> {
             STELE_ASSIGN_OR_RETURN(Statement del, tx.connection.Prepare(sql));
             del.BindText(1, candidate.id);
             del.BindText(2, end);
-            STELE_TRY(del.Run());
-          }
+            return del.Run();
+          };
+          for (const char* sql : kDeleteRows) STELE_TRY(run(sql));
+          STELE_TRY(DeleteBacktraces(tx.connection, candidate.id, end));
+          STELE_TRY(run(kDeleteStates));
           out.deleted += static_cast<uint64_t>(tx.connection.Changes());
           ++out.deleted_top_level;
         }

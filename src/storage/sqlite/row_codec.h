@@ -74,8 +74,8 @@ inline constexpr std::string_view kResponseSelect =
     "r.child_execution_id, r.finished_version, r.child_result, l.json_value, r.message_id, "
     "r.message_body "
     "FROM t_join_set_response r LEFT JOIN t_execution_log l "
-    "ON r.child_result IS NULL AND l.execution_id = r.child_execution_id "
-    "AND l.version = r.finished_version AND l.variant = 'finished' ";
+    "ON r.child_result IS NULL AND l.exec_key = (SELECT c.exec_key FROM t_state c "
+    "WHERE c.execution_id = r.child_execution_id) AND l.version = r.finished_version ";
 
 Result<ResponseWithCursor, DbErrorGeneric> DecodeResponseRow(const Statement& stmt,
                                                              std::string_view execution_id);

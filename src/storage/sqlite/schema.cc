@@ -339,6 +339,118 @@ constexpr std::string_view kMigrationV8 = R"sql(
 DROP INDEX IF EXISTS idx_t_join_set_response_join_set;
 )sql";
 
+// V9: integer execution keys (docs/storage_contract.md, "Execution keys").
+// The text execution id (26 to 100+ bytes) was the first column of every
+// log, response and backtrace row; now those rows carry t_state.exec_key,
+// an integer given at creation from t_sequence and never reused, and the
+// text id stays in t_state (and wherever a query looks an id up: child and
+// delay responses, timers). Keys are numbered in creation order, so the
+// rows of new executions are appended at the right edge of each B-tree.
+// `variant` goes: Created is always version 0 and a history event is the
+// row with a history_event_type. Backtraces are stored once per distinct
+// (component, backtrace) in t_backtrace_text: the runs of one code point
+// record the same text, which was most of a small workflow's backtrace
+// bytes. t_backtrace stays a rowid table: its rowid orders ties ("the first
+// recorded wins"). The tables are rebuilt (copy, drop, rename) in the
+// migration's transaction; rows of an id with no t_state row (none are
+// written) would be dropped.
+constexpr std::string_view kMigrationV9 = R"sql(
+ALTER TABLE t_state ADD COLUMN exec_key INTEGER CHECK (exec_key > 0);
+UPDATE t_state SET exec_key = k.key
+  FROM (SELECT execution_id, row_number() OVER (ORDER BY created_at, execution_id) AS key
+        FROM t_state) AS k
+  WHERE k.execution_id = t_state.execution_id;
+CREATE TABLE t_sequence (
+  name TEXT NOT NULL PRIMARY KEY,
+  next_value INTEGER NOT NULL CHECK (next_value > 0)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_sequence (name, next_value)
+  SELECT 'exec_key', COALESCE(MAX(exec_key), 0) + 1 FROM t_state;
+
+CREATE TABLE t_execution_log_v9 (
+  exec_key INTEGER NOT NULL,
+  version INTEGER NOT NULL CHECK (version >= 0),
+  created_at INTEGER NOT NULL,
+  json_value ANY NOT NULL CHECK (typeof(json_value) IN ('text', 'blob')),
+  join_set_id TEXT,
+  history_event_type TEXT,
+  PRIMARY KEY (exec_key, version)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_execution_log_v9 (exec_key, version, created_at, json_value, join_set_id,
+    history_event_type)
+  SELECT s.exec_key, l.version, l.created_at, l.json_value, l.join_set_id, l.history_event_type
+  FROM t_execution_log l JOIN t_state s ON s.execution_id = l.execution_id
+  ORDER BY s.exec_key, l.version;
+DROP TABLE t_execution_log;
+ALTER TABLE t_execution_log_v9 RENAME TO t_execution_log;
+CREATE INDEX idx_t_execution_log_join_next
+  ON t_execution_log (exec_key, join_set_id, history_event_type)
+  WHERE history_event_type = 'join_next';
+
+CREATE TABLE t_join_set_response_v9 (
+  exec_key INTEGER NOT NULL,
+  idx INTEGER NOT NULL CHECK (idx >= 0),
+  created_at INTEGER NOT NULL,
+  join_set_id TEXT NOT NULL,
+  delay_id TEXT,
+  delay_success INTEGER,
+  child_execution_id TEXT,
+  finished_version INTEGER CHECK (finished_version >= 0),
+  child_result TEXT,
+  message_id TEXT,
+  message_body TEXT,
+  CHECK ((delay_id IS NOT NULL AND delay_success IS NOT NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL AND message_id IS NULL
+          AND message_body IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NOT NULL
+          AND finished_version IS NOT NULL AND message_id IS NULL AND message_body IS NULL)
+      OR (delay_id IS NULL AND delay_success IS NULL AND child_execution_id IS NULL
+          AND finished_version IS NULL AND child_result IS NULL AND message_id IS NOT NULL
+          AND message_body IS NOT NULL)),
+  PRIMARY KEY (exec_key, idx)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_join_set_response_v9 (exec_key, idx, created_at, join_set_id, delay_id,
+    delay_success, child_execution_id, finished_version, child_result, message_id, message_body)
+  SELECT s.exec_key, r.idx, r.created_at, r.join_set_id, r.delay_id, r.delay_success,
+         r.child_execution_id, r.finished_version, r.child_result, r.message_id, r.message_body
+  FROM t_join_set_response r JOIN t_state s ON s.execution_id = r.execution_id
+  ORDER BY s.exec_key, r.idx;
+DROP TABLE t_join_set_response;
+ALTER TABLE t_join_set_response_v9 RENAME TO t_join_set_response;
+CREATE UNIQUE INDEX idx_t_join_set_response_child
+  ON t_join_set_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_delay
+  ON t_join_set_response (delay_id) WHERE delay_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_message
+  ON t_join_set_response (exec_key, message_id) WHERE message_id IS NOT NULL;
+
+CREATE TABLE t_backtrace_text (
+  id INTEGER PRIMARY KEY,
+  component_id TEXT NOT NULL,
+  wasm_backtrace TEXT NOT NULL,
+  UNIQUE (component_id, wasm_backtrace)
+) STRICT;
+INSERT INTO t_backtrace_text (component_id, wasm_backtrace)
+  SELECT component_id, wasm_backtrace FROM t_backtrace
+  GROUP BY component_id, wasm_backtrace ORDER BY MIN(rowid);
+CREATE TABLE t_backtrace_v9 (
+  exec_key INTEGER NOT NULL,
+  version_min_including INTEGER NOT NULL CHECK (version_min_including >= 0),
+  version_max_excluding INTEGER NOT NULL CHECK (version_max_excluding >= 0),
+  text_id INTEGER NOT NULL,
+  PRIMARY KEY (exec_key, version_min_including, version_max_excluding)
+) STRICT;
+INSERT INTO t_backtrace_v9 (exec_key, version_min_including, version_max_excluding, text_id)
+  SELECT s.exec_key, b.version_min_including, b.version_max_excluding, t.id
+  FROM t_backtrace b JOIN t_state s ON s.execution_id = b.execution_id
+  JOIN t_backtrace_text t ON t.component_id = b.component_id
+    AND t.wasm_backtrace = b.wasm_backtrace
+  ORDER BY b.rowid;
+DROP TABLE t_backtrace;
+ALTER TABLE t_backtrace_v9 RENAME TO t_backtrace;
+CREATE INDEX idx_t_backtrace_text ON t_backtrace (text_id);
+)sql";
+
 struct Migration {
   int64_t version;
   std::string_view sql;
@@ -353,6 +465,7 @@ constexpr Migration kMigrations[] = {
     {3, kMigrationV3}, {4, kMigrationV4},
     {5, kMigrationV5}, {6, kMigrationV6},
     {7, kMigrationV7}, {8, kMigrationV8},
+    {9, kMigrationV9},
 };
 static_assert(std::size(kMigrations) == kLatestSchemaVersion);
 

@@ -1,22 +1,27 @@
 // The SQLite schema and how a file gets there: connection PRAGMAs, the
 // integrity check at open, and forward migrations recorded in t_metadata.
 //
-// Schema (V2), all tables STRICT, all instants INTEGER microseconds since
+// Schema (V9), all tables STRICT, all instants INTEGER microseconds since
 // the Unix epoch (index-friendly; base/time.h):
 //   t_metadata           one row per applied migration (schema_version).
-//   t_execution_log      the append-only journal, PK (execution_id, version);
+//   t_state              the materialised PendingState, one row per execution,
+//                        PK the text execution_id (row_codec.h says which
+//                        columns each state sets); list_key = core::ListKey
+//                        (V2), the order of lists that include children;
+//                        exec_key (V9) the execution's integer key.
+//   t_sequence           the next exec_key (V9; never reused).
+//   t_execution_log      the append-only journal, PK (exec_key, version);
 //                        json_value = core::ToJson(ExecutionRequest), a
 //                        compressed BLOB since V7 (event_codec.h);
 //                        history_event_type = the history event's tag.
 //   t_join_set_response  responses per execution in arrival order, PK
-//                        (execution_id, idx) with idx the 0-based cursor;
+//                        (exec_key, idx) with idx the 0-based cursor;
 //                        unique per child id and per delay id.
-//   t_state              the materialised PendingState, one row per execution
-//                        (row_codec.h says which columns each state sets);
-//                        list_key = core::ListKey (V2), the order of
-//                        lists that include children.
 //   t_delay              live timers; deleted when their response arrives.
-//   t_backtrace          backtraces per version range.
+//   t_backtrace          backtraces per version range of an exec_key, each
+//                        naming its text in t_backtrace_text (V9: stored
+//                        once per distinct component and backtrace).
+// docs/storage_contract.md, "Execution keys (schema V9)".
 // Every hot query is served by an index; see the comments in schema.cc.
 //
 // Threading: functions here run on one connection from one thread.
@@ -33,7 +38,7 @@
 namespace stele::storage::sqlite::internal {
 
 // The newest schema version this code knows (and migrates to).
-inline constexpr int64_t kLatestSchemaVersion = 8;
+inline constexpr int64_t kLatestSchemaVersion = 9;
 
 // What a connection is for; decides its PRAGMAs.
 enum class ConnectionRole {

@@ -49,6 +49,7 @@ TEST_F(SqliteTest, MigrationToV2GivesExistingRowsTheirListKeys) {
   }
   newest_first.push_back(parent);
   ClosePool();
+  RawDowngradeToV8();
   // Back to V1 as it was: no column, its indexes, V1 recorded last.
   RawExec(
       "DROP INDEX idx_t_state_list_key; DROP INDEX idx_t_state_ffqn_list_key;"
@@ -93,6 +94,7 @@ TEST_F(SqliteTest, MigrationToV5AddsDeadlines) {
   const auto old_id = core::ExecutionId::Generate();
   ASSERT_TRUE(db().Create(NewCreate(old_id, T(0))));
   ClosePool();
+  RawDowngradeToV8();
   RawExec("DROP TABLE t_deadline; DELETE FROM t_metadata WHERE schema_version > 4;");
   ASSERT_EQ(RawCount("SELECT MAX(schema_version) FROM t_metadata"), 4);
 
@@ -116,6 +118,7 @@ TEST_F(SqliteTest, MigrationToV5AddsDeadlines) {
 TEST_F(SqliteTest, MigrationToV8DropsTheUnusedResponseIndex) {
   Open();
   ClosePool();
+  RawDowngradeToV8();
   RawExec(
       "CREATE INDEX idx_t_join_set_response_join_set ON t_join_set_response "
       "(execution_id, join_set_id, idx); DELETE FROM t_metadata WHERE schema_version > 7;");
@@ -134,7 +137,7 @@ TEST_F(SqliteTest, MigrationToV8DropsTheUnusedResponseIndex) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(raw,
                                "EXPLAIN QUERY PLAN SELECT created_at FROM t_join_set_response "
-                               "WHERE execution_id = ? AND join_set_id = ? ORDER BY idx LIMIT 1 "
+                               "WHERE exec_key = ? AND join_set_id = ? ORDER BY idx LIMIT 1 "
                                "OFFSET ?",
                                -1, &stmt, nullptr),
             SQLITE_OK);
@@ -142,7 +145,7 @@ TEST_F(SqliteTest, MigrationToV8DropsTheUnusedResponseIndex) {
   const std::string plan = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
   sqlite3_finalize(stmt);
   sqlite3_close(raw);
-  EXPECT_EQ(plan, "SEARCH t_join_set_response USING PRIMARY KEY (execution_id=?)");
+  EXPECT_EQ(plan, "SEARCH t_join_set_response USING PRIMARY KEY (exec_key=?)");
 }
 
 TEST_F(SqliteTest, UsesWalAndStrictTables) {

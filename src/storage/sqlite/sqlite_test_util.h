@@ -147,6 +147,81 @@ class SqliteTest : public ::testing::Test {
     sqlite3_free(error);
     sqlite3_close(raw);
   }
+  // Turns the (closed) store back into the schema V8 that builds before
+  // integer execution keys left (schema.cc, kMigrationV9), rows included,
+  // so migration tests can start from an older store. `variant` (gone in
+  // V9) is exact for Created and history events and `other` elsewhere:
+  // no V8 migration after it reads those.
+  void RawDowngradeToV8() {
+    RawExec(R"sql(
+ALTER TABLE t_execution_log RENAME TO t_execution_log_v9;
+CREATE TABLE t_execution_log (
+  execution_id TEXT NOT NULL,
+  version INTEGER NOT NULL CHECK (version >= 0),
+  created_at INTEGER NOT NULL,
+  json_value ANY NOT NULL CHECK (typeof(json_value) IN ('text', 'blob')),
+  variant TEXT NOT NULL,
+  join_set_id TEXT,
+  history_event_type TEXT,
+  PRIMARY KEY (execution_id, version)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_execution_log
+  SELECT s.execution_id, l.version, l.created_at, l.json_value,
+         CASE WHEN l.version = 0 THEN 'created'
+              WHEN l.history_event_type IS NOT NULL THEN 'history_event' ELSE 'other' END,
+         l.join_set_id, l.history_event_type
+  FROM t_execution_log_v9 l JOIN t_state s ON s.exec_key = l.exec_key;
+DROP TABLE t_execution_log_v9;
+CREATE INDEX idx_t_execution_log_join_next
+  ON t_execution_log (execution_id, join_set_id, history_event_type)
+  WHERE history_event_type = 'join_next';
+ALTER TABLE t_join_set_response RENAME TO t_join_set_response_v9;
+CREATE TABLE t_join_set_response (
+  execution_id TEXT NOT NULL,
+  idx INTEGER NOT NULL CHECK (idx >= 0),
+  created_at INTEGER NOT NULL,
+  join_set_id TEXT NOT NULL,
+  delay_id TEXT,
+  delay_success INTEGER,
+  child_execution_id TEXT,
+  finished_version INTEGER CHECK (finished_version >= 0),
+  child_result TEXT,
+  message_id TEXT,
+  message_body TEXT,
+  PRIMARY KEY (execution_id, idx)
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_join_set_response
+  SELECT s.execution_id, r.idx, r.created_at, r.join_set_id, r.delay_id, r.delay_success,
+         r.child_execution_id, r.finished_version, r.child_result, r.message_id, r.message_body
+  FROM t_join_set_response_v9 r JOIN t_state s ON s.exec_key = r.exec_key;
+DROP TABLE t_join_set_response_v9;
+CREATE UNIQUE INDEX idx_t_join_set_response_child
+  ON t_join_set_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_delay
+  ON t_join_set_response (delay_id) WHERE delay_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_t_join_set_response_message
+  ON t_join_set_response (execution_id, message_id) WHERE message_id IS NOT NULL;
+ALTER TABLE t_backtrace RENAME TO t_backtrace_v9;
+CREATE TABLE t_backtrace (
+  execution_id TEXT NOT NULL,
+  component_id TEXT NOT NULL,
+  version_min_including INTEGER NOT NULL CHECK (version_min_including >= 0),
+  version_max_excluding INTEGER NOT NULL CHECK (version_max_excluding >= 0),
+  wasm_backtrace TEXT NOT NULL,
+  PRIMARY KEY (execution_id, version_min_including, version_max_excluding)
+) STRICT;
+INSERT INTO t_backtrace
+  SELECT s.execution_id, t.component_id, b.version_min_including, b.version_max_excluding,
+         t.wasm_backtrace
+  FROM t_backtrace_v9 b JOIN t_state s ON s.exec_key = b.exec_key
+  JOIN t_backtrace_text t ON t.id = b.text_id ORDER BY b.rowid;
+DROP TABLE t_backtrace_v9;
+DROP TABLE t_backtrace_text;
+DROP TABLE t_sequence;
+ALTER TABLE t_state DROP COLUMN exec_key;
+DELETE FROM t_metadata WHERE schema_version > 8;
+)sql");
+  }
   int64_t RawCount(const std::string& sql) {
     sqlite3* raw = nullptr;
     EXPECT_EQ(sqlite3_open(path().c_str(), &raw), SQLITE_OK);

@@ -80,7 +80,8 @@ Result<bool, DbErrorRead> PublishReady(Store& store, const ExecutionId& executio
     STELE_ASSIGN_OR_RETURN(
         Statement stmt,
         db.Prepare("SELECT (SELECT state = 'finished' FROM t_state WHERE execution_id = ?1), "
-                   "EXISTS (SELECT 1 FROM t_execution_log WHERE execution_id = ?1 AND "
+                   "EXISTS (SELECT 1 FROM t_execution_log WHERE exec_key = (SELECT exec_key FROM "
+                   "t_state WHERE execution_id = ?1) AND "
                    "version >= ?2 AND history_event_type = 'publish')"));
     stmt.BindText(1, execution_id.ToString());
     stmt.BindInt64(2, static_cast<int64_t>(since.value()));

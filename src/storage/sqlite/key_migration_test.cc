@@ -72,10 +72,9 @@ TEST_F(KeyMigrationTest, AV8StoreReadsTheSameAfterTheMigration) {
   const auto channel = core::ChannelJoinSet("orders").value();
   ASSERT_TRUE(db().AppendMessage(T(3), parent, channel, core::MessageReceived{"m1", "hi"}));
   // Two ranges share a text, a third has its own, and a child repeats one.
-  ASSERT_TRUE(db().AppendBacktraceBatch({Backtrace(parent, 1, 2, "a"),
-                                         Backtrace(parent, 2, 3, "a"),
-                                         Backtrace(parent, 2, 4, "b"),
-                                         Backtrace(second, 0, 1, "a")}));
+  ASSERT_TRUE(
+      db().AppendBacktraceBatch({Backtrace(parent, 1, 2, "a"), Backtrace(parent, 2, 3, "a"),
+                                 Backtrace(parent, 2, 4, "b"), Backtrace(second, 0, 1, "a")}));
   ASSERT_EQ(RawCount("SELECT COUNT(*) FROM t_backtrace_text"), 2);
   const Reads parent_before = Read(parent);
   const Reads first_before = Read(first);
@@ -98,9 +97,8 @@ TEST_F(KeyMigrationTest, AV8StoreReadsTheSameAfterTheMigration) {
   EXPECT_EQ(Read(second), second_before);
   // Keys in creation order, no text id left in the keyed tables.
   EXPECT_EQ(RawCount("SELECT COUNT(DISTINCT exec_key) FROM t_state WHERE exec_key > 0"), 3);
-  EXPECT_EQ(RawCount("SELECT exec_key FROM t_state WHERE execution_id = '" + parent.ToString() +
-                     "'"),
-            1);
+  EXPECT_EQ(
+      RawCount("SELECT exec_key FROM t_state WHERE execution_id = '" + parent.ToString() + "'"), 1);
   for (const char* table : {"t_execution_log", "t_join_set_response", "t_backtrace"}) {
     EXPECT_EQ(RawCount(std::string("SELECT COUNT(*) FROM pragma_table_info('") + table +
                        "') WHERE name = 'execution_id'"),

@@ -144,24 +144,28 @@ Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req)
 Result<AppendDelayResponseOutcome, DbErrorWrite> SqliteConnection::AppendDelayResponse(
     DateTime created_at, const ExecutionId& execution_id, const core::JoinSetId& join_set_id,
     const core::DelayId& delay_id, bool ok) {
-  return store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(
-      [&](WriteContext& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
-        core::JoinSetResponseEventOuter outer{
-            created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
-        STELE_TRY(CheckResponseAddressee(execution_id, outer.event));
-        STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, execution_id.ToString()));
-        if (!state) return Unexpected(DbErrorWrite::NotFound());
-        // The first response decides, whatever this one says; nothing is
-        // written (timers and cancellations race by design).
-        STELE_ASSIGN_OR_RETURN(auto existing, FindDelayResponse(tx.connection, delay_id));
-        if (existing) {
-          return *existing ? AppendDelayResponseOutcome::kAlreadyFinished
-                           : AppendDelayResponseOutcome::kAlreadyCancelled;
-        }
-        // A delay never requested is NotFound there, and nothing is written.
-        STELE_TRY(InsertResponseTx(tx, execution_id, outer, created_at));
-        return AppendDelayResponseOutcome::kSuccess;
-      });
+  auto respond = [&](WriteContext& tx) -> Result<AppendDelayResponseOutcome, DbErrorWrite> {
+    core::JoinSetResponseEventOuter outer{
+        created_at, core::JoinSetResponseEvent{join_set_id, core::DelayFinished{delay_id, ok}}};
+    STELE_TRY(CheckResponseAddressee(execution_id, outer.event));
+    STELE_ASSIGN_OR_RETURN(auto state, LoadState(tx.connection, execution_id.ToString()));
+    if (!state) return Unexpected(DbErrorWrite::NotFound());
+    // The first response decides, whatever this one says; nothing is
+    // written (timers and cancellations race by design).
+    STELE_ASSIGN_OR_RETURN(auto existing, FindDelayResponse(tx.connection, delay_id));
+    if (existing) {
+      return *existing ? AppendDelayResponseOutcome::kAlreadyFinished
+                       : AppendDelayResponseOutcome::kAlreadyCancelled;
+    }
+    // A delay never requested is NotFound there, and nothing is written.
+    STELE_TRY(InsertResponseTx(tx, execution_id, outer, created_at));
+    return AppendDelayResponseOutcome::kSuccess;
+  };
+  // A fired delay is a fact the watcher finds again after a power loss (its
+  // t_delay row goes in the same transaction); a cancellation is a user's
+  // acknowledged request (writer.h, "Unsynced commits").
+  if (ok) return store_->WriteUnsynced<AppendDelayResponseOutcome, DbErrorWrite>(respond);
+  return store_->Write<AppendDelayResponseOutcome, DbErrorWrite>(respond);
 }
 
 Result<AppendMessageOutcome, DbErrorWrite> SqliteConnection::AppendMessage(

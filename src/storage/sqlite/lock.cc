@@ -109,7 +109,7 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     DateTime lock_expires_at, const core::RunId& run_id,
     const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  return store_->WriteLock<std::vector<LockedExecution>, DbErrorGeneric>(
+  return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
         // One index range per ffqn, each bounded by the batch size; the
         // merge below keeps the global (scheduled_at, id) order.
@@ -132,7 +132,7 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
     const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  return store_->WriteLock<std::vector<LockedExecution>, DbErrorGeneric>(
+  return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
         const auto& digest = component_id.input_digest.bytes();
         STELE_ASSIGN_OR_RETURN(auto candidates,
@@ -147,7 +147,7 @@ Result<LockedExecution, DbErrorWrite> SqliteConnection::LockOne(
     const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
     DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
-  return store_->WriteLock<LockedExecution, DbErrorWrite>(
+  return store_->WriteUnsynced<LockedExecution, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<LockedExecution, DbErrorWrite> {
         STELE_ASSIGN_OR_RETURN(Version next,
                                AppendEventTx(tx, execution_id, version,

@@ -457,6 +457,29 @@ TEST_F(SqliteTest, LockOnlyCommitsSkipTheFsyncOthersDoNot) {
   EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_execution_log"), 3);
 }
 
+// A fired delay is found again by the watcher after a power loss (its
+// t_delay row goes with the same commit): no fsync of its own. A cancelled
+// one was a user's request: synced.
+TEST_F(SqliteTest, FiredDelaysSkipTheFsyncCancelledOnesDoNot) {
+  SqliteOptions options = Options();
+  options.synchronous = SqliteOptions::Synchronous::kFull;
+  Open(options);
+  const auto parent = core::ExecutionId::Generate();
+  ASSERT_TRUE(db().Create(NewCreate(parent, T(0))));
+  const auto js = core::JoinSetId::Create(core::JoinSetKind::kNamed, "js").value();
+  const core::DelayId fired(parent, js, 1);
+  const core::DelayId cancelled(parent, js, 2);
+  ASSERT_TRUE(db().AppendBatch(T(0), {DelayRequested(T(0), fired), DelayRequested(T(0), cancelled)},
+                               parent, Version(1)));
+  ASSERT_EQ(pool().stats().unsynced_commits, 0u);
+  ASSERT_TRUE(db().AppendDelayResponse(T(1), parent, js, fired, true));
+  EXPECT_EQ(pool().stats().unsynced_commits, 1u) << "a fired delay is not synced";
+  ASSERT_TRUE(db().AppendDelayResponse(T(2), parent, js, cancelled, false));
+  EXPECT_EQ(pool().stats().unsynced_commits, 1u) << "a cancelled delay is";
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_join_set_response"), 2);
+  EXPECT_EQ(RawCount("SELECT COUNT(*) FROM t_delay"), 0);
+}
+
 TEST_F(SqliteTest, NormalSynchronousHasNoUnsyncedCommitsToCount) {
   Open();  // synchronous=NORMAL: every commit is already unsynced
   ASSERT_TRUE(db().Create(NewCreate(core::ExecutionId::Generate(), T(0))));

@@ -73,10 +73,11 @@ class Store {
   Result<T, E> Write(F&& fn) {
     return Submit<T, E>(std::forward<F>(fn), /*needs_sync=*/true);
   }
-  // Write for an op that only takes locks: its commit may skip the fsync
-  // (writer.h, "Unsynced lock commits").
+  // Write for an op whose loss in a power failure the engine makes good by
+  // itself (a lock acquisition, a fired timer): its commit may skip the
+  // fsync (writer.h, "Unsynced commits").
   template <class T, class E, class F>
-  Result<T, E> WriteLock(F&& fn) {
+  Result<T, E> WriteUnsynced(F&& fn) {
     return Submit<T, E>(std::forward<F>(fn), /*needs_sync=*/false);
   }
 

@@ -17,17 +17,23 @@
 // then every caller is answered, so a caller that sees its write
 // acknowledged also knows that waiters have been woken.
 //
-// Unsynced lock commits. With synchronous=FULL, a transaction whose ops all
-// only take locks (LockPending*, LockOne) commits with synchronous=NORMAL:
-// no fsync of its own. In WAL mode a later synced commit makes every earlier
-// frame durable, so what a power loss can take is a tail of lock-only
-// transactions — the same state as if the process holding those locks had
-// died just before taking them, and that process died with the machine.
-// A process crash (kill -9) loses nothing: the frames are in the page
-// cache. Nothing a caller acknowledges to a user (submissions, results,
-// responses, stubs, cancels) is ever in such a transaction: a queued op
+// Unsynced commits. With synchronous=FULL, a transaction whose ops all
+// either take locks (LockPending*, LockOne) or fire a timer (a delay's
+// response with ok = true, written by the expired-timers watcher) commits
+// with synchronous=NORMAL: no fsync of its own. In WAL mode a later synced
+// commit makes every earlier frame durable, so what a power loss can take
+// is a tail of such transactions, and the engine makes each good by
+// itself: a lost lock is the state as if its holder (which died with the
+// machine) had died just before taking it; a lost fired delay leaves its
+// t_delay row, which the restarted watcher fires again. Nothing that acts
+// on them reaches the outside world before a synced commit (a child's
+// creation, a result), which makes them durable first. A process crash
+// (kill -9) loses nothing: the frames are in the page cache. Nothing a
+// caller acknowledges to a user (submissions, results, responses, stubs,
+// cancels, a delay cancelled) is ever in such a transaction: a queued op
 // that needs the sync waits for the next transaction. This takes one of
-// the three fsyncs out of every activity step.
+// the three fsyncs out of every activity step, and one out of every wake
+// from a durable sleep.
 //
 // Threading: Submit/Close/stats are thread-safe; ops run on the writer
 // thread only. Ownership: the Writer owns the connection and the thread;
@@ -70,7 +76,8 @@ class WriteOp {
   virtual void Complete() = 0;
   virtual void Fail(const DbErrorGeneric& error) = 0;
   // Whether the op's commit must reach the disk before it is acknowledged.
-  // Only lock acquisitions say no (see "Unsynced lock commits" above).
+  // Only lock acquisitions and fired timers say no (see "Unsynced
+  // commits" above).
   virtual bool needs_sync() const { return true; }
 };
 

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "core/json_codec.h"
 #include "executor/outcome.h"
 #include "storage/wait.h"
@@ -185,7 +186,10 @@ ExecTask::ExecTask(std::shared_ptr<Worker> worker, std::unique_ptr<storage::DbEx
   STELE_CHECK(worker_ != nullptr, "ExecTask needs a worker");
   STELE_CHECK(db_ != nullptr, "ExecTask needs a DbExecutor");
   STELE_CHECK(options_.batch_size > 0, "ExecutorOptions::batch_size must be positive");
-  watchdog_thread_ = std::thread([this] { WatchdogMain(); });
+  watchdog_thread_ = std::thread([this] {
+    NameThisThread("stele-leases");
+    WatchdogMain();
+  });
 }
 
 ExecTask::~ExecTask() { Stop(); }
@@ -193,7 +197,10 @@ ExecTask::~ExecTask() { Stop(); }
 void ExecTask::Start() {
   STELE_CHECK(!started_ && !stopped_, "ExecTask::Start: already started or stopped");
   started_ = true;
-  loop_thread_ = std::thread([this] { LoopMain(); });
+  loop_thread_ = std::thread([this] {
+    NameThisThread("stele-lock");
+    LoopMain();
+  });
 }
 
 void ExecTask::Stop() {

@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "executor/deadline.h"
 #include "executor/outcome.h"
 
@@ -95,6 +96,7 @@ uint32_t ForEachInParallel(size_t n, uint32_t parallelism, const Handle& handle)
   std::atomic<size_t> next{0};
   std::atomic<uint32_t> done{0};
   auto drain = [&] {
+    NameThisThread("stele-timers");
     for (size_t i = next++; i < n; i = next++) {
       if (handle(i)) ++done;
     }
@@ -190,7 +192,10 @@ ExpiredTimersWatcher::~ExpiredTimersWatcher() { Stop(); }
 
 void ExpiredTimersWatcher::Start() {
   STELE_CHECK(!thread_.joinable(), "ExpiredTimersWatcher::Start: already started");
-  thread_ = std::thread([this] { LoopMain(); });
+  thread_ = std::thread([this] {
+    NameThisThread("stele-timers");
+    LoopMain();
+  });
 }
 
 void ExpiredTimersWatcher::Stop() {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/thread_name.h"
 
 namespace stele::executor::internal {
 
@@ -13,7 +14,10 @@ void WorkerThreadPool::Submit(std::function<void()> task) {
     queue_.push_back(std::move(task));
     // Every queued task needs a thread of its own right now.
     if (idle_ < queue_.size()) {
-      threads_.emplace_back([this] { Loop(); });
+      threads_.emplace_back([this] {
+        NameThisThread("stele-run");
+        Loop();
+      });
       ++idle_;  // counted idle until it picks a task up
     }
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace stele::http {
 
@@ -584,6 +585,7 @@ void HttpServer::Start() {
   impl_->Accept();
   for (size_t i = 0; i < std::max<size_t>(1, impl_->options.io_threads); ++i) {
     impl_->threads.emplace_back([this] {
+      NameThisThread("stele-http-io");
       impl_->ioc.run();
       std::lock_guard lock(impl_->mu);
       ++impl_->exited;

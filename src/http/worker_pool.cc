@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "base/thread_name.h"
+
 namespace stele::http {
 
 WorkerPool::WorkerPool(size_t max_threads) : max_threads_(max_threads) {}
@@ -17,7 +19,10 @@ bool WorkerPool::Post(std::function<void()> task) {
     work_.notify_one();
     return true;
   }
-  threads_.emplace_back([this] { Run(); });
+  threads_.emplace_back([this] {
+    NameThisThread("stele-http-work");
+    Run();
+  });
   return true;
 }
 

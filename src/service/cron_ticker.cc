@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "core/json_codec.h"
 #include "service/cron/tick_plan.h"
 
@@ -22,7 +23,10 @@ CronTicker::~CronTicker() { Stop(); }
 void CronTicker::Start() {
   std::lock_guard lock(mu_);
   if (thread_.joinable() || stopping_) return;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("stele-cron");
+    Loop();
+  });
 }
 
 void CronTicker::Stop() {

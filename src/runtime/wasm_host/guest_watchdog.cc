@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/thread_name.h"
+
 namespace stele::runtime::wasm_host {
 
 namespace {
@@ -29,7 +31,11 @@ GuestWatchdog::~GuestWatchdog() {
 
 uint64_t GuestWatchdog::Watch(wasm::WasmInstance* instance) {
   std::lock_guard lock(mu_);
-  if (!thread_.joinable()) thread_ = std::thread([this] { Main(); });
+  if (!thread_.joinable())
+    thread_ = std::thread([this] {
+      NameThisThread("stele-guest-dog");
+      Main();
+    });
   uint64_t handle = ++next_handle_;
   entries_[handle] = Entry{instance, std::nullopt, CLOCK_THREAD_CPUTIME_ID, std::nullopt};
   return handle;

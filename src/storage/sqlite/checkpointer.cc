@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -12,7 +13,10 @@ Checkpointer::Checkpointer(std::unique_ptr<Connection> connection, int threshold
     : connection_(std::move(connection)),
       threshold_pages_(threshold_pages),
       next_wake_pages_(threshold_pages) {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("stele-checkpoint");
+    Loop();
+  });
 }
 
 Checkpointer::~Checkpointer() { Close(); }

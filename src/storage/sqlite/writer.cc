@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace stele::storage::sqlite::internal {
 
@@ -19,7 +20,14 @@ Writer::Writer(std::unique_ptr<Connection> connection, const SqliteOptions& opti
       max_ops_per_transaction_(std::max<size_t>(options.max_ops_per_transaction, 1)),
       sync_commits_(options.synchronous == SqliteOptions::Synchronous::kFull),
       connection_synced_(sync_commits_) {
-  thread_ = std::thread([this] { Loop(); });
+  answer_thread_ = std::thread([this] {
+    NameThisThread("stele-answers");
+    AnswerLoop();
+  });
+  thread_ = std::thread([this] {
+    NameThisThread("stele-writer");
+    Loop();
+  });
 }
 
 Writer::~Writer() { Close(); }
@@ -43,6 +51,40 @@ void Writer::Close() {
   not_full_.notify_all();
   if (thread_.joinable()) thread_.join();
   connection_.reset();
+  // The writer has handed over every answer; the answerer drains them.
+  {
+    std::lock_guard lock(answers_mu_);
+    answers_closing_ = true;
+  }
+  answers_ready_.notify_all();
+  if (answer_thread_.joinable()) answer_thread_.join();
+}
+
+void Writer::Answer(Answers answers) {
+  {
+    std::lock_guard lock(answers_mu_);
+    answers_.push_back(std::move(answers));
+  }
+  answers_ready_.notify_one();
+}
+
+void Writer::AnswerLoop() {
+  std::unique_lock lock(answers_mu_);
+  while (true) {
+    answers_ready_.wait(lock, [this] { return answers_closing_ || !answers_.empty(); });
+    if (answers_.empty()) return;  // closing, and every answer delivered
+    Answers answers = std::move(answers_.front());
+    answers_.pop_front();
+    lock.unlock();
+    if (answers.error) {
+      for (auto& op : answers.ops) op->Fail(*answers.error);
+    } else {
+      notifier_.Notify(answers.notes);
+      for (auto& op : answers.ops) op->Complete();
+    }
+    answers.ops.clear();  // the ops die off the lock
+    lock.lock();
+  }
 }
 
 SqliteStats Writer::stats() const {
@@ -109,7 +151,7 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
     transactions_failed_.fetch_add(1);
     STELE_LOG(kWarn,
               "write transaction of " << ops.size() << " operation(s) failed: " << error.reason());
-    for (auto& op : ops) op->Fail(error);
+    Answer(Answers{std::move(ops), {}, error});
   };
 
   // Transaction control runs through the statement cache: it is executed
@@ -192,8 +234,7 @@ void Writer::RunTransaction(std::unique_ptr<WriteOp> first) {
   while (size > max && !max_ops_in_transaction_.compare_exchange_weak(max, size)) {
   }
 
-  notifier_.Notify(committed_notes);
-  for (auto& op : ops) op->Complete();
+  Answer(Answers{std::move(ops), std::move(committed_notes), std::nullopt});
 }
 
 }  // namespace stele::storage::sqlite::internal

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "storage/request_rules.h"
 #include "storage/sqlite/connection.h"
+#include "storage/sqlite/event_codec.h"
 #include "storage/sqlite/journal_tx.h"
 #include "storage/sqlite/queries.h"
 #include "storage/sqlite/row_codec.h"
@@ -18,7 +19,10 @@ namespace stele::storage::sqlite::internal {
 
 Result<Version, DbErrorWrite> SqliteConnection::Append(const ExecutionId& execution_id,
                                                        Version version, const AppendRequest& req) {
+  PreEncodedEvents pre_encoded;
+  pre_encoded.Add(&req.event, req.event);
   return store_->Write<Version, DbErrorWrite>([&](WriteContext& tx) {
+    tx.pre_encoded = &pre_encoded;
     // A single append has no separate "now": the event's time decides
     // whether a new PendingAt is due.
     return AppendEventTx(tx, execution_id, version, req, req.created_at);
@@ -58,7 +62,7 @@ Result<CreatedAndLockedChildren, DbErrorWrite> CreateAndLockTx(
     // A lock the rules refuse leaves that child pending, and only it.
     STELE_TRY(tx.connection.Exec("SAVEPOINT lock_child"));
     auto appended = AppendEventTx(tx, lock.child_id, Version(1),
-                                  AppendRequest{current_time, lock.locked}, current_time);
+                                  AppendRequest{current_time, lock.locked}, current_time, &lock);
     if (appended) {
       STELE_TRY(tx.connection.Exec("RELEASE lock_child"));
       // A child locked where it was created has no history and no
@@ -109,10 +113,30 @@ Result<Version, DbErrorWrite> RespondToParentTx(WriteContext& tx,
 
 }  // namespace
 
+namespace {
+
+// Every row a step writes, encoded on the caller's thread.
+PreEncodedEvents PreEncodeStep(const StepWrite& write) {
+  PreEncodedEvents rows;
+  for (const ChildOutcome& outcome : write.outcomes) {
+    for (const AppendRequest& req : outcome.child.batch) rows.Add(&req.event, req.event);
+  }
+  for (const AppendRequest& req : write.batch) rows.Add(&req.event, req.event);
+  for (const CreateRequest& child : write.children) rows.Add(&child, child.ToCreatedEvent());
+  for (const ChildLock& lock : write.locks) {
+    rows.Add(&lock, core::ExecutionRequest(lock.locked));
+  }
+  return rows;
+}
+
+}  // namespace
+
 Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::WriteStep(const StepWrite& write) {
   STELE_TRY(ValidateStepWrite(write));
+  const PreEncodedEvents pre_encoded = PreEncodeStep(write);
   return store_->Write<CreatedAndLockedChildren, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<CreatedAndLockedChildren, DbErrorWrite> {
+        tx.pre_encoded = &pre_encoded;
         for (const ChildOutcome& outcome : write.outcomes) {
           // The parent's run consumed the response as its response number
           // `response_index`; anything that landed first would reorder what
@@ -134,8 +158,11 @@ Result<CreatedAndLockedChildren, DbErrorWrite> SqliteConnection::WriteStep(const
 }
 
 Result<Version, DbErrorWrite> SqliteConnection::Create(const CreateRequest& req) {
+  PreEncodedEvents pre_encoded;
+  pre_encoded.Add(&req, req.ToCreatedEvent());
   return store_->Write<Version, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+        tx.pre_encoded = &pre_encoded;
         STELE_TRY(ValidateStandaloneCreate(req));
         return CreateTx(tx, req, req.created_at);
       });

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "storage/row_json.h"
+
 namespace stele::storage::sqlite::internal {
 
 namespace {
@@ -99,6 +101,20 @@ std::string CompressEventJson(std::string_view json) {
   if (deflate(&s, Z_FINISH) != Z_STREAM_END) std::abort();  // the bound always suffices
   out.resize(1 + (bound - s.avail_out));
   return out;
+}
+
+Result<std::string, DbErrorWriteNonRetriable> EncodeEventRow(const core::ExecutionRequest& event) {
+  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(event));
+  return CompressEventJson(json);
+}
+
+void PreEncodedEvents::Add(const void* source, const core::ExecutionRequest& event) {
+  if (auto row = EncodeEventRow(event)) rows_.insert_or_assign(source, std::move(*row));
+}
+
+const std::string* PreEncodedEvents::Find(const void* source) const {
+  auto it = rows_.find(source);
+  return it == rows_.end() ? nullptr : &it->second;
 }
 
 Result<std::string, DbErrorGeneric> DecodeEventColumn(std::string_view stored, bool is_blob,

@@ -16,6 +16,8 @@ namespace {
 
 using internal::CompressEventJson;
 using internal::DecodeEventColumn;
+using internal::EncodeEventRow;
+using internal::PreEncodedEvents;
 
 std::string EventCodecRoundTrip(const std::string& json) {
   const std::string stored = CompressEventJson(json);
@@ -47,6 +49,25 @@ TEST(EventCodecTest, CompressesTypicalEvents) {
       R"("jitter_percent":10}}})";
   EXPECT_LT(CompressEventJson(locked).size() * 3, locked.size());
   EXPECT_EQ(EventCodecRoundTrip(locked), locked);
+}
+
+// Rows encoded on a caller's thread are the rows the writer would write,
+// found only under the address they were filed under.
+TEST(EventCodecTest, PreEncodedRowsAreTheWritersRows) {
+  const AppendRequest finished = FinishedOk(T(1), 42);
+  const AppendRequest other = FinishedOk(T(2), 7);
+  PreEncodedEvents rows;
+  rows.Add(&finished.event, finished.event);
+  const std::string* row = rows.Find(&finished.event);
+  ASSERT_NE(row, nullptr);
+  auto expected = EncodeEventRow(finished.event);
+  ASSERT_TRUE(expected);
+  EXPECT_EQ(*row, *expected);
+  auto json = DecodeEventColumn(*row, true, "E_x", 1);
+  ASSERT_TRUE(json);
+  EXPECT_NE(json->find("42"), std::string::npos);
+  EXPECT_EQ(rows.Find(&other.event), nullptr);
+  EXPECT_EQ(rows.Find(&finished), nullptr) << "only the address it was filed under";
 }
 
 TEST(EventCodecTest, TextIsReadAsIs) {

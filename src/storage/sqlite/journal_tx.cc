@@ -75,10 +75,19 @@ Result<void, DbErrorGeneric> BumpVersion(Connection& db, std::string_view id, Ve
 
 // --- journal rows ----------------------------------------------------------------
 
-Result<void, DbErrorWrite> InsertEvent(Connection& db, std::string_view id, Version version,
-                                       DateTime created_at, const core::ExecutionRequest& event) {
-  STELE_ASSIGN_OR_RETURN(std::string json, EncodeEvent(event));
-  const std::string stored = CompressEventJson(json);
+// `source` names the row in tx.pre_encoded (event_codec.h).
+Result<void, DbErrorWrite> InsertEvent(WriteContext& tx, std::string_view id, Version version,
+                                       DateTime created_at, const core::ExecutionRequest& event,
+                                       const void* source) {
+  Connection& db = tx.connection;
+  const std::string* stored_row =
+      tx.pre_encoded != nullptr ? tx.pre_encoded->Find(source) : nullptr;
+  std::string encoded_here;
+  if (stored_row == nullptr) {
+    STELE_ASSIGN_OR_RETURN(encoded_here, EncodeEventRow(event));
+    stored_row = &encoded_here;
+  }
+  const std::string& stored = *stored_row;
   STELE_ASSIGN_OR_RETURN(
       Statement stmt,
       db.Prepare("INSERT INTO t_execution_log "
@@ -182,9 +191,11 @@ Result<void, DbErrorWrite> WriteEffects(WriteContext& tx, const ExecutionState& 
 // memory; an event that only moves the version (a workflow step is
 // typically JoinSetCreate, JoinSetRequest, JoinNext) does not write it: the
 // next write of the row carries the version, or one bump at the end.
+// `source`, when set, names the single event's pre-encoded row instead of
+// its address (a request built inside the transaction).
 Result<Version, DbErrorWrite> AppendEventsTx(WriteContext& tx, const ExecutionId& execution_id,
                                              Version version, std::span<const AppendRequest> batch,
-                                             DateTime current_time) {
+                                             DateTime current_time, const void* source) {
   for (const AppendRequest& req : batch) STELE_TRY(ValidateAppendRequest(execution_id, req));
   Connection& db = tx.connection;
   const std::string id = execution_id.ToString();
@@ -202,7 +213,8 @@ Result<Version, DbErrorWrite> AppendEventsTx(WriteContext& tx, const ExecutionId
   bool row_behind = false;  // the row's version and updated_at trail `state`
   for (const AppendRequest& req : batch) {
     STELE_TRY(CheckAppend(state, version, req));
-    STELE_TRY(InsertEvent(db, id, version, req.created_at, req.event));
+    STELE_TRY(InsertEvent(tx, id, version, req.created_at, req.event,
+                          source != nullptr ? source : &req.event));
     STELE_ASSIGN_OR_RETURN(AppendEffects effects, ApplyAppend(state, version, req, awaited));
     if (effects.version_only) {
       row_behind = true;
@@ -223,9 +235,9 @@ Result<Version, DbErrorWrite> AppendEventsTx(WriteContext& tx, const ExecutionId
 
 Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version, const AppendRequest& req,
-                                            DateTime current_time) {
+                                            DateTime current_time, const void* source) {
   return AppendEventsTx(tx, execution_id, version, std::span<const AppendRequest>(&req, 1),
-                        current_time);
+                        current_time, source);
 }
 
 Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId& execution_id,
@@ -235,7 +247,7 @@ Result<Version, DbErrorWrite> AppendBatchTx(WriteContext& tx, const ExecutionId&
   if (batch.empty()) {
     return Unexpected(DbErrorWriteNonRetriable::ValidationFailed("empty batch"));
   }
-  return AppendEventsTx(tx, execution_id, version, batch, current_time);
+  return AppendEventsTx(tx, execution_id, version, batch, current_time, nullptr);
 }
 
 Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
@@ -446,7 +458,7 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   insert.BindInt64(10, key);
   STELE_TRY(insert.Run());
   // After the t_state row: the event row takes its exec_key from there.
-  STELE_TRY(InsertEvent(db, id, Version(0), req.created_at, req.ToCreatedEvent()));
+  STELE_TRY(InsertEvent(tx, id, Version(0), req.created_at, req.ToCreatedEvent(), &req));
   if (req.policy.deadline) {
     STELE_ASSIGN_OR_RETURN(
         Statement deadline,

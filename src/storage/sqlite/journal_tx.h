@@ -26,9 +26,11 @@ namespace stele::storage::sqlite::internal {
 
 // Appends one event at `version`; returns the next version.
 // `current_time` only decides wake-ups (is the new PendingAt due?).
+// The event's row is looked up in tx.pre_encoded under `source`, or under
+// &req.event when `source` is null (event_codec.h, PreEncodedEvents).
 Result<Version, DbErrorWrite> AppendEventTx(WriteContext& tx, const ExecutionId& execution_id,
                                             Version version, const AppendRequest& req,
-                                            DateTime current_time);
+                                            DateTime current_time, const void* source = nullptr);
 
 // Appends `batch` at consecutive versions; all or nothing (the caller's
 // savepoint). ValidationFailed for an empty batch or any Created.

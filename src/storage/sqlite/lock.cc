@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "storage/sqlite/connection.h"
+#include "storage/sqlite/event_codec.h"
 #include "storage/sqlite/journal_tx.h"
 #include "storage/sqlite/row_codec.h"
 
@@ -57,6 +58,14 @@ constexpr const char* kSelectDueByDigest =
     "WHERE state = 'pending_at' AND paused = 0 AND component_id_input_digest = ? AND "
     "pending_expires_finished <= ? ORDER BY pending_expires_finished, execution_id LIMIT ?";
 
+// The Locked event every execution of a lock operation gets, encoded on
+// the caller's thread and filed under `locked` (event_codec.h).
+PreEncodedEvents PreEncodeLock(const core::Locked& locked) {
+  PreEncodedEvents rows;
+  rows.Add(&locked, core::ExecutionRequest(locked));
+  return rows;
+}
+
 }  // namespace
 
 Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockCandidates(
@@ -78,7 +87,7 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockCandi
     }
     // A failing row must not take the batch with it.
     STELE_TRY(tx.connection.Exec("SAVEPOINT lock_row"));
-    auto appended = AppendEventTx(tx, *id, candidate.next_version, request, created_at);
+    auto appended = AppendEventTx(tx, *id, candidate.next_version, request, created_at, &locked);
     Result<LockedExecution, DbErrorGeneric> loaded =
         appended ? LoadLockedExecution(tx.connection, *id, locked, *appended)
                  : Result<LockedExecution, DbErrorGeneric>(
@@ -109,8 +118,10 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     DateTime lock_expires_at, const core::RunId& run_id,
     const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
+  const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
   return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
+        tx.pre_encoded = &pre_encoded;
         // One index range per ffqn, each bounded by the batch size; the
         // merge below keeps the global (scheduled_at, id) order.
         std::vector<std::string> names;
@@ -132,8 +143,10 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     DateTime created_at, const core::ExecutorId& executor_id, DateTime lock_expires_at,
     const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
+  const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
   return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
       [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
+        tx.pre_encoded = &pre_encoded;
         const auto& digest = component_id.input_digest.bytes();
         STELE_ASSIGN_OR_RETURN(auto candidates,
                                SelectDue(tx.connection, kSelectDueByDigest, {}, digest.data(),
@@ -147,11 +160,13 @@ Result<LockedExecution, DbErrorWrite> SqliteConnection::LockOne(
     const core::RunId& run_id, Version version, const core::ExecutorId& executor_id,
     DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
+  const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
   return store_->WriteUnsynced<LockedExecution, DbErrorWrite>(
       [&](WriteContext& tx) -> Result<LockedExecution, DbErrorWrite> {
-        STELE_ASSIGN_OR_RETURN(Version next,
-                               AppendEventTx(tx, execution_id, version,
-                                             AppendRequest{created_at, locked}, created_at));
+        tx.pre_encoded = &pre_encoded;
+        STELE_ASSIGN_OR_RETURN(
+            Version next, AppendEventTx(tx, execution_id, version,
+                                        AppendRequest{created_at, locked}, created_at, &locked));
         STELE_ASSIGN_OR_RETURN(auto result,
                                LoadLockedExecution(tx.connection, execution_id, locked, next));
         return result;

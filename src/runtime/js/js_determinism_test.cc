@@ -123,7 +123,7 @@ Script JsScript(std::shared_ptr<const JsComponent> component) {
   return [component](WorkflowRun& run) {
     JsRunLimits limits;
     limits.slice.slice = std::chrono::seconds(30);
-    return RunJsWorkflow(*component, run, nullptr, limits, CancellationToken(), nullptr);
+    return RunJsWorkflow(*component, run, nullptr, limits, CancellationToken(), {});
   };
 }
 

@@ -54,14 +54,14 @@ executor::WorkerResult JsWorkflowWorker::Run(executor::WorkerContext ctx) {
 executor::WorkerResult RunJsWorkflow(const JsComponent& component, wf::WorkflowRun& run,
                                      const Clock* clock, const JsRunLimits& limits,
                                      const CancellationToken& cancel,
-                                     std::vector<core::BacktraceInfo>* backtraces) {
+                                     const BacktraceSink& store_backtraces) {
   const std::string id = run.execution_id().ToString();
   const RunInfo info{id, run.ffqn().ToString(), 1, 0, {}};
   JsWorkflowHost host(run, component.component_id, clock, limits.slice);
   auto outcome = component.engine->Run(*component.module, info.ffqn, info, run.params(), host,
                                        RunBudget{limits.slice.slice, cancel});
-  if (backtraces != nullptr) {
-    for (auto& trace : host.TakeBacktraces()) backtraces->push_back(std::move(trace));
+  if (store_backtraces) {
+    if (auto traces = host.TakeBacktraces(); !traces.empty()) store_backtraces(std::move(traces));
   }
   if (!outcome) {
     const JsError& error = outcome.error();
@@ -118,18 +118,18 @@ executor::WorkerResult JsWorkflowWorker::RunGuest(executor::WorkerContext ctx) {
                       wf::WorkflowRunDeps{deps_.db.get(), deps_.clock.get(), deps_.functions,
                                           deps_.dispatch, deps_.handoff, deps_.cancel_registry},
                       deps_.run_options);
-  std::vector<core::BacktraceInfo> traces;
-  executor::WorkerResult result = RunJsWorkflow(*component_, run, deps_.clock.get(), limits, cancel,
-                                                deps_.store_backtraces ? &traces : nullptr);
-  if (!traces.empty()) {
-    for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
-    if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
-      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
-                                  << run.execution_id().ToString()
-                                  << " failed: " << stored.error().ToString());
-    }
+  BacktraceSink store;
+  if (deps_.store_backtraces) {
+    store = [&](std::vector<core::BacktraceInfo> traces) {
+      for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
+      if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
+        STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
+                                    << run.execution_id().ToString()
+                                    << " failed: " << stored.error().ToString());
+      }
+    };
   }
-  return result;
+  return RunJsWorkflow(*component_, run, deps_.clock.get(), limits, cancel, store);
 }
 
 }  // namespace stele::runtime::js

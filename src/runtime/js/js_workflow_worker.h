@@ -41,6 +41,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,15 +91,20 @@ struct JsRunLimits {
   std::string lock_expiry_setting;
 };
 
+// Where a run's backtraces go: called once, when the guest has stopped and
+// before the run writes how it ended, so a client that sees the result
+// also finds the backtraces (docs/api.md, `GET .../backtrace`).
+using BacktraceSink = std::function<void(std::vector<core::BacktraceInfo>)>;
+
 // One run of `component`'s function `run.ffqn()` over `run`, mapped as
 // above (the worker's Run without the WorkflowRun's construction; tests and
 // benchmarks drive runs with it). `clock` may be null (no lease deadline).
-// The backtraces of the operations that wrote events are appended to
-// `backtraces` when it is not null.
+// The backtraces of the operations that wrote events go to
+// `store_backtraces` unless it is empty.
 executor::WorkerResult RunJsWorkflow(const JsComponent& component, workflow::WorkflowRun& run,
                                      const Clock* clock, const JsRunLimits& limits,
                                      const CancellationToken& cancel,
-                                     std::vector<core::BacktraceInfo>* backtraces);
+                                     const BacktraceSink& store_backtraces);
 
 class JsWorkflowWorker final : public executor::Worker {
  public:

@@ -83,6 +83,9 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
   }
   if (!driver->valid()) return run.Trap("workflow function returned an empty Task");
   driver->Start();
+  // The guest has stopped: its backtraces go in before the run writes how
+  // it ended, so a client that sees the result also finds them.
+  StoreBacktraces(native);
 
   if (!driver->done()) {
     // Suspended: unload by destroying the frames, then record why.

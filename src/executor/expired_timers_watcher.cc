@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/thread_name.h"
 #include "executor/deadline.h"
+#include "executor/helper_threads.h"
 #include "executor/outcome.h"
 
 namespace stele::executor {
@@ -85,30 +86,21 @@ bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, Dat
   return *applied == ApplyStatus::kWritten;
 }
 
-// Runs `handle(i)` for i in [0, n) on up to `parallelism` threads (the
-// caller's included) and returns how many returned true. Each write is
-// its own transaction; issued concurrently, they share commits (SQLite's
-// group commit, PostgreSQL's pool), so n due timers cost a few fsyncs
-// instead of n in a row — the difference between a burst of sleepers
-// waking together and waking one fsync apart.
+// Runs `handle(i)` for i in [0, n) on `helpers` (the caller's thread
+// included) and returns how many returned true. Each write is its own
+// transaction; issued concurrently, they share commits (SQLite's group
+// commit, PostgreSQL's pool), so n due timers cost a few fsyncs instead of
+// n in a row — the difference between a burst of sleepers waking together
+// and waking one fsync apart.
 template <typename Handle>
-uint32_t ForEachInParallel(size_t n, uint32_t parallelism, const Handle& handle) {
-  std::atomic<size_t> next{0};
-  std::atomic<uint32_t> done{0};
-  auto drain = [&] {
-    NameThisThread("stele-timers");
-    for (size_t i = next++; i < n; i = next++) {
-      if (handle(i)) ++done;
-    }
-  };
-  const size_t helpers = std::min<size_t>(n, std::max<uint32_t>(parallelism, 1)) - (n > 0 ? 1 : 0);
-  std::vector<std::thread> threads;
-  threads.reserve(helpers);
-  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(drain);
-  drain();
-  for (auto& thread : threads) thread.join();
-  return done;
+uint32_t ForEachInParallel(HelperThreads& helpers, size_t n, const Handle& handle) {
+  return helpers.Run(n, [&](size_t i) { return handle(i); });
 }
+
+Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimersWith(
+    HelperThreads& helpers, storage::DbConnection& db, DateTime now,
+    std::chrono::milliseconds lock_leeway, std::string_view activity_lock_expiry_setting,
+    std::string_view workflow_lock_expiry_setting, CancelRegistry* cancel_registry);
 
 }  // namespace
 
@@ -120,6 +112,17 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(storage
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
     storage::DbConnection& db, DateTime now, std::chrono::milliseconds lock_leeway,
     uint32_t parallel_writes, std::string_view activity_lock_expiry_setting,
+    std::string_view workflow_lock_expiry_setting, CancelRegistry* cancel_registry) {
+  HelperThreads helpers(parallel_writes, "stele-timers");
+  return HandleExpiredTimersWith(helpers, db, now, lock_leeway, activity_lock_expiry_setting,
+                                 workflow_lock_expiry_setting, cancel_registry);
+}
+
+namespace {
+
+Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimersWith(
+    HelperThreads& helpers, storage::DbConnection& db, DateTime now,
+    std::chrono::milliseconds lock_leeway, std::string_view activity_lock_expiry_setting,
     std::string_view workflow_lock_expiry_setting, CancelRegistry* cancel_registry) {
   const DateTime locks_at = now - lock_leeway;
   STELE_ASSIGN_OR_RETURN(std::vector<storage::ExpiredTimer> timers, db.GetExpiredTimers(now));
@@ -169,8 +172,8 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
   uint32_t handled = 0;
   for (const auto& wave : waves) {
     const std::vector<size_t>& indices = wave.second;
-    handled += ForEachInParallel(indices.size(), parallel_writes,
-                                 [&](size_t k) { return handle(indices[k]); });
+    handled +=
+        ForEachInParallel(helpers, indices.size(), [&](size_t k) { return handle(indices[k]); });
   }
   WatcherTickProgress progress;
   progress.expired_delays = delays;
@@ -179,12 +182,15 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimers(
   return progress;
 }
 
+}  // namespace
+
 ExpiredTimersWatcher::ExpiredTimersWatcher(std::unique_ptr<storage::DbConnection> db,
                                            SharedClock clock, ExpiredTimersWatcherOptions options)
     : db_(std::move(db)),
       clock_owner_(CheckedClock(std::move(clock), "ExpiredTimersWatcher needs a clock")),
       clock_(*clock_owner_),
-      options_(options) {
+      options_(options),
+      helpers_(std::make_unique<HelperThreads>(options_.parallel_writes, "stele-timers")) {
   STELE_CHECK(db_ != nullptr, "ExpiredTimersWatcher needs a connection");
 }
 
@@ -209,8 +215,8 @@ void ExpiredTimersWatcher::Stop() {
 
 Result<WatcherTickProgress, storage::DbErrorGeneric> ExpiredTimersWatcher::TickForTest(
     DateTime now) {
-  auto progress = HandleExpiredTimers(
-      *db_, now, options_.leeway, options_.parallel_writes, options_.activity_lock_expiry_setting,
+  auto progress = HandleExpiredTimersWith(
+      *helpers_, *db_, now, options_.leeway, options_.activity_lock_expiry_setting,
       options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
   if (progress) expired_deadlines_ += progress->expired_deadlines;
   return progress;
@@ -224,8 +230,8 @@ void ExpiredTimersWatcher::LoopMain() {
     lock.unlock();
     const DateTime now = clock_.Now();
     const DateTime tick_end = now + std::chrono::duration_cast<Micros>(options_.tick_sleep);
-    auto progress = HandleExpiredTimers(
-        *db_, now, options_.leeway, options_.parallel_writes, options_.activity_lock_expiry_setting,
+    auto progress = HandleExpiredTimersWith(
+        *helpers_, *db_, now, options_.leeway, options_.activity_lock_expiry_setting,
         options_.workflow_lock_expiry_setting, options_.cancel_registry.get());
     if (progress) expired_deadlines_ += progress->expired_deadlines;
     // Delays due before the next tick are fired when they are due rather
@@ -268,7 +274,7 @@ void ExpiredTimersWatcher::LoopMain() {
       lock.unlock();
       // A delay cancelled or fired meanwhile is answered already: FireDelay
       // then writes nothing.
-      ForEachInParallel(end - i, options_.parallel_writes,
+      ForEachInParallel(*helpers_, end - i,
                         [&](size_t k) { return FireDelay(*db_, upcoming[i + k], due); });
       lock.lock();
       i = end;

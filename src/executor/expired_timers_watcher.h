@@ -24,7 +24,8 @@
 // Threading: Start/Stop from one controlling thread; TickForTest must not
 // run concurrently with a Start()ed watcher. HandleExpiredTimers is
 // thread-safe (it only uses the thread-safe connection) and may write from
-// up to `parallel_writes` short-lived threads of its own during a pass.
+// up to `parallel_writes` short-lived threads of its own during a pass; a
+// started watcher keeps its helper threads instead.
 // Ownership: owns its connection and thread, shares the Clock.
 // Stop (or destroy) it before closing the pool.
 #pragma once
@@ -45,6 +46,8 @@
 #include "storage/db_connection.h"
 
 namespace stele::executor {
+
+class HelperThreads;  // helper_threads.h
 
 inline constexpr std::string_view kDefaultLockExpirySetting =
     "the lock_expiry of the executor that locked it";
@@ -123,6 +126,9 @@ class ExpiredTimersWatcher {
   const Clock& clock_;  // *clock_owner_
   const ExpiredTimersWatcherOptions options_;
 
+  // The threads that fire a burst of due timers with the loop's own
+  // (helper_threads.h); Run is only called from the loop or TickForTest.
+  const std::unique_ptr<HelperThreads> helpers_;
   std::atomic<uint64_t> expired_deadlines_{0};
   std::mutex mu_;
   std::condition_variable wakeup_;

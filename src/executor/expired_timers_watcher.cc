@@ -86,17 +86,6 @@ bool SettleLock(storage::DbConnection& db, const storage::ExpiredLock& lock, Dat
   return *applied == ApplyStatus::kWritten;
 }
 
-// Runs `handle(i)` for i in [0, n) on `helpers` (the caller's thread
-// included) and returns how many returned true. Each write is its own
-// transaction; issued concurrently, they share commits (SQLite's group
-// commit, PostgreSQL's pool), so n due timers cost a few fsyncs instead of
-// n in a row — the difference between a burst of sleepers waking together
-// and waking one fsync apart.
-template <typename Handle>
-uint32_t ForEachInParallel(HelperThreads& helpers, size_t n, const Handle& handle) {
-  return helpers.Run(n, [&](size_t i) { return handle(i); });
-}
-
 Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimersWith(
     HelperThreads& helpers, storage::DbConnection& db, DateTime now,
     std::chrono::milliseconds lock_leeway, std::string_view activity_lock_expiry_setting,
@@ -172,8 +161,7 @@ Result<WatcherTickProgress, storage::DbErrorGeneric> HandleExpiredTimersWith(
   uint32_t handled = 0;
   for (const auto& wave : waves) {
     const std::vector<size_t>& indices = wave.second;
-    handled +=
-        ForEachInParallel(helpers, indices.size(), [&](size_t k) { return handle(indices[k]); });
+    handled += helpers.Run(indices.size(), [&](size_t k) { return handle(indices[k]); });
   }
   WatcherTickProgress progress;
   progress.expired_delays = delays;
@@ -274,8 +262,7 @@ void ExpiredTimersWatcher::LoopMain() {
       lock.unlock();
       // A delay cancelled or fired meanwhile is answered already: FireDelay
       // then writes nothing.
-      ForEachInParallel(*helpers_, end - i,
-                        [&](size_t k) { return FireDelay(*db_, upcoming[i + k], due); });
+      helpers_->Run(end - i, [&](size_t k) { return FireDelay(*db_, upcoming[i + k], due); });
       lock.lock();
       i = end;
     }

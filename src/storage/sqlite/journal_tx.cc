@@ -1,6 +1,7 @@
 #include "storage/sqlite/journal_tx.h"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -75,11 +76,43 @@ Result<void, DbErrorGeneric> BumpVersion(Connection& db, std::string_view id, Ve
 
 // --- journal rows ----------------------------------------------------------------
 
-// `source` names the row in tx.pre_encoded (event_codec.h).
+// Inserts an encoded event row. `join_set_id` and `history_type_tag` fill
+// the columns the queries filter on (the row itself is compressed).
+Result<void, DbErrorWrite> InsertEventRow(WriteContext& tx, std::string_view id, Version version,
+                                          DateTime created_at, const std::string& row,
+                                          const std::optional<core::JoinSetId>& join_set_id,
+                                          std::optional<std::string_view> history_type_tag) {
+  STELE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      tx.connection.Prepare(
+          "INSERT INTO t_execution_log "
+          "(exec_key, version, created_at, json_value, join_set_id, history_event_type) "
+          "VALUES ((SELECT exec_key FROM t_state WHERE execution_id = ?), ?, ?, ?, ?, ?)"));
+  stmt.BindText(1, id);
+  stmt.BindInt64(2, version.value());
+  stmt.BindInt64(3, TimeColumn(created_at));
+  stmt.BindBlob(4, row.data(), row.size());
+  if (join_set_id) {
+    stmt.BindText(5, join_set_id->ToString());
+  } else {
+    stmt.BindNull(5);
+  }
+  // Schema V7 stores what V1 generated from the JSON (which is compressed
+  // now): the history event's type tag, NULL for other variants.
+  if (history_type_tag) {
+    stmt.BindText(6, *history_type_tag);
+  } else {
+    stmt.BindNull(6);
+  }
+  STELE_TRY(stmt.Run());
+  return {};
+}
+
+// `source` names the row in tx.pre_encoded (event_codec.h); without one
+// the row is encoded here.
 Result<void, DbErrorWrite> InsertEvent(WriteContext& tx, std::string_view id, Version version,
                                        DateTime created_at, const core::ExecutionRequest& event,
                                        const void* source) {
-  Connection& db = tx.connection;
   const std::string* stored_row =
       tx.pre_encoded != nullptr ? tx.pre_encoded->Find(source) : nullptr;
   std::string encoded_here;
@@ -87,30 +120,12 @@ Result<void, DbErrorWrite> InsertEvent(WriteContext& tx, std::string_view id, Ve
     STELE_ASSIGN_OR_RETURN(encoded_here, EncodeEventRow(event));
     stored_row = &encoded_here;
   }
-  const std::string& stored = *stored_row;
-  STELE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      db.Prepare("INSERT INTO t_execution_log "
-                 "(exec_key, version, created_at, json_value, join_set_id, history_event_type) "
-                 "VALUES ((SELECT exec_key FROM t_state WHERE execution_id = ?), ?, ?, ?, ?, ?)"));
-  stmt.BindText(1, id);
-  stmt.BindInt64(2, version.value());
-  stmt.BindInt64(3, TimeColumn(created_at));
-  stmt.BindBlob(4, stored.data(), stored.size());
-  if (auto join_set_id = core::ExecutionRequestJoinSetId(event)) {
-    stmt.BindText(5, join_set_id->ToString());
-  } else {
-    stmt.BindNull(5);
-  }
-  // Schema V7 stores what V1 generated from the JSON (which is compressed
-  // now): the history event's type tag, NULL for other variants.
+  std::optional<std::string_view> history_type_tag;
   if (const auto* history = std::get_if<core::HistoryEventRequest>(&event)) {
-    stmt.BindText(6, core::HistoryEventTypeTag(history->event));
-  } else {
-    stmt.BindNull(6);
+    history_type_tag = core::HistoryEventTypeTag(history->event);
   }
-  STELE_TRY(stmt.Run());
-  return {};
+  return InsertEventRow(tx, id, version, created_at, *stored_row,
+                        core::ExecutionRequestJoinSetId(event), history_type_tag);
 }
 
 // A live timer, keyed by its delay id within the execution (a repeated
@@ -458,7 +473,18 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   insert.BindInt64(10, key);
   STELE_TRY(insert.Run());
   // After the t_state row: the event row takes its exec_key from there.
-  STELE_TRY(InsertEvent(tx, id, Version(0), req.created_at, req.ToCreatedEvent(), &req));
+  // A row the caller encoded needs no Created event: building one would
+  // copy the params on the writer's thread for nothing.
+  const std::string* stored_row = tx.pre_encoded != nullptr ? tx.pre_encoded->Find(&req) : nullptr;
+  std::string encoded_here;
+  if (stored_row == nullptr) {
+    STELE_ASSIGN_OR_RETURN(encoded_here, EncodeEventRow(req.ToCreatedEvent()));
+    stored_row = &encoded_here;
+  }
+  std::optional<core::JoinSetId> parent_join_set;
+  if (req.parent) parent_join_set = req.parent->second;
+  STELE_TRY(InsertEventRow(tx, id, Version(0), req.created_at, *stored_row, parent_join_set,
+                           std::nullopt));
   if (req.policy.deadline) {
     STELE_ASSIGN_OR_RETURN(
         Statement deadline,

@@ -19,6 +19,10 @@
 //
 // Figures are printed as `stele-http <workload> <metric> <value> <unit>`
 // (median of STELE_BENCH_REPEAT runs) and `<metric>_range <min>-<max>`.
+// W1 and W4 also print `server_cpu`: the CPU time (user + system) the
+// server used for the run, start-up included. On a shared machine it moves
+// less than the wall-clock figures, so it is the one to compare when a
+// change is meant to save work.
 //
 // Threading: the drivers run on main; the client threads they start end
 // before they return.
@@ -101,6 +105,9 @@ class ServerProcess {
   int port() const { return port_; }
   // A field of /proc/PID/status in bytes ("VmRSS", "VmHWM"); 0 when gone.
   uint64_t StatusBytes(const char* field) const;
+  // CPU time (user + system) the server has used so far, in seconds; 0
+  // when gone. The figure to compare when wall-clock metrics are noisy.
+  double CpuSeconds() const;
   uint64_t DatabaseBytes() const;  // the SQLite file with -wal and -shm
   uint64_t WalBytes() const;       // the -wal file alone
   std::string effects_path() const { return run_dir_ + "/effects.txt"; }

@@ -55,9 +55,11 @@ Metrics RunW1(const Knobs& knobs) {
   // and removed the WAL (reused, not shrunk, so its size while open is the
   // run's high-water mark, not the rows), the WAL apart.
   const double wal = static_cast<double>(server.WalBytes()) / (1 << 20);
+  const double cpu = server.CpuSeconds();
   server.Stop();
   const double disk = static_cast<double>(server.DatabaseBytes()) / knobs.w1_n;
   return {
+      {"server_cpu", {cpu, "s"}},
       {"throughput", {knobs.w1_n / elapsed, "wf/s"}},
       {"elapsed", {elapsed, "s"}},
       {"submit", {fan.all_acknowledged - fan.first_submit, "s"}},
@@ -103,8 +105,10 @@ Metrics RunW4(const Knobs& knobs) {
     lateness_ms.push_back(static_cast<double>(v.get<int64_t>()) / 1000.0);
   }
   const double elapsed = fan.last_result - fan.first_submit;
+  const double cpu = server.CpuSeconds();
   server.Stop();
   return {
+      {"server_cpu", {cpu, "s"}},
       {"p50", {Percentile(lateness_ms, 50), "ms"}},
       {"p99", {Percentile(lateness_ms, 99), "ms"}},
       {"max", {Percentile(lateness_ms, 100), "ms"}},

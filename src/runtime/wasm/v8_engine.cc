@@ -172,6 +172,8 @@ class V8Instance final : public WasmInstance {
   std::map<std::string, v8::Global<v8::Function>, std::less<>> functions_;
   std::unique_ptr<internal::ResetState> reset_;  // set by Checkpoint
   bool poisoned_ = false;
+  // Poisoned by a kHostStop only: Restore may still bring the instance back.
+  bool stopped_by_host_ = false;
   int depth_ = 0;
   // The first failure of a host function (or of a guest call it made) during
   // the running outermost call; it wins over the termination it caused.
@@ -411,13 +413,20 @@ Result<void, WasmError> V8Instance::Checkpoint() {
 }
 
 bool V8Instance::Restore() {
-  if (reset_ == nullptr || poisoned_ || depth_ > 0 || interrupt_->sticky()) return false;
+  if (reset_ == nullptr || (poisoned_ && !stopped_by_host_) || depth_ > 0 || interrupt_->sticky()) {
+    return false;
+  }
   Entered entered(*holder_);
   v8::Isolate* isolate = holder_->isolate();
   v8::Local<v8::WasmMemoryObject> memory;
   if (!memory_.IsEmpty()) memory = memory_.Get(isolate);
-  if (reset_->Restore(isolate, entered.context(), memory)) return true;
+  if (reset_->Restore(isolate, entered.context(), memory)) {
+    poisoned_ = false;
+    stopped_by_host_ = false;
+    return true;
+  }
   poisoned_ = true;  // half restored: never use again
+  stopped_by_host_ = false;
   return false;
 }
 
@@ -578,6 +587,7 @@ Result<std::vector<Value>, WasmError> V8Instance::Call(std::string_view export_n
     error.kind = Kind::kInterrupted;
     error.message = reason.empty() ? "interrupted" : reason;
   }
+  stopped_by_host_ = error.kind == Kind::kHostStop;
   host_error_.reset();
   return Unexpected(std::move(error));
 }
@@ -599,7 +609,10 @@ void V8Instance::HostCallback(const v8::FunctionCallbackInfo<v8::Value>& info) {
     return;
   }
   auto fail = [&](WasmError error) {
-    if (error.backtrace.empty()) error.backtrace = self.CurrentBacktrace();
+    // A stop on purpose is no fault to locate: skip the stack walk.
+    if (error.backtrace.empty() && error.kind != Kind::kHostStop) {
+      error.backtrace = self.CurrentBacktrace();
+    }
     if (!self.host_error_) self.host_error_ = std::move(error);
     // Terminate rather than throw: guest code cannot catch a termination.
     self.interrupt_->TerminateForHostError();

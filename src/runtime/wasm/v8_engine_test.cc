@@ -169,6 +169,7 @@ TEST_F(WasmEngineTest, AllowedImportWithTheWrongSignatureIsRejected) {
 struct HostState {
   std::string logged;
   int fail_calls = 0;
+  WasmError::Kind fail_kind = WasmError::Kind::kHostError;
   std::vector<std::string> where;
 };
 
@@ -200,7 +201,7 @@ std::shared_ptr<ImportTable> HostImports(HostState* state) {
       "env", "fail", kFailType,
       [state](HostCall&, std::span<const Value> args) -> Result<std::vector<Value>, WasmError> {
         ++state->fail_calls;
-        return Unexpected(WasmError::Make(WasmError::Kind::kHostError,
+        return Unexpected(WasmError::Make(state->fail_kind,
                                           "host says no to " + std::to_string(args[0].AsI32())));
       });
   table->Add(
@@ -249,6 +250,43 @@ TEST_F(WasmEngineTest, HostErrorAbortsTheGuest) {
   EXPECT_EQ(state.fail_calls, 1);
   EXPECT_TRUE(instance->poisoned());
   EXPECT_EQ(instance->Call("after_fail", {}).error().kind, Kind::kPoisoned);
+}
+
+// A workflow that must wait stops its guest with kHostStop: the instance
+// is poisoned like after any failure, but Restore brings it back, so that
+// an instance pool keeps it (a host error's instance stays discarded).
+TEST_F(WasmEngineTest, AHostStopLeavesAnInstanceThatRestores) {
+  HostState state;
+  state.fail_kind = Kind::kHostStop;
+  auto imports = HostImports(&state);
+  auto module = engine_->Compile(ReadGuest("host"), imports->AsLimits());
+  ASSERT_TRUE(module.has_value()) << module.error().ToString();
+  auto stopped = Instantiate(*module, imports);
+  ASSERT_NE(stopped, nullptr);
+  ASSERT_TRUE(stopped->Checkpoint().has_value());
+  auto r = stopped->Call("call_fail", {});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().kind, Kind::kHostStop);
+  EXPECT_EQ(r.error().message, "host says no to 7");
+  EXPECT_TRUE(r.error().backtrace.empty());  // no fault to locate
+  EXPECT_TRUE(stopped->poisoned());
+  EXPECT_EQ(stopped->Call("after_fail", {}).error().kind, Kind::kPoisoned);
+  ASSERT_TRUE(stopped->Restore());
+  EXPECT_FALSE(stopped->poisoned());
+  auto after = stopped->Call("after_fail", {});
+  ASSERT_TRUE(after.has_value()) << after.error().ToString();
+  EXPECT_EQ(after->at(0).AsI32(), 0);  // the guest never went on past the stop
+  auto greeted = stopped->Call("greet", {});
+  ASSERT_TRUE(greeted.has_value()) << greeted.error().ToString();
+  EXPECT_EQ(state.logged, "hello from the guest");
+
+  state.fail_kind = Kind::kHostError;
+  auto failed = Instantiate(*module, imports);
+  ASSERT_NE(failed, nullptr);
+  ASSERT_TRUE(failed->Checkpoint().has_value());
+  EXPECT_EQ(failed->Call("call_fail", {}).error().kind, Kind::kHostError);
+  EXPECT_FALSE(failed->Restore());
+  EXPECT_TRUE(failed->poisoned());
 }
 
 TEST_F(WasmEngineTest, AGuestFailureInsideAHostFunctionFailsTheOuterCall) {

@@ -93,6 +93,8 @@ std::string_view WasmErrorKindName(WasmError::Kind kind) {
       return "stack overflow";
     case Kind::kHostError:
       return "host error";
+    case Kind::kHostStop:
+      return "stopped by the host";
     case Kind::kOutOfResources:
       return "out of resources";
     case Kind::kNoSuchExport:

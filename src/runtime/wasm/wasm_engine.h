@@ -23,7 +23,10 @@
 //
 // Failure model: after any error of a Call (trap, interrupt, stack overflow,
 // host error) the instance is poisoned: further Calls return kPoisoned.
-// Discard it and replay on a fresh instance; instantiation is cheap.
+// Discard it and replay on a fresh instance. One failure is not the guest's:
+// a host function that stops the guest on purpose (kHostStop, e.g. a
+// workflow that must wait) leaves an instance that Restore may bring back
+// to its checkpoint, as after a Call that returned.
 
 #ifndef STELE_RUNTIME_WASM_WASM_ENGINE_H_
 #define STELE_RUNTIME_WASM_WASM_ENGINE_H_
@@ -93,6 +96,7 @@ struct WasmError {
     kInterrupted,        // Interrupt(), budget or cancellation: retry, never an outcome
     kStackOverflow,      // depends on the JIT tier: retryable, never deterministic
     kHostError,          // a host function returned an error; message is the host's
+    kHostStop,           // a host function stopped the guest on purpose (see Restore)
     kOutOfResources,     // the engine could not allocate (memory, isolate ...)
     kNoSuchExport,       // Call of a missing export or a non-function export
     kBadArguments,       // Call with arguments not matching the export's FuncType
@@ -293,8 +297,11 @@ class WasmInstance {
   // Checkpoint: kDisallowedFeature when the module cannot be reset
   // (WasmModule::reset_blocker), kPoisoned. Restore returns false — the
   // instance must then be discarded — when there is no checkpoint, the
-  // instance is poisoned or was interrupted (Interrupt), its memory grew or
-  // a table changed since the checkpoint. Not during a Call.
+  // instance is poisoned (unless by a kHostStop: the termination that
+  // stopped the guest unwound it, and the reset undoes whatever it left
+  // half done) or was interrupted (Interrupt), its memory grew or a table
+  // changed since the checkpoint. A successful Restore makes the instance
+  // callable again. Not during a Call.
   virtual Result<void, WasmError> Checkpoint() = 0;
   virtual bool Restore() = 0;
 };

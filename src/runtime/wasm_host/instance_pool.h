@@ -9,7 +9,8 @@
 // e.g. `_initialize`) and checkpointed (WasmInstance::Checkpoint). When a
 // lease ends, the instance is restored to that checkpoint — memory,
 // mutable globals, tables — and kept; it is discarded instead when it is
-// poisoned (a trap, an interrupt, a host error: any failed Call), was
+// poisoned (a trap, an interrupt, a host error: any failed Call but one
+// a host function stopped on purpose, kHostStop), was
 // interrupted, its memory grew or a table changed
 // (WasmInstance::Restore), or the pool is full. So a run sees exactly the
 // state a fresh instance would have after `prepare`, and nothing of an

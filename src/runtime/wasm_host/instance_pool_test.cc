@@ -1,6 +1,7 @@
 // InstancePool and the workers that use it, on a real wasi-libc guest
 // (testdata/pool_activities.c) in real V8: a reused instance shows nothing
-// of an earlier run, a failed one is never reused.
+// of an earlier run, a failed one is never reused (one its host stopped on
+// purpose is).
 
 #include "runtime/wasm_host/instance_pool.h"
 
@@ -178,6 +179,44 @@ TEST(InstancePoolTest, HostFunctionsOfTheCurrentLeaseAreCalled) {
     EXPECT_GE(writes, 1) << "lease " << i;
     EXPECT_EQ(state->stdout_text, "hello from the pool\n") << "lease " << i;
   }
+}
+
+// A workflow that must wait stops its guest from a host function
+// (kHostStop): the instance is restored and kept, and the next lease sees
+// nothing of the stopped run (not even the output it had buffered).
+TEST(InstancePoolTest, AnInstanceItsHostStoppedIsRestoredAndReused) {
+  auto component = PoolGuest();
+  InstancePool pool(component->engine, component->module, {}, PoolInitialize());
+  const std::string print = ExportOf(*component, "test:pool/api.print");
+  {
+    auto table = std::make_shared<wasm::ImportTable>();
+    AddWasiImports(*table, std::make_shared<WasiState>());
+    AddHttpImports(*table, std::make_shared<HttpState>());
+    const wasm::HostFunction* real = table->Find(kWasiModule, "fd_write");
+    ASSERT_NE(real, nullptr);
+    table->Add(
+        std::string(kWasiModule), "fd_write", real->type,
+        [](wasm::HostCall&,
+           std::span<const wasm::Value>) -> Result<std::vector<wasm::Value>, wasm::WasmError> {
+          return Unexpected(wasm::WasmError::Make(wasm::WasmError::Kind::kHostStop, "wait"));
+        });
+    auto lease = pool.Acquire(table);
+    ASSERT_TRUE(lease.has_value());
+    auto stopped = CallPoolExport(lease->instance(), print);
+    ASSERT_FALSE(stopped.has_value());
+    EXPECT_EQ(stopped.error().kind, wasm::WasmError::Kind::kHostStop);
+  }
+  EXPECT_EQ(pool.discarded(), 0u);
+  EXPECT_EQ(pool.idle(), 1u);
+  auto state = std::make_shared<WasiState>();
+  auto table = std::make_shared<wasm::ImportTable>();
+  AddWasiImports(*table, state);
+  AddHttpImports(*table, std::make_shared<HttpState>());
+  auto lease = pool.Acquire(table);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_TRUE(lease->reused());
+  ASSERT_TRUE(CallPoolExport(lease->instance(), print).has_value());
+  EXPECT_EQ(state->stdout_text, "hello from the pool\n");
 }
 
 executor::WorkerContext PoolWorkerContext(const std::string& ffqn) {

@@ -24,7 +24,9 @@
 //                                    → LimitReached: retried, not counted
 // The next run replays from the start, in an instance in the state of a
 // fresh one: a pooled instance restored after the previous run, or a new
-// one (instance_pool.h; an instance that failed is never reused).
+// one (instance_pool.h). An instance that failed is never reused; one whose
+// run was interrupted to wait (WorkflowHost::Abort stops the guest with
+// kHostStop) is restored and kept like one whose run returned.
 //
 // The slice: the guest may compute at most
 //   slice = min(guest_slice, run_options.lock_extension / 4)

@@ -516,7 +516,7 @@ void WorkflowHost::Interrupt(Kind kind, std::string reason) {
 
 WasmError WorkflowHost::Abort() const {
   auto i = interruption();
-  return WasmError::Make(WasmError::Kind::kHostError,
+  return WasmError::Make(WasmError::Kind::kHostStop,
                          "workflow interrupted: " + (i ? i->ToString() : std::string("unknown")));
 }
 

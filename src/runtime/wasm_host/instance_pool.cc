@@ -22,16 +22,16 @@ struct InstancePool::Binding {
     found.reserve(module.imports().size());
     for (const wasm::ImportSignature& imp : module.imports()) {
       const wasm::HostFunction* fn = imports ? imports->Find(imp.module, imp.name) : nullptr;
-      const std::string qualified = imp.module + "." + imp.name;
       if (fn == nullptr) {
-        return Unexpected(WasmError::Make(WasmError::Kind::kLinkError,
-                                          "no host function for import " + qualified));
+        return Unexpected(
+            WasmError::Make(WasmError::Kind::kLinkError,
+                            "no host function for import " + imp.module + "." + imp.name));
       }
       if (fn->type != imp.type) {
         return Unexpected(WasmError::Make(WasmError::Kind::kLinkError,
-                                          "host function " + qualified + " has type " +
-                                              fn->type.ToString() + ", the module imports " +
-                                              imp.type.ToString()));
+                                          "host function " + imp.module + "." + imp.name +
+                                              " has type " + fn->type.ToString() +
+                                              ", the module imports " + imp.type.ToString()));
       }
       found.push_back(fn);
     }

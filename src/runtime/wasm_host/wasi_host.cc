@@ -132,107 +132,145 @@ std::vector<std::string> EnvStrings(const WasiConfig& config) {
   return out;
 }
 
+// The functions WASI guests get beyond ENOSYS, by name; each takes the
+// run's state (AddWasiImports binds it).
+using WasiFn = HostResult (*)(WasiState&, HostCall&, Args);
+const std::map<std::string_view, WasiFn>& Implemented() {
+  static const std::map<std::string_view, WasiFn> fns = {
+      {"args_sizes_get",
+       [](WasiState& state, HostCall& c, Args a) -> HostResult {
+         return WriteSizes(c, state.config.args, U32(a[0]), U32(a[1]));
+       }},
+      {"args_get",
+       [](WasiState& state, HostCall& c, Args a) -> HostResult {
+         return WriteStrings(c, state.config.args, U32(a[0]), U32(a[1]));
+       }},
+      {"environ_sizes_get",
+       [](WasiState& state, HostCall& c, Args a) -> HostResult {
+         return WriteSizes(c, EnvStrings(state.config), U32(a[0]), U32(a[1]));
+       }},
+      {"environ_get",
+       [](WasiState& state, HostCall& c, Args a) -> HostResult {
+         return WriteStrings(c, EnvStrings(state.config), U32(a[0]), U32(a[1]));
+       }},
+      {"clock_res_get",
+       [](WasiState&, HostCall& c, Args a) -> HostResult {
+         if (U32(a[0]) > 1) return Errno(kEinval);
+         STELE_TRY(WriteU64(c, U32(a[1]), 1000));
+         return Errno(kSuccess);
+       }},
+      {"clock_time_get",
+       [](WasiState&, HostCall& c, Args a) -> HostResult {
+         uint64_t ns;
+         if (U32(a[0]) == 0) {
+           ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+         } else if (U32(a[0]) == 1) {
+           ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+         } else {
+           return Errno(kEinval);
+         }
+         STELE_TRY(WriteU64(c, U32(a[2]), ns));
+         return Errno(kSuccess);
+       }},
+      {"random_get",
+       [](WasiState&, HostCall& c, Args a) -> HostResult {
+         uint32_t len = U32(a[1]);
+         if (len > (1u << 20)) return Errno(kEinval);
+         static thread_local std::random_device device;
+         std::vector<uint8_t> bytes(len);
+         for (auto& b : bytes) b = static_cast<uint8_t>(device());
+         STELE_TRY(c.WriteBytes(U32(a[0]), bytes));
+         return Errno(kSuccess);
+       }},
+      {"fd_write",
+       [](WasiState& state, HostCall& c, Args a) -> HostResult {
+         uint32_t fd = U32(a[0]), iovs = U32(a[1]), count = U32(a[2]), nwritten = U32(a[3]);
+         if (fd != 1 && fd != 2) return Errno(kEbadf);
+         if (count > 1024) return Errno(kEinval);
+         STELE_ASSIGN_OR_RETURN(auto table_bytes, c.ReadBytes(iovs, count * 8));
+         uint32_t total = 0;
+         std::string& sink = fd == 1 ? state.stdout_text : state.stderr_text;
+         for (uint32_t i = 0; i < count; ++i) {
+           uint32_t ptr = ReadU32(table_bytes, 8 * i), len = ReadU32(table_bytes, 8 * i + 4);
+           STELE_ASSIGN_OR_RETURN(std::string text, c.ReadString(ptr, len));
+           size_t room = state.config.max_captured_output -
+                         std::min(state.config.max_captured_output,
+                                  state.stdout_text.size() + state.stderr_text.size());
+           sink.append(text, 0, std::min(room, text.size()));
+           if (text.size() > room) state.dropped_bytes += text.size() - room;
+           total += len;
+         }
+         STELE_TRY(WriteU32(c, nwritten, total));
+         return Errno(kSuccess);
+       }},
+      {"fd_fdstat_get",
+       [](WasiState&, HostCall& c, Args a) -> HostResult {
+         if (U32(a[0]) > 2) return Errno(kEbadf);
+         std::vector<uint8_t> stat(24, 0);
+         stat[0] = 2;  // character device
+         // rights_base: everything but fd_seek (bit 2) and fd_tell (bit 5). A
+         // character device that cannot seek is a terminal to wasi-libc's
+         // isatty, so stdio line-buffers stdout: an activity is a reactor that
+         // never exits, and a fully buffered stream would never be flushed.
+         for (int i = 8; i < 16; ++i) stat[static_cast<size_t>(i)] = 0xff;
+         stat[8] = static_cast<uint8_t>(0xff & ~(1u << 2) & ~(1u << 5));
+         STELE_TRY(c.WriteBytes(U32(a[1]), stat));
+         return Errno(kSuccess);
+       }},
+      {"fd_seek",
+       [](WasiState&, HostCall&, Args a) -> HostResult {
+         return Errno(U32(a[0]) <= 2 ? kEspipe : kEbadf);
+       }},
+      {"fd_close",
+       [](WasiState&, HostCall&, Args a) -> HostResult {
+         return Errno(U32(a[0]) <= 2 ? kSuccess : kEbadf);
+       }},
+      {"fd_prestat_get", [](WasiState&, HostCall&, Args) -> HostResult { return Errno(kEbadf); }},
+      {"fd_read",
+       [](WasiState&, HostCall& c, Args a) -> HostResult {
+         if (U32(a[0]) != 0) return Errno(kEbadf);
+         STELE_TRY(WriteU32(c, U32(a[3]), 0));  // end of file
+         return Errno(kSuccess);
+       }},
+      {"sched_yield", [](WasiState&, HostCall&, Args) -> HostResult { return Errno(kSuccess); }},
+      {"proc_exit",
+       [](WasiState& state, HostCall&, Args a) -> HostResult {
+         state.exit_code = a[0].AsI32();
+         return Unexpected(WasmError::Make(
+             WasmError::Kind::kHostError,
+             std::string(kProcExitMessage) + "(" + std::to_string(a[0].AsI32()) + ")"));
+       }},
+  };
+  return fns;
+}
+
+// Adds the function of `sig` bound to `state`.
+void AddOne(wasm::ImportTable& table, const WasiSig& sig, const std::shared_ptr<WasiState>& state) {
+  auto it = Implemented().find(sig.name);
+  wasm::HostFn fn = [](HostCall&, Args) { return Errno(kEnosys); };
+  if (it != Implemented().end()) {
+    fn = [impl = it->second, state](HostCall& c, Args a) { return impl(*state, c, a); };
+  }
+  table.Add(std::string(kWasiModule), sig.name, FuncType{sig.params, sig.results}, std::move(fn));
+}
+
 }  // namespace
 
-void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state) {
-  std::map<std::string, wasm::HostFn> bound;
-  bound["args_sizes_get"] = [state](HostCall& c, Args a) {
-    return WriteSizes(c, state->config.args, U32(a[0]), U32(a[1]));
-  };
-  bound["args_get"] = [state](HostCall& c, Args a) {
-    return WriteStrings(c, state->config.args, U32(a[0]), U32(a[1]));
-  };
-  bound["environ_sizes_get"] = [state](HostCall& c, Args a) {
-    return WriteSizes(c, EnvStrings(state->config), U32(a[0]), U32(a[1]));
-  };
-  bound["environ_get"] = [state](HostCall& c, Args a) {
-    return WriteStrings(c, EnvStrings(state->config), U32(a[0]), U32(a[1]));
-  };
-  bound["clock_res_get"] = [](HostCall& c, Args a) -> HostResult {
-    if (U32(a[0]) > 1) return Errno(kEinval);
-    STELE_TRY(WriteU64(c, U32(a[1]), 1000));
-    return Errno(kSuccess);
-  };
-  bound["clock_time_get"] = [](HostCall& c, Args a) -> HostResult {
-    uint64_t ns;
-    if (U32(a[0]) == 0) {
-      ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count());
-    } else if (U32(a[0]) == 1) {
-      ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-    } else {
-      return Errno(kEinval);
+void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state,
+                    const wasm::WasmModule* imported_by) {
+  if (imported_by == nullptr) {
+    for (const WasiSig& sig : AllSignatures()) AddOne(table, sig, state);
+    return;
+  }
+  for (const wasm::ImportSignature& imp : imported_by->imports()) {
+    if (imp.module != kWasiModule) continue;
+    for (const WasiSig& sig : AllSignatures()) {
+      if (sig.name == imp.name) AddOne(table, sig, state);
     }
-    STELE_TRY(WriteU64(c, U32(a[2]), ns));
-    return Errno(kSuccess);
-  };
-  bound["random_get"] = [](HostCall& c, Args a) -> HostResult {
-    uint32_t len = U32(a[1]);
-    if (len > (1u << 20)) return Errno(kEinval);
-    static thread_local std::random_device device;
-    std::vector<uint8_t> bytes(len);
-    for (auto& b : bytes) b = static_cast<uint8_t>(device());
-    STELE_TRY(c.WriteBytes(U32(a[0]), bytes));
-    return Errno(kSuccess);
-  };
-  bound["fd_write"] = [state](HostCall& c, Args a) -> HostResult {
-    uint32_t fd = U32(a[0]), iovs = U32(a[1]), count = U32(a[2]), nwritten = U32(a[3]);
-    if (fd != 1 && fd != 2) return Errno(kEbadf);
-    if (count > 1024) return Errno(kEinval);
-    STELE_ASSIGN_OR_RETURN(auto table_bytes, c.ReadBytes(iovs, count * 8));
-    uint32_t total = 0;
-    std::string& sink = fd == 1 ? state->stdout_text : state->stderr_text;
-    for (uint32_t i = 0; i < count; ++i) {
-      uint32_t ptr = ReadU32(table_bytes, 8 * i), len = ReadU32(table_bytes, 8 * i + 4);
-      STELE_ASSIGN_OR_RETURN(std::string text, c.ReadString(ptr, len));
-      size_t room = state->config.max_captured_output -
-                    std::min(state->config.max_captured_output,
-                             state->stdout_text.size() + state->stderr_text.size());
-      sink.append(text, 0, std::min(room, text.size()));
-      if (text.size() > room) state->dropped_bytes += text.size() - room;
-      total += len;
-    }
-    STELE_TRY(WriteU32(c, nwritten, total));
-    return Errno(kSuccess);
-  };
-  bound["fd_fdstat_get"] = [](HostCall& c, Args a) -> HostResult {
-    if (U32(a[0]) > 2) return Errno(kEbadf);
-    std::vector<uint8_t> stat(24, 0);
-    stat[0] = 2;  // character device
-    // rights_base: everything but fd_seek (bit 2) and fd_tell (bit 5). A
-    // character device that cannot seek is a terminal to wasi-libc's
-    // isatty, so stdio line-buffers stdout: an activity is a reactor that
-    // never exits, and a fully buffered stream would never be flushed.
-    for (int i = 8; i < 16; ++i) stat[static_cast<size_t>(i)] = 0xff;
-    stat[8] = static_cast<uint8_t>(0xff & ~(1u << 2) & ~(1u << 5));
-    STELE_TRY(c.WriteBytes(U32(a[1]), stat));
-    return Errno(kSuccess);
-  };
-  bound["fd_seek"] = [](HostCall&, Args a) { return Errno(U32(a[0]) <= 2 ? kEspipe : kEbadf); };
-  bound["fd_close"] = [](HostCall&, Args a) { return Errno(U32(a[0]) <= 2 ? kSuccess : kEbadf); };
-  bound["fd_prestat_get"] = [](HostCall&, Args) { return Errno(kEbadf); };
-  bound["fd_read"] = [](HostCall& c, Args a) -> HostResult {
-    if (U32(a[0]) != 0) return Errno(kEbadf);
-    STELE_TRY(WriteU32(c, U32(a[3]), 0));  // end of file
-    return Errno(kSuccess);
-  };
-  bound["sched_yield"] = [](HostCall&, Args) { return Errno(kSuccess); };
-  bound["proc_exit"] = [state](HostCall&, Args a) -> HostResult {
-    state->exit_code = a[0].AsI32();
-    return Unexpected(
-        WasmError::Make(WasmError::Kind::kHostError,
-                        std::string(kProcExitMessage) + "(" + std::to_string(a[0].AsI32()) + ")"));
-  };
-
-  for (const auto& sig : AllSignatures()) {
-    FuncType type{sig.params, sig.results};
-    auto it = bound.find(sig.name);
-    wasm::HostFn fn =
-        it != bound.end() ? it->second : [](HostCall&, Args) { return Errno(kEnosys); };
-    table.Add(std::string(kWasiModule), sig.name, std::move(type), std::move(fn));
   }
 }
 

@@ -48,8 +48,12 @@ struct WasiState {
   std::optional<int32_t> exit_code;  // set by proc_exit
 };
 
-// Adds every wasi_snapshot_preview1 function to `table`, bound to `state`.
-void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state);
+// Adds the wasi_snapshot_preview1 functions to `table`, bound to `state`:
+// all of them, or only those `imported_by` imports (a run's table, built
+// for every attempt, then holds a handful of functions instead of all
+// forty-odd).
+void AddWasiImports(wasm::ImportTable& table, std::shared_ptr<WasiState> state,
+                    const wasm::WasmModule* imported_by = nullptr);
 
 // The message of the host error proc_exit raises (to recognise it).
 inline constexpr std::string_view kProcExitMessage = "proc_exit";

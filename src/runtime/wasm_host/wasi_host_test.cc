@@ -2,6 +2,8 @@
 // guests built against wasi-libc (testdata/test_activities.c) run by the
 // executor on SQLite: output captured to the log, clocks, random bytes,
 // args and env from the config, proc_exit.
+#include "runtime/wasm_host/wasi_host.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -170,6 +172,29 @@ TEST_F(WasiHostTest, NoEnvConfiguredIsAnEmptyEnvironment) {
   Env& env = Start();
   auto id = env.Submit("testing:wasm/act.env", Json::array());
   EXPECT_EQ(Ok(id), Json("unset"));
+}
+
+// A run's table holds only the WASI functions its module imports (built
+// for every attempt); without a module, all of them (what a module may
+// import at all).
+TEST(WasiImportsTest, ARunsTableHoldsWhatItsModuleImports) {
+  auto component = LoadOrDie(STELE_TEST_ACTIVITIES_WASM, "test_activities", GuestKind::kActivity);
+  wasm::ImportTable all;
+  AddWasiImports(all, std::make_shared<WasiState>());
+  wasm::ImportTable run;
+  AddWasiImports(run, std::make_shared<WasiState>(), component->module.get());
+  size_t imported = 0;
+  for (const wasm::ImportSignature& imp : component->module->imports()) {
+    if (imp.module != kWasiModule) continue;
+    ++imported;
+    const wasm::HostFunction* fn = run.Find(imp.module, imp.name);
+    ASSERT_NE(fn, nullptr) << imp.name;
+    EXPECT_EQ(fn->type, imp.type) << imp.name;
+  }
+  EXPECT_GT(imported, 0u);
+  EXPECT_EQ(run.functions.size(), imported);
+  EXPECT_GT(all.functions.size(), imported);
+  EXPECT_NE(all.Find(kWasiModule, "path_open"), nullptr);
 }
 
 }  // namespace

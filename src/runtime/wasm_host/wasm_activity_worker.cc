@@ -65,7 +65,7 @@ executor::WorkerResult WasmActivityWorker::RunGuest(executor::WorkerContext ctx)
   auto state = std::make_shared<WasiState>();
   state->config = options_.wasi;
   auto table = std::make_shared<wasm::ImportTable>();
-  AddWasiImports(*table, state);
+  AddWasiImports(*table, state, component_->module.get());
   auto http = std::make_shared<HttpState>();
   http->config = options_.http;
   http->cancel = ctx.cancel;

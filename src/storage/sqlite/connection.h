@@ -126,17 +126,10 @@ class SqliteConnection final : public DbConnectionTest {
   Result<ExecutionLog, DbErrorRead> Get(const ExecutionId& execution_id) override;
 
  private:
-  // Locks the first `batch_size` of `candidates` in (scheduled_at, id)
-  // order; returns each locked execution with its next version.
-  static Result<std::vector<std::pair<ExecutionId, Version>>, DbErrorGeneric> LockCandidates(
+  // Locks the first `batch_size` of `candidates` in (scheduled_at, id) order.
+  static Result<std::vector<LockedExecution>, DbErrorGeneric> LockCandidates(
       WriteContext& tx, std::vector<LockCandidate> candidates, uint32_t batch_size,
       const core::Locked& locked, DateTime created_at);
-  // What the holders of the locks LockCandidates took need, read in one
-  // reader transaction after the lock's commit (journal_tx.h,
-  // LoadLockedExecution). An execution that cannot be read is logged and
-  // left out: its lock expires and the watcher hands it on.
-  std::vector<LockedExecution> LoadLocked(const std::vector<std::pair<ExecutionId, Version>>& locks,
-                                          const core::Locked& locked);
 
   std::shared_ptr<Store> store_;
 };

@@ -510,10 +510,9 @@ Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
   STELE_ASSIGN_OR_RETURN(
       Statement stmt,
       db.Prepare("SELECT version, json_value FROM t_execution_log WHERE exec_key = "
-                 "(SELECT exec_key FROM t_state WHERE execution_id = ?) AND version < ? AND "
-                 "(version = 0 OR history_event_type IS NOT NULL) ORDER BY version"));
+                 "(SELECT exec_key FROM t_state WHERE execution_id = ?) AND (version = 0 OR "
+                 "history_event_type IS NOT NULL) ORDER BY version"));
   stmt.BindText(1, id);
-  stmt.BindInt64(2, next_version.value());
   std::optional<core::Created> created;
   std::vector<std::pair<core::HistoryEvent, Version>> history;
   while (true) {

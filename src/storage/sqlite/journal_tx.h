@@ -69,13 +69,8 @@ Result<std::optional<bool>, DbErrorGeneric> FindDelayResponse(Connection& db,
 Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& req,
                                        DateTime current_time);
 
-// What the lock holder needs once `locked` was appended at next_version - 1:
-// the Created event's params..., the history events before next_version
-// with their versions, all responses so far. The lock operations read it
-// after their commit, on the caller's thread, from a reader connection
-// (lock.cc): only history up to the lock counts (a cancel request appended
-// since is the run's to see on its next write), and responses recorded
-// since are responses the run would be handed anyway.
+// What the lock holder needs, read right after `locked` was appended at
+// next_version - 1: history events with versions, all responses, params...
 Result<LockedExecution, DbErrorGeneric> LoadLockedExecution(Connection& db,
                                                             const ExecutionId& execution_id,
                                                             const core::Locked& locked,

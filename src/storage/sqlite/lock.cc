@@ -8,7 +8,6 @@
 #include <string>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "base/log.h"
 #include "storage/sqlite/connection.h"
@@ -69,17 +68,16 @@ PreEncodedEvents PreEncodeLock(const core::Locked& locked) {
 
 }  // namespace
 
-Result<std::vector<std::pair<ExecutionId, Version>>, DbErrorGeneric>
-SqliteConnection::LockCandidates(WriteContext& tx, std::vector<LockCandidate> candidates,
-                                 uint32_t batch_size, const core::Locked& locked,
-                                 DateTime created_at) {
+Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockCandidates(
+    WriteContext& tx, std::vector<LockCandidate> candidates, uint32_t batch_size,
+    const core::Locked& locked, DateTime created_at) {
   std::sort(
       candidates.begin(), candidates.end(), [](const LockCandidate& a, const LockCandidate& b) {
         return std::tie(a.scheduled_at, a.execution_id) < std::tie(b.scheduled_at, b.execution_id);
       });
   if (candidates.size() > batch_size) candidates.resize(batch_size);
 
-  std::vector<std::pair<ExecutionId, Version>> result;
+  std::vector<LockedExecution> result;
   const AppendRequest request{created_at, locked};
   for (const LockCandidate& candidate : candidates) {
     auto id = ParseColumn<ExecutionId>(candidate.execution_id, "t_state.execution_id");
@@ -90,46 +88,26 @@ SqliteConnection::LockCandidates(WriteContext& tx, std::vector<LockCandidate> ca
     // A failing row must not take the batch with it.
     STELE_TRY(tx.connection.Exec("SAVEPOINT lock_row"));
     auto appended = AppendEventTx(tx, *id, candidate.next_version, request, created_at, &locked);
-    if (appended) {
+    Result<LockedExecution, DbErrorGeneric> loaded =
+        appended ? LoadLockedExecution(tx.connection, *id, locked, *appended)
+                 : Result<LockedExecution, DbErrorGeneric>(
+                       Unexpected(DbErrorGeneric::Uncategorized(appended.error().ToString())));
+    if (loaded) {
       STELE_TRY(tx.connection.Exec("RELEASE lock_row"));
-      result.emplace_back(std::move(*id), *appended);
+      result.push_back(std::move(*loaded));
     } else {
       // A row refused by the lock rules (e.g. a lease of another run that
       // ends after `created_at`) is routine; anything else is not.
-      if (appended.error().kind() == DbErrorWrite::Kind::kNonRetriable) {
+      if (!appended && appended.error().kind() == DbErrorWrite::Kind::kNonRetriable) {
         STELE_LOG(kDebug,
-                  "not locking " << candidate.execution_id << ": " << appended.error().ToString());
+                  "not locking " << candidate.execution_id << ": " << loaded.error().reason());
       } else {
         STELE_LOG(kWarn,
-                  "not locking " << candidate.execution_id << ": " << appended.error().ToString());
+                  "not locking " << candidate.execution_id << ": " << loaded.error().reason());
       }
       STELE_TRY(tx.connection.Exec("ROLLBACK TO lock_row"));
       STELE_TRY(tx.connection.Exec("RELEASE lock_row"));
     }
-  }
-  return result;
-}
-
-std::vector<LockedExecution> SqliteConnection::LoadLocked(
-    const std::vector<std::pair<ExecutionId, Version>>& locks, const core::Locked& locked) {
-  std::vector<LockedExecution> result;
-  if (locks.empty()) return result;
-  result.reserve(locks.size());
-  auto read = store_->Read([&](Connection& db) -> Result<void, DbErrorGeneric> {
-    for (const auto& [id, next_version] : locks) {
-      auto loaded = LoadLockedExecution(db, id, locked, next_version);
-      if (loaded) {
-        result.push_back(std::move(*loaded));
-      } else {
-        STELE_LOG(kWarn, "locked " << id.ToString() << " but cannot read it: "
-                                   << loaded.error().reason() << "; its lock will expire");
-      }
-    }
-    return {};
-  });
-  if (!read) {
-    STELE_LOG(kWarn, "locked " << locks.size() << " executions but cannot read them: "
-                               << read.error().reason() << "; their locks will expire");
   }
   return result;
 }
@@ -141,9 +119,8 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
   const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
-  using Locks = std::vector<std::pair<ExecutionId, Version>>;
-  auto locks = store_->WriteUnsynced<Locks, DbErrorGeneric>(
-      [&](WriteContext& tx) -> Result<Locks, DbErrorGeneric> {
+  return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
+      [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
         tx.pre_encoded = &pre_encoded;
         // One index range per ffqn, each bounded by the batch size; the
         // merge below keeps the global (scheduled_at, id) order.
@@ -159,8 +136,6 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
         }
         return LockCandidates(tx, std::move(candidates), batch_size, locked, created_at);
       });
-  if (!locks) return Unexpected(std::move(locks).error());
-  return LoadLocked(*locks, locked);
 }
 
 Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendingByComponentId(
@@ -169,9 +144,8 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
     const core::RunId& run_id, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
   const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
-  using Locks = std::vector<std::pair<ExecutionId, Version>>;
-  auto locks = store_->WriteUnsynced<Locks, DbErrorGeneric>(
-      [&](WriteContext& tx) -> Result<Locks, DbErrorGeneric> {
+  return store_->WriteUnsynced<std::vector<LockedExecution>, DbErrorGeneric>(
+      [&](WriteContext& tx) -> Result<std::vector<LockedExecution>, DbErrorGeneric> {
         tx.pre_encoded = &pre_encoded;
         const auto& digest = component_id.input_digest.bytes();
         STELE_ASSIGN_OR_RETURN(auto candidates,
@@ -179,8 +153,6 @@ Result<std::vector<LockedExecution>, DbErrorGeneric> SqliteConnection::LockPendi
                                          digest.size(), pending_at_or_sooner, batch_size));
         return LockCandidates(tx, std::move(candidates), batch_size, locked, created_at);
       });
-  if (!locks) return Unexpected(std::move(locks).error());
-  return LoadLocked(*locks, locked);
 }
 
 Result<LockedExecution, DbErrorWrite> SqliteConnection::LockOne(
@@ -189,22 +161,16 @@ Result<LockedExecution, DbErrorWrite> SqliteConnection::LockOne(
     DateTime lock_expires_at, const core::ComponentRetryConfig& retry_config) {
   const core::Locked locked{component_id, executor_id, run_id, lock_expires_at, retry_config};
   const PreEncodedEvents pre_encoded = PreEncodeLock(locked);
-  auto next = store_->WriteUnsynced<Version, DbErrorWrite>(
-      [&](WriteContext& tx) -> Result<Version, DbErrorWrite> {
+  return store_->WriteUnsynced<LockedExecution, DbErrorWrite>(
+      [&](WriteContext& tx) -> Result<LockedExecution, DbErrorWrite> {
         tx.pre_encoded = &pre_encoded;
-        return AppendEventTx(tx, execution_id, version, AppendRequest{created_at, locked},
-                             created_at, &locked);
+        STELE_ASSIGN_OR_RETURN(
+            Version next, AppendEventTx(tx, execution_id, version,
+                                        AppendRequest{created_at, locked}, created_at, &locked));
+        STELE_ASSIGN_OR_RETURN(auto result,
+                               LoadLockedExecution(tx.connection, execution_id, locked, next));
+        return result;
       });
-  if (!next) return Unexpected(std::move(next).error());
-  // Read after the commit, off the writer's thread (LoadLockedExecution).
-  auto loaded = store_->Read(
-      [&](Connection& db) { return LoadLockedExecution(db, execution_id, locked, *next); });
-  if (!loaded) {
-    // The lock is taken but its holder cannot run: it expires and the
-    // watcher hands the execution on.
-    return Unexpected(DbErrorWrite(std::move(loaded).error()));
-  }
-  return std::move(*loaded);
 }
 
 }  // namespace stele::storage::sqlite::internal

@@ -150,4 +150,9 @@ Result<void, storage::DbErrorWrite> TimedDbConnection::AppendBacktraceBatch(
   return Timed([&] { return inner_->AppendBacktraceBatch(batch); });
 }
 
+// Not timed: it need not wait for the write (DbConnection::StoreBacktraces).
+void TimedDbConnection::StoreBacktraces(std::vector<core::BacktraceInfo> batch) {
+  inner_->StoreBacktraces(std::move(batch));
+}
+
 }  // namespace stele::server

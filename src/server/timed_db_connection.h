@@ -95,6 +95,7 @@ class TimedDbConnection final : public storage::DbConnection {
   Result<void, storage::DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
   Result<void, storage::DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;
+  void StoreBacktraces(std::vector<core::BacktraceInfo> batch) override;
 
  private:
   // Runs `write` and records how long it took.

@@ -4,6 +4,15 @@
 
 namespace stele::storage {
 
+void DbConnection::StoreBacktraces(std::vector<core::BacktraceInfo> batch) {
+  if (batch.empty()) return;
+  if (auto stored = AppendBacktraceBatch(batch); !stored) {
+    STELE_LOG(kWarn, "storing " << batch.size() << " backtraces of "
+                                << batch.front().execution_id.ToString()
+                                << " failed: " << stored.error().ToString());
+  }
+}
+
 Result<CreateRequest, DbErrorRead> DbConnection::GetCreateRequest(const ExecutionId& execution_id) {
   STELE_ASSIGN_OR_RETURN(core::ExecutionEvent event, GetExecutionEvent(execution_id, Version(0)));
   auto* created = std::get_if<core::Created>(&event.event);

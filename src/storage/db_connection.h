@@ -140,6 +140,14 @@ class DbConnection : public DbExecutor {
   virtual Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) = 0;
   virtual Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) = 0;
+  // A run's backtraces, stored without making the run wait where the
+  // backend can: they are visible no later than the outcome of any write
+  // made through the same pool after this returns (the run's result, which
+  // a client may follow with a backtrace request at once). Failures are
+  // logged: backtraces are diagnostics. This default stores them with
+  // AppendBacktraceBatch before it returns; SQLite queues them on its
+  // writer, whose queue is committed in order.
+  virtual void StoreBacktraces(std::vector<core::BacktraceInfo> batch);
 };
 
 }  // namespace stele::storage

@@ -13,7 +13,7 @@
 // Backtraces: for every operation made outside replay that moved the run's
 // version, the guest's JavaScript stack (file, line, column per frame) is
 // kept as a BacktraceInfo for [version before, version after), stored by
-// the worker like a wasm workflow's (DbConnection::AppendBacktraceBatch).
+// the worker like a wasm workflow's (DbConnection::StoreBacktraces).
 //
 // Threading: used by the thread running the guest. Ownership: borrows the
 // run and the clock, which outlive it.

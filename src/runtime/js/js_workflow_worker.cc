@@ -122,11 +122,7 @@ executor::WorkerResult JsWorkflowWorker::RunGuest(executor::WorkerContext ctx) {
   if (deps_.store_backtraces) {
     store = [&](std::vector<core::BacktraceInfo> traces) {
       for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
-      if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
-        STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
-                                    << run.execution_id().ToString()
-                                    << " failed: " << stored.error().ToString());
-      }
+      deps_.db->StoreBacktraces(std::move(traces));
     };
   }
   return RunJsWorkflow(*component_, run, deps_.clock.get(), limits, cancel, store);

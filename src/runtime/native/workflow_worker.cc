@@ -104,12 +104,7 @@ executor::WorkerResult NativeWorkflowWorker::Run(executor::WorkerContext ctx) {
 }
 
 void NativeWorkflowWorker::StoreBacktraces(NativeRun& native) {
-  std::vector<core::BacktraceInfo> traces = native.TakeBacktraces();
-  if (traces.empty()) return;
-  if (auto stored = db_->AppendBacktraceBatch(traces); !stored) {
-    STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of " << native.execution_id()
-                                << " failed: " << stored.error().ToString());
-  }
+  db_->StoreBacktraces(native.TakeBacktraces());
 }
 
 }  // namespace stele::runtime::native

@@ -13,7 +13,7 @@
 //   - suspended on anything that is not a stele operation, or an exception
 //     escaped the workflow → a permanent workflow trap.
 // With store_backtraces, the run's backtraces are written when it ends, in
-// one AppendBacktraceBatch (a failure is logged: they are diagnostics).
+// one DbConnection::StoreBacktraces (before the run's result is written).
 //
 // Threading: Run is called concurrently; the worker is immutable after
 // construction. Ownership: borrows the DbConnection's owner (shared), the

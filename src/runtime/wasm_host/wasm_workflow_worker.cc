@@ -102,11 +102,7 @@ executor::WorkerResult WasmWorkflowWorker::RunGuest(executor::WorkerContext ctx)
     auto traces = host.TakeBacktraces();
     if (traces.empty()) return;
     for (auto& trace : traces) trace.wasm_backtrace.engine = engine_id_;
-    if (auto stored = deps_.db->AppendBacktraceBatch(traces); !stored) {
-      STELE_LOG(kWarn, "storing " << traces.size() << " backtraces of "
-                                  << run.execution_id().ToString()
-                                  << " failed: " << stored.error().ToString());
-    }
+    deps_.db->StoreBacktraces(std::move(traces));
   };
 
   Result<std::vector<wasm::Value>, WasmError> called = Unexpected(WasmError{});

@@ -11,7 +11,7 @@
 // (HostCall::Backtrace) is captured; when the call moved the run's version
 // (it wrote events: a blocking call flushes the cached non-blocking events
 // of earlier calls too), a BacktraceInfo for [version before, version after)
-// is kept for the worker to store (DbConnection::AppendBacktraceBatch).
+// is kept for the worker to store (DbConnection::StoreBacktraces).
 //
 // Threading: used by the one thread running the instance. Ownership: borrows
 // the run and the watchdog; must outlive the instance it was bound to.

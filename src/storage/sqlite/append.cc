@@ -230,45 +230,91 @@ Result<void, DbErrorWrite> SqliteConnection::AppendBacktrace(const core::Backtra
   return AppendBacktraceBatch({info});
 }
 
+namespace {
+
+// A backtrace with its JSON columns, encoded on the caller's thread.
+struct EncodedBacktrace {
+  std::string execution_id;
+  int64_t version_min_including = 0;
+  int64_t version_max_excluding = 0;
+  std::string component;
+  std::string backtrace;
+};
+
+Result<std::vector<EncodedBacktrace>, DbErrorWrite> EncodeBacktraces(
+    const std::vector<core::BacktraceInfo>& batch) {
+  std::vector<EncodedBacktrace> encoded;
+  encoded.reserve(batch.size());
+  for (const core::BacktraceInfo& info : batch) {
+    STELE_ASSIGN_OR_RETURN(std::string component, EncodeJson(info.component_id));
+    STELE_ASSIGN_OR_RETURN(std::string backtrace, EncodeJson(info.wasm_backtrace));
+    encoded.push_back(EncodedBacktrace{
+        info.execution_id.ToString(), info.version_min_including.value(),
+        info.version_max_excluding.value(), std::move(component), std::move(backtrace)});
+  }
+  return encoded;
+}
+
+// The first backtrace of a version range wins: a replayed run records the
+// same range again, and reads answer with the first (as the reference
+// model does). A text is stored once (schema V9, t_backtrace_text); a
+// backtrace of an execution that is not there (deleted meanwhile) is
+// dropped: nothing could read it.
+Result<void, DbErrorWrite> InsertBacktracesTx(WriteContext& tx,
+                                              const std::vector<EncodedBacktrace>& batch) {
+  STELE_ASSIGN_OR_RETURN(
+      Statement text,
+      tx.connection.Prepare("INSERT INTO t_backtrace_text (component_id, wasm_backtrace) "
+                            "SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM t_state WHERE "
+                            "execution_id = ?3) ON CONFLICT DO NOTHING"));
+  STELE_ASSIGN_OR_RETURN(
+      Statement insert,
+      tx.connection.Prepare(
+          "INSERT INTO t_backtrace (exec_key, version_min_including, version_max_excluding, "
+          "text_id) SELECT s.exec_key, ?2, ?3, t.id FROM t_state s, t_backtrace_text t "
+          "WHERE s.execution_id = ?1 AND t.component_id = ?4 AND t.wasm_backtrace = ?5 "
+          "ON CONFLICT DO NOTHING"));
+  for (const EncodedBacktrace& info : batch) {
+    text.BindText(1, info.component);
+    text.BindText(2, info.backtrace);
+    text.BindText(3, info.execution_id);
+    STELE_TRY(text.Run());
+    text.Reset();
+    insert.BindText(1, info.execution_id);
+    insert.BindInt64(2, info.version_min_including);
+    insert.BindInt64(3, info.version_max_excluding);
+    insert.BindText(4, info.component);
+    insert.BindText(5, info.backtrace);
+    STELE_TRY(insert.Run());
+    insert.Reset();
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<void, DbErrorWrite> SqliteConnection::AppendBacktraceBatch(
     const std::vector<core::BacktraceInfo>& batch) {
   if (batch.empty()) return {};
-  return store_->Write<void, DbErrorWrite>([&](WriteContext& tx) -> Result<void, DbErrorWrite> {
-    // The first backtrace of a version range wins: a replayed run records
-    // the same range again, and reads answer with the first (as the
-    // reference model does). A text is stored once (schema V9,
-    // t_backtrace_text); a backtrace of an execution that is not there
-    // (deleted meanwhile) is dropped: nothing could read it.
-    STELE_ASSIGN_OR_RETURN(
-        Statement text,
-        tx.connection.Prepare("INSERT INTO t_backtrace_text (component_id, wasm_backtrace) "
-                              "SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM t_state WHERE "
-                              "execution_id = ?3) ON CONFLICT DO NOTHING"));
-    STELE_ASSIGN_OR_RETURN(
-        Statement insert,
-        tx.connection.Prepare(
-            "INSERT INTO t_backtrace (exec_key, version_min_including, version_max_excluding, "
-            "text_id) SELECT s.exec_key, ?2, ?3, t.id FROM t_state s, t_backtrace_text t "
-            "WHERE s.execution_id = ?1 AND t.component_id = ?4 AND t.wasm_backtrace = ?5 "
-            "ON CONFLICT DO NOTHING"));
-    for (const core::BacktraceInfo& info : batch) {
-      STELE_ASSIGN_OR_RETURN(std::string component, EncodeJson(info.component_id));
-      STELE_ASSIGN_OR_RETURN(std::string backtrace, EncodeJson(info.wasm_backtrace));
-      text.BindText(1, component);
-      text.BindText(2, backtrace);
-      text.BindText(3, info.execution_id.ToString());
-      STELE_TRY(text.Run());
-      text.Reset();
-      insert.BindText(1, info.execution_id.ToString());
-      insert.BindInt64(2, info.version_min_including.value());
-      insert.BindInt64(3, info.version_max_excluding.value());
-      insert.BindText(4, component);
-      insert.BindText(5, backtrace);
-      STELE_TRY(insert.Run());
-      insert.Reset();
-    }
-    return {};
-  });
+  STELE_ASSIGN_OR_RETURN(std::vector<EncodedBacktrace> encoded, EncodeBacktraces(batch));
+  return store_->Write<void, DbErrorWrite>(
+      [&](WriteContext& tx) { return InsertBacktracesTx(tx, encoded); });
+}
+
+void SqliteConnection::StoreBacktraces(std::vector<core::BacktraceInfo> batch) {
+  if (batch.empty()) return;
+  const std::string what = "storing " + std::to_string(batch.size()) + " backtraces of " +
+                           batch.front().execution_id.ToString();
+  auto encoded = EncodeBacktraces(batch);
+  if (!encoded) {
+    LogDetachedWriteFailure(what, encoded.error().ToString());
+    return;
+  }
+  // Queued, not awaited: the run's next write (its result) is queued after
+  // it, and the writer commits its queue in order.
+  store_->WriteDetached(
+      [rows = std::move(*encoded)](WriteContext& tx) { return InsertBacktracesTx(tx, rows); },
+      what);
 }
 
 Result<void, DbErrorWrite> SqliteConnection::UpgradeExecutionComponent(

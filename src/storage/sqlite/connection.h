@@ -83,6 +83,7 @@ class SqliteConnection final : public DbConnectionTest {
                                                WatchCallback on_change) override;
   void Unwatch(WatchToken token) override;
   Result<void, DbErrorWrite> AppendBacktrace(const core::BacktraceInfo& info) override;
+  void StoreBacktraces(std::vector<core::BacktraceInfo> batch) override;
   Result<void, DbErrorWrite> AppendBacktraceBatch(
       const std::vector<core::BacktraceInfo>& batch) override;
 

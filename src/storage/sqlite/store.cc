@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "storage/sqlite/schema.h"
 
 namespace stele::storage::sqlite::internal {
@@ -71,6 +72,10 @@ Store::Store(std::unique_ptr<QueryCounters> counters, std::unique_ptr<Checkpoint
       writer_(std::make_unique<Writer>(std::move(writer_connection), options, notifier_,
                                        checkpointer_.get())),
       reads_(std::make_unique<ReadPool>(std::move(read_connections))) {}
+
+void LogDetachedWriteFailure(const std::string& what, const std::string& error) {
+  STELE_LOG(kWarn, what << " failed: " << error);
+}
 
 Store::~Store() { Close(); }
 

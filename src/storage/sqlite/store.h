@@ -59,6 +59,37 @@ class TypedWriteOp final : public WriteOp {
   std::promise<Result<T, E>> promise_;
 };
 
+// Logs the failure of a write nobody waits for (Store::WriteDetached).
+void LogDetachedWriteFailure(const std::string& what, const std::string& error);
+
+// A WriteOp nobody waits for: a failure is logged with `what`.
+template <class F>
+class DetachedWriteOp final : public WriteOp {
+ public:
+  DetachedWriteOp(F fn, std::string what) : fn_(std::move(fn)), what_(std::move(what)) {}
+
+  bool Run(WriteContext& context) override {
+    try {
+      result_ = fn_(context);
+    } catch (const std::exception& e) {
+      result_ = Unexpected(DbErrorWrite(
+          DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what())));
+    }
+    return result_.has_value();
+  }
+  void Complete() override {
+    if (!result_) Log(result_.error().ToString());
+  }
+  void Fail(const DbErrorGeneric& error) override { Log(error.ToString()); }
+
+ private:
+  void Log(const std::string& error) const { LogDetachedWriteFailure(what_, error); }
+
+  F fn_;
+  std::string what_;
+  Result<void, DbErrorWrite> result_;
+};
+
 class Store {
  public:
   static Result<std::shared_ptr<Store>, DbErrorGeneric> Open(const SqliteOptions& options);
@@ -79,6 +110,18 @@ class Store {
   template <class T, class E, class F>
   Result<T, E> WriteUnsynced(F&& fn) {
     return Submit<T, E>(std::forward<F>(fn), /*needs_sync=*/false);
+  }
+
+  // Queues `fn(WriteContext&) -> Result<void, DbErrorWrite>` as one logical
+  // operation and returns without waiting: it commits (synced) before or
+  // with every operation submitted after it, as the writer's queue is
+  // first in, first out. A failure is logged, naming `what`.
+  template <class F>
+  void WriteDetached(F&& fn, std::string what) {
+    auto op = std::make_unique<DetachedWriteOp<std::decay_t<F>>>(std::forward<F>(fn), what);
+    if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
+      LogDetachedWriteFailure(what, submitted.error().ToString());
+    }
   }
 
   // Runs `fn(Connection&) -> Result<T, E>` in one read transaction.

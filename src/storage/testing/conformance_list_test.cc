@@ -319,6 +319,25 @@ TEST_P(ListTest, BacktracesAreFoundByFilter) {
   EXPECT_THAT(db().GetBacktrace(NewId(), BacktraceFilter::Last()), IsNotFound());
 }
 
+// A run stores its backtraces without waiting (SQLite queues them on its
+// writer); a client that sees the run's next write — its result — sees
+// them too.
+TEST_P(ListTest, StoredBacktracesAreVisibleOnceALaterWriteReturns) {
+  ExecutionId id = NewId();
+  Version v = CreateLocked(db(), id, kT0, Runner::New(), kT0 + 10s);
+  v = Must(db().AppendBatch(
+      kT0, {PersistReq(kT0), PersistReq(kT0), PersistReq(kT0), PersistReq(kT0)}, id, v));
+  db().StoreBacktraces({Backtrace(id, 1, 3), Backtrace(id, 3, 5)});
+  db().StoreBacktraces({});  // nothing to store
+  v = Must(db().Append(id, v, PersistReq(kT0 + 1s)));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::First())), Backtrace(id, 1, 3));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Last())), Backtrace(id, 3, 5));
+  // A backtrace of an execution that is not there is dropped, not an error.
+  db().StoreBacktraces({Backtrace(NewId(), 1, 2)});
+  Must(db().Append(id, v, PersistReq(kT0 + 2s)));
+  EXPECT_EQ(Must(db().GetBacktrace(id, BacktraceFilter::Last())), Backtrace(id, 3, 5));
+}
+
 // The engine of a wasm run — an optional field of the events that end a run
 // and of backtraces, inside their JSON — is kept by every backend.
 TEST_P(ListTest, TheEngineOfARunIsKept) {

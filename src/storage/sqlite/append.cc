@@ -303,18 +303,19 @@ Result<void, DbErrorWrite> SqliteConnection::AppendBacktraceBatch(
 
 void SqliteConnection::StoreBacktraces(std::vector<core::BacktraceInfo> batch) {
   if (batch.empty()) return;
-  const std::string what = "storing " + std::to_string(batch.size()) + " backtraces of " +
-                           batch.front().execution_id.ToString();
   auto encoded = EncodeBacktraces(batch);
   if (!encoded) {
-    LogDetachedWriteFailure(what, encoded.error().ToString());
+    LogDetachedWriteFailure("storing backtraces of " + batch.front().execution_id.ToString(),
+                            encoded.error().ToString());
     return;
   }
+  std::string what = "storing " + std::to_string(encoded->size()) + " backtraces of " +
+                     encoded->front().execution_id;
   // Queued, not awaited: the run's next write (its result) is queued after
   // it, and the writer commits its queue in order.
   store_->WriteDetached(
       [rows = std::move(*encoded)](WriteContext& tx) { return InsertBacktracesTx(tx, rows); },
-      what);
+      std::move(what));
 }
 
 Result<void, DbErrorWrite> SqliteConnection::UpgradeExecutionComponent(

@@ -108,18 +108,26 @@ Result<void, DbErrorWrite> InsertEventRow(WriteContext& tx, std::string_view id,
   return {};
 }
 
-// `source` names the row in tx.pre_encoded (event_codec.h); without one
-// the row is encoded here.
+// The row the caller encoded and filed under `source` in tx.pre_encoded
+// (event_codec.h), or else `make_event()` encoded here into `scratch`: the
+// event is built only when no row was.
+template <class MakeEvent>
+Result<const std::string*, DbErrorWrite> StoredRow(WriteContext& tx, const void* source,
+                                                   std::string& scratch,
+                                                   const MakeEvent& make_event) {
+  const std::string* row = tx.pre_encoded != nullptr ? tx.pre_encoded->Find(source) : nullptr;
+  if (row != nullptr) return row;
+  STELE_ASSIGN_OR_RETURN(scratch, EncodeEventRow(make_event()));
+  return &scratch;
+}
+
 Result<void, DbErrorWrite> InsertEvent(WriteContext& tx, std::string_view id, Version version,
                                        DateTime created_at, const core::ExecutionRequest& event,
                                        const void* source) {
-  const std::string* stored_row =
-      tx.pre_encoded != nullptr ? tx.pre_encoded->Find(source) : nullptr;
-  std::string encoded_here;
-  if (stored_row == nullptr) {
-    STELE_ASSIGN_OR_RETURN(encoded_here, EncodeEventRow(event));
-    stored_row = &encoded_here;
-  }
+  std::string scratch;
+  STELE_ASSIGN_OR_RETURN(const std::string* stored_row,
+                         StoredRow(
+                             tx, source, scratch, [&]() -> const auto& { return event; }));
   std::optional<std::string_view> history_type_tag;
   if (const auto* history = std::get_if<core::HistoryEventRequest>(&event)) {
     history_type_tag = core::HistoryEventTypeTag(history->event);
@@ -475,12 +483,10 @@ Result<Version, DbErrorWrite> CreateTx(WriteContext& tx, const CreateRequest& re
   // After the t_state row: the event row takes its exec_key from there.
   // A row the caller encoded needs no Created event: building one would
   // copy the params on the writer's thread for nothing.
-  const std::string* stored_row = tx.pre_encoded != nullptr ? tx.pre_encoded->Find(&req) : nullptr;
-  std::string encoded_here;
-  if (stored_row == nullptr) {
-    STELE_ASSIGN_OR_RETURN(encoded_here, EncodeEventRow(req.ToCreatedEvent()));
-    stored_row = &encoded_here;
-  }
+  std::string scratch;
+  STELE_ASSIGN_OR_RETURN(const std::string* stored_row, StoredRow(tx, &req, scratch, [&] {
+                           return core::ExecutionRequest(req.ToCreatedEvent());
+                         }));
   std::optional<core::JoinSetId> parent_join_set;
   if (req.parent) parent_join_set = req.parent->second;
   STELE_TRY(InsertEventRow(tx, id, Version(0), req.created_at, *stored_row, parent_join_set,

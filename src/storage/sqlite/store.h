@@ -27,6 +27,19 @@
 
 namespace stele::storage::sqlite::internal {
 
+// `fn(context)`, or the failure of the op when it throws: exceptions never
+// cross the module boundary, and the op is rolled back. R's error must be
+// constructible from DbErrorGeneric.
+template <class R, class F>
+R RunCatching(F& fn, WriteContext& context) {
+  try {
+    return fn(context);
+  } catch (const std::exception& e) {
+    return Unexpected(
+        DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what()));
+  }
+}
+
 // A WriteOp computing Result<T, E> with `fn(WriteContext&)`; the caller
 // waits on the future, which is fulfilled only after the commit (or the
 // failure) of the op's transaction.
@@ -36,13 +49,7 @@ class TypedWriteOp final : public WriteOp {
   TypedWriteOp(F fn, bool needs_sync) : fn_(std::move(fn)), needs_sync_(needs_sync) {}
 
   bool Run(WriteContext& context) override {
-    try {
-      result_.emplace(fn_(context));
-    } catch (const std::exception& e) {
-      // Exceptions never cross the module boundary; the op is rolled back.
-      result_.emplace(Unexpected(
-          DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what())));
-    }
+    result_.emplace(RunCatching<Result<T, E>>(fn_, context));
     return result_->has_value();
   }
   void Complete() override { promise_.set_value(std::move(*result_)); }
@@ -69,12 +76,7 @@ class DetachedWriteOp final : public WriteOp {
   DetachedWriteOp(F fn, std::string what) : fn_(std::move(fn)), what_(std::move(what)) {}
 
   bool Run(WriteContext& context) override {
-    try {
-      result_ = fn_(context);
-    } catch (const std::exception& e) {
-      result_ = Unexpected(DbErrorWrite(
-          DbErrorGeneric::Uncategorized(std::string("write operation failed: ") + e.what())));
-    }
+    result_ = RunCatching<Result<void, DbErrorWrite>>(fn_, context);
     return result_.has_value();
   }
   void Complete() override {
@@ -119,6 +121,7 @@ class Store {
   template <class F>
   void WriteDetached(F&& fn, std::string what) {
     auto op = std::make_unique<DetachedWriteOp<std::decay_t<F>>>(std::forward<F>(fn), what);
+    // `what` is still needed below should the submission fail.
     if (auto submitted = writer_->Submit(std::move(op)); !submitted) {
       LogDetachedWriteFailure(what, submitted.error().ToString());
     }

@@ -18,8 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -111,20 +113,50 @@ server::ServerImpl& Server() {
   return *d;
 }
 
-// Sends `request` on a new connection, ends the sending side and returns
-// everything the server writes until it closes (or 10 s pass).
-std::string Handle(std::string_view request) {
-  const int port = Server().http.port;
+// libFuzzer's -timeout alarm (SIGALRM, installed without SA_RESTART)
+// interrupts whatever system call the main thread is in: EINTR is retried,
+// never taken for the server's answer.
+template <class F>
+auto RetryOnSignal(F call) {
+  decltype(call()) r;
+  do {
+    r = call();
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+// A connection to the server. An interrupted connect() goes on in the
+// background: wait until the socket is writable and read its outcome.
+int Connect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   FUZZ_CHECK(fd >= 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  int error = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    error = errno;
+    if (error == EINTR) {
+      pollfd p{fd, POLLOUT, 0};
+      FUZZ_CHECK(RetryOnSignal([&] { return ::poll(&p, 1, 10000); }) == 1);
+      socklen_t len = sizeof error;
+      FUZZ_CHECK(::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0);
+    }
+  }
+  if (error != 0) std::fprintf(stderr, "connect: %s\n", std::strerror(error));
+  FUZZ_CHECK(error == 0);
+  return fd;
+}
+
+// Sends `request` on a new connection, ends the sending side and returns
+// everything the server writes until it closes (or 10 s pass).
+std::string Handle(std::string_view request) {
+  const int fd = Connect(Server().http.port);
   size_t sent = 0;
   while (sent < request.size()) {
-    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    ssize_t n = RetryOnSignal(
+        [&] { return ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL); });
     if (n <= 0) break;  // the server closed early (e.g. after a 400)
     sent += static_cast<size_t>(n);
   }
@@ -133,8 +165,8 @@ std::string Handle(std::string_view request) {
   char buf[8192];
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) break;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (RetryOnSignal([&] { return ::poll(&p, 1, 10000); }) <= 0) break;
+    ssize_t n = RetryOnSignal([&] { return ::recv(fd, buf, sizeof buf, 0); });
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
   }

@@ -165,10 +165,10 @@ TEST_F(E2eStubTest, CancellingADelayThatWasNeverRequestedChangesNothing) {
     }
     return out;
   };
-  // The workflow's backtraces are stored after its blocking step (queued
-  // on the writer, DbConnection::StoreBacktraces): wait until every history
-  // event names its backtrace, then take the snapshot once two in a row
-  // agree.
+  // The workflow waits warm for its child until its 2 s lease ends, and
+  // only then does its run end and store its backtraces: wait until every
+  // history event names its backtrace, then take the snapshot once two in
+  // a row agree.
   EXPECT_TRUE(WaitFor([&] {
     json events = CliJson({"execution", "events", id, "--length", "1000"})["events"];
     for (const json& e : events) {
